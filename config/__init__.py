@@ -1,0 +1,1 @@
+"""Settings (environment) and the policy file schema, plus the shipped default policy."""

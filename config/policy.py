@@ -1,0 +1,215 @@
+"""The policy file schema (TOML). Validated once at start; every unknown key is an error naming it."""
+
+from __future__ import annotations
+
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+Action = Literal["replace", "retry", "reject", "log", "redact"]
+Mode = Literal["interactive", "non-interactive"]
+Delivery = Literal["live", "buffered"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Defaults(_Strict):
+    mode: Mode = "interactive"
+    """A request may pick with the ``x-guardproxy-mode`` header."""
+    delivery: Delivery | None = None
+    """``live`` streams with a hold-back window; ``buffered`` releases only vetted messages.
+    Unset: ``buffered`` when a message guardrail is configured, else ``live``."""
+    holdback_chars: int = Field(default=64, ge=0, le=65536)
+    replacement: str = "[guardproxy: the answer was withheld by a guardrail]"
+
+
+class _StreamBase(_Strict):
+    id: str
+    action: Action = "replace"
+    replacement: str | None = None
+    """What the client sees instead; defaults to ``defaults.replacement``."""
+    max_attempts: int = Field(default=3, ge=1, le=10)
+    mandate: str | None = None
+    """Corrective system mandate appended on ``retry``."""
+    enabled: bool = True
+
+
+class RegexGuardrail(_StreamBase):
+    kind: Literal["regex"]
+    patterns: list[str]
+    flags: list[Literal["i", "m", "s", "x"]] = []
+    window: int = Field(default=256, ge=1, le=65536)
+    """Longest text a pattern may match; text is held back this far."""
+
+
+class CanaryGuardrail(_StreamBase):
+    kind: Literal["canary"]
+    min_chars: int = Field(default=40, ge=8, le=4096)
+    plant_token: bool = False
+
+
+class SecretsGuardrail(_StreamBase):
+    kind: Literal["secrets"]
+    allow: list[str] = []
+    categories: list[str] = []
+    """Empty: every category."""
+
+
+class PiiGuardrail(_StreamBase):
+    kind: Literal["pii"]
+    allow: list[str] = []
+    categories: list[str] = []
+
+
+class MaxLengthGuardrail(_StreamBase):
+    kind: Literal["max_length"]
+    max_chars: int = Field(ge=1)
+
+
+StreamGuardrailSpec = Annotated[
+    RegexGuardrail | CanaryGuardrail | SecretsGuardrail | PiiGuardrail | MaxLengthGuardrail,
+    Field(discriminator="kind"),
+]
+
+
+class _MessageBase(_Strict):
+    id: str
+    action: Literal["replace", "retry", "reject", "log"] = "replace"
+    replacement: str | None = None
+    timeout_s: float = Field(default=3.0, gt=0, le=120)
+    max_attempts: int = Field(default=3, ge=1, le=10)
+    mandate: str | None = None
+    final_action: Literal["replace", "reject", "log"] = "replace"
+    """What happens when ``retry`` runs out of attempts."""
+    enabled: bool = True
+
+
+class JudgeGuardrail(_MessageBase):
+    kind: Literal["llm_judge"]
+    model: str | None = None
+    """Model name sent to the judge's upstream; None: the request's own model."""
+    prompt_file: str | None = None
+    prompt: str | None = None
+    """Inline template; ``{user_query}`` and ``{agent_output}`` are filled in."""
+    upstream: Literal["request", "openai_chat", "anthropic", "gemini"] = "request"
+    base_url: str | None = None
+    api_key_env: str | None = None
+    """Environment variable holding the key for a judge that names its own upstream."""
+    only_final_text: bool = True
+    """Judge only messages that end the turn (text, no tool calls), as the seed's interceptor does."""
+
+
+class WebhookGuardrail(_MessageBase):
+    kind: Literal["webhook"]
+    url: str
+    headers: dict[str, str] = {}
+
+
+class ModerationGuardrail(_MessageBase):
+    kind: Literal["moderation"]
+    url: str = "https://api.openai.com/v1/moderations"
+    model: str = "omni-moderation-latest"
+    api_key_env: str | None = "OPENAI_API_KEY"
+    thresholds: dict[str, float] = {}
+    """Category -> score at or above which the message is flagged; empty: the endpoint's ``flagged``."""
+
+
+MessageGuardrailSpec = Annotated[
+    JudgeGuardrail | WebhookGuardrail | ModerationGuardrail, Field(discriminator="kind")
+]
+
+Effect = Literal["file_read", "file_write", "exec", "network", "none"]
+
+
+class ToolSpec(_Strict):
+    effect: Effect
+    path: str | None = None
+    paths: str | None = None
+    command: str | None = None
+    url: str | None = None
+    patch: str | None = None
+
+
+class ToolsPolicy(_Strict):
+    enabled: bool = True
+    workspace_root: str | None = None
+    """The workspace as the proxy sees it (a sidecar mount)."""
+    agent_workspace_root: str = ""
+    """The same folder as the agent names it, when it differs."""
+    privileged: list[str] = ["~/.ssh", "~/.aws", "~/.gnupg", "/etc", "/root", "/proc", "/sys"]
+    write_manifest: list[str] = []
+    egress_allow: list[str] = []
+    egress_enabled: bool = True
+    interpreters: list[str] | None = None
+    """Shell forms to block; None: the built-in list (bash -c, python -c, node -e, eval, curl|sh...)."""
+    read_before_write: bool = True
+    no_such_path: bool = True
+    on_block: Literal["feedback", "replace", "reject"] = "feedback"
+    max_feedback_rounds: int = Field(default=2, ge=0, le=10)
+    catalog: dict[str, ToolSpec] = {}
+
+
+class Policy(_Strict):
+    defaults: Defaults = Defaults()
+    stream_guardrails: list[StreamGuardrailSpec] = []
+    message_guardrails: list[MessageGuardrailSpec] = []
+    tools: ToolsPolicy | None = None
+    base_dir: Path = Path(".")
+    """Folder that relative paths in the policy (``prompt_file``) are resolved against."""
+
+    @field_validator("stream_guardrails", "message_guardrails")
+    @classmethod
+    def _unique_ids(cls, value: list[_StreamBase] | list[_MessageBase]) -> list[_StreamBase] | list[_MessageBase]:
+        seen: set[str] = set()
+        for item in value:
+            if item.id in seen:
+                raise ValueError(f"duplicate guardrail id {item.id!r}")
+            seen.add(item.id)
+        return value
+
+
+class PolicyError(Exception):
+    """A policy file that cannot be used. The message names the file and the field."""
+
+
+def _format_validation(path: str, err: ValidationError) -> str:
+    lines = [f"{path}: invalid policy"]
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"])
+        lines.append(f"  {loc}: {e['msg']}")
+    return "\n".join(lines)
+
+
+def parse_policy(text: str, *, source: str = "<policy>", base_dir: Path | None = None) -> Policy:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PolicyError(f"{source}: not valid TOML: {exc}") from exc
+    if base_dir is not None:
+        data["base_dir"] = str(base_dir)
+    try:
+        return Policy.model_validate(data)
+    except ValidationError as exc:
+        raise PolicyError(_format_validation(source, exc)) from exc
+
+
+def default_policy_text() -> str:
+    return resources.files("config").joinpath("default.toml").read_text(encoding="utf-8")
+
+
+def load_policy(path: str | None) -> Policy:
+    """Load the policy at ``path``, or the shipped default when ``path`` is None or empty."""
+    if not path:
+        return parse_policy(default_policy_text(), source="config/default.toml",
+                            base_dir=Path(str(resources.files("config"))).parent)
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PolicyError(f"{path}: cannot read policy: {exc.strerror}") from exc
+    return parse_policy(text, source=path, base_dir=p.resolve().parent)

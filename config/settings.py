@@ -1,0 +1,32 @@
+"""Process settings from the environment (prefix ``GUARDPROXY_``). Read once, passed explicitly."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="GUARDPROXY_", extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = 8790
+    openai_base_url: str = "https://api.openai.com"
+    anthropic_base_url: str = "https://api.anthropic.com"
+    gemini_base_url: str = "https://generativelanguage.googleapis.com"
+    policy: str | None = None
+    """Path of a TOML policy file; unset: the shipped default policy."""
+    guardrails_enabled: bool = True
+    """``false``: pure passthrough, no guardrail runs."""
+    audit_log: str | None = None
+    upstream_connect_timeout_s: float = Field(default=10.0, gt=0)
+    upstream_read_timeout_s: float = Field(default=300.0, gt=0)
+    """Idle time allowed between upstream bytes; a stall past it ends the stream with an error."""
+    max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
+    auth_token: str | None = None
+    """When set, clients must send it in ``x-guardproxy-token`` (or as ``Authorization: Bearer`` for
+    the proxy when it listens beyond loopback)."""
+    allow_unauthenticated_remote: bool = False
+    """Waive the token requirement for non-loopback listening addresses."""
+    log_level: str = "info"
+    shutdown_grace_s: float = Field(default=10.0, ge=0)

@@ -1,0 +1,59 @@
+"""Decisions are returned, never raised. Stable ``reason_code`` strings are what clients and logs key on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+
+@dataclass(frozen=True, slots=True)
+class Pass:
+    """Nothing to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """The guardrail tripped.
+
+    ``replacement`` is what the client is shown instead (may be empty: the policy's action decides
+    what text to use). ``rationale`` is told to the model on a retry or a tool feedback round; it
+    never contains the blocked text itself.
+    """
+
+    reason_code: str
+    replacement: str = ""
+    rationale: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Redact:
+    """Rewrite the offending span in place (``pii`` with ``action = "redact"``).
+
+    ``start``/``end`` are offsets into the accumulated text; ``mask`` is what stands there instead.
+    """
+
+    reason_code: str
+    start: int
+    end: int
+    mask: str
+
+
+Decision = Pass | Block | Redact
+PASS: Final = Pass()
+
+# Stable reason codes (DESIGN.md, "Contract details").
+SECRET_LEAK: Final = "secret_leak"
+SYSTEM_PROMPT_LEAK: Final = "system_prompt_leak"
+PATTERN_MATCH: Final = "pattern_match"
+PII: Final = "pii"
+MAX_LENGTH: Final = "max_length"
+JUDGE_VIOLATION: Final = "judge_violation"
+WEBHOOK_BLOCK: Final = "webhook_block"
+MODERATION_FLAGGED: Final = "moderation_flagged"
+PATH_OUTSIDE_WORKSPACE: Final = "path_outside_workspace"
+PRIVILEGED_PATH: Final = "privileged_path"
+NO_SUCH_PATH: Final = "no_such_path"
+WRITE_WITHOUT_READ: Final = "write_without_read"
+PATH_OUTSIDE_MANIFEST: Final = "path_outside_manifest"
+EGRESS_NOT_ALLOWED: Final = "egress_not_allowed"
+SHELL_INTERPRETER: Final = "shell_interpreter"

@@ -1,0 +1,99 @@
+"""The three seams, one per timing. Each contract is stated here; the runners enforce the timing.
+
+- ``StreamGuardrail`` / ``DeltaCheck``: synchronous, on every text delta of the streaming hot path.
+  ``check`` must cost O(len(delta)) (plus a constant tail window), never a rescan of the accumulated
+  text. No I/O.
+- ``MessageGuardrail``: async, once per finished message. May do I/O. The runner bounds it by its
+  ``timeout_s`` and fails open (timeouts, transport errors and unparseable verdicts pass).
+- Tool rules (``guardrails.tools``): pure judgement of one tool call over recorded observations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from collections.abc import Callable
+from typing import Protocol
+
+from guardrails.decision import PASS, Decision
+from proxy.events import AssistantMessage
+
+
+@dataclass(frozen=True, slots=True)
+class StreamContext:
+    """What a stream guardrail may look at when it arms for one message."""
+
+    system_prompt: str
+    model: str = ""
+    wire: str = ""
+    """The client's wire format: ``openai_chat``, ``openai_responses``, ``anthropic``, ``gemini``."""
+    canary_token: str = ""
+    """The token the proxy planted in this request's system prompt, when a canary plants one."""
+
+
+class DeltaCheck:
+    """Per-stream state of one armed guardrail.
+
+    ``window`` is how many trailing characters this check may still need before it can decide
+    about them: the pipeline never releases text closer than ``window`` to the end of what has
+    been checked. A check that can match across deltas must set it to at least the longest span
+    it needs to see before it can block.
+    """
+
+    window: int = 0
+
+    def check(self, accumulated: str, delta: str) -> Decision:
+        """Called after ``delta`` was appended (``accumulated`` ends with it). O(len(delta))."""
+        raise NotImplementedError
+
+    def finish(self, accumulated: str) -> Decision:
+        """Called once when the message text is complete (matches that end at the very end)."""
+        return PASS
+
+
+class StreamGuardrail(Protocol):
+    """A provider: one instance serves every stream. Per-stream state lives in its ``DeltaCheck``."""
+
+    @property
+    def id(self) -> str: ...
+
+    def arm(self, ctx: StreamContext) -> DeltaCheck | None:
+        """Build the per-stream check, or decline (None) when it does not apply to this stream."""
+        ...
+
+
+class TextCompleter(Protocol):
+    """Sends one stateless prompt to a model and returns its text (used by the LLM judge)."""
+
+    async def complete(self, prompt: str, *, model: str, temperature: float = 0.0) -> str: ...
+
+
+@dataclass(slots=True)
+class MessageContext:
+    """What a message guardrail sees: the finished message and the request it answers."""
+
+    message: AssistantMessage
+    system_prompt: str = ""
+    user_query: str = ""
+    model: str = ""
+    completer: TextCompleter | None = None
+    """Talks to the request's own upstream with the request's own credentials; None when unavailable."""
+    completer_for: Callable[[str, str | None, str | None], TextCompleter | None] | None = None
+    """For a judge that names its own upstream: ``(wire, base_url, api_key_env) -> completer``, where
+    ``wire`` is ``openai_chat``, ``anthropic`` or ``gemini``. None when the proxy offers none."""
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def visible_text(self) -> str:
+        """The text the client renders: the message plus its citations."""
+        if not self.message.annotations:
+            return self.message.text
+        return "\n".join([self.message.text, *self.message.annotations])
+
+
+class MessageGuardrail(Protocol):
+    """Runs once on the finished message. May do I/O; the runner applies the timeout."""
+
+    @property
+    def id(self) -> str: ...
+
+    async def check_message(self, ctx: MessageContext) -> Decision: ...

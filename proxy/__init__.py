@@ -1,0 +1,1 @@
+"""guardproxy: the HTTP edge, the wire formats and the stream pipeline."""

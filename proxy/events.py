@@ -1,0 +1,118 @@
+"""The one internal model of a model's output, shared by every wire format.
+
+Each wire module (``proxy/wire/*``) turns its provider's frames into these events and nothing else
+parses provider JSON. The stream pipeline and the guardrails only ever see these types.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """Visible assistant text (not reasoning), in arrival order."""
+
+    text: str
+    kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallStart:
+    """A tool call begins. ``key`` identifies it within the message (index, item id, block index)."""
+
+    key: str
+    call_id: str
+    name: str
+    kind: Literal["tool_start"] = "tool_start"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallArgsDelta:
+    """A fragment of a tool call's JSON arguments (concatenate per ``key``)."""
+
+    key: str
+    fragment: str
+    kind: Literal["tool_args"] = "tool_args"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEnd:
+    """The tool call ``key`` is complete: its arguments are final."""
+
+    key: str
+    kind: Literal["tool_end"] = "tool_end"
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """The message ended. ``reason`` is the provider's own value (``stop``, ``end_turn``, ``STOP``...)."""
+
+    reason: str
+    kind: Literal["finish"] = "finish"
+
+
+@dataclass(frozen=True, slots=True)
+class StreamError:
+    """The upstream reported an error inside the stream."""
+
+    message: str
+    kind: Literal["error"] = "error"
+
+
+Event = TextDelta | ToolCallStart | ToolCallArgsDelta | ToolCallEnd | Finish | StreamError
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One upstream frame: its exact bytes (relayed untouched when nothing acts) and what it means."""
+
+    raw: bytes
+    events: tuple[Event, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return "".join(e.text for e in self.events if isinstance(e, TextDelta))
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """A complete tool call. ``arguments`` is the JSON text of the arguments (may be invalid JSON)."""
+
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(slots=True)
+class AssistantMessage:
+    """A finished (or, while streaming, partial) assistant message."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str | None = None
+    annotations: list[str] = field(default_factory=list)
+    """Client-visible citation text (urls, titles) that renders beside the message."""
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryToolCall:
+    """A tool call from the request's own history, with the outcome of its result when one followed."""
+
+    call_id: str
+    name: str
+    arguments: str
+    result_ok: bool | None
+    """True when a successful result followed, False when the result was an error, None when none."""
+
+
+@dataclass(slots=True)
+class RequestView:
+    """What the guards need to know about a client request, decoded once by its wire module."""
+
+    model: str
+    stream: bool
+    system_prompt: str = ""
+    last_user_text: str = ""
+    history: list[HistoryToolCall] = field(default_factory=list)

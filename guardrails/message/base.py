@@ -1,0 +1,62 @@
+"""What the built-in message guardrails share: their policy spec, and two ways to pass without judging.
+
+A message guardrail must return a decision, never raise one. But "I could not decide" (no completer,
+an unparseable verdict, a webhook that answered 500) is not the same as "the message is fine", and
+the runner has to count it as ``fail_open``. ``Undecided`` carries that distinction *inside* a
+``Pass``: any caller that only knows the ``MessageGuardrail`` seam sees a ``Pass`` and fails open by
+construction, while the runner, which knows this type, records the reason. ``Skipped`` does the same
+for "this check does not apply to this message" so a judge that never ran is not logged as a verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from config.policy import JudgeGuardrail, ModerationGuardrail, WebhookGuardrail
+from guardrails.decision import Pass
+
+# Rationales and webhook reasons are fed back to the model as a corrective hint; cap them so a
+# chatty classifier cannot flood the retry prompt.
+MAX_RATIONALE_CHARS = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Undecided(Pass):
+    """The check could not reach a verdict; the message passes and the runner logs ``fail_open``."""
+
+    reason: str
+    """Machine-readable cause (``no_completer``, ``unparseable``, ``http_503``...). Never message text."""
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped(Pass):
+    """The check does not apply to this message (tool calls, empty text); logged as a pass."""
+
+    reason: str
+
+
+AnySpec = JudgeGuardrail | WebhookGuardrail | ModerationGuardrail
+S = TypeVar("S", JudgeGuardrail, WebhookGuardrail, ModerationGuardrail)
+
+
+class ConfiguredGuardrail(Generic[S]):
+    """A message guardrail built from its policy entry.
+
+    The spec stays on the object so the proxy can look up what to do on a block (``action``,
+    ``max_attempts``, ``mandate``, ``final_action``) by the id the runner reports.
+    """
+
+    def __init__(self, spec: S, replacement: str) -> None:
+        self.spec: S = spec
+        self.replacement = replacement
+        """The text the client sees on a block: the spec's own, else the policy default."""
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+
+def clip(text: str, limit: int = MAX_RATIONALE_CHARS) -> str:
+    """Cut ``text`` to ``limit`` characters, marking the cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,142 @@
+"""The ASGI application: ops routes on FastAPI, every other path on the raw-ASGI proxy path.
+
+``create_app(settings, policy)`` builds everything up front (a bad policy fails here, not on a
+request) and reads nothing from the environment itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import structlog
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+from config.policy import Policy, load_policy
+from config.settings import Settings
+from proxy.asgi import BodyTooLarge, ClientGone, Receive, Scope, Send, read_body
+from proxy.exchange import Exchange
+from proxy.services import Services, build_services
+
+log = structlog.get_logger("guardproxy")
+
+_OPS = frozenset({"/healthz", "/readyz", "/metrics"})
+_PREFLIGHT = frozenset({"/", "/api/hello"})
+
+
+def _ops_app(services: Services) -> FastAPI:
+    app = FastAPI(title="guardproxy", docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz")
+    async def readyz() -> JSONResponse:
+        ok = services.ready
+        body = {"status": "ready" if ok else "starting", "policy_loaded": True,
+                "guardrails_enabled": services.guarding,
+                "stream_guardrails": [g.id for g in services.stream_guardrails],
+                "message_guardrails": [g.id for g in services.message_guardrails],
+                "tool_rules": services.assessor is not None}
+        return JSONResponse(body, status_code=200 if ok else 503)
+
+    @app.get("/metrics")
+    async def metrics() -> PlainTextResponse:
+        return PlainTextResponse(services.metrics.render(), media_type="text/plain; version=0.0.4")
+
+    return app
+
+
+class GuardProxy:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.ops = _ops_app(services)
+        self._active: set[asyncio.Task[None]] = set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            path = scope["path"]
+            if path in _OPS and scope["method"] == "GET":
+                await self.ops(scope, receive, send)
+            elif scope["method"] == "HEAD" and path in _PREFLIGHT:
+                await send({"type": "http.response.start", "status": 200,
+                            "headers": [(b"content-length", b"0")]})
+                await send({"type": "http.response.body", "body": b""})
+            else:
+                await self._proxy(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+        elif kind == "websocket":
+            await send({"type": "websocket.close", "code": 1008,
+                        "reason": "guardproxy does not proxy WebSockets; use HTTP streaming"})
+
+    async def _proxy(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            body: bytes | None = await read_body(receive, self.services.settings.max_body_bytes)
+        except BodyTooLarge:
+            body = None
+        except ClientGone:
+            return
+        ex = Exchange(self.services, scope, body, send)
+        gone: list[bool] = []
+        run = asyncio.ensure_future(ex.run())
+        self._active.add(run)
+        watcher = asyncio.ensure_future(_watch(run, receive, gone))
+        try:
+            await run
+        except asyncio.CancelledError:
+            if not gone:
+                raise
+            self.services.metrics.disconnects.inc()
+            log.info("client_disconnected", request_id=ex.request_id)
+        finally:
+            watcher.cancel()
+            self._active.discard(run)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            msg = await receive()
+            if msg["type"] == "lifespan.startup":
+                try:
+                    await self.services.upstream.start()
+                    self.services.ready = True
+                except Exception as exc:  # noqa: BLE001 - reported to the server, which exits
+                    await send({"type": "lifespan.startup.failed", "message": type(exc).__name__})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif msg["type"] == "lifespan.shutdown":
+                self.services.ready = False
+                await self._drain()
+                await self.services.upstream.close()
+                await self.services.http.aclose()
+                self.services.audit.close()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _drain(self) -> None:
+        """Graceful shutdown: let open exchanges finish within the grace period, then cancel them."""
+        pending = {t for t in self._active if not t.done()}
+        if not pending:
+            return
+        _, still = await asyncio.wait(pending, timeout=self.services.settings.shutdown_grace_s)
+        for t in still:
+            t.cancel()
+
+
+async def _watch(run: asyncio.Future[None], receive: Receive, gone: list[bool]) -> None:
+    """Runs once the body was read; cancels ``run`` (closing the upstream) when the client leaves."""
+    while not run.done():
+        msg = await receive()
+        if msg["type"] == "http.disconnect":
+            if not run.done():
+                gone.append(True)
+                run.cancel()
+            return
+
+
+def create_app(settings: Settings | None = None, policy: Policy | None = None) -> GuardProxy:
+    settings = settings or Settings()
+    policy = policy or load_policy(settings.policy)
+    return GuardProxy(build_services(settings, policy))

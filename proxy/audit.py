@@ -1,0 +1,109 @@
+"""The append-only audit log: one JSON object per line, one line per decision.
+
+Contract (DESIGN.md): every line has ``ts`` (ISO-8601 UTC), ``request_id``, ``event`` (one of
+``EVENTS``), ``guardrail_id`` or ``rule``, ``reason_code`` and ``decision``; tool-call lines add
+``tool``, ``effect``, ``observations``, the tools ``policy`` snapshot and its ``policy_fingerprint``,
+so ``guardproxy replay`` can re-make each decision without the policy file.
+
+Blocked text and secrets never reach this file: ``record`` accepts only the structured fields in
+``FIELDS`` (an unknown field is a programming error and raises ``TypeError``), and the only free
+text it takes is ``rationale``, which the rules write without file contents or secrets.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Final, Self
+
+from config.policy import ToolsPolicy
+from guardrails.tools.assessment import Assessment, policy_fingerprint, policy_snapshot
+
+TOOL_CALL_ASSESSED: Final = "tool_call.assessed"
+EVENTS: Final = frozenset({"guardrail.tripped", "message.replaced", "retry", "fail_open", TOOL_CALL_ASSESSED})
+FIELDS: Final = frozenset({
+    "guardrail_id", "rule", "reason_code", "decision", "action", "attempt", "part", "mode", "wire",
+    "model", "stage", "round", "error_kind", "elapsed_ms", "status",
+    "tool", "call_id", "effect", "observations", "rationale", "policy", "policy_fingerprint",
+})
+"""Every field a line may carry besides ``ts``, ``request_id`` and ``event``."""
+_NULLED: Final = ("reason_code", "decision")
+
+
+class AuditLog:
+    """Appends JSON lines to ``path``; a no-op sink when ``path`` is None (validation still runs, so
+    a bad call fails in tests whether or not a log is configured).
+
+    The file is opened once in append mode; each line is a single ``write`` followed by ``flush``, so
+    a crash loses at most the line being written and concurrent writers (O_APPEND) do not interleave
+    lines shorter than the pipe buffer. A lock serialises writers from worker threads.
+    """
+
+    def __init__(self, path: str | Path | None) -> None:
+        self.path = Path(path) if path else None
+        self._file: IO[str] | None = None
+        self._lock = threading.Lock()
+
+    def record(self, event: str, *, request_id: str, **fields: object) -> dict[str, object]:
+        """Write one line; returns the record as written (for tests and structlog)."""
+        if event not in EVENTS:
+            raise ValueError(f"unknown audit event {event!r}")
+        unknown = set(fields) - FIELDS
+        if unknown:
+            raise TypeError(f"audit fields not allowed: {sorted(unknown)}")
+        if "guardrail_id" not in fields and "rule" not in fields:
+            raise TypeError("an audit record names its guardrail_id or rule")
+        line: dict[str, object] = {"ts": _now(), "request_id": request_id, "event": event}
+        line.update({k: None for k in _NULLED})
+        line.update(fields)
+        text = json.dumps(line, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
+        if self.path is not None:
+            with self._lock:
+                if self._file is None:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    self._file = self.path.open("a", encoding="utf-8")
+                self._file.write(text)
+                self._file.flush()
+        return line
+
+    def record_assessment(self, assessment: Assessment, request_id: str,
+                          policy: ToolsPolicy | None = None) -> dict[str, object]:
+        fields = assessment_event(assessment, request_id, policy)
+        del fields["event"], fields["request_id"]
+        return self.record(TOOL_CALL_ASSESSED, request_id=request_id, **fields)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def assessment_event(assessment: Assessment, request_id: str,
+                     policy: ToolsPolicy | None = None) -> dict[str, object]:
+    """The keyword arguments of ``AuditLog.record`` for one assessed tool call. Pass the policy the
+    call was judged under: without it, replay needs ``--policy``."""
+    fields: dict[str, object] = {
+        "event": TOOL_CALL_ASSESSED, "request_id": request_id, "rule": assessment.rule,
+        "reason_code": assessment.reason_code, "decision": assessment.decision,
+        "tool": assessment.tool, "call_id": assessment.call_id, "effect": assessment.effect,
+        "observations": assessment.observations, "rationale": assessment.rationale or None,
+    }
+    if policy is not None:
+        fields["policy"] = policy_snapshot(policy)
+        fields["policy_fingerprint"] = policy_fingerprint(policy)
+    return fields

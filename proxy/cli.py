@@ -1,0 +1,88 @@
+"""``guardproxy serve | check-policy | replay`` (also ``python -m proxy``)."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+
+from config.policy import PolicyError, load_policy
+from config.settings import Settings
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from proxy.app import create_app
+    from proxy.logs import configure
+
+    overrides = {k: v for k, v in (("host", args.host), ("port", args.port), ("policy", args.policy)) if v}
+    settings = Settings(**overrides)  # type: ignore[arg-type]
+    configure(settings.log_level)
+    if not _is_loopback(settings.host) and not settings.auth_token and not settings.allow_unauthenticated_remote:
+        print(f"guardproxy: refusing to listen on {settings.host} without GUARDPROXY_AUTH_TOKEN "
+              "(set it, or GUARDPROXY_ALLOW_UNAUTHENTICATED_REMOTE=true to waive)", file=sys.stderr)
+        return 2
+    try:
+        policy = load_policy(settings.policy)
+        app = create_app(settings, policy)
+    except PolicyError as exc:
+        print(f"guardproxy: {exc}", file=sys.stderr)
+        return 2
+    print(f"guardproxy listening on http://{settings.host}:{settings.port} "
+          f"(policy: {settings.policy or 'shipped default'}, guardrails "
+          f"{'on' if settings.guardrails_enabled else 'off'})", file=sys.stderr)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", access_log=False,
+                timeout_graceful_shutdown=int(settings.shutdown_grace_s) or None, lifespan="on",
+                ws="none")
+    return 0
+
+
+def check_policy(args: argparse.Namespace) -> int:
+    try:
+        policy = load_policy(args.file)
+        from proxy.services import build_services
+
+        build_services(Settings(policy=args.file), policy)
+    except PolicyError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    print(f"{args.file or 'shipped default policy'}: ok "
+          f"({len(policy.stream_guardrails)} stream guardrails, {len(policy.message_guardrails)} message "
+          f"guardrails, tool rules {'on' if policy.tools else 'off'})")
+    return 0
+
+
+def replay(args: argparse.Namespace) -> int:
+    from guardrails.tools.replay import main_replay
+
+    argv = [args.log] + (["--policy", args.policy] if args.policy else [])
+    return main_replay(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="guardproxy", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("serve", help="run the proxy")
+    p.add_argument("--host")
+    p.add_argument("--port", type=int)
+    p.add_argument("--policy", help="policy TOML (default: GUARDPROXY_POLICY or the shipped default)")
+    p.set_defaults(fn=serve)
+    p = sub.add_parser("check-policy", help="validate a policy file and exit")
+    p.add_argument("file", nargs="?", help="policy TOML (default: the shipped default)")
+    p.set_defaults(fn=check_policy)
+    p = sub.add_parser("replay", help="re-decide recorded tool assessments; exit 1 when any differs")
+    p.add_argument("log", help="audit log (JSON lines)")
+    p.add_argument("--policy", help="decide under this policy instead of the recorded one")
+    p.set_defaults(fn=replay)
+    args = parser.parse_args(argv)
+    return int(args.fn(args))

@@ -1,0 +1,81 @@
+"""Text completers for the LLM judge: one stateless, non-streaming call at temperature 0.
+
+By default the judge goes to the request's own upstream, in the request's own wire format, with the
+request's own credentials (no extra setup). A judge may instead name its own upstream and key.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from guardrails.seams import TextCompleter
+from proxy.upstream import Upstream
+from proxy.wire.base import WireFormat, dumps
+
+if TYPE_CHECKING:
+    from proxy.exchange import Exchange
+    from proxy.services import Services
+
+_AUTH_HEADERS = ("authorization", "x-api-key", "x-goog-api-key", "api-key", "anthropic-version",
+                 "openai-organization", "openai-project")
+
+
+class JudgeUpstreamError(Exception):
+    """The judge's upstream answered with an error status (the runner fails open on it)."""
+
+
+class _Completer:
+    def __init__(self, upstream: Upstream, wire: WireFormat, base_url: str, headers: list[tuple[str, str]],
+                 query: str = "") -> None:
+        self._upstream, self._wire, self._base, self._headers, self._query = (
+            upstream, wire, base_url, headers, query)
+
+    async def complete(self, prompt: str, *, model: str, temperature: float = 0.0) -> str:
+        path, body = self._wire.judge_request(model, prompt)
+        url = self._base + path + (f"?{self._query}" if self._query else "")
+        resp = await self._upstream.request("POST", url, self._headers, dumps(body).encode())
+        try:
+            raw = await resp.read()
+        finally:
+            resp.close()
+        if resp.status != 200:
+            raise JudgeUpstreamError(f"judge upstream answered {resp.status}")
+        return self._wire.decode_response(raw).text
+
+
+def _key_query(query: str) -> str:
+    return "&".join(p for p in query.split("&") if p.startswith("key="))
+
+
+def RequestCompleter(ex: Exchange, wire: WireFormat) -> TextCompleter:
+    """The request's own upstream and credentials (only the auth headers are reused)."""
+    assert ex.route is not None
+    headers = [(k, v) for k, v in ex.headers if k in _AUTH_HEADERS]
+    headers.append(("content-type", "application/json"))
+    judge_wire = wire if wire.name != "openai_responses" else ex.s.wires["openai_responses"]
+    return _Completer(ex.s.upstream, judge_wire, ex.s.upstream.bases[ex.route.provider], headers,
+                      _key_query(ex.query))
+
+
+def completer_factory(ex: Exchange, s: Services) -> Callable[[str, str | None, str | None], TextCompleter | None]:
+    """For a judge that names its own upstream: ``(wire, base_url, api_key_env)``."""
+
+    def make(wire_name: str, base_url: str | None, api_key_env: str | None) -> TextCompleter | None:
+        wire = s.wires.get(wire_name)
+        if wire is None:
+            return None
+        provider = {"openai_chat": "openai", "anthropic": "anthropic", "gemini": "gemini"}.get(wire_name, "openai")
+        key = os.environ.get(api_key_env, "") if api_key_env else ""
+        headers = [("content-type", "application/json")]
+        if key:
+            headers.append({"openai": ("authorization", f"Bearer {key}"), "anthropic": ("x-api-key", key),
+                            "gemini": ("x-goog-api-key", key)}[provider])
+        else:
+            headers += [(k, v) for k, v in ex.headers if k in _AUTH_HEADERS]
+        if provider == "anthropic":
+            headers.append(("anthropic-version", "2023-06-01"))
+        return _Completer(s.upstream, wire, (base_url or s.upstream.bases[provider]).rstrip("/"), headers)
+
+    return make

@@ -1,0 +1,54 @@
+"""What the driver acts on, and the one place where an action is chosen.
+
+A ``Finding`` is a block from any seam (stream guardrail, message guardrail, tool rule) carrying
+the policy that applies to it. ``choose`` turns it into what to do now, given the request's mode and
+the attempts already spent: retries are for interactive clients; non-interactive ones are rejected.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from proxy.events import ToolCall
+
+Source = Literal["stream", "message", "tool"]
+Act = Literal["replace", "retry", "reject", "log", "feedback", "explain"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    source: Source
+    guardrail_id: str
+    """The guardrail id, or the tool rule for tool findings."""
+    reason_code: str
+    action: str
+    replacement: str
+    rationale: str = ""
+    max_attempts: int = 3
+    mandate: str | None = None
+    final_action: str = "replace"
+    blocked_calls: tuple[tuple[ToolCall, str], ...] = field(default=())
+    """Tool findings: each blocked call with its rationale."""
+
+
+def choose(finding: Finding, *, interactive: bool, attempts_used: int, feedback_rounds_used: int,
+           max_feedback_rounds: int) -> Act:
+    if finding.source == "tool":
+        if finding.action == "reject":
+            return "reject"
+        if finding.action == "feedback" and feedback_rounds_used < max_feedback_rounds:
+            return "feedback"
+        return "explain"
+    action = finding.action
+    if action == "redact":
+        action = "replace"
+    if action == "retry":
+        if not interactive:
+            return "reject"
+        if attempts_used < finding.max_attempts:
+            return "retry"
+        action = finding.final_action
+    if action in ("replace", "reject", "log"):
+        return action  # type: ignore[return-value]
+    return "replace"

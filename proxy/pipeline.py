@@ -1,0 +1,196 @@
+"""``StreamGuard``: the sans-IO core between the upstream's frames and the client.
+
+Frames go in; frames that may be released come out, or a trip that the driver acts on. No sockets,
+no clocks: test it with frames in and frames out.
+
+Invariants:
+- Text is released only once it lies more than ``window`` characters behind the checked end, where
+  ``window`` is the largest of ``holdback_chars`` and the armed checks' own windows. A match that
+  spans deltas is therefore found before any of it has left the proxy.
+- Frames keep their order and, unless a redaction rewrote them, their exact bytes.
+- From the first tool-call frame on, nothing more is released until the message ends: a tool call
+  is never half-forwarded, and the driver assesses the complete calls first.
+- ``buffered`` delivery releases nothing until the driver calls ``release_all``.
+- After a trip the guard accepts nothing more: the driver stops reading upstream.
+Cost per frame: O(len(frame text)) plus the armed checks' own O(len(delta)).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from guardrails.decision import Block, Redact
+from guardrails.stream import ArmedSet, Trip
+from proxy.events import (
+    AssistantMessage, Frame, StreamError, TextDelta, ToolCall, ToolCallArgsDelta, ToolCallEnd,
+    ToolCallStart,
+)
+
+_MAX_REDACTIONS_PER_DELTA = 64
+"""Bounds the re-check loop after a redaction (each re-check is O(1) for a check with nothing new)."""
+
+
+@dataclass(slots=True)
+class _Held:
+    frame: Frame
+    start: int
+    end: int
+    redactions: list[tuple[int, int, str]] = field(default_factory=list)
+    """Spans relative to ``start`` with the mask that stands there instead."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    send: list[Frame]
+    trip: Trip | None = None
+    redactions: list[Trip] = field(default_factory=list)
+
+
+class StreamGuard:
+    def __init__(self, armed: ArmedSet | None, *, holdback: int, buffered: bool = False,
+                 retext: Callable[[Frame, str], bytes] | None = None) -> None:
+        self._armed = armed if armed else None
+        self._window = max(holdback, armed.window if armed else 0) if self._armed else 0
+        self._buffered = buffered
+        self._retext = retext
+        self._queue: deque[_Held] = deque()
+        self._acc = ""
+        self._tools: dict[str, ToolCall] = {}
+        self._tool_args: dict[str, list[str]] = {}
+        self._holding_tools = False
+        self.finish_reason: str | None = None
+        self.error: str | None = None
+        self.committed = False
+        """True once any frame was handed out for sending."""
+        self.tripped: Trip | None = None
+        self.redaction_log: list[Trip] = []
+        """Every redaction applied so far (for the audit log and non-streamed bodies)."""
+
+    # -- input ---------------------------------------------------------------------------------
+    def push(self, frame: Frame) -> Step:
+        if self.tripped:
+            return Step([])
+        start = len(self._acc)
+        redactions: list[Trip] = []
+        for event in frame.events:
+            if isinstance(event, TextDelta):
+                self._acc += event.text
+                trip = self._check(event.text, redactions)
+                if trip:
+                    return self._trip(trip)
+            elif isinstance(event, ToolCallStart):
+                self._holding_tools = True
+                self._tools[event.key] = ToolCall(event.call_id, event.name, "")
+                self._tool_args[event.key] = []
+            elif isinstance(event, ToolCallArgsDelta):
+                self._tool_args.setdefault(event.key, []).append(event.fragment)
+            elif isinstance(event, ToolCallEnd):
+                call = self._tools.get(event.key)
+                if call is not None:
+                    call.arguments = "".join(self._tool_args.get(event.key, ()))
+            elif isinstance(event, StreamError):
+                self.error = event.message
+            else:
+                self.finish_reason = event.reason
+        self._queue.append(_Held(frame, start, len(self._acc)))
+        self.redaction_log += redactions
+        for r in redactions:
+            self._apply_redaction(r)
+        return Step(self._releasable(), redactions=redactions)
+
+    def _check(self, delta: str, redactions: list[Trip]) -> Trip | None:
+        if self._armed is None:
+            return None
+        trip = self._armed.check(self._acc, delta)
+        for _ in range(_MAX_REDACTIONS_PER_DELTA):
+            if trip is None or not isinstance(trip.decision, Redact):
+                return trip
+            redactions.append(trip)
+            trip = self._armed.check(self._acc, "")
+        return trip
+
+    def end(self) -> Step:
+        """Upstream ended. Runs the checks' ``finish``; releases what may go (not tool calls)."""
+        if self.tripped:
+            return Step([])
+        for call_key, call in self._tools.items():
+            if not call.arguments and self._tool_args.get(call_key):
+                call.arguments = "".join(self._tool_args[call_key])
+        redactions: list[Trip] = []
+        if self._armed is not None:
+            trip = self._armed.finish(self._acc)
+            for _ in range(_MAX_REDACTIONS_PER_DELTA):
+                if trip is None or not isinstance(trip.decision, Redact):
+                    break
+                redactions.append(trip)
+                self._apply_redaction(trip)
+                trip = self._armed.finish(self._acc)
+            self.redaction_log += redactions
+            if trip is not None:
+                return self._trip(trip)
+        return Step([], redactions=redactions)
+
+    def release_all(self) -> list[Frame]:
+        """Everything still held, in order (after the driver has vetted the message)."""
+        if self.tripped:
+            return []
+        out = [self._render(h) for h in self._queue]
+        self._queue.clear()
+        self.committed = self.committed or bool(out)
+        return out
+
+    def drop_held(self) -> None:
+        self._queue.clear()
+
+    # -- state -----------------------------------------------------------------------------------
+    @property
+    def text(self) -> str:
+        return self._acc
+
+    @property
+    def held(self) -> bool:
+        return bool(self._queue)
+
+    def message(self) -> AssistantMessage:
+        return AssistantMessage(text=self._acc, tool_calls=list(self._tools.values()),
+                                finish_reason=self.finish_reason)
+
+    # -- internals -------------------------------------------------------------------------------
+    def _trip(self, trip: Trip) -> Step:
+        assert isinstance(trip.decision, Block)
+        self.tripped = trip
+        self._queue.clear()
+        return Step([], trip=trip)
+
+    def _releasable(self) -> list[Frame]:
+        if self._buffered or self._holding_tools:
+            return []
+        limit = len(self._acc) - self._window
+        out: list[Frame] = []
+        queue = self._queue
+        while queue and queue[0].end <= limit:
+            out.append(self._render(queue.popleft()))
+        if out:
+            self.committed = True
+        return out
+
+    def _render(self, held: _Held) -> Frame:
+        if not held.redactions or self._retext is None:
+            return held.frame
+        text = self._acc[held.start:held.end]
+        for rs, re_, mask in sorted(held.redactions, reverse=True):
+            text = text[:rs] + mask + text[re_:]
+        return Frame(self._retext(held.frame, text), (TextDelta(text),))
+
+    def _apply_redaction(self, trip: Trip) -> None:
+        d = trip.decision
+        assert isinstance(d, Redact)
+        first = True
+        for held in self._queue:
+            lo, hi = max(d.start, held.start), min(d.end, held.end)
+            if lo >= hi:
+                continue
+            held.redactions.append((lo - held.start, hi - held.start, d.mask if first else ""))
+            first = False

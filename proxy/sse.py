@@ -1,0 +1,85 @@
+"""Incremental Server-Sent Events framing that keeps every frame's exact bytes.
+
+The splitter never relies on how the network chunked the stream: frames are cut only at blank
+lines (``\\n\\n``, ``\\r\\n\\r\\n`` or ``\\r\\r``), so feeding the same bytes in any chunking yields
+the same frames, and concatenating the frames' ``raw`` yields the input back byte for byte.
+Cost: each byte is scanned a bounded number of times (the scan resumes where the last one stopped).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+_TERMINATORS = (b"\n\n", b"\r\n\r\n", b"\r\r")
+_LONGEST_TERMINATOR = 4
+
+
+@dataclass(frozen=True, slots=True)
+class SSEFrame:
+    raw: bytes
+    event: str | None
+    data: str
+    has_data: bool
+
+
+def parse_fields(raw: bytes) -> SSEFrame:
+    """Parse one frame's fields (``event``, ``data``); comments and unknown fields are ignored."""
+    event: str | None = None
+    data_lines: list[str] = []
+    text = raw.decode("utf-8", errors="replace")
+    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        if not line or line.startswith(":"):
+            continue
+        name, sep, value = line.partition(":")
+        if sep and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            data_lines.append(value)
+        elif name == "event":
+            event = value
+    return SSEFrame(raw=raw, event=event, data="\n".join(data_lines), has_data=bool(data_lines))
+
+
+class SSESplitter:
+    """Feed bytes, get complete frames (raw bytes including their terminating blank line)."""
+
+    __slots__ = ("_buf", "_scan_from")
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._scan_from = 0
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buf += data
+        frames: list[bytes] = []
+        start = 0
+        buf = self._buf
+        pos = max(start, self._scan_from)
+        while True:
+            best = -1
+            best_len = 0
+            for term in _TERMINATORS:
+                i = buf.find(term, pos)
+                if i != -1 and (best == -1 or i < best):
+                    best, best_len = i, len(term)
+            if best == -1:
+                break
+            end = best + best_len
+            # "\r\n\r\n" must not be cut as "\r\r"-less "\n\r\n"... the earliest terminator wins,
+            # but a lone "\r" at the very end may still become "\r\n": wait for more bytes.
+            if best_len == 2 and buf[best:end] == b"\r\r" and end == len(buf):
+                break
+            frames.append(bytes(buf[start:end]))
+            start = pos = end
+        if start:
+            del buf[:start]
+        # Resume the next scan just before the tail, so a terminator split across feeds is found.
+        self._scan_from = max(0, len(buf) - (_LONGEST_TERMINATOR - 1))
+        return frames
+
+    def flush(self) -> bytes:
+        """Bytes left after the last complete frame (an unterminated final frame), then reset."""
+        rest = bytes(self._buf)
+        self._buf.clear()
+        self._scan_from = 0
+        return rest

@@ -1,0 +1,136 @@
+"""The contract every wire format implements, so the pipeline never sees provider JSON.
+
+A ``WireFormat`` is stateless and shared; a ``StreamCodec`` is made per upstream stream and keeps
+two kinds of state: what it has decoded (ids, model, sequence numbers) and what the client has been
+sent (``note_sent``), so that anything the proxy itself renders (a replacement, an error, a
+corrected attempt) continues the client's stream consistently.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from proxy.events import AssistantMessage, Frame, RequestView, ToolCall
+
+FinishKind = Literal["normal", "filtered"]
+"""``filtered``: the provider's content-filter ending; ``normal``: an ordinary end of turn."""
+
+ErrorKind = Literal[
+    "invalid_request", "authentication", "permission", "not_found", "too_large",
+    "rate_limit", "upstream", "timeout", "guardrail", "overloaded",
+]
+
+REPLACED_EVENT = "output.message.replaced"
+
+
+@dataclass(frozen=True, slots=True)
+class Replaced:
+    """Payload of the ``output.message.replaced`` signal."""
+
+    guardrail_id: str
+    reason_code: str
+    replacement: str
+
+    def payload(self) -> dict[str, str]:
+        return {"type": REPLACED_EVENT, "guardrail_id": self.guardrail_id,
+                "reason_code": self.reason_code, "replacement": self.replacement}
+
+
+class BadRequest(Exception):
+    """The client's body is not what its API accepts; answered with a 400 in that API's format."""
+
+
+def dumps(obj: Any) -> str:
+    """Compact JSON, as the providers send it."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def load_json_body(body: bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest(f"request body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise BadRequest("request body must be a JSON object")
+    return data
+
+
+class StreamCodec(ABC):
+    """Decodes one upstream stream into frames and renders what the proxy adds to it."""
+
+    media_type: str = "text/event-stream"
+
+    @abstractmethod
+    def feed(self, data: bytes) -> list[Frame]:
+        """Bytes from upstream in, complete frames out (raw bytes preserved)."""
+
+    @abstractmethod
+    def flush(self) -> list[Frame]:
+        """Upstream ended: whatever partial frame is left."""
+
+    @abstractmethod
+    def note_sent(self, frame: Frame) -> None:
+        """The client was sent ``frame`` (remember what it has, e.g. an open content block)."""
+
+    @abstractmethod
+    def render_replaced(self, replaced: Replaced) -> bytes:
+        """The ``output.message.replaced`` signal alone, in a shape the official SDK accepts."""
+
+    @abstractmethod
+    def render_tail(self, message: AssistantMessage, finish: FinishKind, replaced: Replaced | None) -> bytes:
+        """End the client's message with ``message``'s text and tool calls appended after what it
+        already has, the replaced signal first when given, then a proper finish and terminator."""
+
+    @abstractmethod
+    def render_error(self, message: str, kind: ErrorKind) -> bytes:
+        """The API's own mid-stream error (the stream is closed after it)."""
+
+    @abstractmethod
+    def retext(self, frame: Frame, text: str) -> bytes:
+        """The same frame with its text delta replaced by ``text`` (used by redaction)."""
+
+
+class WireFormat(ABC):
+    """One client API: decode requests and responses, render errors, rebuild requests."""
+
+    name: str
+
+    @abstractmethod
+    def parse_request(self, body: dict[str, Any], *, stream: bool) -> RequestView:
+        """Raise ``BadRequest`` for a body that is not the right shape."""
+
+    @abstractmethod
+    def new_stream(self, *, sse: bool = True) -> StreamCodec: ...
+
+    @abstractmethod
+    def decode_response(self, body: bytes) -> AssistantMessage:
+        """A non-streaming response body; raise ValueError when it can't be read."""
+
+    @abstractmethod
+    def render_response(self, body: bytes, message: AssistantMessage, finish: FinishKind,
+                        replaced: Replaced | None) -> bytes:
+        """The non-streaming body with its output replaced by ``message``."""
+
+    @abstractmethod
+    def http_error(self, status: int, message: str, kind: ErrorKind,
+                   extra: dict[str, str] | None = None) -> bytes:
+        """An HTTP error body in the API's format. ``extra`` (guardrail id, reason code) is added
+        where the format has room for it."""
+
+    @abstractmethod
+    def with_system(self, body: dict[str, Any], text: str) -> dict[str, Any]:
+        """A copy of the request with ``text`` appended as a system instruction."""
+
+    @abstractmethod
+    def with_tool_feedback(self, body: dict[str, Any], message: AssistantMessage,
+                           results: list[tuple[ToolCall, str]]) -> dict[str, Any]:
+        """A copy of the request continued by the assistant's ``message`` (its tool calls) and a
+        tool result per call, each carrying ``text`` (a block's rationale, or a note that the call
+        was not run because a sibling was blocked)."""
+
+    @abstractmethod
+    def judge_request(self, model: str, prompt: str) -> tuple[str, dict[str, Any]]:
+        """A stateless, non-streaming request at temperature 0: (path, body)."""

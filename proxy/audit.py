@@ -23,13 +23,15 @@ from config.policy import ToolsPolicy
 from guardrails.tools.assessment import Assessment, policy_fingerprint, policy_snapshot
 
 TOOL_CALL_ASSESSED: Final = "tool_call.assessed"
-EVENTS: Final = frozenset({"guardrail.tripped", "message.replaced", "retry", "fail_open", TOOL_CALL_ASSESSED})
+EVENTS: Final = frozenset({"guardrail.tripped", "message.replaced", "retry", "fail_open", TOOL_CALL_ASSESSED,
+                           "tool_call.blocked"})
 FIELDS: Final = frozenset({
     "guardrail_id", "rule", "reason_code", "decision", "action", "attempt", "part", "mode", "wire",
-    "model", "stage", "round", "error_kind", "elapsed_ms", "status",
+    "model", "stage", "round", "source", "error_kind", "detail", "latency_ms", "elapsed_ms", "status",
     "tool", "call_id", "effect", "observations", "rationale", "policy", "policy_fingerprint",
 })
-"""Every field a line may carry besides ``ts``, ``request_id`` and ``event``."""
+"""Every field a line may carry besides ``ts``, ``request_id`` and ``event``. ``detail`` is a short
+code (``timeout``, ``error:TimeoutError``), never an error message that could quote upstream text."""
 _NULLED: Final = ("reason_code", "decision")
 
 
@@ -95,8 +97,8 @@ def _now() -> str:
 
 def assessment_event(assessment: Assessment, request_id: str,
                      policy: ToolsPolicy | None = None) -> dict[str, object]:
-    """The keyword arguments of ``AuditLog.record`` for one assessed tool call. Pass the policy the
-    call was judged under: without it, replay needs ``--policy``."""
+    """The keyword arguments of ``AuditLog.record`` for one assessed tool call. The policy snapshot
+    comes from ``policy`` when given, else from the assessment (``ToolAssessor`` attaches it)."""
     fields: dict[str, object] = {
         "event": TOOL_CALL_ASSESSED, "request_id": request_id, "rule": assessment.rule,
         "reason_code": assessment.reason_code, "decision": assessment.decision,
@@ -106,4 +108,7 @@ def assessment_event(assessment: Assessment, request_id: str,
     if policy is not None:
         fields["policy"] = policy_snapshot(policy)
         fields["policy_fingerprint"] = policy_fingerprint(policy)
+    elif assessment.policy is not None:
+        fields["policy"] = assessment.policy
+        fields["policy_fingerprint"] = assessment.policy_fingerprint
     return fields

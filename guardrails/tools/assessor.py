@@ -1,0 +1,46 @@
+"""``ToolAssessor``: observe through the probe, then decide with the pure rules."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from config.policy import ToolsPolicy
+from guardrails.tools.assessment import Assessment, policy_fingerprint, policy_snapshot
+from guardrails.tools.observe import observe
+from guardrails.tools.probe import CachingProbe, FileSystemProbe, WorldProbe
+from guardrails.tools.rules import redecide
+from proxy.events import HistoryToolCall, ToolCall
+
+
+class ToolAssessor:
+    """Assesses complete tool calls against the ``[tools]`` policy. One instance serves every request.
+
+    ``assess`` returns exactly one ``Assessment`` per call: the first blocking rule in the order of
+    ``guardrails.tools.rules`` wins, and the observations of all rules are kept. Fails closed:
+    a probe error (permissions, I/O) propagates rather than passing the call unchecked.
+    """
+
+    def __init__(self, policy: ToolsPolicy, base_dir: Path = Path("."),
+                 probe: WorldProbe | None = None) -> None:
+        self.policy = policy
+        # A relative workspace_root is relative to the policy file's folder (Policy.base_dir).
+        self._base_dir = str(base_dir.absolute())
+        self._probe: WorldProbe = probe if probe is not None else FileSystemProbe()
+        self._snapshot = policy_snapshot(policy)
+        self._fingerprint = policy_fingerprint(policy)
+
+    def assess(self, call: ToolCall, history: Sequence[HistoryToolCall],
+               grants: frozenset[str] = frozenset()) -> Assessment:
+        """Judge ``call`` given the conversation's earlier tool calls and the session's egress grants
+        (hosts from ``x-guardproxy-egress-grant``, same syntax as ``egress_allow``)."""
+        if not self.policy.enabled:
+            return Assessment(call.name, "none", "allow", None, None, "", {}, call.call_id,
+                              self._snapshot, self._fingerprint)
+        probe = CachingProbe(self._probe)
+        effect, observations = observe(call.name, call.arguments, history, self.policy, probe,
+                                       self._base_dir, grants)
+        verdict = redecide(call.name, effect, observations, self.policy, grants)
+        return Assessment(verdict.tool, verdict.effect, verdict.decision, verdict.rule,
+                          verdict.reason_code, verdict.rationale, verdict.observations, call.call_id,
+                          self._snapshot, self._fingerprint)

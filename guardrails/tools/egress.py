@@ -1,0 +1,87 @@
+"""Network egress: URL facts (what gets recorded) and the allowlist check (pure).
+
+Only facts about a URL are recorded (scheme, host, whether it carried userinfo or an IP literal),
+never the URL itself: paths and query strings routinely carry tokens.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable
+
+import httpx
+
+ALLOWED_SCHEMES = frozenset({"http", "https"})
+_URL_IN_TEXT = re.compile(r"https?://[^\s<>\"'`)\]}]+", re.IGNORECASE)
+# Hosts that every resolver turns into an address although they are not dotted quads:
+# "2130706433", "0x7f000001", "127.1", "0177.0.0.1". Any host made only of numeric labels is one.
+_NUMERIC_HOST = re.compile(r"(?:0x[0-9a-f]*|\d+)(?:\.(?:0x[0-9a-f]*|\d+))*\.?", re.IGNORECASE)
+
+
+def urls_in(value: str) -> list[str]:
+    """A single URL-ish value as itself; free text (a Gemini ``web_fetch`` prompt) as its URLs."""
+    text = value.strip()
+    if text and not any(c.isspace() for c in text) and ("://" in text or "." in text):
+        return [text]
+    return _URL_IN_TEXT.findall(value)
+
+
+def is_ip_literal(host: str) -> bool:
+    bare = host.strip("[]")
+    try:
+        ipaddress.ip_address(bare)
+        return True
+    except ValueError:
+        return bool(_NUMERIC_HOST.fullmatch(bare))
+
+
+def url_facts(raw: str, param: str) -> dict[str, object]:
+    """What the egress rule needs to know about one URL. A scheme-less value (``example.com/x``)
+    is read as https, as the fetch tools themselves do."""
+    text = raw.strip()
+    if "://" not in text:
+        text = "https://" + text
+    facts: dict[str, object] = {"param": param}
+    try:
+        url = httpx.URL(text)
+    except (httpx.InvalidURL, ValueError):
+        return {**facts, "scheme": None, "host": None, "userinfo": False, "ip_literal": False,
+                "error": "unparseable"}
+    host = url.host.rstrip(".").lower()
+    return {**facts, "scheme": url.scheme, "host": host or None, "userinfo": bool(url.userinfo),
+            "ip_literal": bool(host) and is_ip_literal(host), "error": None}
+
+
+def host_allowed(host: str, allow: Iterable[str]) -> bool:
+    """Exact entry, or an entry starting with "." that the host ends with (a dot boundary: ".github.com"
+    admits "api.github.com", not "evilgithub.com" and not "github.com" itself)."""
+    for raw in allow:
+        entry = raw.strip().lower().rstrip(".")
+        if not entry:
+            continue
+        if host == entry:
+            return True
+        if entry.startswith(".") and host.endswith(entry):
+            return True
+    return False
+
+
+def egress_violation(facts: dict[str, object], allow: Iterable[str]) -> str | None:
+    """Why this URL may not be fetched, as a short phrase for the rationale; None when it may."""
+    entries = list(allow)
+    host = facts.get("host")
+    if facts.get("error") or not isinstance(host, str):
+        return "the URL could not be parsed to a host"
+    if facts.get("scheme") not in ALLOWED_SCHEMES:
+        return f"the scheme {facts.get('scheme')}:// is not allowed"
+    if facts.get("userinfo"):
+        return "URLs with embedded credentials (user@host) are not allowed"
+    if facts.get("ip_literal"):
+        # IP literals pass only when listed literally: a suffix entry must never admit an address.
+        if any(host == e.strip().lower().strip("[]") for e in entries):
+            return None
+        return f"the IP address {host} is not on the allowlist"
+    if host_allowed(host, entries):
+        return None
+    return f"the host {host} is not on the allowlist"

@@ -1,0 +1,202 @@
+"""Step 1 of an assessment: map a call through the catalog and gather facts through the probe.
+
+Observations (JSON-able; this is what the audit log records and replay reads back)::
+
+    args            "ok" | "invalid_json" | "raw_patch"
+    workspace_root  the policy's workspace_root at the time (string or null)
+    workspace       that root, resolved (realpath when mounted, else normalised); null when unset
+    resolution      "realpath" | "lexical" (workspace not on the proxy's disk) | "none" (no workspace)
+    home            the proxy's HOME (what "~" meant)
+    targets         [{param, op: read|write|unknown, patch_op?, path (as the agent named it),
+                      lexical, resolved, glob, exists, is_dir, read_before, written_before,
+                     agent_path (only with agent_workspace_root)}]
+                    exists/is_dir are null unless resolution is "realpath"
+    commands        [{program, options, fed_by}]       (see guardrails.tools.shell)
+    shell_parse     "shlex" | "split" | null
+    urls            [{param, scheme, host, userinfo, ip_literal, error}]
+    grants          per-session egress grants that applied
+    session         {"reads": n, "writes": n} successful file reads/writes folded from history
+
+The rules add derived facts on top (``in_workspace``, ``privileged``, ``in_manifest`` per target,
+``allowed`` per URL, ``interpreter``); those are recomputed on replay under the replay's policy.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from config.policy import ToolsPolicy
+from guardrails.tools import egress, shell
+from guardrails.tools.catalog import ToolEntry, looks_like_path, lookup, strings
+from guardrails.tools.patch import find_patch, parse_patch
+from guardrails.tools.paths import is_glob, lexical, static_prefix
+from guardrails.tools.probe import WorldProbe
+from proxy.events import HistoryToolCall
+
+Obs = dict[str, object]
+_OPS = {"file_read": "read", "file_write": "write"}
+
+
+@dataclass(frozen=True, slots=True)
+class _Raw:
+    """A path as found in the arguments, before resolution."""
+
+    param: str
+    op: str
+    path: str
+    patch_op: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """Everything one call's arguments carry that a rule may look at."""
+
+    effect: str
+    args: str
+    paths: list[_Raw]
+    commands: list[str]
+    urls: list[tuple[str, str]]
+
+
+def _parse_args(arguments: str, entry: ToolEntry) -> tuple[dict[str, object], str]:
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError:
+        value = None
+    if isinstance(value, dict):
+        return value, "ok"
+    # Codex's freeform apply_patch sends the envelope itself as the whole input.
+    text: str = value if isinstance(value, str) else arguments
+    if entry.patch and find_patch(text) is not None:
+        return {entry.patch[0]: text}, "raw_patch"
+    return {}, "invalid_json"
+
+
+def _patch_paths(param: str, text: str) -> list[_Raw]:
+    patch = find_patch(text)
+    if patch is None:
+        return []
+    return [_Raw(param, "write", t.path, t.op) for t in parse_patch(patch)]
+
+
+def find(name: str, arguments: str, policy: ToolsPolicy) -> _Found:
+    """What a call's arguments carry, by role. No filesystem."""
+    entry = lookup(name, policy.catalog)
+    args, state = _parse_args(arguments, entry)
+    op = _OPS.get(entry.effect, "unknown")
+    paths: list[_Raw] = []
+    for role in ("path", "paths"):
+        for param in entry.params(role):
+            for value in strings(args.get(param)):
+                if entry.declared or looks_like_path(value):
+                    paths.append(_Raw(param, op, value))
+    for param in entry.patch:
+        for value in strings(args.get(param)):
+            paths.extend(_patch_paths(param, value))
+    commands: list[str] = []
+    for param in entry.command:
+        given = args.get(param)
+        argv = strings(given)
+        if isinstance(given, list) and argv and shell.program_name(argv[0]) in ("apply_patch", "applypatch"):
+            # Codex: the model may call its shell with apply_patch as argv[0]; the harness applies it.
+            paths.extend(_patch_paths(param, "\n".join(argv[1:])))
+            continue
+        line = shell.unwrap_argv(argv) if isinstance(given, list) else (argv[0] if argv else "")
+        if line:
+            commands.append(line)
+            paths.extend(_patch_paths(param, line))  # apply_patch <<'EOF' ... in a shell script
+    urls = [(param, u) for param in entry.url for v in strings(args.get(param)) for u in egress.urls_in(v)]
+    effect = "file_write" if entry.effect == "exec" and paths else entry.effect
+    return _Found(effect, state, paths, commands, urls)
+
+
+@dataclass(frozen=True, slots=True)
+class Workspace:
+    root: str | None
+    """The policy value as written."""
+    absolute: str | None
+    resolved: str | None
+    resolution: str
+    home: str
+    agent_root: str
+
+    @classmethod
+    def probe(cls, policy: ToolsPolicy, base_dir: str, probe: WorldProbe) -> Workspace:
+        home = probe.home()
+        root = policy.workspace_root
+        if not root:
+            return cls(None, None, None, "none", home, policy.agent_workspace_root)
+        absolute = posixpath.normpath(posixpath.join(base_dir, root))
+        if probe.is_dir(absolute):
+            return cls(root, absolute, probe.realpath(absolute), "realpath", home,
+                       policy.agent_workspace_root)
+        return cls(root, absolute, absolute, "lexical", home, policy.agent_workspace_root)
+
+    def locate(self, raw: str, probe: WorldProbe) -> tuple[str | None, str | None]:
+        """(lexical, resolved) for a path the agent named; (None, None) without a workspace."""
+        if self.absolute is None:
+            return None, None
+        lex = lexical(raw, home=self.home, workspace=self.absolute, agent_root=self.agent_root)
+        base = static_prefix(lex) if is_glob(raw) else lex
+        return lex, probe.realpath(base) if self.resolution == "realpath" else base
+
+
+def fold_session(history: Sequence[HistoryToolCall], policy: ToolsPolicy, ws: Workspace,
+                 probe: WorldProbe) -> tuple[set[str], set[str]]:
+    """Resolved paths successfully read, and successfully written, earlier in the conversation.
+    Only calls whose result came back ok count: a failed read taught the model nothing."""
+    reads: set[str] = set()
+    writes: set[str] = set()
+    for call in history:
+        if call.result_ok is not True:
+            continue
+        for raw in find(call.name, call.arguments, policy).paths:
+            if is_glob(raw.path) or raw.patch_op == "delete":
+                continue
+            _, resolved = ws.locate(raw.path, probe)
+            if resolved is not None and raw.op in ("read", "write"):
+                (reads if raw.op == "read" else writes).add(resolved)
+    return reads, writes
+
+
+def _target(raw: _Raw, ws: Workspace, probe: WorldProbe, reads: set[str], writes: set[str]) -> Obs:
+    lex, resolved = ws.locate(raw.path, probe)
+    glob = is_glob(raw.path)
+    mounted = ws.resolution == "realpath" and resolved is not None
+    facts: Obs = {"param": raw.param, "op": raw.op, "path": raw.path, "lexical": lex,
+                  "resolved": resolved, "glob": glob,
+                  "exists": probe.exists(resolved) if mounted and resolved else None,
+                  "is_dir": probe.is_dir(resolved) if mounted and resolved else None,
+                  "read_before": resolved in reads, "written_before": resolved in writes}
+    if raw.patch_op:
+        facts["patch_op"] = raw.patch_op
+    if ws.agent_root and ws.absolute is not None:
+        # The path in the agent's own namespace: privileged places are named from its side too.
+        facts["agent_path"] = lexical(raw.path, home=ws.home, workspace=ws.agent_root, agent_root="")
+    return facts
+
+
+def observe(name: str, arguments: str, history: Sequence[HistoryToolCall], policy: ToolsPolicy,
+            probe: WorldProbe, base_dir: str, grants: Iterable[str] = ()) -> tuple[str, Obs]:
+    """(effect, observations) for one call. The only step that probes the world."""
+    found = find(name, arguments, policy)
+    ws = Workspace.probe(policy, base_dir, probe)
+    reads, writes = fold_session(history, policy, ws, probe) if found.paths else (set(), set())
+    segments: list[shell.Segment] = []
+    urls = [egress.url_facts(u, p) for p, u in found.urls]
+    parse: str | None = None
+    for line in found.commands:
+        segs, hosts, ok = shell.summarize(line)
+        segments.extend(segs)
+        urls.extend(egress.url_facts(h, "command") for h in hosts)
+        parse = "shlex" if ok and parse != "split" else "split"
+    return found.effect, {
+        "args": found.args, "workspace_root": ws.root, "workspace": ws.resolved,
+        "resolution": ws.resolution, "home": ws.home,
+        "targets": [_target(r, ws, probe, reads, writes) for r in found.paths],
+        "commands": segments, "shell_parse": parse, "urls": urls,
+        "grants": sorted(set(grants)), "session": {"reads": len(reads), "writes": len(writes)},
+    }

@@ -1,0 +1,53 @@
+"""Paths named by a Codex ``apply_patch`` envelope (pure).
+
+The envelope is::
+
+    *** Begin Patch
+    *** Add File: path        (a new file; its lines follow, each prefixed with "+")
+    *** Update File: path     (hunks follow; may be followed by "*** Move to: new/path")
+    *** Delete File: path
+    *** End Patch
+
+Only the header lines matter here: the hunk bodies are file contents and are never looked at, so
+nothing of them can end up in observations or the audit log.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+PatchOp = Literal["add", "update", "delete", "move_to"]
+
+BEGIN = "*** Begin Patch"
+_HEADER = re.compile(r"^\*\*\* (Add File|Update File|Delete File|Move to):\s*(.+?)\s*$")
+_OPS: dict[str, PatchOp] = {
+    "Add File": "add",
+    "Update File": "update",
+    "Delete File": "delete",
+    "Move to": "move_to",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PatchTarget:
+    op: PatchOp
+    path: str
+
+
+def parse_patch(text: str) -> list[PatchTarget]:
+    """Every file the patch touches, in order. Tolerant: headers outside the envelope still count,
+    because a lenient applier would act on them and a guard must not be stricter than the tool."""
+    targets: list[PatchTarget] = []
+    for line in text.splitlines():
+        m = _HEADER.match(line)
+        if m:
+            targets.append(PatchTarget(_OPS[m.group(1)], m.group(2)))
+    return targets
+
+
+def find_patch(text: str) -> str | None:
+    """The patch envelope inside ``text`` (a shell heredoc, an argv item), or None."""
+    start = text.find(BEGIN)
+    return text[start:] if start >= 0 else None

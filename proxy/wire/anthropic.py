@@ -1,0 +1,380 @@
+"""Anthropic Messages: ``event: <name>`` + ``data: {"type": "<name>", ...}`` frames, no terminator line.
+
+A message streams as ``message_start``, then per content block ``content_block_start`` → deltas →
+``content_block_stop`` (keyed by the block ``index``), then ``message_delta`` (``stop_reason``) and
+``message_stop``; ``ping`` may appear anywhere.
+
+Traps (anthropic-python 2.14, ``_streaming.py`` and ``lib/streaming/_messages.py``):
+- The SDK drops every SSE event without an ``event:`` line, so every frame we render has one, and we
+  decode nameless frames to no events (the client never sees their text).
+- ``MessageStream`` appends a block per ``content_block_start`` and addresses deltas by list position,
+  so blocks we add must continue the client's indexes with no gap. Without a ``message_start`` it has
+  no final message, and the TypeScript SDK's (Claude Code's) throws "Unexpected event order" on any
+  event before one, or on a second one: a tail rendered when nothing was sent starts with exactly one.
+- The replaced signal is an unknown event name: the Python SDK yields it (a raw stream shows its
+  payload) and ``MessageStream`` skips it; the TypeScript SDK (Claude Code) yields only the six known
+  events, so it never sees it. We still put it after ``message_start`` for stricter parsers.
+- ``input_json_delta`` fragments are parsed as partial JSON by the SDK: invalid JSON raises there, so
+  tool calls we render carry re-serialised arguments (``{}`` when they were not valid JSON).
+- Only ``text_delta`` is visible text; thinking, signature and citations deltas are not.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import uuid
+from typing import Any
+
+from proxy.events import (
+    AssistantMessage,
+    Event,
+    Finish,
+    Frame,
+    HistoryToolCall,
+    RequestView,
+    StreamError,
+    TextDelta,
+    ToolCall,
+    ToolCallArgsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from proxy.sse import SSESplitter, parse_fields
+from proxy.wire.base import (
+    REPLACED_EVENT,
+    BadRequest,
+    ErrorKind,
+    FinishKind,
+    Replaced,
+    StreamCodec,
+    WireFormat,
+    dumps,
+)
+
+_ERROR_TYPES: dict[str, str] = {
+    "invalid_request": "invalid_request_error",
+    "authentication": "authentication_error",
+    "permission": "permission_error",
+    "not_found": "not_found_error",
+    "too_large": "request_too_large",
+    "rate_limit": "rate_limit_error",
+    "upstream": "api_error",
+    "timeout": "timeout_error",
+    "guardrail": "invalid_request_error",
+    "overloaded": "overloaded_error",
+}
+
+_KEPT_BLOCKS = ("thinking", "redacted_thinking")
+"""Blocks a rewritten response keeps: the API rejects a follow-up turn whose tool_use lost the signed
+thinking block before it, and thinking is not the visible text we replace."""
+
+_STRUCTURE_EVENTS = frozenset({"message_start", "content_block_start", "content_block_stop"})
+
+
+def error_object(message: str, kind: ErrorKind, extra: dict[str, str] | None = None) -> dict[str, Any]:
+    err: dict[str, Any] = {"type": _ERROR_TYPES[kind], "message": message}
+    if extra:
+        err.update(extra)
+    return {"type": "error", "error": err}
+
+
+def _event(name: str, data: dict[str, Any]) -> str:
+    return f"event: {name}\ndata: {dumps(data)}\n\n"
+
+
+def _args_object(arguments: str) -> dict[str, Any]:
+    """``tool_use.input`` must be an object: parse the JSON text, ``{}`` when it isn't one."""
+    try:
+        value = json.loads(arguments) if arguments else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _finish_reason(message: AssistantMessage, finish: FinishKind) -> str:
+    if finish == "filtered":
+        return "refusal"
+    return "tool_use" if message.tool_calls else "end_turn"
+
+
+def _text_of(content: Any) -> str:
+    """Text of a ``content`` / ``system`` that is a string or a list of blocks (text blocks only)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(b["text"] for b in content
+                         if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
+    return ""
+
+
+def _blocks(content: Any) -> list[dict[str, Any]]:
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _history(messages: list[dict[str, Any]]) -> list[HistoryToolCall]:
+    results: dict[str, bool] = {}
+    for m in messages:
+        if m.get("role") == "user":
+            for b in _blocks(m.get("content")):
+                if b.get("type") == "tool_result" and isinstance(b.get("tool_use_id"), str):
+                    results[b["tool_use_id"]] = not b.get("is_error", False)
+    calls: list[HistoryToolCall] = []
+    for m in messages:
+        if m.get("role") == "assistant":
+            for b in _blocks(m.get("content")):
+                if b.get("type") == "tool_use":
+                    cid = str(b.get("id", ""))
+                    calls.append(HistoryToolCall(cid, str(b.get("name", "")), dumps(b.get("input", {})),
+                                                 results.get(cid)))
+    return calls
+
+
+def _content_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text else []
+    out += [{"type": "tool_use", "id": c.call_id, "name": c.name, "input": _args_object(c.arguments)}
+            for c in message.tool_calls]
+    return out
+
+
+class AnthropicMessages(WireFormat):
+    name = "anthropic"
+
+    def parse_request(self, body: dict[str, Any], *, stream: bool) -> RequestView:
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            raise BadRequest("messages: Input should be a valid list of message objects")
+        for n, m in enumerate(messages):
+            if not isinstance(m.get("role"), str) or not isinstance(m.get("content"), (str, list)):
+                raise BadRequest(f"messages.{n}: needs a string 'role' and a string or list 'content'")
+        model = body.get("model")
+        if not isinstance(model, str):
+            raise BadRequest("model: Input should be a valid string")
+        system = body.get("system", "")
+        if not isinstance(system, (str, list)):
+            raise BadRequest("system: Input should be a string or a list of text blocks")
+        # Claude Code also sends mid-conversation ``system`` role messages: they are system prompt too.
+        parts = [_text_of(system)] + [_text_of(m["content"]) for m in messages if m["role"] == "system"]
+        # The last user turn in an agent loop often holds only tool_result blocks: take the last text.
+        user_texts = [t for m in messages if m["role"] == "user" and (t := _text_of(m["content"]))]
+        return RequestView(model=model, stream=stream or bool(body.get("stream")),
+                           system_prompt="\n".join(p for p in parts if p),
+                           last_user_text=user_texts[-1] if user_texts else "", history=_history(messages))
+
+    def new_stream(self, *, sse: bool = True) -> StreamCodec:
+        return MessagesStream()
+
+    def decode_response(self, body: bytes) -> AssistantMessage:
+        data = json.loads(body)
+        blocks = _blocks(data["content"])
+        calls = [ToolCall(str(b.get("id", "")), str(b.get("name", "")), dumps(b.get("input", {})))
+                 for b in blocks if b.get("type") == "tool_use"]
+        annotations = [str(c[k]) for b in blocks if b.get("type") == "text" for c in _blocks(b.get("citations"))
+                       for k in ("url", "title", "document_title", "cited_text") if c.get(k)]
+        return AssistantMessage(text="".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text"),
+                                tool_calls=calls, finish_reason=data.get("stop_reason"), annotations=annotations)
+
+    def render_response(self, body: bytes, message: AssistantMessage, finish: FinishKind,
+                        replaced: Replaced | None) -> bytes:
+        data = json.loads(body)
+        kept = [b for b in _blocks(data.get("content")) if b.get("type") in _KEPT_BLOCKS]
+        data["content"] = kept + _content_blocks(message)
+        data["stop_reason"] = _finish_reason(message, finish)
+        data["stop_sequence"] = None
+        if replaced:
+            data["guardproxy"] = replaced.payload()
+        return dumps(data).encode()
+
+    def http_error(self, status: int, message: str, kind: ErrorKind,
+                   extra: dict[str, str] | None = None) -> bytes:
+        body = error_object(message, kind, extra)
+        body["request_id"] = f"req_guardproxy{uuid.uuid4().hex[:24]}"
+        return dumps(body).encode()
+
+    def with_system(self, body: dict[str, Any], text: str) -> dict[str, Any]:
+        out = copy.copy(body)
+        system = body.get("system")
+        if isinstance(system, list):
+            out["system"] = [*system, {"type": "text", "text": text}]
+        else:
+            out["system"] = f"{system}\n\n{text}" if isinstance(system, str) and system else text
+        return out
+
+    def with_tool_feedback(self, body: dict[str, Any], message: AssistantMessage,
+                           results: list[tuple[ToolCall, str]]) -> dict[str, Any]:
+        # All results of one assistant turn go in the single user message that follows it. The calls
+        # were not run, so the results are errors (which is also what the history will then say).
+        out = copy.copy(body)
+        feedback = [{"type": "tool_result", "tool_use_id": call.call_id, "content": text, "is_error": True}
+                    for call, text in results]
+        out["messages"] = [*body.get("messages", []),
+                           {"role": "assistant", "content": _content_blocks(message)},
+                           {"role": "user", "content": feedback}]
+        return out
+
+    def judge_request(self, model: str, prompt: str) -> tuple[str, dict[str, Any]]:
+        # max_tokens is required by the Messages API.
+        return "/v1/messages", {"model": model, "max_tokens": 1024, "temperature": 0, "stream": False,
+                                "messages": [{"role": "user", "content": prompt}]}
+
+
+class MessagesStream(StreamCodec):
+    def __init__(self) -> None:
+        self._split = SSESplitter()
+        self._message: dict[str, Any] = {}
+        """The upstream's ``message_start`` message, to render our own start in its likeness."""
+        self._output_tokens = 0
+        self._open_tools: set[int] = set()
+        self._sent_start = False
+        self._sent_last_index = -1
+        self._sent_open: set[int] = set()
+        """Blocks the client has seen start but not stop: closed before anything we append."""
+
+    # -- decoding ---------------------------------------------------------------------------
+    def feed(self, data: bytes) -> list[Frame]:
+        return [self._decode(raw) for raw in self._split.feed(data)]
+
+    def flush(self) -> list[Frame]:
+        rest = self._split.flush()
+        return [self._decode(rest)] if rest else []
+
+    def _decode(self, raw: bytes) -> Frame:
+        sse = parse_fields(raw)
+        if sse.event is None or not sse.has_data:
+            return Frame(raw)  # the SDKs drop nameless events; comments and pings carry nothing
+        try:
+            data = json.loads(sse.data)
+        except ValueError:
+            return Frame(raw)
+        if not isinstance(data, dict):
+            return Frame(raw)
+        try:
+            return Frame(raw, tuple(self._events(sse.event, data)))
+        except (LookupError, TypeError, ValueError, AttributeError):
+            return Frame(raw)  # a known event name with a malformed body: relay, don't interpret
+
+    def _events(self, name: str, data: dict[str, Any]) -> list[Event]:
+        if name == "content_block_delta":
+            return self._on_delta(int(data["index"]), data["delta"])
+        if name == "content_block_start":
+            return self._on_block_start(int(data["index"]), data["content_block"])
+        if name == "content_block_stop":
+            index = int(data["index"])
+            if index in self._open_tools:
+                self._open_tools.discard(index)
+                return [ToolCallEnd(str(index))]
+            return []
+        if name == "message_delta":
+            self._output_tokens = int((data.get("usage") or {}).get("output_tokens", self._output_tokens))
+            reason = (data.get("delta") or {}).get("stop_reason")
+            return [*self._close_tools(), Finish(str(reason))] if reason else []
+        if name == "message_start":
+            self._message = dict(data["message"])
+            self._output_tokens = int((self._message.get("usage") or {}).get("output_tokens", 0))
+            return []
+        if name == "error":
+            err = data.get("error")
+            msg = err.get("message") if isinstance(err, dict) else None
+            return [StreamError(str(msg or "upstream error"))]
+        return []
+
+    def _on_delta(self, index: int, delta: dict[str, Any]) -> list[Event]:
+        if delta.get("type") == "text_delta" and delta.get("text"):
+            return [TextDelta(str(delta["text"]))]
+        if delta.get("type") == "input_json_delta" and index in self._open_tools and delta.get("partial_json"):
+            return [ToolCallArgsDelta(str(index), str(delta["partial_json"]))]
+        return []  # thinking, signature and citations deltas are not visible text
+
+    def _on_block_start(self, index: int, block: dict[str, Any]) -> list[Event]:
+        if block.get("type") == "text" and block.get("text"):
+            return [TextDelta(str(block["text"]))]
+        # server_tool_use runs at Anthropic, not at the client: it is not a call the client makes.
+        if block.get("type") != "tool_use":
+            return []
+        self._open_tools.add(index)
+        events: list[Event] = [ToolCallStart(str(index), str(block.get("id", "")), str(block.get("name", "")))]
+        if block.get("input"):  # some gateways send the whole input here, with no deltas
+            events.append(ToolCallArgsDelta(str(index), dumps(block["input"])))
+        return events
+
+    def _close_tools(self) -> list[Event]:
+        ends: list[Event] = [ToolCallEnd(str(i)) for i in sorted(self._open_tools)]
+        self._open_tools.clear()
+        return ends
+
+    # -- what the client has ------------------------------------------------------------------
+    def note_sent(self, frame: Frame) -> None:
+        # Only start/stop frames change what we track; deltas (the bulk) skip the JSON parse.
+        sse = parse_fields(frame.raw)
+        if sse.event not in _STRUCTURE_EVENTS:
+            return
+        try:
+            data = json.loads(sse.data)
+            index = int(data.get("index", -1))
+        except (LookupError, ValueError, TypeError, AttributeError):
+            return
+        if sse.event == "message_start":
+            self._sent_start = True
+        elif sse.event == "content_block_start":
+            self._sent_last_index = max(self._sent_last_index, index)
+            self._sent_open.add(index)
+        else:
+            self._sent_open.discard(index)
+
+    # -- rendering -----------------------------------------------------------------------------
+    def _start_if_needed(self) -> str:
+        """A ``message_start`` when the client has none yet: the SDK raises on anything before it."""
+        if self._sent_start:
+            return ""
+        self._sent_start = True
+        head = {k: v for k, v in self._message.items() if k not in ("content", "stop_reason", "stop_sequence")}
+        message = {"id": f"msg_guardproxy{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant",
+                   "model": "", **head, "content": [], "stop_reason": None, "stop_sequence": None}
+        message.setdefault("usage", {"input_tokens": 0, "output_tokens": 0})
+        return _event("message_start", {"type": "message_start", "message": message})
+
+    def render_replaced(self, replaced: Replaced) -> bytes:
+        # An unknown event name (see the module docstring); after a message_start for strict parsers.
+        return (self._start_if_needed() + _event(REPLACED_EVENT, replaced.payload())).encode()
+
+    def render_tail(self, message: AssistantMessage, finish: FinishKind, replaced: Replaced | None) -> bytes:
+        out = [self.render_replaced(replaced).decode() if replaced else self._start_if_needed()]
+        out += [_event("content_block_stop", {"type": "content_block_stop", "index": i})
+                for i in sorted(self._sent_open)]
+        self._sent_open.clear()
+        index = self._sent_last_index + 1
+        if message.text:
+            out.append(self._block(index, {"type": "text", "text": ""},
+                                   {"type": "text_delta", "text": message.text}))
+            index += 1
+        for call in message.tool_calls:
+            out.append(self._block(index, {"type": "tool_use", "id": call.call_id, "name": call.name, "input": {}},
+                                   {"type": "input_json_delta",
+                                    "partial_json": dumps(_args_object(call.arguments))}))
+            index += 1
+        self._sent_last_index = index - 1
+        out.append(_event("message_delta", {
+            "type": "message_delta",
+            "delta": {"stop_reason": _finish_reason(message, finish), "stop_sequence": None},
+            "usage": {"output_tokens": self._output_tokens}}))
+        out.append(_event("message_stop", {"type": "message_stop"}))
+        return "".join(out).encode()
+
+    @staticmethod
+    def _block(index: int, start: dict[str, Any], delta: dict[str, Any]) -> str:
+        return (_event("content_block_start", {"type": "content_block_start", "index": index,
+                                               "content_block": start})
+                + _event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+                + _event("content_block_stop", {"type": "content_block_stop", "index": index}))
+
+    def render_error(self, message: str, kind: ErrorKind) -> bytes:
+        return _event("error", error_object(message, kind)).encode()
+
+    def retext(self, frame: Frame, text: str) -> bytes:
+        sse = parse_fields(frame.raw)
+        data = json.loads(sse.data)
+        if data.get("type") == "content_block_start":
+            data["content_block"]["text"] = text
+        else:
+            data["delta"]["text"] = text
+        return _event(sse.event or str(data.get("type")), data).encode()

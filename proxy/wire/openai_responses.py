@@ -1,0 +1,558 @@
+"""OpenAI Responses (``POST /v1/responses``): ``event: <type>`` + ``data: {"type": <type>, ...,
+"sequence_number": n}`` frames, no ``[DONE]``; one terminal event (``response.completed``,
+``response.incomplete`` or ``response.failed``) ends the stream.
+
+Decisions and traps (verified against openai 3.57 and Codex 0.169's ``process_responses_event``):
+- Tool calls are ``function_call`` items and Codex's freeform ``custom_tool_call`` items
+  (``apply_patch``), keyed by item id. For custom calls the "arguments" are the raw ``input`` text,
+  not JSON; the codec remembers their call ids to render them back as custom calls.
+- ``response.refusal.delta`` is decoded as ``TextDelta``: a refusal is visible to the user, so it is
+  guarded like text (``retext`` and the tail's closing of an open part handle both kinds).
+- Finish reasons: ``completed`` -> ``stop``; ``incomplete`` -> ``incomplete_details.reason``;
+  ``failed`` -> ``failed`` (after a ``StreamError``, unless an ``error`` event already gave one).
+- The replaced signal is its own ``output.message.replaced`` event. The SDK builds it as a stand-in
+  model whose ``.type`` is ours (no raise, ``event.type`` dispatch skips it); Codex ignores unknown
+  types. It must come after ``response.created``: the SDK's ``responses.stream()`` helper raises on
+  anything before it, so with nothing sent the synthesized preamble goes first.
+- The SDK helper also raises when a stream completes with an output item left open, or when the
+  response id changes; and it reads ``logprobs`` on text events. The tail closes what is open,
+  reuses the upstream response id and always sends ``logprobs: []``.
+- Mid-stream errors do not raise in the Python SDK (it yields ``error`` / ``response.failed``);
+  Codex only looks at ``response.failed``, whose ``error.code`` decides retrying: ``invalid_prompt``
+  fails the turn at once, ``rate_limit_exceeded`` / ``server_error`` are retried.
+Everything the proxy renders is assumed sent: it advances the sequence numbers and output indexes.
+Once the client has a terminal event nothing may follow it, so the renderers then return ``b""``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from proxy.events import (
+    AssistantMessage,
+    Event,
+    Finish,
+    Frame,
+    HistoryToolCall,
+    RequestView,
+    StreamError,
+    TextDelta,
+    ToolCall,
+    ToolCallArgsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from proxy.sse import SSESplitter, parse_fields
+from proxy.wire.base import (
+    REPLACED_EVENT,
+    BadRequest,
+    ErrorKind,
+    FinishKind,
+    Replaced,
+    StreamCodec,
+    WireFormat,
+    dumps,
+)
+from proxy.wire.openai_chat import error_object
+
+_TOOL_ITEMS = {"function_call": "arguments", "custom_tool_call": "input"}
+"""Tool-call item types and the field that carries their arguments."""
+_ARGS_DELTA = {"response.function_call_arguments.delta", "response.custom_tool_call_input.delta"}
+_ARGS_DONE = {"response.function_call_arguments.done", "response.custom_tool_call_input.done"}
+_LIFECYCLE = {"response.created", "response.in_progress", "response.queued"}
+_TERMINAL = {"response.completed", "response.incomplete", "response.failed"}
+_TEXT_DELTAS = {"response.output_text.delta": "text", "response.refusal.delta": "refusal"}
+
+_FAILED_CODES: dict[str, str] = {"rate_limit": "rate_limit_exceeded", "upstream": "server_error",
+                                 "timeout": "server_error", "overloaded": "server_is_overloaded"}
+"""``response.error.code`` per kind; the rest are ``invalid_prompt``, which Codex does not retry."""
+
+_FAILURE_PREFIXES = ("error", "failed", "aborted")
+_EXIT_CODE = re.compile(r"exit code:\s*(-?\d+)", re.IGNORECASE)
+
+
+# -- requests ----------------------------------------------------------------------------------
+def _text(content: Any) -> str:
+    """Text of a ``content`` / ``output`` that is a string or a list of parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", p.get("refusal", ""))) for p in content if isinstance(p, dict))
+    return ""
+
+
+def _result_ok(output: Any) -> bool:
+    """A tool output is a failure only when it says so at its very start: an error marker (``Error:``,
+    ``failed``, ``aborted``), or a non-zero exit code in either of Codex's shell formats (text that
+    begins ``Exit code: N``, or JSON ``{"metadata": {"exit_code": N}}``). Anything else is a success:
+    a marker deeper in the text may just be file content the tool read."""
+    text = _text(output).lstrip()
+    if text.lower().startswith(_FAILURE_PREFIXES):
+        return False
+    if m := _EXIT_CODE.match(text):
+        return int(m.group(1)) == 0
+    if text.startswith("{"):
+        try:
+            meta = json.loads(text).get("metadata")
+        except (ValueError, AttributeError):
+            return True
+        return not (isinstance(meta, dict) and meta.get("exit_code") not in (0, None))
+    return True
+
+
+def _history(items: list[dict[str, Any]]) -> list[HistoryToolCall]:
+    results = {str(i.get("call_id")): _result_ok(i.get("output")) for i in items
+               if i.get("type") in ("function_call_output", "custom_tool_call_output")}
+    calls = [_call_of(i) for i in items if i.get("type") in _TOOL_ITEMS]
+    return [HistoryToolCall(c.call_id, c.name, c.arguments, results.get(c.call_id)) for c in calls]
+
+
+def _call_of(item: dict[str, Any]) -> ToolCall:
+    return ToolCall(str(item.get("call_id", "")), str(item.get("name", "")),
+                    str(item.get(_TOOL_ITEMS[str(item["type"])], "")))
+
+
+def _input_items(body: dict[str, Any]) -> list[dict[str, Any]]:
+    """``input`` as a list of items (a string becomes one user message)."""
+    raw = body.get("input", [])
+    if isinstance(raw, str):
+        return [{"type": "message", "role": "user", "content": raw}]
+    if not isinstance(raw, list) or not all(isinstance(i, dict) for i in raw):
+        raise BadRequest("'input' must be a string or an array of input items")
+    return raw
+
+
+def _custom_tool_names(body: dict[str, Any]) -> set[str]:
+    tools = body.get("tools") or []
+    return {str(t.get("name")) for t in tools if isinstance(t, dict) and t.get("type") == "custom"}
+
+
+class OpenAIResponses(WireFormat):
+    name = "openai_responses"
+
+    def parse_request(self, body: dict[str, Any], *, stream: bool) -> RequestView:
+        items = _input_items(body)
+        model = body.get("model")
+        if not isinstance(model, str) and not (model is None and "prompt" in body):
+            raise BadRequest("'model' must be a string")
+        instructions = body.get("instructions")
+        if instructions is not None and not isinstance(instructions, str):
+            raise BadRequest("'instructions' must be a string")
+        messages = [i for i in items if i.get("type", "message") == "message" and "role" in i]
+        system = [instructions or ""] + [_text(m.get("content")) for m in messages
+                                         if m.get("role") in ("system", "developer")]
+        users = [m for m in messages if m.get("role") == "user"]
+        return RequestView(model=model or "", stream=bool(body.get("stream")),
+                           system_prompt="\n".join(s for s in system if s),
+                           last_user_text=_text(users[-1].get("content")) if users else "",
+                           history=_history(items))
+
+    def new_stream(self, *, sse: bool = True) -> StreamCodec:
+        return ResponsesStream()
+
+    def decode_response(self, body: bytes) -> AssistantMessage:
+        try:
+            data = json.loads(body)
+            output = [i for i in data["output"] if isinstance(i, dict)]
+            parts = [p for i in output if i.get("type") == "message" for p in i.get("content") or []]
+            calls = [_call_of(i) for i in output if i.get("type") in _TOOL_ITEMS]
+            urls = [str(a.get("url", a.get("title", ""))) for p in parts for a in p.get("annotations") or []
+                    if isinstance(a, dict)]
+            return AssistantMessage(text=_text(parts), tool_calls=calls,
+                                    finish_reason=_finish_of("", data), annotations=urls)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"not a Responses API response: {exc!r}") from None
+
+    def render_response(self, body: bytes, message: AssistantMessage, finish: FinishKind,
+                        replaced: Replaced | None) -> bytes:
+        data = json.loads(body)
+        old = [i for i in data.get("output") or [] if isinstance(i, dict)]
+        ids = [str(i["id"]) for i in old if i.get("type") == "message" and "id" in i]
+        msg_id = ids[0] if ids else "msg_guardproxy"
+        output = [i for i in old if i.get("type") != "message" and i.get("type") not in _TOOL_ITEMS]
+        if message.text:
+            output.append(_message_item(msg_id, message.text, "completed"))
+        custom = {i.get("call_id") for i in old if i.get("type") == "custom_tool_call"}
+        output += [_tool_item(c, c.call_id in custom, f"fc_guardproxy_{n}", "completed")
+                   for n, c in enumerate(message.tool_calls)]
+        data["output"] = output
+        data.update(_ending(finish))
+        if replaced:
+            data["guardproxy"] = replaced.payload()
+        return dumps(data).encode()
+
+    def http_error(self, status: int, message: str, kind: ErrorKind,
+                   extra: dict[str, str] | None = None) -> bytes:
+        return dumps(error_object(message, kind, extra)).encode()
+
+    def with_system(self, body: dict[str, Any], text: str) -> dict[str, Any]:
+        out = copy.copy(body)
+        old = body.get("instructions")
+        out["instructions"] = f"{old}\n\n{text}" if isinstance(old, str) and old else text
+        return out
+
+    def with_tool_feedback(self, body: dict[str, Any], message: AssistantMessage,
+                           results: list[tuple[ToolCall, str]]) -> dict[str, Any]:
+        out = copy.copy(body)
+        custom = _custom_tool_names(body)
+        extra: list[dict[str, Any]] = []
+        if message.text:
+            extra.append({"type": "message", "role": "assistant",
+                          "content": [{"type": "output_text", "text": message.text, "annotations": []}]})
+        extra += [_tool_item(call, call.name in custom) for call in message.tool_calls]
+        for call, text in results:
+            kind = "custom_tool_call_output" if call.name in custom else "function_call_output"
+            extra.append({"type": kind, "call_id": call.call_id, "output": text})
+        out["input"] = [*_input_items(body), *extra]
+        return out
+
+    def judge_request(self, model: str, prompt: str) -> tuple[str, dict[str, Any]]:
+        return "/v1/responses", {"model": model, "input": prompt, "temperature": 0, "stream": False,
+                                 "store": False}
+
+
+# -- shared shapes -------------------------------------------------------------------------------
+def _finish_of(event_type: str, response: dict[str, Any]) -> str:
+    """Our ``Finish.reason`` for a terminal event type, or for a response's ``status``."""
+    status = event_type.removeprefix("response.") if event_type in _TERMINAL else response.get("status")
+    if status == "completed":
+        return "stop"
+    if status == "incomplete":
+        details = response.get("incomplete_details")
+        return str(details.get("reason") or "incomplete") if isinstance(details, dict) else "incomplete"
+    return str(status or "failed")
+
+
+def _ending(finish: FinishKind) -> dict[str, Any]:
+    if finish == "filtered":
+        return {"status": "incomplete", "incomplete_details": {"reason": "content_filter"}, "error": None}
+    return {"status": "completed", "incomplete_details": None, "error": None}
+
+
+def _message_item(item_id: str, text: str, status: str) -> dict[str, Any]:
+    return {"id": item_id, "type": "message", "status": status, "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": []}] if text else []}
+
+
+def _tool_item(call: ToolCall, custom: bool, item_id: str = "", status: str = "") -> dict[str, Any]:
+    """A tool-call item; input items (tool feedback) go without ``id`` and ``status``."""
+    kind = "custom_tool_call" if custom else "function_call"
+    head = {"id": item_id, "type": kind, "status": status} if item_id else {"type": kind}
+    return {**head, "call_id": call.call_id, "name": call.name, _TOOL_ITEMS[kind]: call.arguments}
+
+
+def _load(raw: bytes) -> dict[str, Any] | None:
+    sse = parse_fields(raw)
+    if not sse.has_data:
+        return None
+    try:
+        ev = json.loads(sse.data)
+    except ValueError:
+        return None
+    if not isinstance(ev, dict):
+        return None
+    if "type" not in ev and sse.event:
+        ev["type"] = sse.event
+    return ev
+
+
+@dataclass(slots=True)
+class _Part:
+    part: dict[str, Any]
+    text_done: bool = False
+    open: bool = True
+
+
+@dataclass(slots=True)
+class _Item:
+    """An output item as the client has it (the added item, updated by deltas, or the done item)."""
+
+    item: dict[str, Any]
+    open: bool = True
+    args_done: bool = False
+    parts: list[_Part] = field(default_factory=list)
+
+
+class ResponsesStream(StreamCodec):
+    def __init__(self) -> None:
+        self._split = SSESplitter()
+        # decoding state
+        self._response: dict[str, Any] = {}
+        """The upstream's response object (id, model, created_at...), to render ours with the same."""
+        self._usage: Any = None
+        self._keys: dict[int, str] = {}
+        """output_index -> tool key (the item id), for deltas without a known ``item_id``."""
+        self._open_tools: dict[str, bool] = {}
+        """Open tool keys -> whether any argument text was decoded for them yet."""
+        self._custom_calls: set[str] = set()
+        self._error_seen = False
+        # what the client has
+        self._seq = -1
+        self._preamble = False
+        self._ended = False
+        self._items: dict[int, _Item] = {}
+
+    # -- decoding ---------------------------------------------------------------------------
+    def feed(self, data: bytes) -> list[Frame]:
+        return [self._decode(raw) for raw in self._split.feed(data)]
+
+    def flush(self) -> list[Frame]:
+        rest = self._split.flush()
+        return [self._decode(rest)] if rest else []
+
+    def _decode(self, raw: bytes) -> Frame:
+        ev = _load(raw)
+        return Frame(raw, tuple(self._events(ev))) if ev is not None else Frame(raw)
+
+    def _events(self, ev: dict[str, Any]) -> list[Event]:
+        t = ev.get("type")
+        if t in _TEXT_DELTAS:
+            delta = ev.get("delta")
+            return [TextDelta(delta)] if isinstance(delta, str) and delta else []
+        if t in _ARGS_DELTA:
+            key = self._key(ev)
+            delta = ev.get("delta")
+            if key in self._open_tools and isinstance(delta, str) and delta:
+                self._open_tools[key] = True
+                return [ToolCallArgsDelta(key, delta)]
+            return []
+        if t in _ARGS_DONE:
+            return self._end_tool(self._key(ev), ev.get("arguments", ev.get("input")))
+        item = ev.get("item")
+        if t in ("response.output_item.added", "response.output_item.done") and isinstance(item, dict):
+            return self._item_events(t, ev, item)
+        if t == "error":
+            self._error_seen = True
+            nested = ev.get("error")
+            err: dict[str, Any] = nested if isinstance(nested, dict) else ev
+            return [StreamError(str(err.get("message") or "upstream error"))]
+        response = ev.get("response")
+        if not isinstance(response, dict):
+            return []
+        if not self._response or response.get("id") == self._response.get("id"):
+            self._response = {k: v for k, v in response.items() if k not in ("output", "usage")}
+        self._usage = response.get("usage") or self._usage
+        if t not in _TERMINAL:
+            return []
+        events: list[Event] = [ToolCallEnd(k) for k in self._open_tools]
+        self._open_tools.clear()
+        if t == "response.failed" and not self._error_seen:
+            failure = response.get("error")
+            msg = failure.get("message") if isinstance(failure, dict) else None
+            events.append(StreamError(str(msg or "response failed")))
+        return [*events, Finish(_finish_of(t, response))]
+
+    def _key(self, ev: dict[str, Any]) -> str:
+        item_id = ev.get("item_id")
+        if isinstance(item_id, str) and item_id in self._open_tools:
+            return item_id
+        index = ev.get("output_index")
+        return self._keys.get(index, "") if isinstance(index, int) else ""
+
+    def _item_events(self, t: str, ev: dict[str, Any], item: dict[str, Any]) -> list[Event]:
+        kind = item.get("type")
+        if kind not in _TOOL_ITEMS:
+            return []
+        index = ev.get("output_index")
+        key = str(item.get("id") or f"#{index}")
+        events: list[Event] = []
+        if key not in self._open_tools and (t.endswith(".added") or key not in self._keys.values()):
+            # A tool item seen only at ``.done`` (some gateways send no ``.added``) still counts.
+            if isinstance(index, int):
+                self._keys[index] = key
+            self._open_tools[key] = False
+            if kind == "custom_tool_call":
+                self._custom_calls.add(str(item.get("call_id", "")))
+            events.append(ToolCallStart(key, str(item.get("call_id", "")), str(item.get("name", ""))))
+        args = item.get(_TOOL_ITEMS[str(kind)])
+        if t.endswith(".done"):
+            return [*events, *self._end_tool(key, args)]
+        if isinstance(args, str) and args:
+            self._open_tools[key] = True
+            events.append(ToolCallArgsDelta(key, args))
+        return events
+
+    def _end_tool(self, key: str, final: Any) -> list[Event]:
+        """End ``key`` once; the final arguments stand in when no fragment carried any."""
+        if key not in self._open_tools:
+            return []
+        seen = self._open_tools.pop(key)
+        if not seen and isinstance(final, str) and final:
+            return [ToolCallArgsDelta(key, final), ToolCallEnd(key)]
+        return [ToolCallEnd(key)]
+
+    # -- what the client has ------------------------------------------------------------------
+    def note_sent(self, frame: Frame) -> None:
+        ev = _load(frame.raw)
+        if ev is None:
+            return
+        seq = ev.get("sequence_number")
+        if isinstance(seq, int):
+            self._seq = max(self._seq, seq)
+        t = ev.get("type")
+        index = ev.get("output_index")
+        it = self._items.get(index) if isinstance(index, int) else None
+        if t in _LIFECYCLE:
+            self._preamble = True
+        elif t in _TERMINAL:
+            self._ended = True
+        elif t == "response.output_item.added" and isinstance(index, int):
+            self._items[index] = _Item(dict(ev.get("item") or {}))
+        elif t == "response.output_item.done" and isinstance(index, int):
+            self._items[index] = _Item(dict(ev.get("item") or {}), open=False)
+        elif it is None:
+            return
+        elif t == "response.content_part.added":
+            it.parts.append(_Part(dict(ev.get("part") or {"type": "output_text", "text": ""})))
+        elif t in _ARGS_DELTA or t in _ARGS_DONE:
+            name = _TOOL_ITEMS.get(str(it.item.get("type")), "arguments")
+            done = t in _ARGS_DONE
+            so_far = str(it.item.get(name, ""))
+            it.item[name] = ev.get(name, so_far) if done else so_far + str(ev.get("delta", ""))
+            it.args_done = it.args_done or done
+        else:
+            self._note_part(it, str(t), ev)
+
+    def _note_part(self, it: _Item, t: str, ev: dict[str, Any]) -> None:
+        ci = ev.get("content_index")
+        if not isinstance(ci, int) or not 0 <= ci < len(it.parts):
+            return
+        part = it.parts[ci]
+        name = "refusal" if part.part.get("type") == "refusal" else "text"
+        if t in _TEXT_DELTAS:
+            part.part[name] = str(part.part.get(name, "")) + str(ev.get("delta", ""))
+        elif t in ("response.output_text.done", "response.refusal.done"):
+            part.part[name] = ev.get(name, part.part.get(name, ""))
+            part.text_done = True
+        elif t == "response.content_part.done":
+            part.part, part.open = dict(ev.get("part") or part.part), False
+
+    # -- rendering -----------------------------------------------------------------------------
+    def _emit(self, out: list[str], t: str, **fields: Any) -> None:
+        self._seq += 1
+        out.append(f"event: {t}\ndata: {dumps({'type': t, **fields, 'sequence_number': self._seq})}\n\n")
+
+    def _head(self, status: str) -> dict[str, Any]:
+        base = self._response or {"id": "resp_guardproxy", "object": "response", "created_at": 0, "model": "",
+                                  "instructions": None, "metadata": {}, "parallel_tool_calls": True,
+                                  "tool_choice": "auto", "tools": [], "temperature": None, "top_p": None}
+        return {**base, "status": status, "output": [], "error": None, "incomplete_details": None,
+                "usage": None}
+
+    def _begin(self, out: list[str]) -> None:
+        """The preamble the client needs before anything else, when it has none yet."""
+        if not self._preamble:
+            self._preamble = True
+            self._emit(out, "response.created", response=self._head("in_progress"))
+            self._emit(out, "response.in_progress", response=self._head("in_progress"))
+
+    def render_replaced(self, replaced: Replaced) -> bytes:
+        if self._ended:
+            return b""
+        out: list[str] = []
+        self._begin(out)
+        self._emit(out, REPLACED_EVENT, **{k: v for k, v in replaced.payload().items() if k != "type"})
+        return "".join(out).encode()
+
+    def render_tail(self, message: AssistantMessage, finish: FinishKind, replaced: Replaced | None) -> bytes:
+        if self._ended:  # the client already has a terminal event: nothing may follow it
+            return b""
+        out: list[str] = [self.render_replaced(replaced).decode()] if replaced else []
+        self._begin(out)
+        for index in sorted(self._items):
+            if self._items[index].open:
+                self._close_item(out, index)
+        if message.text:
+            self._add_message(out, message.text)
+        for call in message.tool_calls:
+            self._add_tool(out, call)
+        response = self._head("completed")
+        response.update(_ending(finish), output=[self._items[i].item for i in sorted(self._items)],
+                        usage=self._usage)
+        terminal = "response.completed" if finish == "normal" else "response.incomplete"
+        self._emit(out, terminal, response=response)
+        self._ended = True
+        return "".join(out).encode()
+
+    def _close_item(self, out: list[str], index: int) -> None:
+        it = self._items[index]
+        item, iid = it.item, it.item.get("id", "")
+        if item.get("type") == "message":
+            for ci, p in enumerate(it.parts):
+                if not p.open:
+                    continue
+                refusal = p.part.get("type") == "refusal"
+                name = "refusal" if refusal else "text"
+                if not p.text_done:
+                    extra: dict[str, Any] = {} if refusal else {"logprobs": []}
+                    self._emit(out, f"response.{'refusal' if refusal else 'output_text'}.done", item_id=iid,
+                               output_index=index, content_index=ci, **{name: p.part.get(name, "")}, **extra)
+                self._emit(out, "response.content_part.done", item_id=iid, output_index=index,
+                           content_index=ci, part=p.part)
+                p.open = False
+            item["content"] = [p.part for p in it.parts]
+        elif item.get("type") in _TOOL_ITEMS and not it.args_done:
+            name = _TOOL_ITEMS[str(item["type"])]
+            done = "function_call_arguments" if name == "arguments" else "custom_tool_call_input"
+            self._emit(out, f"response.{done}.done", item_id=iid, output_index=index,
+                       **{name: item.get(name, "")})
+        if "status" in item:
+            item["status"] = "completed"
+        self._emit(out, "response.output_item.done", output_index=index, item=item)
+        it.open = False
+
+    def _next_index(self) -> int:
+        return max(self._items, default=-1) + 1
+
+    def _add_message(self, out: list[str], text: str) -> None:
+        index = self._next_index()
+        iid = f"msg_guardproxy_{index}"
+        added = _message_item(iid, "", "in_progress")
+        self._emit(out, "response.output_item.added", output_index=index, item=added)
+        where = {"item_id": iid, "output_index": index, "content_index": 0}
+        self._emit(out, "response.content_part.added", **where, part={"type": "output_text", "text": "",
+                                                                      "annotations": []})
+        self._emit(out, "response.output_text.delta", **where, delta=text, logprobs=[])
+        self._emit(out, "response.output_text.done", **where, text=text, logprobs=[])
+        item = _message_item(iid, text, "completed")
+        self._emit(out, "response.content_part.done", **where, part=item["content"][0])
+        self._emit(out, "response.output_item.done", output_index=index, item=item)
+        self._items[index] = _Item(item, open=False)
+
+    def _add_tool(self, out: list[str], call: ToolCall) -> None:
+        index = self._next_index()
+        custom = call.call_id in self._custom_calls
+        iid = f"{'ctc' if custom else 'fc'}_guardproxy_{index}"
+        name = _TOOL_ITEMS["custom_tool_call" if custom else "function_call"]
+        done = "custom_tool_call_input" if custom else "function_call_arguments"
+        added = _tool_item(ToolCall(call.call_id, call.name, ""), custom, iid, "in_progress")
+        self._emit(out, "response.output_item.added", output_index=index, item=added)
+        self._emit(out, f"response.{done}.delta", item_id=iid, output_index=index, delta=call.arguments)
+        self._emit(out, f"response.{done}.done", item_id=iid, output_index=index, **{name: call.arguments})
+        item = _tool_item(call, custom, iid, "completed")
+        self._emit(out, "response.output_item.done", output_index=index, item=item)
+        self._items[index] = _Item(item, open=False, args_done=True)
+
+    def render_error(self, message: str, kind: ErrorKind) -> bytes:
+        if self._ended:
+            return b""
+        out: list[str] = []
+        self._begin(out)
+        code = _FAILED_CODES.get(kind, "invalid_prompt")
+        self._emit(out, "error", code=code, message=message, param=None)
+        response = self._head("failed")
+        response.update(output=[self._items[i].item for i in sorted(self._items)], usage=self._usage,
+                        error={"code": code, "message": message})
+        self._emit(out, "response.failed", response=response)
+        self._ended = True
+        return "".join(out).encode()
+
+    def retext(self, frame: Frame, text: str) -> bytes:
+        sse = parse_fields(frame.raw)
+        ev = json.loads(sse.data)
+        ev["delta"] = text
+        return f"event: {sse.event or ev.get('type')}\ndata: {dumps(ev)}\n\n".encode()

@@ -11,6 +11,9 @@ Invariants:
 - From the first tool-call frame on, nothing more is released until the message ends: a tool call
   is never half-forwarded, and the driver assesses the complete calls first.
 - ``buffered`` delivery releases nothing until the driver calls ``release_all``.
+- The frame that carries the finish, and every frame after it, waits for ``release_all``: the
+  message checks run before the client is told the message ended, so a late verdict can still
+  append a replacement to a message that is, for the client, still open.
 - After a trip the guard accepts nothing more: the driver stops reading upstream.
 Cost per frame: O(len(frame text)) plus the armed checks' own O(len(delta)).
 """
@@ -39,6 +42,8 @@ class _Held:
     end: int
     redactions: list[tuple[int, int, str]] = field(default_factory=list)
     """Spans relative to ``start`` with the mask that stands there instead."""
+    terminal: bool = False
+    """Carries the message's finish: held (with all after it) until the message is vetted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +99,8 @@ class StreamGuard:
                 self.error = event.message
             else:
                 self.finish_reason = event.reason
-        self._queue.append(_Held(frame, start, len(self._acc)))
+        terminal = self.finish_reason is not None
+        self._queue.append(_Held(frame, start, len(self._acc), terminal=terminal))
         self.redaction_log += redactions
         for r in redactions:
             self._apply_redaction(r)
@@ -170,7 +176,7 @@ class StreamGuard:
         limit = len(self._acc) - self._window
         out: list[Frame] = []
         queue = self._queue
-        while queue and queue[0].end <= limit:
+        while queue and queue[0].end <= limit and not queue[0].terminal:
             out.append(self._render(queue.popleft()))
         if out:
             self.committed = True

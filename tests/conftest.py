@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.fakes.proxy import ProxyServer
+from tests.fakes.upstream import FakeUpstream
+
+NO_GUARDS = """
+[defaults]
+holdback_chars = 0
+"""
+
+
+@pytest.fixture(scope="session")
+def upstream_server() -> Iterator[FakeUpstream]:
+    fake = FakeUpstream().start()
+    yield fake
+    fake.stop()
+
+
+@pytest.fixture
+def upstream(upstream_server: FakeUpstream) -> Iterator[FakeUpstream]:
+    upstream_server.reset()
+    yield upstream_server
+    upstream_server.reset()
+
+
+@pytest.fixture(scope="session")
+def default_proxy(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
+    """The proxy with the shipped default policy."""
+    with ProxyServer(upstream_server.url) as p:
+        yield p
+
+
+@pytest.fixture(scope="session")
+def plain_proxy(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
+    """The proxy with guardrails off (pure passthrough)."""
+    with ProxyServer(upstream_server.url, guardrails_enabled=False) as p:
+        yield p

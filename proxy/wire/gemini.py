@@ -1,0 +1,510 @@
+"""Gemini API: ``:generateContent`` and ``:streamGenerateContent`` (SSE, or a streamed JSON array).
+
+Every stream chunk is a whole ``GenerateContentResponse``. A function call arrives complete in one
+part (``args`` is an object, never fragmented), so it is decoded as start + args + end at once.
+
+Traps (wire-formats.md 1d, DESIGN.md "keep-alive comments break Gemini clients"):
+- SSE frames must be exactly ``data: <json>`` + a blank line: Gemini CLI's bundled SDK crashes on an
+  SSE comment and cannot parse ``event:`` lines, and google-genai raises on them. So nothing here
+  ever renders a comment or an ``event:`` line; the replaced signal rides as a ``guardproxy`` field
+  on a normal chunk that carries non-empty ``parts`` (google-genai drops unknown fields; the JS SDK's
+  chat history discards the whole turn if any chunk has empty ``parts``).
+- Never end a rendered stream without a ``finishReason``: Gemini CLI retries and re-prints the text.
+- A mid-stream error is a *bare* ``{"error": {...}}`` write (no ``data: ``): the only form both the
+  Python and the JS SDK raise on. In JSON-array mode it is one more array element, then ``]``, so
+  the body stays a valid JSON array whose last element is the error (the shape the API itself uses
+  for errors on that endpoint, ``[{"error": ...}]``).
+- The model comes from the URL, not the body: ``parse_request`` takes an optional ``model``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from abc import abstractmethod
+from collections import defaultdict, deque
+from typing import Any
+
+from proxy.events import (
+    AssistantMessage,
+    Event,
+    Finish,
+    Frame,
+    HistoryToolCall,
+    RequestView,
+    StreamError,
+    TextDelta,
+    ToolCall,
+    ToolCallArgsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from proxy.sse import SSESplitter, parse_fields
+from proxy.wire.base import (
+    BadRequest,
+    ErrorKind,
+    FinishKind,
+    Replaced,
+    StreamCodec,
+    WireFormat,
+    dumps,
+)
+
+_ERRORS: dict[ErrorKind, tuple[int, str]] = {
+    "invalid_request": (400, "INVALID_ARGUMENT"),
+    "authentication": (401, "UNAUTHENTICATED"),
+    "permission": (403, "PERMISSION_DENIED"),
+    "not_found": (404, "NOT_FOUND"),
+    "too_large": (400, "INVALID_ARGUMENT"),
+    "rate_limit": (429, "RESOURCE_EXHAUSTED"),
+    "upstream": (500, "INTERNAL"),
+    "timeout": (504, "DEADLINE_EXCEEDED"),
+    "guardrail": (400, "INVALID_ARGUMENT"),
+    "overloaded": (503, "UNAVAILABLE"),
+}
+_STATUS_BY_CODE = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+                   404: "NOT_FOUND", 409: "ABORTED", 429: "RESOURCE_EXHAUSTED", 499: "CANCELLED",
+                   500: "INTERNAL", 501: "UNIMPLEMENTED", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED"}
+"""Google pairs ``code`` and ``status`` strictly (google.rpc.Code); clients key retries on them."""
+
+DUMMY_SIGNATURE = "skip_thought_signature_validator"
+"""Gemini 3 rejects a replayed function call without its ``thoughtSignature``; this is the value
+Google documents (and Gemini CLI sends) for calls whose real signature is unknown."""
+
+
+def error_object(code: int, status: str, message: str, extra: dict[str, str] | None = None) -> dict[str, Any]:
+    err: dict[str, Any] = {"code": code, "message": message, "status": status}
+    if extra:
+        err["details"] = [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                           "reason": extra.get("reason_code", ""), "domain": "guardproxy",
+                           "metadata": dict(extra)}]
+    return {"error": err}
+
+
+def _parts(content: Any) -> list[dict[str, Any]]:
+    parts = content.get("parts") if isinstance(content, dict) else None
+    return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
+
+
+def _text(content: Any) -> str:
+    """Visible text of a Content: its text parts that are not thoughts."""
+    return "".join(p["text"] for p in _parts(content)
+                   if isinstance(p.get("text"), str) and not p.get("thought"))
+
+
+def _call(part: dict[str, Any]) -> ToolCall | None:
+    fc = part.get("functionCall")
+    if not isinstance(fc, dict):
+        return None
+    return ToolCall(str(fc.get("id") or ""), str(fc.get("name", "")), dumps(fc.get("args") or {}))
+
+
+def _call_part(call: ToolCall, signature: str | None = None) -> dict[str, Any]:
+    try:
+        args = json.loads(call.arguments) if call.arguments else {}
+    except ValueError:
+        args = {}  # arguments the model got wrong: Gemini only carries an object
+    fc: dict[str, Any] = {"name": call.name, "args": args if isinstance(args, dict) else {}}
+    if call.call_id:
+        fc["id"] = call.call_id
+    part: dict[str, Any] = {"functionCall": fc}
+    if signature:
+        part["thoughtSignature"] = signature
+    return part
+
+
+def _history(contents: list[dict[str, Any]]) -> list[HistoryToolCall]:
+    """Calls from ``model`` turns, each settled by the first later ``functionResponse`` with its id,
+    else (ids are optional on the Gemini API) by name in order: a response with an id only falls
+    back to calls without one. O(parts): the name queues skip settled calls lazily."""
+    calls: list[ToolCall] = []
+    outcome: list[bool | None] = []
+    by_id: dict[str, int] = {}
+    by_name: dict[tuple[bool, str], deque[int]] = defaultdict(deque)
+    """(id-less only?, name) -> pending calls, oldest first."""
+    for content in contents:
+        for part in _parts(content):
+            call = _call(part)
+            if call is not None and content.get("role") == "model":
+                n = len(calls)
+                calls.append(call)
+                outcome.append(None)
+                if call.call_id:
+                    by_id.setdefault(call.call_id, n)
+                by_name[(False, call.name)].append(n)
+                if not call.call_id:
+                    by_name[(True, call.name)].append(n)
+            fr = part.get("functionResponse")
+            if not isinstance(fr, dict):
+                continue
+            resp, rid = fr.get("response"), str(fr.get("id") or "")
+            found = by_id.pop(rid, None) if rid else None
+            queue = by_name[(bool(rid), str(fr.get("name", "")))]
+            while found is None and queue:
+                n = queue.popleft()
+                found = n if outcome[n] is None else None
+            if found is not None and outcome[found] is None:
+                outcome[found] = not (isinstance(resp, dict) and "error" in resp)
+    return [HistoryToolCall(c.call_id, c.name, c.arguments, ok) for c, ok in zip(calls, outcome, strict=True)]
+
+
+def _tail_candidate(message: AssistantMessage, finish: FinishKind,
+                    signatures: dict[str, str]) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = [{"text": message.text}] if message.text else []
+    parts += [_call_part(c, _signature_for(c, signatures)) for c in message.tool_calls]
+    candidate: dict[str, Any] = {}
+    if parts or finish == "normal":
+        # Never an empty ``parts`` list: the JS SDK's chat would drop the whole model turn.
+        candidate["content"] = {"parts": parts or [{"text": ""}], "role": "model"}
+    candidate["finishReason"] = "SAFETY" if finish == "filtered" else "STOP"
+    candidate["index"] = 0
+    return candidate
+
+
+def _signature_for(call: ToolCall, signatures: dict[str, str]) -> str | None:
+    return signatures.get(call.call_id) or signatures.get(f"{call.name}\0{call.arguments}")
+
+
+def _remember_signatures(parts: list[dict[str, Any]], into: dict[str, str]) -> None:
+    for part in parts:
+        call, sig = _call(part), part.get("thoughtSignature")
+        if call is not None and isinstance(sig, str):
+            into[call.call_id or f"{call.name}\0{call.arguments}"] = sig
+
+
+class Gemini(WireFormat):
+    name = "gemini"
+
+    def parse_request(self, body: dict[str, Any], *, stream: bool, model: str = "") -> RequestView:
+        """``model`` is taken from the URL by the caller (the body has none)."""
+        contents = body.get("contents")
+        if not isinstance(contents, list) or not all(isinstance(c, dict) for c in contents):
+            raise BadRequest("'contents' must be an array of Content objects")
+        for c in contents:
+            if "parts" in c and not isinstance(c["parts"], list):
+                raise BadRequest("'contents[].parts' must be an array")
+            if c.get("role", "user") not in ("user", "model", "function"):
+                raise BadRequest(f"invalid role {c.get('role')!r}: use 'user' or 'model'")
+        system = body.get("systemInstruction", body.get("system_instruction"))
+        if system is not None and not isinstance(system, dict | str):
+            raise BadRequest("'systemInstruction' must be a Content object")
+        users = [t for c in contents if c.get("role", "user") == "user" and (t := _text(c))]
+        return RequestView(model=model, stream=stream,
+                           system_prompt=system if isinstance(system, str) else _text(system),
+                           last_user_text=users[-1] if users else "", history=_history(contents))
+
+    def new_stream(self, *, sse: bool = True) -> StreamCodec:
+        return GeminiSSEStream() if sse else GeminiArrayStream()
+
+    def decode_response(self, body: bytes) -> AssistantMessage:
+        data = json.loads(body)
+        try:
+            cand = (data.get("candidates") or [{}])[0]
+            content = cand.get("content")
+        except (AttributeError, LookupError, TypeError) as exc:
+            raise ValueError(f"not a GenerateContentResponse: {exc!r}") from None
+        calls = [c for p in _parts(content) if (c := _call(p)) is not None]
+        reason = cand.get("finishReason")
+        return AssistantMessage(text=_text(content), tool_calls=calls,
+                                finish_reason=str(reason) if reason else None)
+
+    def render_response(self, body: bytes, message: AssistantMessage, finish: FinishKind,
+                        replaced: Replaced | None) -> bytes:
+        data = json.loads(body)
+        cands = data.get("candidates") or [{}]
+        old = cands[0]
+        signatures: dict[str, str] = {}
+        _remember_signatures(_parts(old.get("content")), signatures)
+        # The old content (thoughts included: they may hold what was blocked) goes; the rest stays.
+        old.pop("content", None)
+        data["candidates"] = [{**old, **_tail_candidate(message, finish, signatures)}]
+        if replaced:
+            data["guardproxy"] = replaced.payload()
+        return dumps(data).encode()
+
+    def http_error(self, status: int, message: str, kind: ErrorKind,
+                   extra: dict[str, str] | None = None) -> bytes:
+        return dumps(error_object(status, _STATUS_BY_CODE.get(status, _ERRORS[kind][1]), message,
+                                  extra)).encode()
+
+    def with_system(self, body: dict[str, Any], text: str) -> dict[str, Any]:
+        out = copy.copy(body)
+        key = "system_instruction" if "system_instruction" in body and "systemInstruction" not in body \
+            else "systemInstruction"
+        old = body.get(key)
+        system = {"parts": [{"text": old}]} if isinstance(old, str) else copy.copy(old or {})
+        system["parts"] = [*_parts(system), {"text": text}]
+        out[key] = system
+        return out
+
+    def with_tool_feedback(self, body: dict[str, Any], message: AssistantMessage,
+                           results: list[tuple[ToolCall, str]]) -> dict[str, Any]:
+        out = copy.copy(body)
+        parts: list[dict[str, Any]] = [{"text": message.text}] if message.text else []
+        # Only the first call of a step carries a signature on the real API; mimic that.
+        parts += [_call_part(c, DUMMY_SIGNATURE if n == 0 else None)
+                  for n, c in enumerate(message.tool_calls)]
+        responses = []
+        for call, text in results:
+            fr: dict[str, Any] = {"name": call.name, "response": {"error": text}}
+            if call.call_id:
+                fr["id"] = call.call_id
+            responses.append({"functionResponse": fr})
+        out["contents"] = [*body.get("contents", []), {"role": "model", "parts": parts},
+                           {"role": "user", "parts": responses}]
+        return out
+
+    def judge_request(self, model: str, prompt: str) -> tuple[str, dict[str, Any]]:
+        return f"/v1beta/models/{model}:generateContent", {
+            "contents": [{"role": "user", "parts": [{"text": prompt}]}],
+            "generationConfig": {"temperature": 0}}
+
+
+_IN_STRING = re.compile(rb'["\\]')
+_OUTSIDE = re.compile(rb'["{}\]]')
+
+
+class ArraySplitter:
+    """Cuts a streamed JSON array (``[{...},\\r\\n{...}]``) at top-level object boundaries.
+
+    A frame is the separator bytes before an object (``[``, ``,``, whitespace) plus the object; the
+    closing ``]`` is a frame of its own; bytes after it come out of ``flush``. Strings, escapes and
+    brace depth are tracked across feeds, so each byte is scanned once (regex jumps between the few
+    bytes that matter), whatever the chunking.
+    """
+
+    __slots__ = ("_buf", "_depth", "_escaped", "_in_string", "_pos")
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._buf.clear()
+        self._pos = 0
+        self._depth = 0
+        self._in_string = False
+        self._escaped = False
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buf += data
+        buf, start, pos = self._buf, 0, self._pos
+        frames: list[bytes] = []
+        while pos < len(buf):
+            if self._escaped:
+                self._escaped, pos = False, pos + 1
+                continue
+            m = (_IN_STRING if self._in_string else _OUTSIDE).search(buf, pos)
+            if m is None:
+                pos = len(buf)
+                break
+            c, pos = buf[m.start()], m.end()
+            if c == 0x5C:  # backslash, only searched for inside strings
+                self._escaped = True
+            elif c == 0x22:
+                self._in_string = not self._in_string
+            elif c == 0x7B:
+                self._depth += 1
+            elif c == 0x7D:
+                self._depth = max(0, self._depth - 1)  # a stray "}" must not wedge the splitter
+                if self._depth == 0:
+                    frames.append(bytes(buf[start:pos]))
+                    start = pos
+            elif self._depth == 0:  # the array's closing bracket
+                frames.append(bytes(buf[start:pos]))
+                start = pos
+        del buf[:start]
+        self._pos = pos - start
+        return frames
+
+    def flush(self) -> bytes:
+        rest = bytes(self._buf)
+        self._reset()
+        return rest
+
+
+class _GeminiStream(StreamCodec):
+    """Decoding and client-state shared by both framings; subclasses cut and wrap the chunks."""
+
+    def __init__(self, splitter: SSESplitter | ArraySplitter) -> None:
+        self._split = splitter
+        self._meta: dict[str, Any] = {}
+        """The latest usageMetadata / modelVersion / responseId seen, copied onto rendered chunks."""
+        self._calls = 0
+        self._signatures: dict[str, str] = {}
+        """thoughtSignature per call (id, else name + args), so re-rendered calls keep theirs."""
+
+    def feed(self, data: bytes) -> list[Frame]:
+        return [self._decode(raw) for raw in self._split.feed(data)]
+
+    def flush(self) -> list[Frame]:
+        rest = self._split.flush()
+        return [self._decode(rest)] if rest else []
+
+    @abstractmethod
+    def _decode(self, raw: bytes) -> Frame: ...
+
+    def _events(self, chunk: Any) -> tuple[Event, ...]:
+        if not isinstance(chunk, dict):
+            return ()
+        if "error" in chunk:
+            err = chunk["error"]
+            msg = err.get("message") if isinstance(err, dict) else err
+            return (StreamError(str(msg or "upstream error")),)
+        self._meta.update({k: chunk[k] for k in ("usageMetadata", "modelVersion", "responseId")
+                           if k in chunk})
+        cands = chunk.get("candidates")
+        cand = next((c for c in cands if isinstance(c, dict) and c.get("index", 0) == 0), None) \
+            if isinstance(cands, list) else None
+        if cand is None:
+            return ()
+        events: list[Event] = []
+        parts = _parts(cand.get("content"))
+        _remember_signatures(parts, self._signatures)
+        for part in parts:
+            if isinstance(part.get("text"), str) and part["text"] and not part.get("thought"):
+                events.append(TextDelta(part["text"]))
+            call = _call(part)
+            if call is not None:
+                key = str(self._calls)
+                self._calls += 1
+                events += [ToolCallStart(key, call.call_id, call.name),
+                           ToolCallArgsDelta(key, call.arguments), ToolCallEnd(key)]
+        if cand.get("finishReason"):
+            events.append(Finish(str(cand["finishReason"])))
+        return tuple(events)
+
+    def _tail_chunk(self, message: AssistantMessage, finish: FinishKind,
+                    replaced: Replaced | None) -> dict[str, Any]:
+        chunk: dict[str, Any] = {"candidates": [_tail_candidate(message, finish, self._signatures)],
+                                 **self._meta}
+        if replaced:
+            chunk["guardproxy"] = replaced.payload()
+        return chunk
+
+    def _replaced_chunk(self, replaced: Replaced) -> dict[str, Any]:
+        # An empty text part, not empty ``parts``: see the module docstring.
+        return {"candidates": [{"content": {"parts": [{"text": ""}], "role": "model"}, "index": 0}],
+                **{k: v for k, v in self._meta.items() if k != "usageMetadata"},
+                "guardproxy": replaced.payload()}
+
+    @staticmethod
+    def _with_text(chunk: dict[str, Any], text: str) -> dict[str, Any]:
+        """``chunk`` with its visible text parts collapsed into one carrying ``text``."""
+        chunk = copy.deepcopy(chunk)
+        content = chunk["candidates"][0]["content"]
+        parts, done = [], False
+        for p in content["parts"]:
+            if isinstance(p, dict) and isinstance(p.get("text"), str) and not p.get("thought"):
+                if done:
+                    continue
+                p, done = {**p, "text": text}, True
+            parts.append(p)
+        content["parts"] = parts
+        return chunk
+
+
+class GeminiSSEStream(_GeminiStream):
+    """``alt=sse``: ``data: <chunk>\\r\\n\\r\\n`` frames, no ``event:`` lines, no terminator."""
+
+    media_type = "text/event-stream"
+
+    def __init__(self) -> None:
+        super().__init__(SSESplitter())
+
+    def _decode(self, raw: bytes) -> Frame:
+        sse = parse_fields(raw)
+        # A bare JSON object (the API's own mid-stream error write) has no ``data:`` field.
+        text = sse.data if sse.has_data else raw.decode("utf-8", errors="replace").strip()
+        try:
+            return Frame(raw, self._events(json.loads(text)))
+        except ValueError:
+            return Frame(raw)
+
+    def note_sent(self, frame: Frame) -> None:
+        """Nothing to track: every SSE chunk stands alone (no indexes, no open blocks)."""
+
+    @staticmethod
+    def _frame(chunk: dict[str, Any], end: bytes = b"\r\n\r\n") -> bytes:
+        # Gemini CLI's bundled SDK cuts frames with /^\s*data: (.*)(?:\n\n|...)/, and JS ``.`` stops at
+        # U+2028/U+2029: escape them, or a replacement containing one would never parse.
+        data = dumps(chunk).replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+        return f"data: {data}".encode() + end
+
+    def render_replaced(self, replaced: Replaced) -> bytes:
+        return self._frame(self._replaced_chunk(replaced))
+
+    def render_tail(self, message: AssistantMessage, finish: FinishKind, replaced: Replaced | None) -> bytes:
+        return self._frame(self._tail_chunk(message, finish, replaced))
+
+    def render_error(self, message: str, kind: ErrorKind) -> bytes:
+        return dumps(error_object(*_ERRORS[kind], message)).encode()
+
+    def retext(self, frame: Frame, text: str) -> bytes:
+        end = frame.raw[len(frame.raw.rstrip(b"\r\n")):] or b"\r\n\r\n"
+        return self._frame(self._with_text(json.loads(parse_fields(frame.raw).data), text), end)
+
+
+class GeminiArrayStream(_GeminiStream):
+    """No ``alt``: one JSON array written incrementally, ``[{...}`` then ``,\\r\\n{...}`` ... ``]``."""
+
+    media_type = "application/json"
+
+    def __init__(self) -> None:
+        super().__init__(ArraySplitter())
+        self._sep = ",\r\n"
+        """The separator the upstream puts between elements (learnt from its second element)."""
+        self._seen_objects = 0
+        self._opened = False
+        self._objects_sent = 0
+        self._closed = False
+
+    def _decode(self, raw: bytes) -> Frame:
+        brace = raw.find(b"{")
+        if brace < 0 or not raw.rstrip().endswith(b"}"):
+            return Frame(raw)  # the closing ``]``, whitespace, or a truncated element
+        self._seen_objects += 1
+        if self._seen_objects == 2:
+            self._sep = raw[:brace].decode("utf-8", errors="replace") or self._sep
+        try:
+            return Frame(raw, self._events(json.loads(raw[brace:])))
+        except ValueError:
+            return Frame(raw)
+
+    def note_sent(self, frame: Frame) -> None:
+        brace = frame.raw.find(b"{")
+        head = frame.raw if brace < 0 else frame.raw[:brace]
+        self._opened = self._opened or b"[" in head
+        self._closed = self._closed or (brace < 0 and b"]" in head)
+        self._objects_sent += brace >= 0
+
+    def _element(self, obj: dict[str, Any]) -> str:
+        """``obj`` as the next array element, opening the array if the client has nothing yet."""
+        if not self._opened:
+            self._opened = True
+            self._objects_sent += 1
+            return "[" + dumps(obj)
+        sep = self._sep if self._objects_sent else ""
+        self._objects_sent += 1
+        return sep + dumps(obj)
+
+    def render_replaced(self, replaced: Replaced) -> bytes:
+        return b"" if self._closed else self._element(self._replaced_chunk(replaced)).encode()
+
+    def render_tail(self, message: AssistantMessage, finish: FinishKind, replaced: Replaced | None) -> bytes:
+        if self._closed:
+            return b""
+        self._closed = True
+        return (self._element(self._tail_chunk(message, finish, replaced)) + "]").encode()
+
+    def render_error(self, message: str, kind: ErrorKind) -> bytes:
+        if self._closed:
+            return b""
+        self._closed = True
+        return (self._element(error_object(*_ERRORS[kind], message)) + "]").encode()
+
+    def retext(self, frame: Frame, text: str) -> bytes:
+        brace = frame.raw.find(b"{")
+        chunk = self._with_text(json.loads(frame.raw[brace:]), text)
+        return frame.raw[:brace] + dumps(chunk).encode()

@@ -1,0 +1,118 @@
+"""CPU cost per delta of every built-in stream guardrail, armed together, on clean streams.
+
+Run: ``.venv/bin/python -m bench.guard_cost``. Feeds streams of 100, 1,000 and 10,000 deltas of
+3-8 characters of prose and code through an ArmedSet (canary over a 2 KB system prompt, secrets,
+regex with a few patterns, pii, max_length) exactly as the pipeline does (``acc += delta`` then
+``check(acc, delta)``), and the same stream with no guardrail (just accumulating). Reports the
+median over ``RUNS`` runs of ``time.process_time`` per delta. The claim under test: the cost per
+delta stays flat as the message grows, because no check rescans the accumulated text.
+Writes bench/results/guard_cost.json.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from config.policy import (
+    CanaryGuardrail,
+    MaxLengthGuardrail,
+    PiiGuardrail,
+    RegexGuardrail,
+    SecretsGuardrail,
+)
+from guardrails.seams import StreamContext
+from guardrails.stream import ArmedSet, build_stream_guardrails
+
+SIZES = (100, 1_000, 10_000)
+RUNS = 5
+RESULTS = Path(__file__).parent / "results" / "guard_cost.json"
+
+PROSE = (
+    "The deployment finished in about four minutes, and the health checks went green right after. "
+    "If the cache misses again, look at the eviction policy before scaling the workers out. "
+    "We measured the latency at the edge and inside the service; most of it was serialization. "
+)
+CODE = (
+    "def handle(request: Request) -> Response:\n"
+    "    user = await store.get_user(request.user_id)\n"
+    "    if user is None:\n        return Response(status=404)\n"
+    "    items = [item.to_dict() for item in user.items if item.visible]\n"
+    "    return Response(json.dumps({'items': items, 'count': len(items)}))\n"
+)
+SYSTEM_PROMPT = (
+    "You are a careful senior engineer helping with a Python code base. Answer precisely, cite the "
+    "files you rely on, and never invent APIs. Prefer small, reviewable changes. "
+) * 12  # about 2 KB
+
+
+def clean_deltas(n: int, seed: int = 1) -> list[str]:
+    rng = random.Random(seed)
+    text = (PROSE + CODE) * (n * 8 // len(PROSE + CODE) + 2)
+    deltas, i = [], 0
+    while len(deltas) < n:
+        size = rng.randint(3, 8)
+        deltas.append(text[i:i + size])
+        i += size
+    return deltas
+
+
+def arm_everything() -> ArmedSet:
+    guards = build_stream_guardrails([
+        CanaryGuardrail(id="canary", kind="canary", min_chars=40),
+        SecretsGuardrail(id="secrets", kind="secrets"),
+        RegexGuardrail(id="deny", kind="regex", flags=["i"],
+                       patterns=[r"project\s+nightingale", r"internal\s+use\s+only", r"\bBEGIN CERT\b"]),
+        PiiGuardrail(id="pii", kind="pii", action="redact"),
+        MaxLengthGuardrail(id="len", kind="max_length", max_chars=10_000_000),
+    ], "[withheld]")
+    armed = ArmedSet.arm(guards, StreamContext(system_prompt=SYSTEM_PROMPT))
+    assert armed.ids == ["canary", "secrets", "deny", "pii", "len"], armed.ids
+    return armed
+
+
+def run_armed(deltas: list[str]) -> float:
+    armed = arm_everything()
+    acc = ""
+    start = time.process_time()
+    for delta in deltas:
+        acc += delta
+        if armed.check(acc, delta) is not None:
+            raise AssertionError("the clean stream tripped a guardrail")
+    armed.finish(acc)
+    return time.process_time() - start
+
+
+def run_none(deltas: list[str]) -> float:
+    acc = ""
+    start = time.process_time()
+    for delta in deltas:
+        acc += delta
+    return time.process_time() - start
+
+
+def median_us_per_delta(fn: Callable[[list[str]], float], deltas: list[str]) -> float:
+    return statistics.median(fn(deltas) for _ in range(RUNS)) / len(deltas) * 1e6
+
+
+def main() -> None:
+    rows = []
+    for n in SIZES:
+        deltas = clean_deltas(n)
+        armed, none = median_us_per_delta(run_armed, deltas), median_us_per_delta(run_none, deltas)
+        rows.append({"deltas": n, "us_per_delta_all_armed": round(armed, 2),
+                     "us_per_delta_none": round(none, 3), "ratio": round(armed / max(none, 1e-9), 1)})
+    print("| deltas | µs/delta all armed | µs/delta none | ratio |")
+    print("|---:|---:|---:|---:|")
+    for r in rows:
+        print(f"| {r['deltas']:,} | {r['us_per_delta_all_armed']} | {r['us_per_delta_none']} | {r['ratio']}x |")
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps({"runs": RUNS, "rows": rows}, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""The built-in streaming guardrails and the runner the stream pipeline calls them through.
+
+``build_stream_guardrails`` turns the policy's specs into providers once; ``ArmedSet.arm`` builds
+one stream's checks; the pipeline calls ``ArmedSet.check`` after every text delta and
+``ArmedSet.finish`` at the end of the message, from exactly one call site each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from config.policy import (
+    CanaryGuardrail,
+    MaxLengthGuardrail,
+    PiiGuardrail,
+    RegexGuardrail,
+    SecretsGuardrail,
+    StreamGuardrailSpec,
+)
+from guardrails.decision import Block, Decision, Redact
+from guardrails.seams import DeltaCheck, StreamContext, StreamGuardrail
+from guardrails.stream.canary import CanaryProvider, canary_instruction, make_canary_token
+from guardrails.stream.max_length import MaxLengthProvider
+from guardrails.stream.patterns import RegexProvider
+from guardrails.stream.pii import PiiProvider
+from guardrails.stream.secrets import SecretsProvider
+
+__all__ = ["ArmedSet", "Trip", "build_stream_guardrails", "canary_instruction", "make_canary_token"]
+
+
+def build_stream_guardrails(specs: Sequence[StreamGuardrailSpec],
+                            default_replacement: str) -> list[StreamGuardrail]:
+    """Providers for the enabled specs, in policy order. Raises ValueError on a bad pattern or
+    category (the policy is then unusable, and saying so at start beats failing per request)."""
+    providers: list[StreamGuardrail] = []
+    for spec in specs:
+        if not spec.enabled:
+            continue
+        replacement = spec.replacement or default_replacement
+        match spec:
+            case CanaryGuardrail():
+                providers.append(CanaryProvider(spec, replacement))
+            case SecretsGuardrail():
+                providers.append(SecretsProvider(spec, replacement))
+            case RegexGuardrail():
+                providers.append(RegexProvider(spec, replacement))
+            case PiiGuardrail():
+                providers.append(PiiProvider(spec, replacement))
+            case MaxLengthGuardrail():
+                providers.append(MaxLengthProvider(spec, replacement))
+    return providers
+
+
+@dataclass(frozen=True, slots=True)
+class Trip:
+    """Which armed guardrail acted, and how."""
+
+    guardrail_id: str
+    decision: Block | Redact
+
+
+class ArmedSet:
+    """One stream's armed checks, run in policy order; the first non-Pass decision wins."""
+
+    def __init__(self, armed: list[tuple[str, DeltaCheck]]) -> None:
+        self._armed = armed
+        self.ids = [guardrail_id for guardrail_id, _ in armed]
+        self.window = max((check.window for _, check in armed), default=0)
+        """Hold back at least this many characters: no armed check can still need more."""
+
+    @classmethod
+    def arm(cls, guardrails: Sequence[StreamGuardrail], ctx: StreamContext) -> ArmedSet:
+        armed = [(g.id, check) for g in guardrails if (check := g.arm(ctx)) is not None]
+        return cls(armed)
+
+    def check(self, accumulated: str, delta: str) -> Trip | None:
+        for guardrail_id, check in self._armed:
+            trip = _trip(guardrail_id, check.check(accumulated, delta))
+            if trip is not None:
+                return trip
+        return None
+
+    def finish(self, accumulated: str) -> Trip | None:
+        for guardrail_id, check in self._armed:
+            trip = _trip(guardrail_id, check.finish(accumulated))
+            if trip is not None:
+                return trip
+        return None
+
+    def __bool__(self) -> bool:
+        return bool(self._armed)
+
+
+def _trip(guardrail_id: str, decision: Decision) -> Trip | None:
+    if isinstance(decision, (Block, Redact)):
+        return Trip(guardrail_id, decision)
+    return None

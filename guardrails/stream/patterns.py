@@ -1,0 +1,63 @@
+"""``regex``: the policy's own deny patterns, matched across deltas.
+
+Each pattern has its own tail scanner: every delta the regex runs over the last ``window +
+len(delta)`` characters (``spec.window``: the longest text a pattern may match). A match is
+reported once it cannot grow (characters follow it), once it is ``window`` long, or at
+``finish``, and never twice. Patterns are the user's: a pattern with lookaheads that read past
+its match, or matches longer than ``window``, may be reported later or not at all; and a
+pattern's cost per delta is whatever the regex engine spends on ``window`` characters.
+"""
+
+from __future__ import annotations
+
+import re
+
+from config.policy import RegexGuardrail
+from guardrails.decision import PASS, PATTERN_MATCH, Block, Decision
+from guardrails.seams import DeltaCheck, StreamContext
+from guardrails.stream._scan import TailScanner
+
+_FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
+
+
+class RegexCheck(DeltaCheck):
+    def __init__(self, patterns: list[re.Pattern[str]], window: int, replacement: str) -> None:
+        self.window = window
+        self._scanners = [TailScanner(p, window) for p in patterns]
+        self._replacement = replacement
+
+    def check(self, accumulated: str, delta: str) -> Decision:
+        return self._scan(accumulated, final=False)
+
+    def finish(self, accumulated: str) -> Decision:
+        return self._scan(accumulated, final=True)
+
+    def _scan(self, text: str, *, final: bool) -> Decision:
+        for number, scanner in enumerate(self._scanners, start=1):
+            if scanner.next(text, final=final) is not None:
+                # The pattern's number, not its text: a model told the pattern learns to dodge it.
+                return Block(PATTERN_MATCH, self._replacement,
+                             f"The answer matched deny pattern #{number} of the policy. Rephrase "
+                             "without that content.")
+        return PASS
+
+
+class RegexProvider:
+    """The ``regex`` stream guardrail; patterns are compiled once, with the policy."""
+
+    def __init__(self, spec: RegexGuardrail, replacement: str) -> None:
+        flags = re.NOFLAG
+        for flag in spec.flags:
+            flags |= _FLAGS[flag]
+        try:
+            self._patterns = [re.compile(p, flags) for p in spec.patterns]
+        except re.error as exc:
+            raise ValueError(f"guardrail {spec.id!r}: invalid pattern: {exc}") from exc
+        self.id = spec.id
+        self._window = spec.window
+        self._replacement = replacement
+
+    def arm(self, ctx: StreamContext) -> DeltaCheck | None:
+        if not self._patterns:
+            return None
+        return RegexCheck(self._patterns, self._window, self._replacement)

@@ -1,0 +1,66 @@
+"""Helpers shared by the stream guardrail tests: feed a check a text in chunks, record what it did."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from guardrails.decision import Block, Decision, Redact
+from guardrails.seams import DeltaCheck
+
+
+@dataclass
+class Outcome:
+    block: Block | None = None
+    blocked_at: int | None = None
+    """len(accumulated) when the block fired; None for a block at finish or no block."""
+    at_finish: bool = False
+    redactions: list[tuple[int, int, str]] = field(default_factory=list)
+    text: str = ""
+
+    @property
+    def redacted(self) -> list[str]:
+        return [self.text[s:e] for s, e, _ in self.redactions]
+
+
+def one_char(text: str) -> list[str]:
+    return list(text)
+
+
+def random_chunks(text: str, seed: int, lo: int = 1, hi: int = 9) -> Iterator[str]:
+    rng = random.Random(seed)
+    i = 0
+    while i < len(text):
+        n = rng.randint(lo, hi)
+        yield text[i:i + n]
+        i += n
+
+
+def run(check: DeltaCheck, chunks: Iterable[str]) -> Outcome:
+    """Drive ``check`` the way the pipeline does: re-call with an empty delta after a Redact."""
+    out = Outcome()
+    acc = ""
+    for delta in chunks:
+        acc += delta
+        out.text = acc
+        decision: Decision = check.check(acc, delta)
+        while isinstance(decision, Redact):
+            out.redactions.append((decision.start, decision.end, decision.mask))
+            decision = check.check(acc, "")
+        if isinstance(decision, Block):
+            out.block, out.blocked_at = decision, len(acc)
+            return out
+    out.text = acc
+    decision = check.finish(acc)
+    while isinstance(decision, Redact):
+        out.redactions.append((decision.start, decision.end, decision.mask))
+        decision = check.finish(acc)
+    if isinstance(decision, Block):
+        out.block, out.at_finish = decision, True
+    return out
+
+
+def summary(out: Outcome) -> tuple[str | None, list[tuple[int, int, str]]]:
+    """What must not depend on the chunking: the reason code (or None) and the redactions."""
+    return (out.block.reason_code if out.block else None), out.redactions

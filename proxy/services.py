@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import structlog
 
-from config.policy import Policy
+from config.policy import Policy, PolicyError
 from config.settings import Settings
 from guardrails.message import build_message_guardrails
 from guardrails.seams import MessageGuardrail, StreamGuardrail
@@ -71,7 +71,10 @@ def build_services(settings: Settings, policy: Policy) -> Services:
         audit=AuditLog(settings.audit_log), http=http,
     )
     if settings.guardrails_enabled:
-        services.stream_guardrails = build_stream_guardrails(policy.stream_guardrails, default_replacement)
+        try:
+            services.stream_guardrails = build_stream_guardrails(policy.stream_guardrails, default_replacement)
+        except ValueError as exc:
+            raise PolicyError(f"stream_guardrails: {exc}") from exc
         services.message_guardrails = build_message_guardrails(
             policy.message_guardrails, default_replacement, Path(policy.base_dir), http)
         if policy.tools is not None and policy.tools.enabled:

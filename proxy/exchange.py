@@ -29,7 +29,10 @@ from guardrails.stream import ArmedSet, Trip
 from guardrails.stream.canary import canary_instruction, make_canary_token
 from proxy.asgi import Scope, Send, header_list, respond
 from proxy.completer import RequestCompleter, completer_factory
-from proxy.events import AssistantMessage, Frame, RequestView, TextDelta, ToolCall
+from proxy.events import (
+    AssistantMessage, Event, Frame, RequestView, TextDelta, ToolCall, ToolCallArgsDelta, ToolCallEnd,
+    ToolCallStart,
+)
 from proxy.findings import Finding, choose
 from proxy.pipeline import StreamGuard
 from proxy.routes import BadPath, Provider, Route, resolve
@@ -442,9 +445,12 @@ class Guarded:
         armed = self._arm()
         if armed is None:
             return None, None
-        text = message.text + "".join(c.arguments for c in message.tool_calls)
-        guard = StreamGuard(armed, holdback=0, buffered=True)
-        step = guard.push(Frame(b"", (TextDelta(text),)))
+        guard = StreamGuard(armed, holdback=0, buffered=True, rearm=self._arm)
+        events: list[Event] = [TextDelta(message.text)] if message.text else []
+        for n, call in enumerate(message.tool_calls):
+            events += [ToolCallStart(str(n), call.call_id, call.name), ToolCallArgsDelta(str(n), call.arguments),
+                       ToolCallEnd(str(n))]
+        step = guard.push(Frame(b"", tuple(events)))
         if step.trip is None:
             step = guard.end()
         if step.trip is not None:
@@ -564,7 +570,7 @@ class Guarded:
                 resp.close()
             return Outcome("upstream_status", response=resp, body=raw)
         guard = StreamGuard(self._arm(), holdback=self.s.policy.defaults.holdback_chars,
-                            buffered=tail or self.s.buffered, retext=codec.retext)
+                            buffered=tail or self.s.buffered, retext=codec.retext, rearm=self._arm)
         emit = not tail
         ex.s.metrics.open_streams += 1
         try:

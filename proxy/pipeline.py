@@ -55,8 +55,11 @@ class Step:
 
 class StreamGuard:
     def __init__(self, armed: ArmedSet | None, *, holdback: int, buffered: bool = False,
-                 retext: Callable[[Frame, str], bytes] | None = None) -> None:
+                 retext: Callable[[Frame, str], bytes] | None = None,
+                 rearm: Callable[[], ArmedSet | None] | None = None) -> None:
         self._armed = armed if armed else None
+        self._rearm = rearm
+        """Arms a fresh set for each tool call's arguments (text of their own, checked when complete)."""
         self._window = max(holdback, armed.window if armed else 0) if self._armed else 0
         self._buffered = buffered
         self._retext = retext
@@ -136,7 +139,26 @@ class StreamGuard:
             self.redaction_log += redactions
             if trip is not None:
                 return self._trip(trip)
+        trip = self._check_tool_arguments()
+        if trip is not None:
+            return self._trip(trip)
         return Step([], redactions=redactions)
+
+    def _check_tool_arguments(self) -> Trip | None:
+        """Tool-call arguments are text too. They are held until the message ends, so each is checked
+        whole, once. Redactions do not apply to them (a call is released or acted on as a whole)."""
+        if self._rearm is None:
+            return None
+        for call in self._tools.values():
+            if not call.arguments:
+                continue
+            armed = self._rearm()
+            if not armed:
+                return None
+            for trip in (armed.check(call.arguments, call.arguments), armed.finish(call.arguments)):
+                if trip is not None and isinstance(trip.decision, Block):
+                    return trip
+        return None
 
     def release_all(self) -> list[Frame]:
         """Everything still held, in order (after the driver has vetted the message)."""

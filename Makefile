@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint typecheck bench bench-peers clean
+.PHONY: run test setup e2e-deps lint typecheck bench bench-peers clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -14,10 +14,20 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# The real coding-agent CLI that tests/e2e drives (pinned in tests/e2e/package.json + package-lock.json).
+# No install scripts: the CLI runs without its optional native add-ons. GUARDPROXY_SKIP_E2E=1 skips it.
+E2E := tests/e2e
+E2E_STAMP := $(E2E)/node_modules/.installed
+$(E2E_STAMP): $(E2E)/package.json $(E2E)/package-lock.json
+	npm ci --prefix $(E2E) --no-audit --no-fund --ignore-scripts
+	touch $(E2E_STAMP)
+
+e2e-deps: $(E2E_STAMP)
+
 run: $(STAMP)
 	$(BIN)/guardproxy serve
 
-test: $(STAMP)
+test: $(STAMP) $(if $(filter 1,$(GUARDPROXY_SKIP_E2E)),,$(E2E_STAMP))
 	$(BIN)/python -m pytest
 
 lint: $(STAMP)

@@ -255,13 +255,17 @@ class Guarded:
         self.base = self.wire.with_system(self.original, canary_instruction(self.canary_token))
         return dumps(self.base).encode()
 
-    def _arm(self) -> ArmedSet | None:
-        if not self.s.stream_guardrails:
+    def _arm(self, *, for_tools: bool = False) -> ArmedSet | None:
+        guardrails = self.s.tool_arg_guardrails if for_tools else self.s.stream_guardrails
+        if not guardrails:
             return None
         ctx = StreamContext(system_prompt=self.view.system_prompt, model=self.view.model,
                             wire=self.wire.name, canary_token=self.canary_token)
-        armed = ArmedSet.arm(self.s.stream_guardrails, ctx)
+        armed = ArmedSet.arm(guardrails, ctx)
         return armed if armed else None
+
+    def _arm_tools(self) -> ArmedSet | None:
+        return self._arm(for_tools=True)
 
     async def run(self) -> None:
         body = self._plant_canary()
@@ -445,7 +449,7 @@ class Guarded:
         armed = self._arm()
         if armed is None:
             return None, None
-        guard = StreamGuard(armed, holdback=0, buffered=True, rearm=self._arm)
+        guard = StreamGuard(armed, holdback=0, buffered=True, rearm=self._arm_tools)
         events: list[Event] = [TextDelta(message.text)] if message.text else []
         for n, call in enumerate(message.tool_calls):
             events += [ToolCallStart(str(n), call.call_id, call.name), ToolCallArgsDelta(str(n), call.arguments),
@@ -570,7 +574,7 @@ class Guarded:
                 resp.close()
             return Outcome("upstream_status", response=resp, body=raw)
         guard = StreamGuard(self._arm(), holdback=self.s.policy.defaults.holdback_chars,
-                            buffered=tail or self.s.buffered, retext=codec.retext, rearm=self._arm)
+                            buffered=tail or self.s.buffered, retext=codec.retext, rearm=self._arm_tools)
         emit = not tail
         ex.s.metrics.open_streams += 1
         try:

@@ -49,6 +49,13 @@ class Services:
     ready: bool = False
 
     @property
+    def tool_arg_guardrails(self) -> list[StreamGuardrail]:
+        """The stream guardrails that also judge tool-call arguments. Not the canary: agents' system
+        prompts name the very paths and commands the model is told to use (Gemini CLI names its
+        memory file), so a verbatim run of the prompt in an argument is expected, not a leak."""
+        return [g for g in self.stream_guardrails if getattr(self.specs.get(g.id), "kind", "") != "canary"]
+
+    @property
     def guarding(self) -> bool:
         return self.settings.guardrails_enabled
 

@@ -229,11 +229,9 @@ def test_audit_log_records_the_block_and_the_allows(scene: Scene) -> None:
     assert [(e["reason_code"], e["decision"]) for e in blocked] == [("write_without_read", "feedback")]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "guardproxy bug (shipped canary, guardrails/stream/canary.py): Gemini CLI's system prompt names "
-    "<HOME>/.gemini/tmp/<project>/memory/MEMORY.md, and the canary also scans tool-call arguments, so "
-    "a file path sharing >= 33 normalised characters with it (here: HOME and the workspace under one "
-    "long parent folder) is taken for a system-prompt leak and the turn is replaced"))
+# Regression: Gemini CLI's system prompt names <HOME>/.gemini/tmp/<project>/memory/MEMORY.md; tool-call
+# arguments that share a long run with it (HOME and the workspace under one long parent folder) were
+# once taken for a system-prompt leak. The canary no longer judges tool-call arguments.
 def test_shipped_canary_lets_paths_through_that_the_agent_prompt_names(
         gemini: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     root = tmp_path_factory.mktemp("a-parent-folder-with-a-rather-long-name").resolve()

@@ -26,7 +26,7 @@ def serve(args: argparse.Namespace) -> int:
     from proxy.logs import configure
 
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port), ("policy", args.policy)) if v}
-    settings = Settings(**overrides)  # type: ignore[arg-type]
+    settings = Settings(**overrides)
     configure(settings.log_level)
     if not _is_loopback(settings.host) and not settings.auth_token and not settings.allow_unauthenticated_remote:
         print(f"guardproxy: refusing to listen on {settings.host} without GUARDPROXY_AUTH_TOKEN "

@@ -30,7 +30,14 @@ from guardrails.stream.canary import canary_instruction, make_canary_token
 from proxy.asgi import Scope, Send, header_list, respond
 from proxy.completer import RequestCompleter, completer_factory
 from proxy.events import (
-    AssistantMessage, Event, Frame, RequestView, TextDelta, ToolCall, ToolCallArgsDelta, ToolCallEnd,
+    AssistantMessage,
+    Event,
+    Frame,
+    RequestView,
+    TextDelta,
+    ToolCall,
+    ToolCallArgsDelta,
+    ToolCallEnd,
     ToolCallStart,
 )
 from proxy.findings import Finding, choose
@@ -39,7 +46,14 @@ from proxy.routes import BadPath, Provider, Route, resolve
 from proxy.services import Services
 from proxy.upstream import HOP_BY_HOP, UpstreamError, UpstreamResponse
 from proxy.wire.base import (
-    BadRequest, ErrorKind, FinishKind, Replaced, StreamCodec, WireFormat, dumps, load_json_body,
+    BadRequest,
+    ErrorKind,
+    FinishKind,
+    Replaced,
+    StreamCodec,
+    WireFormat,
+    dumps,
+    load_json_body,
 )
 
 log = structlog.get_logger("guardproxy")

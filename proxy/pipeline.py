@@ -27,7 +27,13 @@ from dataclasses import dataclass, field
 from guardrails.decision import Block, Redact
 from guardrails.stream import ArmedSet, Trip
 from proxy.events import (
-    AssistantMessage, Frame, StreamError, TextDelta, ToolCall, ToolCallArgsDelta, ToolCallEnd,
+    AssistantMessage,
+    Frame,
+    StreamError,
+    TextDelta,
+    ToolCall,
+    ToolCallArgsDelta,
+    ToolCallEnd,
     ToolCallStart,
 )
 

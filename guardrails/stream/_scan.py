@@ -9,7 +9,7 @@ import itertools
 import math
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 # How close to the maximum entropy a value must come to count as random. Random keys of 16 to 64
 # characters land at about 0.85-0.95 of log2(min(length, alphabet)); English identifiers, paths
@@ -112,6 +112,66 @@ def split_lookbehinds(regex: str) -> tuple[str, str]:
     return regex[:end], regex[end:]
 
 
+class Anchors:
+    """Where a match may begin: a cheap prefilter that lets a scanner skip its regex on most deltas.
+
+    ``parts`` are ``(regex, back)`` pairs: every match of the scanned pattern that starts at ``s``
+    must contain, at some ``p`` in ``[s, s + back]``, text that ``regex`` matches (reading only
+    characters of the match, with no lookbehind), so that ``s >= p - back``. Where several parts
+    match at one offset the largest ``back`` counts. ``reach`` is the longest text any part
+    reads: an anchor that ends in the new text starts at most ``reach - 1`` characters before it.
+    ``quick``, when given, is a character class that matches the *last* character of every text
+    a part matches: new text without one completes no anchor, and one class search over the
+    delta is several times cheaper than the alternation over the delta and the ``reach`` before.
+
+    The alternation has no capturing groups on purpose: CPython's engine runs several times slower
+    with them. Which part matched is asked again, part by part, only at the (rare) offsets found.
+    """
+
+    def __init__(self, parts: Sequence[tuple[str, int]], *, quick: str | None = None) -> None:
+        ordered = sorted(set(parts), key=lambda part: -part[1])
+        self.pattern = re.compile("|".join(f"(?:{rx})" for rx, _ in ordered))
+        self.quick = re.compile(quick) if quick else None
+        self.reach = max(_widest(rx) for rx, _ in ordered)
+        self._parts = [(re.compile(rx), back) for rx, back in ordered]
+
+    def back(self, text: str, at: int) -> int:
+        """How far before ``at`` a match that holds the anchor found at ``at`` may start."""
+        if len(self._parts) > 1:
+            for part, back in self._parts:
+                if part.match(text, at):
+                    return back
+        return self._parts[0][1]
+
+
+def _widest(regex: str) -> int:
+    """The longest text ``regex`` can match (anchors must be bounded)."""
+    widest = int(re._parser.parse(regex).getwidth()[1])  # type: ignore[attr-defined]
+    if widest >= re._parser.MAXREPEAT:  # type: ignore[attr-defined]
+        raise ValueError(f"an anchor must have a bounded width: {regex!r}")
+    return widest
+
+
+def literal_prefix(pattern: re.Pattern[str]) -> str | None:
+    """A regex for the literal characters every match of ``pattern`` starts with, or None.
+
+    Leading zero-width assertions (``\\b``, ``^``) are skipped: dropping them only weakens the
+    condition. The prefix is compiled with the pattern's case folding, so it accepts at least the
+    text the pattern's own literals accept.
+    """
+    parsed = re._parser.parse(pattern.pattern, pattern.flags)  # type: ignore[attr-defined]
+    chars: list[str] = []
+    for op, arg in parsed:
+        if str(op) == "AT" and not chars:
+            continue
+        if str(op) != "LITERAL":
+            break
+        chars.append(re.escape(chr(arg)))
+    if not chars:
+        return None
+    return f"(?i:{''.join(chars)})" if parsed.state.flags & re.IGNORECASE else "".join(chars)
+
+
 class TailScanner:
     """Reports each match of ``pattern`` in a growing text once, as soon as it is settled.
 
@@ -120,6 +180,12 @@ class TailScanner:
     text before it, and nothing is copied), and after a pass that found nothing settled ``floor``
     moves to ``len(text) - window``: a match starting earlier would be longer than ``window``.
     Cost per call: O(len(delta) + window), however long the text grows.
+
+    With ``anchors``, the regex starts instead at the earliest offset at or above ``floor`` where
+    an anchor says a match may begin, and does not run at all when there is none; anchors are
+    searched for only where they can end in the new text. No match can start below that offset,
+    so the matches found, and ``floor``, are exactly those of a pass from ``floor``. Cost per
+    call: one class search over the delta while no anchor is within ``window`` of the end.
 
     A match is *settled* when more text can no longer change it:
 
@@ -137,12 +203,16 @@ class TailScanner:
     """
 
     def __init__(self, pattern: re.Pattern[str], window: int, *, slack: int = 0,
-                 is_final: Callable[[re.Match[str]], bool] | None = None) -> None:
+                 is_final: Callable[[re.Match[str]], bool] | None = None,
+                 anchors: Anchors | None = None) -> None:
         self.pattern = pattern
         self.window = window
         self.slack = slack
         self._is_final = is_final
         self._floor = 0
+        self._anchors = anchors
+        self._seen = 0  # the text's length when anchors were last searched for
+        self._found: dict[int, int] = {}  # anchor offset -> earliest start of a match holding it
 
     @property
     def floor(self) -> int:
@@ -153,14 +223,58 @@ class TailScanner:
     def next(self, text: str, *, final: bool = False) -> re.Match[str] | None:
         """The first settled match at or after ``floor``, which then moves past it; else None."""
         end = len(text)
-        for match in self.pattern.finditer(text, self._floor):
-            if match.end() == match.start():
-                continue
-            settled = (final or match.end() + self.slack < end or end - match.start() >= self.window
-                       or (self._is_final is not None and self._is_final(match)))
-            if not settled:
-                break
-            self._floor = match.end()
-            return match
+        start = self._floor
+        if self._anchors is not None:
+            if not self._found and (end == self._seen or self._quiet(text, end)):
+                self._floor = max(start, end - self.window)
+                return None
+            start = self._first_start(text, end)
+        if start >= 0:
+            for match in self.pattern.finditer(text, start):
+                if match.end() == match.start():
+                    continue
+                settled = (final or match.end() + self.slack < end or end - match.start() >= self.window
+                           or (self._is_final is not None and self._is_final(match)))
+                if not settled:
+                    break
+                self._floor = match.end()
+                return match
         self._floor = max(self._floor, end - self.window)
         return None
+
+    def _quiet(self, text: str, end: int) -> bool:
+        """True, having taken note of the new text, when it completes no anchor."""
+        anchors = self._anchors
+        assert anchors is not None
+        if anchors.quick is not None:
+            hit = anchors.quick.search(text, self._seen)
+        else:
+            hit = anchors.pattern.search(text, max(self._seen - anchors.reach + 1, self._floor))
+        if hit is not None:
+            return False
+        self._seen = end
+        return True
+
+    def _first_start(self, text: str, end: int) -> int:
+        """The earliest offset at or above ``floor`` where a match may start, or -1 for none.
+
+        Anchors that end in the new text (``text[seen:]``) start at or after ``seen - reach + 1``;
+        the ones that ended earlier were found by an earlier call. Found anchors below ``floor``
+        are dropped: a match that holds one would start below ``floor``.
+        """
+        anchors, found, floor = self._anchors, self._found, self._floor
+        assert anchors is not None
+        if end > self._seen and not self._quiet(text, end):
+            search = anchors.pattern.search
+            hit = search(text, max(self._seen - anchors.reach + 1, floor))
+            while hit is not None:
+                at = hit.start()
+                earliest = at - anchors.back(text, at)
+                found[at] = min(found.get(at, earliest), earliest)
+                hit = search(text, at + 1)
+            self._seen = end
+        for at in [at for at in found if at < floor]:
+            del found[at]
+        if not found:
+            return -1
+        return max(floor, min(found.values()))

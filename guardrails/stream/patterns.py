@@ -5,7 +5,10 @@ len(delta)`` characters (``spec.window``: the longest text a pattern may match).
 reported once it cannot grow (characters follow it), once it is ``window`` long, or at
 ``finish``, and never twice. Patterns are the user's: a pattern with lookaheads that read past
 its match, or matches longer than ``window``, may be reported later or not at all; and a
-pattern's cost per delta is whatever the regex engine spends on ``window`` characters.
+pattern's cost per delta is whatever the regex engine spends on ``window`` characters. A pattern
+that opens with literal characters (``project`` in ``project\\s+nightingale``) runs only from
+where they occur, and they are searched for in the new text alone: such a pattern costs
+O(len(delta)) per delta while they are not within ``window`` of the end.
 """
 
 from __future__ import annotations
@@ -15,15 +18,16 @@ import re
 from config.policy import RegexGuardrail
 from guardrails.decision import PASS, PATTERN_MATCH, Block, Decision
 from guardrails.seams import DeltaCheck, StreamContext
-from guardrails.stream._scan import TailScanner
+from guardrails.stream._scan import Anchors, TailScanner, literal_prefix
 
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
 
 
 class RegexCheck(DeltaCheck):
-    def __init__(self, patterns: list[re.Pattern[str]], window: int, replacement: str) -> None:
+    def __init__(self, patterns: list[tuple[re.Pattern[str], Anchors | None]], window: int,
+                 replacement: str) -> None:
         self.window = window
-        self._scanners = [TailScanner(p, window) for p in patterns]
+        self._scanners = [TailScanner(p, window, anchors=anchors) for p, anchors in patterns]
         self._replacement = replacement
 
     def check(self, accumulated: str, delta: str) -> Decision:
@@ -50,9 +54,12 @@ class RegexProvider:
         for flag in spec.flags:
             flags |= _FLAGS[flag]
         try:
-            self._patterns = [re.compile(p, flags) for p in spec.patterns]
+            compiled = [re.compile(p, flags) for p in spec.patterns]
         except re.error as exc:
             raise ValueError(f"guardrail {spec.id!r}: invalid pattern: {exc}") from exc
+        # A pattern that opens with literal characters is run only from where they occur.
+        self._patterns = [(p, None if (prefix := literal_prefix(p)) is None else Anchors([(prefix, 0)]))
+                          for p in compiled]
         self.id = spec.id
         self._window = spec.window
         self._replacement = replacement

@@ -27,7 +27,9 @@ sha256). ``allow`` lists exact values known to be safe.
 Secrets of unbounded length are matched on their fixed-length distinctive prefix and blocked the
 moment it has arrived. Fixed-length ones end in a one-character boundary lookahead, so they are
 settled one character later (or at ``finish``). ``window`` covers the longest prefix plus that
-character. Cost per delta: one regex pass over ``window + len(delta)`` characters.
+character. Cost per delta: a search for the rules' anchors (``_ANCHORS``: ``sk-``, ``AKIA``, ``eyJ``,
+a keyword and ``=``...) in the delta and the few characters before it; the rules' regex runs only
+while an anchor is within ``window`` of the end, from that anchor on.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from collections.abc import Callable
 from config.policy import SecretsGuardrail
 from guardrails.decision import PASS, SECRET_LEAK, Block, Decision
 from guardrails.seams import DeltaCheck, StreamContext
-from guardrails.stream._scan import TailScanner, looks_random, split_lookbehinds
+from guardrails.stream._scan import Anchors, TailScanner, looks_random, split_lookbehinds
 
 # A JWT header is usually 36-100 characters; longer ones are not caught (the window, and so the
 # client's lag, grows with it).
@@ -85,6 +87,29 @@ _RULES: tuple[tuple[str, str, str, bool], ...] = (
      (rf"{_KEYWORD}[\"']?[ \t]{{0,3}}(?:=|:=|:|=>)[ \t]{{0,3}}[\"'`]?"
      rf"(?:{_VALUE}{{{GENERIC_MIN},{GENERIC_MAX - 1}}}(?!{_VALUE})|{_VALUE}{{{GENERIC_MAX}}})"), False),
 )
+# Where each rule's match begins (after its lookbehinds): text every match starts with. The
+# scanner runs the rule's regex only from such a place, so clean text costs a search for these.
+# The assignments (``aws_secret``, ``generic``) wait for their operator: keywords alone are common
+# in prose and code. Every anchor ends in one of ``_ANCHOR_ENDS`` (``generic``'s in ":", "=", ">").
+_ANCHORS = {
+    "aws_id": "AKIA|ASIA|ABIA|ACCA",
+    "aws_secret": r"(?i:aws_?secret(?:_?access)?_?key)[\"']?\s{0,3}[:=]",
+    "gcp_key": "AIz",
+    "gcp_client_secret": "GOCSPX-",
+    "google_oauth": r"ya29\.",
+    "anthropic": "sk-ant-",
+    "openai": "sk-",
+    "github_token": "gh[pousr]_",
+    "github_pat": "github_pat_",
+    "gitlab": "glpat-",
+    "slack_token": "xox[baprs]-",
+    "slack_webhook": r"hooks\.slack\.com/",
+    "stripe": "[sr]k_live_",
+    "private_key": "-----BEGIN",
+    "jwt": "eyJ",
+    "generic": rf"{_KEYWORD}[\"']?[ \t]{{0,3}}(?:=|:=|:|=>)",
+}
+_ANCHOR_ENDS = "[-_.:=/ANz]"
 CATEGORIES = frozenset(category for category, _, _, _ in _RULES)
 _CATEGORY_OF = {name: category for category, name, _, _ in _RULES}
 # The longest match is a JWT prefix ("eyJ" header "." "eyJ" payload); the tests check every rule's
@@ -103,14 +128,15 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 _KNOWN_SAMPLES = ("eyJzdWIiOiIxMjM0NTY3ODkw",)
 
 
-_Compiled = tuple[re.Pattern[str], frozenset[str], dict[str, re.Pattern[str]]]
+_Compiled = tuple[re.Pattern[str], frozenset[str], dict[str, re.Pattern[str]], Anchors]
 
 
 def _compile(categories: frozenset[str]) -> list[_Compiled]:
     """One alternation of the prefixed rules and one of ``generic``: the generic rule waits for
     its value to end, and in a shared alternation that wait would hide a prefixed key inside the
     value (``OPENAI_API_KEY=sk-...``), which is final sooner. Leading lookbehinds are tested
-    after the scan (``split_lookbehinds``), per rule."""
+    after the scan (``split_lookbehinds``), per rule. Each group's anchors are the alternation
+    of its rules' ``_ANCHORS``."""
     groups: list[_Compiled] = []
     for generic in (False, True):
         rules = [(name, *split_lookbehinds(rx), final) for cat, name, rx, final in _RULES
@@ -118,7 +144,9 @@ def _compile(categories: frozenset[str]) -> list[_Compiled]:
         if rules:
             pattern = re.compile("|".join(f"(?P<{name}>{rest})" for name, _, rest, _ in rules))
             before = {name: re.compile(lb) for name, lb, _, _ in rules}
-            groups.append((pattern, frozenset(name for name, _, _, final in rules if final), before))
+            anchors = Anchors([(_ANCHORS[name], 0) for name, _, _, _ in rules],
+                              quick="[:=>]" if generic else _ANCHOR_ENDS)
+            groups.append((pattern, frozenset(name for name, _, _, final in rules if final), before, anchors))
     return groups
 
 
@@ -151,8 +179,9 @@ class SecretsCheck(DeltaCheck):
 
     def __init__(self, compiled: list[_Compiled], allow: tuple[str, ...], replacement: str) -> None:
         self.window = SECRETS_WINDOW
-        self._scanners = [(TailScanner(pattern, SECRETS_WINDOW, is_final=_final_test(final_rules)), before)
-                          for pattern, final_rules, before in compiled]
+        self._scanners = [(TailScanner(pattern, SECRETS_WINDOW, is_final=_final_test(final_rules),
+                                       anchors=anchors), before)
+                          for pattern, final_rules, before, anchors in compiled]
         self._allow = allow
         self._replacement = replacement
 

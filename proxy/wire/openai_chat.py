@@ -12,12 +12,29 @@ import json
 from typing import Any
 
 from proxy.events import (
-    AssistantMessage, Event, Finish, Frame, HistoryToolCall, RequestView, StreamError, TextDelta,
-    ToolCall, ToolCallArgsDelta, ToolCallEnd, ToolCallStart,
+    AssistantMessage,
+    Event,
+    Finish,
+    Frame,
+    HistoryToolCall,
+    RequestView,
+    StreamError,
+    TextDelta,
+    ToolCall,
+    ToolCallArgsDelta,
+    ToolCallEnd,
+    ToolCallStart,
 )
 from proxy.sse import SSESplitter, parse_fields
 from proxy.wire.base import (
-    REPLACED_EVENT, BadRequest, ErrorKind, FinishKind, Replaced, StreamCodec, WireFormat, dumps,
+    REPLACED_EVENT,
+    BadRequest,
+    ErrorKind,
+    FinishKind,
+    Replaced,
+    StreamCodec,
+    WireFormat,
+    dumps,
 )
 
 _ERROR_TYPES: dict[str, tuple[str, str | None]] = {

@@ -104,7 +104,7 @@ class Exchange:
         structlog.contextvars.bind_contextvars(request_id=self.request_id)
         try:
             await self._run()
-        except Exception as exc:  # the client gets a clean error, the log gets the type, never a trace
+        except Exception as exc:  # noqa: BLE001 - the client gets a clean error, the log the type only
             log.error("internal_error", error=type(exc).__name__, path=self.path)
             await self._fail(500, "guardproxy hit an internal error", "upstream")
         finally:

@@ -52,7 +52,7 @@ class Histogram:
             running = 0
             for bound, n in zip(self.buckets, counts):
                 running += n
-                le = 'le="{:g}"'.format(bound)
+                le = f'le="{bound:g}"'
                 lines.append(f"{self.name}_bucket{_labels(key, le)} {running}")
             running += counts[-1]
             inf = 'le="+Inf"'

@@ -4,7 +4,8 @@ Run: ``.venv/bin/python -m bench.guard_cost``. Feeds streams of 100, 1,000 and 1
 3-8 characters of prose and code through an ArmedSet (canary over a 2 KB system prompt, secrets,
 regex with a few patterns, pii, max_length) exactly as the pipeline does (``acc += delta`` then
 ``check(acc, delta)``), and the same stream with no guardrail (just accumulating). Reports the
-median over ``RUNS`` runs of ``time.process_time`` per delta. The claim under test: the cost per
+median over ``RUNS`` runs of ``time.process_time`` per delta, for all of them together and for
+each kind armed alone. The claim under test: the cost per
 delta stays flat as the message grows, because no check rescans the accumulated text.
 Writes bench/results/guard_cost.json.
 """
@@ -16,6 +17,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from config.policy import (
@@ -24,6 +26,7 @@ from config.policy import (
     PiiGuardrail,
     RegexGuardrail,
     SecretsGuardrail,
+    StreamGuardrailSpec,
 )
 from guardrails.seams import StreamContext
 from guardrails.stream import ArmedSet, build_stream_guardrails
@@ -53,7 +56,8 @@ SYSTEM_PROMPT = (
 def clean_deltas(n: int, seed: int = 1) -> list[str]:
     rng = random.Random(seed)
     text = (PROSE + CODE) * (n * 8 // len(PROSE + CODE) + 2)
-    deltas, i = [], 0
+    deltas: list[str] = []
+    i = 0
     while len(deltas) < n:
         size = rng.randint(3, 8)
         deltas.append(text[i:i + size])
@@ -61,22 +65,27 @@ def clean_deltas(n: int, seed: int = 1) -> list[str]:
     return deltas
 
 
-def arm_everything() -> ArmedSet:
-    guards = build_stream_guardrails([
-        CanaryGuardrail(id="canary", kind="canary", min_chars=40),
-        SecretsGuardrail(id="secrets", kind="secrets"),
-        RegexGuardrail(id="deny", kind="regex", flags=["i"],
-                       patterns=[r"project\s+nightingale", r"internal\s+use\s+only", r"\bBEGIN CERT\b"]),
-        PiiGuardrail(id="pii", kind="pii", action="redact"),
-        MaxLengthGuardrail(id="len", kind="max_length", max_chars=10_000_000),
-    ], "[withheld]")
+SPECS: list[StreamGuardrailSpec] = [
+    CanaryGuardrail(id="canary", kind="canary", min_chars=40),
+    SecretsGuardrail(id="secrets", kind="secrets"),
+    RegexGuardrail(id="deny", kind="regex", flags=["i"],
+                   patterns=[r"project\s+nightingale", r"internal\s+use\s+only", r"\bBEGIN CERT\b"]),
+    PiiGuardrail(id="pii", kind="pii", action="redact"),
+    MaxLengthGuardrail(id="len", kind="max_length", max_chars=10_000_000),
+]
+KINDS = [spec.id for spec in SPECS]
+
+
+def arm(only: str | None = None) -> ArmedSet:
+    """Every built-in armed together, or only the one whose id is ``only``."""
+    guards = build_stream_guardrails([s for s in SPECS if only in (None, s.id)], "[withheld]")
     armed = ArmedSet.arm(guards, StreamContext(system_prompt=SYSTEM_PROMPT))
-    assert armed.ids == ["canary", "secrets", "deny", "pii", "len"], armed.ids
+    assert armed.ids == [only] if only else KINDS, armed.ids
     return armed
 
 
-def run_armed(deltas: list[str]) -> float:
-    armed = arm_everything()
+def run_armed(deltas: list[str], only: str | None = None) -> float:
+    armed = arm(only)
     acc = ""
     start = time.process_time()
     for delta in deltas:
@@ -104,12 +113,18 @@ def main() -> None:
     for n in SIZES:
         deltas = clean_deltas(n)
         armed, none = median_us_per_delta(run_armed, deltas), median_us_per_delta(run_none, deltas)
-        rows.append({"deltas": n, "us_per_delta_all_armed": round(armed, 2),
-                     "us_per_delta_none": round(none, 3), "ratio": round(armed / max(none, 1e-9), 1)})
-    print("| deltas | µs/delta all armed | µs/delta none | ratio |")
-    print("|---:|---:|---:|---:|")
+        row: dict[str, float] = {
+            "deltas": n, "us_per_delta_all_armed": round(armed, 2), "us_per_delta_none": round(none, 3),
+            "ratio": round(armed / max(none, 1e-9), 1)}
+        for kind in KINDS:
+            row[f"us_{kind}"] = round(median_us_per_delta(partial(run_armed, only=kind), deltas), 2)
+        rows.append(row)
+    print("| deltas | µs/delta all armed | µs/delta none | ratio | "
+          + " | ".join(f"µs {k} alone" for k in KINDS) + " |")
+    print("|---:|---:|---:|---:|" + "---:|" * len(KINDS))
     for r in rows:
-        print(f"| {r['deltas']:,} | {r['us_per_delta_all_armed']} | {r['us_per_delta_none']} | {r['ratio']}x |")
+        print(f"| {r['deltas']:,} | {r['us_per_delta_all_armed']} | {r['us_per_delta_none']} | {r['ratio']}x | "
+              + " | ".join(str(r[f"us_{k}"]) for k in KINDS) + " |")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"runs": RUNS, "rows": rows}, indent=2) + "\n", encoding="utf-8")
 

@@ -109,7 +109,7 @@ _ANCHORS = {
     "jwt": "eyJ",
     "generic": rf"{_KEYWORD}[\"']?[ \t]{{0,3}}(?:=|:=|:|=>)",
 }
-_ANCHOR_ENDS = "[-_.:=/ANz]"
+_ANCHOR_ENDS = "[-_.:=/AJNz]"
 CATEGORIES = frozenset(category for category, _, _, _ in _RULES)
 _CATEGORY_OF = {name: category for category, name, _, _ in _RULES}
 # The longest match is a JWT prefix ("eyJ" header "." "eyJ" payload); the tests check every rule's

@@ -1,0 +1,246 @@
+"""The anchored scanners decide exactly as the plain tail scanners they replaced.
+
+``Reference*`` below is the previous implementation, kept here only as an oracle: every check ran
+its whole regex over the last ``window`` characters on every delta. The new checks run it only
+from where an anchor says a match may begin; on any text and any chunking, every call must
+return the same decision (same Block, same Redact offsets, same Pass).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import string
+from collections.abc import Callable, Iterable
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from config.policy import PiiGuardrail, RegexGuardrail, SecretsGuardrail
+from guardrails.decision import PASS, PATTERN_MATCH, PII, SECRET_LEAK, Block, Decision, Redact
+from guardrails.seams import DeltaCheck, StreamContext
+from guardrails.stream import pii, secrets
+from guardrails.stream._scan import Anchors, literal_prefix, split_lookbehinds
+from guardrails.stream.patterns import RegexProvider
+from guardrails.stream.pii import PiiProvider
+from guardrails.stream.secrets import SecretsProvider
+from tests.test_stream_guardrails_pii import NEAR_MISSES, POSITIVES
+from tests.test_stream_guardrails_secrets import FALSE_POSITIVES, SAMPLES
+from tests.test_stream_guardrails_support import random_chunks
+
+CTX = StreamContext(system_prompt="")
+
+
+class ReferenceScanner:
+    """The previous ``TailScanner``: the regex over ``text[floor:]`` on every call."""
+
+    def __init__(self, pattern: re.Pattern[str], window: int, *, slack: int = 0,
+                 is_final: Callable[[re.Match[str]], bool] | None = None) -> None:
+        self.pattern, self.window, self.slack, self._is_final, self._floor = pattern, window, slack, is_final, 0
+
+    def next(self, text: str, *, final: bool = False) -> re.Match[str] | None:
+        end = len(text)
+        for match in self.pattern.finditer(text, self._floor):
+            if match.end() == match.start():
+                continue
+            settled = (final or match.end() + self.slack < end or end - match.start() >= self.window
+                       or (self._is_final is not None and self._is_final(match)))
+            if not settled:
+                break
+            self._floor = match.end()
+            return match
+        self._floor = max(self._floor, end - self.window)
+        return None
+
+
+class ReferenceSecrets(DeltaCheck):
+    def __init__(self, categories: frozenset[str] = secrets.CATEGORIES, allow: tuple[str, ...] = ()) -> None:
+        self.window = secrets.SECRETS_WINDOW
+        self._allow = allow
+        self._scanners = [(ReferenceScanner(p, self.window, is_final=secrets._final_test(final_rules)), before)
+                          for p, final_rules, before, _ in secrets._compile(categories)]
+
+    def check(self, accumulated: str, delta: str) -> Decision:
+        return self._scan(accumulated, final=False)
+
+    def finish(self, accumulated: str) -> Decision:
+        return self._scan(accumulated, final=True)
+
+    def _scan(self, text: str, *, final: bool) -> Decision:
+        for scanner, before in self._scanners:
+            while (match := scanner.next(text, final=final)) is not None:
+                rule, found = match.lastgroup or "", match.group()
+                if not before[rule].match(text, match.start()):
+                    continue
+                secret = secrets._secret_part(rule, found)
+                if any(allowed.startswith(secret) for allowed in self._allow):
+                    continue
+                if secrets._is_real(rule, found):
+                    return Block(SECRET_LEAK, "[withheld]",
+                                 f"The answer contained a credential (category: {secrets._CATEGORY_OF[rule]}). "
+                                 "Never output keys, tokens, passwords or private keys; refer to them "
+                                 "by name instead.")
+        return PASS
+
+
+class ReferencePii(DeltaCheck):
+    def __init__(self, redact: bool = True) -> None:
+        self.window = pii.PII_WINDOW
+        parts = {k: split_lookbehinds(rx) for k, rx in pii._PATTERNS.items()}
+        pattern = re.compile("|".join(f"(?P<{k}>{rest})" for k, (_, rest) in parts.items()))
+        self._before = {k: re.compile(lb) for k, (lb, _) in parts.items()}
+        self._scanner = ReferenceScanner(pattern, self.window, slack=pii.PII_SLACK)
+        self._redact = redact
+
+    def check(self, accumulated: str, delta: str) -> Decision:
+        return self._next(accumulated, final=False)
+
+    def finish(self, accumulated: str) -> Decision:
+        return self._next(accumulated, final=True)
+
+    def _next(self, text: str, *, final: bool) -> Decision:
+        while (match := self._scanner.next(text, final=final)) is not None:
+            kind, found = match.lastgroup or "", match.group()
+            if not self._before[kind].match(text, match.start()) or not pii._valid(kind, found):
+                continue
+            if self._redact:
+                return Redact(PII, match.start(), match.end(), pii.MASKS[kind])
+            return Block(PII, "[withheld]",
+                         f"The answer contained personal data (category: {kind}). Do not repeat "
+                         "personal data such as emails, phone numbers, card or account numbers.")
+        return PASS
+
+
+class ReferenceRegex(DeltaCheck):
+    def __init__(self, patterns: list[re.Pattern[str]], window: int) -> None:
+        self.window = window
+        self._scanners = [ReferenceScanner(p, window) for p in patterns]
+
+    def check(self, accumulated: str, delta: str) -> Decision:
+        return self._scan(accumulated, final=False)
+
+    def finish(self, accumulated: str) -> Decision:
+        return self._scan(accumulated, final=True)
+
+    def _scan(self, text: str, *, final: bool) -> Decision:
+        for number, scanner in enumerate(self._scanners, start=1):
+            if scanner.next(text, final=final) is not None:
+                return Block(PATTERN_MATCH, "[withheld]",
+                             f"The answer matched deny pattern #{number} of the policy. Rephrase "
+                             "without that content.")
+        return PASS
+
+
+def decisions(check: DeltaCheck, chunks: Iterable[str]) -> list[tuple[int, Decision]]:
+    """Every decision of every call, driven like the pipeline but on past a Block."""
+    acc, out = "", []
+    for delta in chunks:
+        acc += delta
+        decision = check.check(acc, delta)
+        out.append((len(acc), decision))
+        while isinstance(decision, Redact):
+            decision = check.check(acc, "")
+            out.append((len(acc), decision))
+    decision = check.finish(acc)
+    out.append((-1, decision))
+    while isinstance(decision, Redact):
+        decision = check.finish(acc)
+        out.append((-1, decision))
+    return out
+
+
+_rng = random.Random(7)
+B62 = string.ascii_letters + string.digits
+# Pieces that open, almost complete or complete every anchor and rule, plus noise rich in the
+# characters the anchors are made of.
+PIECES = [
+    *SAMPLES.values(), *FALSE_POSITIVES, *(v for v, _ in POSITIVES), *NEAR_MISSES,
+    "sk-", "sk-ant-", "AKIA", "ASIA", "AIza", "GOCSPX-", "ya29.", "ghp_", "github_pat_", "glpat-", "xoxb-",
+    "hooks.slack.com/services/T", "sk_live_", "rk_live_", "-----BEGIN", " PRIVATE KEY-----\n", "eyJ", ".eyJ",
+    "aws_secret_access_key", "AWS_SECRET_KEY", "api_key", "password", "Token", "SECRET", "pwd", "credentials",
+    " = ", "=", ":", ":=", "=>", '"', "'", " ", "\n", "\t", "@", "+", "(", ")", "-", ".", "/", "_",
+    "a@b.io", "x.y@corp-mail.co.uk", "+44", " 20 ", "(415) ", "555-", "0100", "4111 1111 ", "DE89", " 3704",
+    "AB 12 ", "34 56 C", "123-45-", "6789", "06 12 34", "020 7946", "project", " nightingale", "Project  Night",
+    "gale", "internal use", " only", "BEGIN CERT", "order #12", "34", "bad",
+    *("".join(_rng.choice(B62) for _ in range(n)) for n in (4, 8, 16, 24, 32, 36, 40)),
+    *("".join(_rng.choice(string.digits) for _ in range(n)) for n in (2, 3, 4, 9, 13, 16)),
+]
+NOISE = st.text(alphabet=string.ascii_letters[:8] + "AKIZJNz09@+-_.:=/>() \n'\"", max_size=12)
+TEXT = st.lists(st.one_of(st.sampled_from(PIECES), NOISE), max_size=14).map("".join)
+CHUNKS = st.tuples(st.integers(0, 10_000), st.integers(1, 14))
+
+
+def check_same(new: DeltaCheck, old: DeltaCheck, text: str, seed: int, hi: int) -> None:
+    chunks = list(random_chunks(text, seed, 1, hi))
+    assert decisions(new, chunks) == decisions(old, chunks)
+
+
+def new_secrets(**spec: object) -> DeltaCheck:
+    check = SecretsProvider(SecretsGuardrail(id="s", kind="secrets", **spec), "[withheld]").arm(CTX)  # type: ignore[arg-type]
+    assert check is not None
+    return check
+
+
+def new_pii(action: str) -> DeltaCheck:
+    check = PiiProvider(PiiGuardrail(id="p", kind="pii", action=action), "[withheld]").arm(CTX)  # type: ignore[arg-type]
+    assert check is not None
+    return check
+
+
+DENY = [r"project\s+nightingale", r"internal\s+use\s+only", r"\bBEGIN CERT\b", r"order #\d+", r"bad",
+        r"[Ss]k-\w{4}", r"(?i)aws_(?:secret|key)", r"^key", r"=\s*'"]
+
+
+def new_regex(window: int) -> DeltaCheck:
+    spec = RegexGuardrail(id="r", kind="regex", patterns=DENY, flags=["i"], window=window)
+    check = RegexProvider(spec, "[withheld]").arm(CTX)
+    assert check is not None
+    return check
+
+
+@settings(max_examples=400, deadline=None)
+@given(TEXT, CHUNKS)
+def test_secrets_decide_as_before(text: str, chunking: tuple[int, int]) -> None:
+    check_same(new_secrets(), ReferenceSecrets(), text, *chunking)
+
+
+@settings(max_examples=100, deadline=None)
+@given(TEXT, CHUNKS, st.sets(st.sampled_from(sorted(secrets.CATEGORIES)), min_size=1, max_size=3))
+def test_secrets_with_chosen_categories_decide_as_before(text: str, chunking: tuple[int, int],
+                                                          categories: set[str]) -> None:
+    check_same(new_secrets(categories=sorted(categories)), ReferenceSecrets(frozenset(categories)), text, *chunking)
+
+
+@settings(max_examples=400, deadline=None)
+@given(TEXT, CHUNKS, st.booleans())
+def test_pii_decides_as_before(text: str, chunking: tuple[int, int], redact: bool) -> None:
+    check_same(new_pii("redact" if redact else "replace"), ReferencePii(redact), text, *chunking)
+
+
+@settings(max_examples=300, deadline=None)
+@given(TEXT, CHUNKS, st.sampled_from([8, 16, 64, 256]))
+def test_regex_decides_as_before(text: str, chunking: tuple[int, int], window: int) -> None:
+    old = ReferenceRegex([re.compile(p, re.IGNORECASE) for p in DENY], window)
+    check_same(new_regex(window), old, text, *chunking)
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_every_sample_decides_as_before_one_char_at_a_time(name: str) -> None:
+    text = f"see {SAMPLES[name]} and more {SAMPLES[name]}, then done. "
+    chunks = list(text)
+    assert decisions(new_secrets(), chunks) == decisions(ReferenceSecrets(), chunks)
+    assert any(isinstance(d, Block) for _, d in decisions(new_secrets(), chunks))
+
+
+def test_literal_prefix_follows_the_pattern() -> None:
+    assert literal_prefix(re.compile(r"\bBEGIN CERT\b", re.IGNORECASE)) == r"(?i:BEGIN\ CERT)"
+    assert literal_prefix(re.compile(r"(?i)abc+")) == "(?i:ab)"
+    assert literal_prefix(re.compile(r"order #\d+")) == r"order\ \#"
+    assert literal_prefix(re.compile(r"[Ss]k-")) is None
+    assert literal_prefix(re.compile(r"a|b")) is None
+
+
+def test_anchors_reject_what_they_cannot_bound() -> None:
+    with pytest.raises(ValueError, match="bounded"):
+        Anchors([("a+", 0)])

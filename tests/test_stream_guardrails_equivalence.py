@@ -162,6 +162,7 @@ PIECES = [
     " = ", "=", ":", ":=", "=>", '"', "'", " ", "\n", "\t", "@", "+", "(", ")", "-", ".", "/", "_",
     "a@b.io", "x.y@corp-mail.co.uk", "+44", " 20 ", "(415) ", "555-", "0100", "4111 1111 ", "DE89", " 3704",
     "AB 12 ", "34 56 C", "123-45-", "6789", "06 12 34", "020 7946", "project", " nightingale", "Project  Night",
+    "someone.with.a.long.name@mail.department.university.edu", "x" * 31 + "@corp.io", "y" * 33 + "@corp.io",
     "gale", "internal use", " only", "BEGIN CERT", "order #12", "34", "bad",
     *("".join(_rng.choice(B62) for _ in range(n)) for n in (4, 8, 16, 24, 32, 36, 40)),
     *("".join(_rng.choice(string.digits) for _ in range(n)) for n in (2, 3, 4, 9, 13, 16)),
@@ -231,6 +232,41 @@ def test_every_sample_decides_as_before_one_char_at_a_time(name: str) -> None:
     chunks = list(text)
     assert decisions(new_secrets(), chunks) == decisions(ReferenceSecrets(), chunks)
     assert any(isinstance(d, Block) for _, d in decisions(new_secrets(), chunks))
+
+
+def anchored(rest: str, parts: list[tuple[str, int]], quick: str, text: str) -> bool:
+    """Whether the first match of ``rest`` in ``text`` holds, ``back`` or fewer characters in, a
+    whole anchor whose last character ``quick`` accepts (what the scanners rely on)."""
+    match = re.compile(rest).search(text)
+    if match is None or match.end() == match.start():
+        return True
+    for at in range(match.start(), match.end()):
+        for part, back in parts:
+            found = re.compile(part).match(text, at, match.end())
+            if at - match.start() <= back and found and found.end() > at and re.fullmatch(quick, found.group()[-1]):
+                return True
+    return False
+
+
+def rule_text(rest: str) -> st.SearchStrategy[str]:
+    return st.from_regex(rest, fullmatch=False)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+@pytest.mark.parametrize("kind", sorted(pii._PATTERNS))
+def test_every_pii_match_holds_an_anchor(kind: str, data: st.DataObject) -> None:
+    _, rest = split_lookbehinds(pii._PATTERNS[kind])
+    assert anchored(rest, [pii._ANCHORS[kind]], pii._ANCHOR_ENDS, data.draw(rule_text(rest)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+@pytest.mark.parametrize("rule", [name for _, name, _, _ in secrets._RULES])
+def test_every_secret_match_holds_an_anchor(rule: str, data: st.DataObject) -> None:
+    _, rest = split_lookbehinds(next(rx for _, name, rx, _ in secrets._RULES if name == rule))
+    quick = secrets._GENERIC_ENDS if rule == "generic" else secrets._ANCHOR_ENDS
+    assert anchored(rest, [(secrets._ANCHORS[rule], 0)], quick, data.draw(rule_text(rest)))
 
 
 def test_literal_prefix_follows_the_pattern() -> None:

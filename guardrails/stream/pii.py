@@ -67,6 +67,7 @@ _PATTERNS = {
 _DIGITS = (r"\d(?:[ .()-]{0,3}\d){3}", 3)
 _ANCHORS = {"email": ("@", 32), "iban": (r"[A-Z]{2}\d{2}", 0), "card": _DIGITS, "ssn": _DIGITS,
             "phone": _DIGITS, "uk_nino": _DIGITS}
+_ANCHOR_ENDS = r"[@\d]"
 CATEGORIES = frozenset(_PATTERNS)
 MASKS = {"email": "[email]", "phone": "[phone]", "card": "[card]", "iban": "[iban]", "ssn": "[ssn]",
          "uk_nino": "[nino]"}
@@ -157,7 +158,7 @@ class PiiProvider:
         parts = {k: split_lookbehinds(_PATTERNS[k]) for k in chosen}
         self._pattern = re.compile("|".join(f"(?P<{k}>{rest})" for k, (_, rest) in parts.items()))
         self._before = {k: re.compile(lb) for k, (lb, _) in parts.items()}
-        self._anchors = Anchors([_ANCHORS[k] for k in chosen], quick=r"[@\d]")
+        self._anchors = Anchors([_ANCHORS[k] for k in chosen], quick=_ANCHOR_ENDS)
         self._allow = frozenset(spec.allow)
         self._redact = spec.action == "redact"
         self._replacement = replacement

@@ -90,7 +90,7 @@ _RULES: tuple[tuple[str, str, str, bool], ...] = (
 # Where each rule's match begins (after its lookbehinds): text every match starts with. The
 # scanner runs the rule's regex only from such a place, so clean text costs a search for these.
 # The assignments (``aws_secret``, ``generic``) wait for their operator: keywords alone are common
-# in prose and code. Every anchor ends in one of ``_ANCHOR_ENDS`` (``generic``'s in ":", "=", ">").
+# in prose and code. Every anchor ends in one of ``_ANCHOR_ENDS`` (``generic``'s: ``_GENERIC_ENDS``).
 _ANCHORS = {
     "aws_id": "AKIA|ASIA|ABIA|ACCA",
     "aws_secret": r"(?i:aws_?secret(?:_?access)?_?key)[\"']?\s{0,3}[:=]",
@@ -110,6 +110,7 @@ _ANCHORS = {
     "generic": rf"{_KEYWORD}[\"']?[ \t]{{0,3}}(?:=|:=|:|=>)",
 }
 _ANCHOR_ENDS = "[-_.:=/AJNz]"
+_GENERIC_ENDS = "[:=>]"
 CATEGORIES = frozenset(category for category, _, _, _ in _RULES)
 _CATEGORY_OF = {name: category for category, name, _, _ in _RULES}
 # The longest match is a JWT prefix ("eyJ" header "." "eyJ" payload); the tests check every rule's
@@ -145,7 +146,7 @@ def _compile(categories: frozenset[str]) -> list[_Compiled]:
             pattern = re.compile("|".join(f"(?P<{name}>{rest})" for name, _, rest, _ in rules))
             before = {name: re.compile(lb) for name, lb, _, _ in rules}
             anchors = Anchors([(_ANCHORS[name], 0) for name, _, _, _ in rules],
-                              quick="[:=>]" if generic else _ANCHOR_ENDS)
+                              quick=_GENERIC_ENDS if generic else _ANCHOR_ENDS)
             groups.append((pattern, frozenset(name for name, _, _, final in rules if final), before, anchors))
     return groups
 

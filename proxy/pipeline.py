@@ -90,7 +90,11 @@ class StreamGuard:
         redactions: list[Trip] = []
         for event in frame.events:
             if isinstance(event, TextDelta):
-                self._acc += event.text
+                # Detach before appending: with the attribute cleared, the string has one owner and
+                # CPython grows it in place instead of copying the whole message on every delta.
+                acc, self._acc = self._acc, ""
+                acc += event.text
+                self._acc = acc
                 trip = self._check(event.text, redactions)
                 if trip:
                     return self._trip(trip)

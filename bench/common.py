@@ -1,0 +1,149 @@
+"""What the fake upstream sends and the driver checks, in one place, so both agree byte for byte.
+
+The scenario rides in the model name, because that is the one field every contender forwards
+(LiteLLM forwards neither unknown headers nor unknown body fields): ``bench-d200-p5-l50`` means 200
+deltas, 5 ms between deltas, 50 ms before the first byte; ``b20`` sends the first 20 frames at once
+before pacing the rest (an answer that is open mid-way). A ``judge`` token makes the answer ``PASS``
+(the LLM judge's verdict). Unset fields default to 20 deltas, no pacing, no latency.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import socket
+from dataclasses import dataclass
+
+CREATED = 1_700_000_000
+COMPLETION_ID = "chatcmpl-bench"
+
+# Clean prose: no digits, e-mail addresses, key-like runs or phrases any shipped guardrail looks for,
+# so a clean stream never trips and every contender does the same work.
+_PROSE = (
+    "The deployment finished in a few minutes, and the health checks went green right after. "
+    "If the cache misses again, look at the eviction policy before scaling the workers out. "
+    "We measured the latency at the edge and inside the service; most of it was serialization. "
+    "Small reviewable changes land faster, and careful tests keep them from coming back later. "
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    deltas: int = 20
+    pace_ms: float = 0.0
+    latency_ms: float = 0.0
+    judge: bool = False
+    burst: int = 1
+
+
+def parse_model(model: str) -> Shape:
+    deltas, pace, latency, judge, burst = 20, 0.0, 0.0, False, 1
+    for part in model.split("-"):
+        if part == "judge":
+            judge = True
+        elif len(part) > 1 and part[0] in "dplb" and part[1:].replace(".", "", 1).isdigit():
+            value = float(part[1:])
+            if part[0] == "d":
+                deltas = max(1, int(value))
+            elif part[0] == "p":
+                pace = value
+            elif part[0] == "b":
+                burst = max(1, int(value))
+            else:
+                latency = value
+    return Shape(deltas, pace, latency, judge, burst)
+
+
+def deltas_for(n: int) -> list[str]:
+    """``n`` deltas of 3-8 characters, deterministic (no RNG state shared across processes)."""
+    out: list[str] = []
+    i = 0
+    text = _PROSE
+    while len(out) < n:
+        size = 3 + (len(out) * 7 + 3) % 6
+        if i + size > len(text):
+            i = 0
+        out.append(text[i:i + size])
+        i += size
+    return out
+
+
+def content_for(shape: Shape) -> str:
+    return "PASS" if shape.judge else "".join(deltas_for(shape.deltas))
+
+
+def _chunk(model: str, delta: dict[str, str], finish: str | None) -> bytes:
+    payload = {"id": COMPLETION_ID, "object": "chat.completion.chunk", "created": CREATED, "model": model,
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\n\n"
+
+
+def stream_frames(model: str) -> list[bytes]:
+    """The SSE frames of one OpenAI chat stream, ``[DONE]`` included."""
+    shape = parse_model(model)
+    texts = ["PASS"] if shape.judge else deltas_for(shape.deltas)
+    frames = [_chunk(model, {"role": "assistant", "content": texts[0]}, None)]
+    frames += [_chunk(model, {"content": t}, None) for t in texts[1:]]
+    frames.append(_chunk(model, {}, "stop"))
+    frames.append(b"data: [DONE]\n\n")
+    return frames
+
+
+def completion_body(model: str) -> bytes:
+    shape = parse_model(model)
+    text = content_for(shape)
+    body = {"id": COMPLETION_ID, "object": "chat.completion", "created": CREATED, "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 12, "completion_tokens": max(1, len(text) // 4),
+                      "total_tokens": 12 + max(1, len(text) // 4)}}
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def request_body(model: str, stream: bool) -> bytes:
+    body = {"model": model, "stream": stream, "temperature": 0,
+            "messages": [{"role": "system", "content": "You are a concise assistant for a benchmark."},
+                         {"role": "user", "content": "Say something short about deployments."}]}
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def raise_fd_limit(want: int = 16384) -> int:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = want if hard == resource.RLIM_INFINITY else min(want, hard)
+    if soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def install_uvloop() -> str:
+    """Use uvloop when it is installed (it comes with ``uvicorn[standard]``); report which loop runs."""
+    try:
+        import uvloop
+    except ImportError:
+        return "asyncio"
+    import asyncio
+
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    return "uvloop"
+
+
+def proc_cpu_s(pid: int) -> float:
+    """utime + stime of ``pid`` in seconds (clock-tick resolution, usually 10 ms)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0

@@ -1,0 +1,304 @@
+"""``make bench`` (``python -m bench.run``): every contender, same run, alternating rounds.
+
+Contenders: the fake upstream called directly, the bare relay (``bench/bare_relay.py``), guardproxy
+with guardrails off, with the shipped default policy, and with every streaming guardrail armed
+(``bench/policies/all-stream.toml``); ``--peers`` adds LiteLLM's proxy. A judge scenario adds
+guardproxy with an LLM judge (``bench/policies/judge.toml``). Rounds alternate (A B C A B C ...) so
+drift on a shared two-core machine lands on every contender alike.
+
+Writes bench/results/latest.{md,json,png} and bench/README.section.md. Every server is a subprocess
+on a free loopback port, killed (process group) when the run ends, errors included.
+``--quick`` shortens every scenario (a smoke run, not for publishing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import report
+from bench.common import raise_fd_limit
+from bench.peers import ensure_litellm, litellm_argv, litellm_env
+from bench.servers import (
+    ROOT,
+    Fleet,
+    Server,
+    bare_relay_argv,
+    guardproxy_argv,
+    guardproxy_env,
+    upstream_argv,
+)
+
+RESULTS = ROOT / "bench" / "results"
+ARMED_POLICY = "bench/policies/all-stream.toml"
+JUDGE_POLICY = "bench/policies/judge.toml"
+JUDGE_MODEL = "bench-judge-l50"
+
+
+class Driver:
+    """The load driver process (``bench.driver``), fed one JSON command per line."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "bench.driver"], cwd=ROOT, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True,
+                                     preexec_fn=raise_fd_limit)  # noqa: PLW1509 - no threads here
+
+    def __call__(self, **cmd: Any) -> dict[str, Any]:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the driver exited")
+        return dict(json.loads(line))
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+
+
+def machine() -> dict[str, Any]:
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        import uvloop  # noqa: F401
+        loop = "uvloop"
+    except ImportError:
+        loop = "asyncio"
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                          check=False).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "proxy", "guardrails", "config"], cwd=ROOT,
+                           capture_output=True, text=True, check=False).stdout.strip()
+    return {"date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"), "nproc": os.cpu_count(),
+            "commit": (head or "unknown") + (" + uncommitted changes in proxy/guardrails/config" if dirty else ""),
+            "cpu_model": model, "python": platform.python_version(), "kernel": platform.release(),
+            "event_loop": loop}
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.q = args.quick
+        self.fleet = Fleet()
+        self.drive = Driver()
+        self.out: dict[str, Any] = {"machine": machine(), "contenders": {}, "scenarios": {}, "notes": []}
+        self.live: dict[str, Server] = {}
+        self.upstream_base = ""
+
+    # ---------------------------------------------------------------- contenders
+    def contender_specs(self) -> dict[str, tuple[str, list[str], dict[str, str]]]:
+        ub = self.upstream_base
+        return {
+            "bare-relay": ("Starlette + one aiohttp ClientSession, streaming passthrough (bench/bare_relay.py)",
+                           bare_relay_argv(ub), {}),
+            "gp-off": ("guardproxy, GUARDPROXY_GUARDRAILS_ENABLED=false (pure passthrough)",
+                       guardproxy_argv(), guardproxy_env(ub, policy=None, enabled=False)),
+            "gp-default": ("guardproxy, shipped default policy (canary + secrets, live delivery)",
+                           guardproxy_argv(), guardproxy_env(ub, policy=None)),
+            "gp-armed": ("guardproxy, every streaming guardrail armed (bench/policies/all-stream.toml)",
+                         guardproxy_argv(), guardproxy_env(ub, policy=ARMED_POLICY)),
+        }
+
+    def start_all(self) -> None:
+        up = self.fleet.start("upstream", upstream_argv())
+        self.upstream_base = f"http://127.0.0.1:{up.port}"
+        self.live["direct"] = up
+        self.out["contenders"]["direct"] = "the fake upstream itself (aiohttp.web), no proxy"
+        for name, (desc, argv, env) in self.contender_specs().items():
+            self.live[name] = self.fleet.start(name, argv, env=env)
+            self.out["contenders"][name] = desc
+        if self.args.peers:
+            exe, version = ensure_litellm()
+            if exe is None:
+                self.out["notes"].append(f"LiteLLM could not run here: {version}")
+                log(f"litellm: {version}")
+            else:
+                try:
+                    self.live["litellm"] = self.fleet.start("litellm", litellm_argv(exe),
+                                                            env=litellm_env(self.upstream_base),
+                                                            health_path="/health/liveliness", timeout=180)
+                    self.out["contenders"]["litellm"] = (f"LiteLLM proxy {version} (own venv, 1 worker, no DB, "
+                                                         "callbacks and telemetry off; bench/peers/litellm.yaml)")
+                except RuntimeError as exc:
+                    self.out["notes"].append(f"LiteLLM {version} did not start: {exc}")
+        log("contenders up: " + ", ".join(self.live))
+
+    def verify_mode(self, name: str) -> str:
+        return "content" if name == "litellm" else "bytes"
+
+    def url(self, name: str) -> str:
+        return self.live[name].url
+
+    def warm(self) -> None:
+        for name in self.live:
+            self.drive(op="load", url=self.url(name), model="bench-small", concurrency=4, duration=0.5, warmup=0.2,
+                       verify=self.verify_mode(name))
+            self.drive(op="streams", url=self.url(name), model="bench-d200-p0", concurrency=4, count=8,
+                       verify=self.verify_mode(name))
+
+    # ---------------------------------------------------------------- scenarios
+    def rounds(self, key: str, names: list[str], rounds: int, **cmd: Any) -> None:
+        """Alternating rounds of one scenario over ``names``."""
+        res: dict[str, list[dict[str, Any]]] = {n: [] for n in names}
+        for r in range(rounds):
+            for name in names:
+                s = self.live[name]
+                result = self.drive(url=self.url(name), cpu_pid=s.pid, verify=self.verify_mode(name), **cmd)
+                res[name].append(result)
+                brief = result.get("rps") or (result.get("ttft") or {}).get("p50_ms")
+                log(f"{key} round {r + 1}/{rounds} {name}: {brief} {result.get('error', '')}")
+        self.out["scenarios"][key] = {"command": cmd, "rounds": res}
+
+    def nonstream(self) -> None:
+        names = list(self.live)
+        dur = 1.0 if self.q else None
+        self.rounds("ns_c1", names, 2 if self.q else 3, op="load", model="bench-small", concurrency=1,
+                    duration=dur or 2.0, warmup=0.3)
+        for c in (32, 128):
+            self.rounds(f"ns_c{c}", names, 2 if self.q else 3, op="load", model="bench-small", concurrency=c,
+                        duration=dur or 3.0, warmup=0.5, timeout=30)
+
+    def streams(self) -> None:
+        names = list(self.live)
+        self.rounds("stream200_c32", names, 2 if self.q else 3, op="streams", model="bench-d200-p0",
+                    concurrency=32, count=32 if self.q else 96, time_cap=30)
+        self.rounds("stream200_c32_paced5ms", names, 1 if self.q else 2, op="streams", model="bench-d200-p5",
+                    concurrency=32, count=32, time_cap=30)
+
+    def cpu_per_delta(self) -> None:
+        """Proxy utime+stime per delta: paced 1 ms (one frame per read, as real upstreams send) at 100,
+        1,000 and 10,000 deltas, and one 10,000-delta burst (no pacing: big reads)."""
+        names = [n for n in ("bare-relay", "gp-off", "gp-default", "gp-armed") if n in self.live]
+        plan = [("paced", 100, 6 if self.q else 30, "p1"), ("paced", 1000, 1 if self.q else 3, "p1"),
+                ("paced", 10_000, 1, "p1"), ("burst", 10_000, 1, "p0")]
+        if self.q:
+            plan = [p for p in plan if p[1] != 10_000 or p[0] == "burst"]
+        rows: dict[str, dict[str, Any]] = {n: {} for n in names}
+        for mode, deltas, count, pace in plan:
+            for name in names:
+                s = self.live[name]
+                r = self.drive(op="cpu", url=self.url(name), model=f"bench-d{deltas}-{pace}", count=count, pid=s.pid,
+                               time_cap=60)
+                rows[name][f"{mode}_{deltas}"] = r
+                log(f"cpu {mode} {deltas} {name}: {r.get('us_per_delta')} us/delta ({r.get('cpu_s')} s)")
+        self.out["scenarios"]["cpu_per_delta"] = rows
+
+    def judge(self) -> None:
+        ub = self.upstream_base
+        self.live["gp-judge"] = self.fleet.start("gp-judge", guardproxy_argv(), env=guardproxy_env(ub, policy=JUDGE_POLICY))
+        self.out["contenders"]["gp-judge"] = ("guardproxy, default stream guardrails + an llm_judge answered by the "
+                                              "fake upstream after 50 ms (bench/policies/judge.toml; judge scenario only)")
+        self.drive(op="load", url=self.url("gp-judge"), model="bench-small", concurrency=2, duration=0.5, warmup=0.2)
+        n = 2 if self.q else 3
+        own = self.drive(op="load", url=self.url("direct"), model=JUDGE_MODEL, concurrency=1,
+                         duration=1.0 if self.q else 2.0, warmup=0.2, verify="content")
+        self.out["scenarios"]["judge_own_latency"] = own
+        self.rounds("judge_ns_c1", ["gp-default", "gp-judge"], n, op="load", model="bench-small", concurrency=1,
+                    duration=1.0 if self.q else 2.0, warmup=0.3)
+        self.rounds("judge_ns_c32", ["gp-default", "gp-judge"], 2, op="load", model="bench-small", concurrency=32,
+                    duration=1.0 if self.q else 2.0, warmup=0.5)
+        self.rounds("judge_stream200_c1", ["gp-default", "gp-judge"], 2, op="streams", model="bench-d200-p0",
+                    concurrency=1, count=10 if self.q else 20, time_cap=30)
+        self.fleet.stop(self.live.pop("gp-judge"))
+
+    def memory(self) -> None:
+        """1,000 idle-paced open streams per contender, each in a fresh process (a warm one's freed
+        arenas would hide the cost). 100 deltas arrive at once (past every hold-back window), then
+        the upstream pauses 20 s; VmRSS is sampled while all are open, then the driver hangs up."""
+        n = 200 if self.q else 1000
+        rows: dict[str, Any] = {}
+        specs = self.contender_specs()
+        for name in ("bare-relay", "gp-off", "gp-default", "gp-armed"):
+            _, argv, env = specs[name]
+            s = self.fleet.start(f"{name}-mem", argv, env=env)
+            try:
+                self.drive(op="load", url=s.url, model="bench-small", concurrency=8, duration=0.5, warmup=0.2)
+                self.drive(op="streams", url=s.url, model="bench-d200-p0", concurrency=8, count=16)
+                r = self.drive(op="hold", url=s.url, model="bench-d110-b100-p20000", n=n, pid=s.pid, open_timeout=30)
+            finally:
+                self.fleet.stop(s)
+            rows[name] = r
+            log(f"memory {name}: {r.get('kib_per_stream')} KiB/stream, opened {r.get('opened')}/{n}")
+        self.out["scenarios"]["memory_idle_streams"] = rows
+
+    def guard_cost(self) -> None:
+        script = ROOT / "bench" / "guard_cost.py"
+        if not script.exists():
+            self.out["guard_cost"] = None
+            return
+        log("bench.guard_cost ...")
+        p = subprocess.run([sys.executable, "-m", "bench.guard_cost"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=300, check=False)
+        data: Any = None
+        try:
+            data = json.loads((RESULTS / "guard_cost.json").read_text())
+        except (OSError, ValueError):
+            pass
+        self.out["guard_cost"] = {"returncode": p.returncode, "table": p.stdout.strip(), "data": data,
+                                  "stderr": p.stderr.strip()[-2000:]}
+
+    # ---------------------------------------------------------------- run
+    def run(self) -> None:
+        t0 = time.monotonic()
+        try:
+            self.start_all()
+            self.warm()
+            self.nonstream()
+            self.streams()
+            self.cpu_per_delta()
+            self.judge()
+            if "litellm" in self.live:
+                self.fleet.stop(self.live.pop("litellm"))  # it has no part in the scenarios below
+            self.memory()
+        finally:
+            self.drive.close()
+            self.fleet.stop_all()
+        self.guard_cost()
+        self.out["elapsed_s"] = round(time.monotonic() - t0, 1)
+        self.out["peers_requested"] = bool(self.args.peers)
+        self.out["quick"] = bool(self.q)
+        report.write(self.out, RESULTS)
+        log(f"done in {self.out['elapsed_s']} s: bench/results/latest.md")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    parser.add_argument("--peers", action="store_true", help="also run LiteLLM's proxy (installs it under bench/.peers)")
+    parser.add_argument("--quick", action="store_true", help="short smoke run; not for publishing")
+    args = parser.parse_args(argv)
+    # SIGTERM (and SIGINT, which a background job may inherit as ignored) unwind through the
+    # ``finally`` that stops every server, instead of orphaning them.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
+    raise_fd_limit()
+    Bench(args).run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+

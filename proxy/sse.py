@@ -52,21 +52,23 @@ class SSESplitter:
     def feed(self, data: bytes) -> list[bytes]:
         self._buf += data
         frames: list[bytes] = []
-        start = 0
         buf = self._buf
-        pos = max(start, self._scan_from)
+        start = 0
+        pos = self._scan_from
+        # The next occurrence of each terminator, searched again only once the scan has passed it:
+        # a read holding many frames costs O(bytes), not O(frames x bytes).
+        nxt = [buf.find(term, pos) for term in _TERMINATORS]
         while True:
-            best = -1
-            best_len = 0
-            for term in _TERMINATORS:
-                i = buf.find(term, pos)
-                if i != -1 and (best == -1 or i < best):
-                    best, best_len = i, len(term)
+            best, best_len = -1, 0
+            for i, term in enumerate(_TERMINATORS):
+                if nxt[i] != -1 and nxt[i] < pos:
+                    nxt[i] = buf.find(term, pos)
+                if nxt[i] != -1 and (best == -1 or nxt[i] < best):
+                    best, best_len = nxt[i], len(term)
             if best == -1:
                 break
             end = best + best_len
-            # "\r\n\r\n" must not be cut as "\r\r"-less "\n\r\n"... the earliest terminator wins,
-            # but a lone "\r" at the very end may still become "\r\n": wait for more bytes.
+            # A lone "\r\r" at the very end may still become "\r\n\r\n"-like CRLF framing: wait.
             if best_len == 2 and buf[best:end] == b"\r\r" and end == len(buf):
                 break
             frames.append(bytes(buf[start:end]))

@@ -18,7 +18,7 @@ from config.policy import (
     SecretsGuardrail,
     StreamGuardrailSpec,
 )
-from guardrails.decision import Block, Decision, Redact
+from guardrails.decision import PASS, Block, Decision, Redact
 from guardrails.seams import DeltaCheck, StreamContext, StreamGuardrail
 from guardrails.stream.canary import CanaryProvider, canary_instruction, make_canary_token
 from guardrails.stream.max_length import MaxLengthProvider
@@ -76,8 +76,8 @@ class ArmedSet:
 
     def check(self, accumulated: str, delta: str) -> Trip | None:
         for guardrail_id, check in self._armed:
-            trip = _trip(guardrail_id, check.check(accumulated, delta))
-            if trip is not None:
+            decision = check.check(accumulated, delta)
+            if decision is not PASS and (trip := _trip(guardrail_id, decision)) is not None:
                 return trip
         return None
 

@@ -129,7 +129,7 @@ class Anchors:
     """
 
     def __init__(self, parts: Sequence[tuple[str, int]], *, quick: str | None = None) -> None:
-        ordered = sorted(set(parts), key=lambda part: -part[1])
+        ordered = sorted(set(parts), key=lambda part: (-part[1], part[0]))
         self.pattern = re.compile("|".join(f"(?:{rx})" for rx, _ in ordered))
         self.quick = re.compile(quick) if quick else None
         self.reach = max(_widest(rx) for rx, _ in ordered)
@@ -226,7 +226,8 @@ class TailScanner:
         start = self._floor
         if self._anchors is not None:
             if not self._found and (end == self._seen or self._quiet(text, end)):
-                self._floor = max(start, end - self.window)
+                if start < end - self.window:
+                    self._floor = end - self.window
                 return None
             start = self._first_start(text, end)
         if start >= 0:
@@ -249,7 +250,8 @@ class TailScanner:
         if anchors.quick is not None:
             hit = anchors.quick.search(text, self._seen)
         else:
-            hit = anchors.pattern.search(text, max(self._seen - anchors.reach + 1, self._floor))
+            since = self._seen - anchors.reach + 1
+            hit = anchors.pattern.search(text, max(self._floor, since))
         if hit is not None:
             return False
         self._seen = end

@@ -89,6 +89,7 @@ class Exchange:
         self.path: str = scope["path"]
         self.query: str = scope.get("query_string", b"").decode("latin-1")
         self.started = False
+        self.finished = False
         self.status = 0
         self.client_codec: StreamCodec | None = None
         self.sent_any = False
@@ -172,7 +173,8 @@ class Exchange:
         return f"{url}?{self.query}" if self.query and path is None else url
 
     def forward_headers(self, *, identity: bool) -> list[tuple[str, str]]:
-        out = [(k, v) for k, v in self.headers if k not in HOP_BY_HOP]
+        named = {t.strip().lower() for t in self.h.get("connection", "").split(",")}  # RFC 9110 7.6.1
+        out = [(k, v) for k, v in self.headers if k not in HOP_BY_HOP and k not in named]
         if identity:
             out = [(k, v) for k, v in out if k != "accept-encoding"] + [("accept-encoding", "identity")]
         return out
@@ -190,11 +192,15 @@ class Exchange:
         await self._send({"type": "http.response.start", "status": status, "headers": raw})
 
     async def write(self, data: bytes) -> None:
-        if data:
+        if data and not self.finished:
             self.sent_any = True
             await self._send({"type": "http.response.body", "body": data, "more_body": True})
 
     async def finish(self) -> None:
+        """Idempotent: a stream already ended by ``_fail`` (upstream broke mid-stream) is not ended twice."""
+        if self.finished:
+            return
+        self.finished = True
         await self._send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _fail(self, status: int, message: str, kind: ErrorKind, *, provider: Provider | None = None,
@@ -518,6 +524,7 @@ class Guarded:
                     await self._tail(out.message, "normal", None)
                 else:
                     await self._emit(out.guard.release_all(), codec, out.response)
+                    await self._ensure_started(out.response, codec)  # also when nothing was releasable
                     await ex.finish()
                 return
             f = out.finding
@@ -539,6 +546,7 @@ class Guarded:
                 return
             if act == "log":
                 await self._emit(out.guard.release_all(), codec, out.response)
+                await self._ensure_started(out.response, codec)
                 await ex.finish()
                 return
             await self._ensure_started(out.response, codec)
@@ -603,8 +611,12 @@ class Guarded:
                         await self._emit(step.send, codec, resp)
             for frame in codec.flush():
                 step = guard.push(frame)
+                if step.redactions:
+                    self._note_redactions(step.redactions)
                 if step.trip is not None:
                     return Outcome("finding", guard.message(), self._from_trip(step.trip), guard, resp)
+                if emit and step.send:  # e.g. Gemini's bare {"error":...} write, or an unterminated last frame
+                    await self._emit(step.send, codec, resp)
         except UpstreamError as exc:
             if not ex.sent_any and not tail:
                 return Outcome("upstream_error", error=exc)

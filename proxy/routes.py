@@ -47,8 +47,20 @@ def check_path(raw_path: str) -> None:
         raise BadPath("the path must be absolute and name no host")
 
 
+_OPENAI_PATHS = frozenset({"/v1/chat/completions", "/chat/completions", "/v1/responses", "/responses"})
+
+
 def _guess_provider(path: str, headers: Mapping[str, str], query: str) -> Provider:
-    if "anthropic-version" in headers or path.startswith("/v1/messages") or "x-api-key" in headers:
+    """A path that names its API decides; headers and the query only settle ambiguous paths. (Letting
+    an ``x-api-key`` header or a ``?key=`` query re-route ``/v1/chat/completions`` would turn a
+    guarded route into an unguarded passthrough.)"""
+    if path in _OPENAI_PATHS:
+        return "openai"
+    if path.startswith("/v1/messages"):
+        return "anthropic"
+    if path.startswith(("/v1beta/", "/v1alpha/")) or _GEMINI_METHOD.match(path):
+        return "gemini"
+    if "anthropic-version" in headers or "x-api-key" in headers:
         return "anthropic"
     if (path.startswith(("/v1beta/", "/v1alpha/")) or "x-goog-api-key" in headers
             or _GEMINI_METHOD.match(path) or query.startswith("key=") or "&key=" in query):

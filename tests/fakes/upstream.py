@@ -264,6 +264,8 @@ class FakeUpstream:
         self.seen: list[Seen] = []
         self.judge_replies: deque[str] = deque()
         self.judge_delay_s = 0.0
+        self.judge_status = 200
+        """An error status for judge requests (judge-outage tests)."""
         self.open_streams = 0
         self.closed_streams = 0
         self._loop = asyncio.new_event_loop()
@@ -297,6 +299,7 @@ class FakeUpstream:
         self.seen.clear()
         self.judge_replies.clear()
         self.judge_delay_s = 0.0
+        self.judge_status = 200
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self._loop)
@@ -365,6 +368,9 @@ class FakeUpstream:
     async def _judge(self, api: str, body: dict[str, Any], path: str) -> web.StreamResponse:
         if self.judge_delay_s:
             await asyncio.sleep(self.judge_delay_s)
+        if self.judge_status != 200:
+            return web.json_response(error_body(api, self.judge_status, "judge upstream down"),
+                                     status=self.judge_status)
         verdict = self.judge_replies.popleft() if self.judge_replies else "PASS"
         r = Reply(text=verdict)
         payload = {"chat": chat_body, "anthropic": anthropic_body, "responses": responses_body,

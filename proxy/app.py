@@ -7,6 +7,7 @@ request) and reads nothing from the environment itself.
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import structlog
 from fastapi import FastAPI
@@ -52,7 +53,7 @@ class GuardProxy:
     def __init__(self, services: Services) -> None:
         self.services = services
         self.ops = _ops_app(services)
-        self._active: set[asyncio.Task[None]] = set()
+        self._active: set[asyncio.Task[Any]] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -81,14 +82,18 @@ class GuardProxy:
             return
         ex = Exchange(self.services, scope, body, send)
         gone: list[bool] = []
-        run = asyncio.ensure_future(ex.run())
+        # The exchange runs in the server's own task (one task less per request); the watcher
+        # cancels that task when the client leaves, which closes the upstream request with it.
+        run = asyncio.current_task()
+        assert run is not None
         self._active.add(run)
         watcher = asyncio.ensure_future(_watch(run, receive, gone))
         try:
-            await run
+            await ex.run()
         except asyncio.CancelledError:
             if not gone:
                 raise
+            run.uncancel()
             self.services.metrics.disconnects.inc()
             log.info("client_disconnected", request_id=ex.request_id)
         finally:
@@ -125,7 +130,7 @@ class GuardProxy:
             t.cancel()
 
 
-async def _watch(run: asyncio.Future[None], receive: Receive, gone: list[bool]) -> None:
+async def _watch(run: asyncio.Task[Any], receive: Receive, gone: list[bool]) -> None:
     """Runs once the body was read; cancels ``run`` (closing the upstream) when the client leaves."""
     while not run.done():
         msg = await receive()

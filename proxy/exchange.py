@@ -60,6 +60,8 @@ log = structlog.get_logger("guardproxy")
 
 _PROVIDER_WIRE: dict[Provider, str] = {"openai": "openai_chat", "anthropic": "anthropic", "gemini": "gemini"}
 _GEMINI_MODEL = re.compile(r"/models/([^/:]+):")
+_SMALL_BODY = 1 << 20
+"""Passthrough bodies up to this size with a known length are relayed in one piece."""
 _NOT_RUN = ("Not run: another tool call in the same turn was blocked by guardproxy. "
             "Call it again if it is still needed.")
 
@@ -236,6 +238,20 @@ class Exchange:
             await self._fail(504 if exc.timeout else 502, str(exc), "timeout" if exc.timeout else "upstream")
             return
         try:
+            length = resp.content_length
+            if (length is not None and length <= _SMALL_BODY and self.method != "HEAD"
+                    and "text/event-stream" not in resp.content_type):
+                # A small, sized body: one read and one send, with its length (no chunked framing).
+                try:
+                    raw = await resp.read()
+                except UpstreamError as exc:
+                    await self._fail(504 if exc.timeout else 502, str(exc), "timeout" if exc.timeout else "upstream")
+                    return
+                self.started, self.status = True, resp.status
+                await respond(self._send, resp.status, raw, resp.headers + [("x-guardproxy-request-id",
+                                                                              self.request_id)],
+                              resp.content_type or "application/octet-stream")
+                return
             await self.start(resp.status, resp.headers)
             try:
                 async for chunk in resp.iter_chunks():
@@ -634,6 +650,7 @@ class Guarded:
         if step.trip is not None:
             return Outcome("finding", guard.message(), self._from_trip(step.trip), guard, resp)
         message = guard.message()
+        message.provider_parts = codec.provider_parts()
         if guard.error is not None:
             return Outcome("ok", message, None, guard, resp)
         finding = await self._vet_end(message, self.cur_view)

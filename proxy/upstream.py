@@ -52,6 +52,15 @@ class UpstreamResponse:
         except (aiohttp.ClientError, ConnectionError) as exc:
             raise UpstreamError(f"the upstream connection broke: {type(exc).__name__}", timeout=False) from exc
 
+    @property
+    def content_length(self) -> int | None:
+        return self._resp.content_length
+
+    @property
+    def content_type(self) -> str:
+        """The full content-type header as sent (parameters included)."""
+        return self._resp.headers.get("content-type", "")
+
     async def read(self) -> bytes:
         return b"".join([c async for c in self.iter_chunks()])
 

@@ -595,6 +595,25 @@ class Guarded:
             codec.note_sent(frame)
         await self.ex.write(b"".join(f.raw for f in frames))
 
+    async def _relay(self, frames: list[Frame], guard: StreamGuard, codec: StreamCodec,
+                     resp: UpstreamResponse, emit: bool) -> Outcome | None:
+        """Push one upstream read's frames through the guard; send what it releases in ONE write (a
+        read of many frames costs one socket send, as in passthrough). A trip returns the outcome,
+        after what was released before it has been sent."""
+        release: list[Frame] = []
+        found: Outcome | None = None
+        for frame in frames:
+            step = guard.push(frame)
+            if step.redactions:
+                self._note_redactions(step.redactions)
+            if step.trip is not None:
+                found = Outcome("finding", guard.message(), self._from_trip(step.trip), guard, resp)
+                break
+            release += step.send
+        if emit and release:
+            await self._emit(release, codec, resp)
+        return found
+
     async def _attempt(self, body: bytes, codec: StreamCodec, tail: bool) -> Outcome:
         """One upstream stream through a fresh guard. In ``tail`` mode nothing is sent: the caller
         appends the vetted message through the client's codec."""
@@ -617,22 +636,12 @@ class Guarded:
         ex.s.metrics.open_streams += 1
         try:
             async for chunk in resp.iter_chunks():
-                for frame in codec.feed(chunk):
-                    step = guard.push(frame)
-                    if step.redactions:
-                        self._note_redactions(step.redactions)
-                    if step.trip is not None:
-                        return Outcome("finding", guard.message(), self._from_trip(step.trip), guard, resp)
-                    if emit and step.send:
-                        await self._emit(step.send, codec, resp)
-            for frame in codec.flush():
-                step = guard.push(frame)
-                if step.redactions:
-                    self._note_redactions(step.redactions)
-                if step.trip is not None:
-                    return Outcome("finding", guard.message(), self._from_trip(step.trip), guard, resp)
-                if emit and step.send:  # e.g. Gemini's bare {"error":...} write, or an unterminated last frame
-                    await self._emit(step.send, codec, resp)
+                found = await self._relay(codec.feed(chunk), guard, codec, resp, emit)
+                if found is not None:
+                    return found
+            found = await self._relay(codec.flush(), guard, codec, resp, emit)
+            if found is not None:
+                return found
         except UpstreamError as exc:
             if not ex.sent_any and not tail:
                 return Outcome("upstream_error", error=exc)

@@ -7,7 +7,7 @@ parses provider JSON. The stream pipeline and the guardrails only ever see these
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +94,10 @@ class AssistantMessage:
     finish_reason: str | None = None
     annotations: list[str] = field(default_factory=list)
     """Client-visible citation text (urls, titles) that renders beside the message."""
+    provider_parts: list[dict[str, Any]] = field(default_factory=list)
+    """Provider-specific blocks the wire module needs to rebuild this turn faithfully (e.g. Anthropic's
+    signed thinking blocks, Gemini's thought signatures), in that provider's own JSON shape; opaque to
+    everything else, which must neither read nor change them."""
 
 
 @dataclass(frozen=True, slots=True)

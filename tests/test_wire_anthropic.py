@@ -25,6 +25,7 @@ from proxy.events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from proxy.pipeline import StreamGuard
 from proxy.sse import parse_fields
 from proxy.wire.anthropic import AnthropicMessages, MessagesStream
 from proxy.wire.base import BadRequest, Replaced
@@ -498,3 +499,75 @@ def test_judge_request_is_stateless_non_streaming_and_deterministic() -> None:
     assert body["temperature"] == 0 and body["stream"] is False and body["max_tokens"] > 0
     assert body["messages"] == [{"role": "user", "content": "Judge this."}]
     assert WIRE.parse_request(body, stream=False).last_user_text == "Judge this."
+
+
+# -- provider parts: signed thinking survives a tool-feedback round --------------------------------------
+
+SIGNATURE = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pk"
+THINKING_TOOL_TURN = [
+    MESSAGE_START,
+    block_start(0, {"type": "thinking", "thinking": "", "signature": ""}),
+    delta(0, {"type": "thinking_delta", "thinking": "The user wants "}),
+    PING,
+    delta(0, {"type": "thinking_delta", "thinking": "the file removed."}),
+    delta(0, {"type": "signature_delta", "signature": SIGNATURE}),
+    block_stop(0),
+    block_start(1, {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT"}),
+    block_stop(1),
+    block_start(2, {"type": "text", "text": ""}), text(2, "Deleting."), block_stop(2),
+    block_start(3, {"type": "tool_use", "id": "toolu_01A", "name": "bash", "input": {}}),
+    delta(3, {"type": "input_json_delta", "partial_json": "{\"cmd\": \"rm -rf /\"}"}),
+    block_stop(3),
+    message_delta("tool_use", 89), MESSAGE_STOP,
+]
+THINKING_BLOCKS = [
+    {"type": "thinking", "thinking": "The user wants the file removed.", "signature": SIGNATURE},
+    {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT"},
+]
+
+
+def assert_thinking_then_tool_use(out: dict[str, Any]) -> None:
+    assistant, user = out["messages"][-2:]
+    assert assistant == {"role": "assistant", "content": [
+        *THINKING_BLOCKS,
+        {"type": "text", "text": "Deleting."},
+        {"type": "tool_use", "id": "toolu_01A", "name": "bash", "input": {"cmd": "rm -rf /"}}]}
+    assert user["content"] == [{"type": "tool_result", "tool_use_id": "toolu_01A", "content": "blocked",
+                                "is_error": True}]
+
+
+@pytest.mark.parametrize("split", [None, 7])
+def test_stream_signed_thinking_is_replayed_before_the_tool_use(split: int | None) -> None:
+    codec = MessagesStream()
+    guard = StreamGuard(None, holdback=0)
+    data = b"".join(THINKING_TOOL_TURN)
+    pieces = [data] if split is None else [data[i:i + split] for i in range(0, len(data), split)]
+    for piece in pieces:
+        for frame in codec.feed(piece):
+            guard.push(frame)
+    for frame in codec.flush():
+        guard.push(frame)
+    guard.end()
+    message = guard.message()
+    assert message.text == "Deleting."  # thinking is never visible text
+    message.provider_parts = codec.provider_parts()
+    assert message.provider_parts == THINKING_BLOCKS
+    out = WIRE.with_tool_feedback(HISTORY_REQUEST, message, [(message.tool_calls[0], "blocked")])
+    assert_thinking_then_tool_use(out)
+
+
+def test_an_unfinished_thinking_block_is_not_a_provider_part() -> None:
+    codec = MessagesStream()
+    codec.feed(b"".join(THINKING_TOOL_TURN[:5]))
+    assert codec.provider_parts() == []
+
+
+def test_unary_signed_thinking_is_replayed_before_the_tool_use() -> None:
+    body = {**RESPONSE, "content": [*THINKING_BLOCKS, {"type": "text", "text": "Deleting."},
+                                    {"type": "tool_use", "id": "toolu_01A", "name": "bash",
+                                     "input": {"cmd": "rm -rf /"}}]}
+    message = WIRE.decode_response(json.dumps(body).encode())
+    assert message.provider_parts == THINKING_BLOCKS
+    out = WIRE.with_tool_feedback(HISTORY_REQUEST, message, [(message.tool_calls[0], "blocked")])
+    assert_thinking_then_tool_use(out)
+    assert out["messages"][-2]["content"][0] is not message.provider_parts[0]  # a copy, not shared

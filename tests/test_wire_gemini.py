@@ -28,6 +28,7 @@ from proxy.events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from proxy.pipeline import StreamGuard
 from proxy.wire.base import BadRequest, Replaced, StreamCodec
 from proxy.wire.gemini import ArraySplitter, Gemini, GeminiArrayStream, GeminiSSEStream
 
@@ -559,7 +560,8 @@ RESPONSE: dict[str, Any] = {
 def test_decode_response_reads_visible_text_calls_and_finish() -> None:
     msg = WIRE.decode_response(json.dumps(RESPONSE).encode())
     assert msg == AssistantMessage(text="The key is sk-123.", finish_reason="STOP",
-                                   tool_calls=[ToolCall("call_a", "read_file", '{"file_path":"/srv/a.py"}')])
+                                   tool_calls=[ToolCall("call_a", "read_file", '{"file_path":"/srv/a.py"}')],
+                                   provider_parts=[CALL_A])  # its signed call, for tool feedback
     assert WIRE.decode_response(b'{"promptFeedback": {"blockReason": "SAFETY"}}') == AssistantMessage()
     for bad in (b"nope", b"[1]", b'{"candidates": [3]}'):
         with pytest.raises(ValueError):
@@ -588,3 +590,59 @@ def test_render_response_filtered_with_nothing_to_say_drops_the_content() -> Non
     assert "content" not in cand and cand["finishReason"] == "SAFETY" and "guardproxy" not in data
     data = json.loads(WIRE.render_response(b'{"promptFeedback": {}}', AssistantMessage(text="x"), "normal", None))
     assert data["candidates"][0]["content"]["parts"] == [{"text": "x"}]
+
+
+# -- provider parts: real thought signatures survive a tool-feedback round -------------------------------
+
+def streamed_message(mode: Mode, pieces: list[bytes]) -> AssistantMessage:
+    """What the exchange builds after a stream: the guard's message plus the codec's provider parts."""
+    c, guard = codec(mode), StreamGuard(None, holdback=0)
+    for piece in pieces:
+        for frame in c.feed(piece):
+            guard.push(frame)
+    for frame in c.flush():
+        guard.push(frame)
+    guard.end()
+    message = guard.message()
+    message.provider_parts = c.provider_parts()
+    return message
+
+
+def feedback_model_turn(message: AssistantMessage) -> dict[str, Any]:
+    out = WIRE.with_tool_feedback(CLI_BODY, message, [(c, "blocked") for c in message.tool_calls])
+    turn: dict[str, Any] = out["contents"][-2]
+    return turn
+
+
+@pytest.mark.parametrize(("mode", "fixture"), [("sse", SSE_TOOL), ("array", ARRAY_TOOL)])
+def test_stream_function_call_signature_is_replayed_not_the_placeholder(mode: Mode, fixture: list[bytes]) -> None:
+    message = streamed_message(mode, [b"".join(fixture)[i:i + 5] for i in range(0, len(b"".join(fixture)), 5)])
+    assert message.provider_parts == [CALL_A]
+    assert feedback_model_turn(message) == {"role": "model", "parts": [
+        {"text": "Let me look."},
+        {"functionCall": {"name": "read_file", "args": {"file_path": "/srv/a.py"}, "id": "call_a"},
+         "thoughtSignature": "c2lnLWE="},
+        {"functionCall": {"name": "list_dir", "args": {"path": "/srv", "depth": 2, "glob": ["*.py"]}}}]}
+
+
+def test_a_signed_call_without_an_id_is_matched_by_name_and_args() -> None:
+    unsigned = {"functionCall": {"name": "read_file", "args": {"file_path": "/srv/a.py"}}}
+    signed = {"functionCall": {"name": "read_file", "args": {"file_path": "/srv/b.py"}},
+              "thoughtSignature": "c2lnLWI="}
+    message = streamed_message("sse", [sse(chunk([unsigned, signed], "STOP", USAGE))])
+    assert message.provider_parts == [signed]
+    parts = feedback_model_turn(message)["parts"]
+    # The first call had none: the placeholder (the API wants one there); the second keeps its own.
+    assert [p.get("thoughtSignature") for p in parts] == ["skip_thought_signature_validator", "c2lnLWI="]
+
+
+def test_unary_function_call_signature_is_replayed() -> None:
+    body = {"candidates": [{"content": {"parts": [THOUGHT, {"text": "Let me look."}, CALL_A, CALL_B],
+                                        "role": "model"}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": USAGE, **META}
+    message = WIRE.decode_response(json.dumps(body).encode())
+    assert message.provider_parts == [CALL_A]
+    parts = feedback_model_turn(message)["parts"]
+    assert parts[1] == {"functionCall": {"name": "read_file", "args": {"file_path": "/srv/a.py"}, "id": "call_a"},
+                        "thoughtSignature": "c2lnLWE="}
+    assert "thoughtSignature" not in parts[2]

@@ -17,6 +17,9 @@ Traps (anthropic-python 2.14, ``_streaming.py`` and ``lib/streaming/_messages.py
 - ``input_json_delta`` fragments are parsed as partial JSON by the SDK: invalid JSON raises there, so
   tool calls we render carry re-serialised arguments (``{}`` when they were not valid JSON).
 - Only ``text_delta`` is visible text; thinking, signature and citations deltas are not.
+- With extended thinking, an assistant turn replayed with its ``tool_use`` must keep the signed
+  ``thinking`` / ``redacted_thinking`` blocks before it, unchanged, or the API answers 400. The stream
+  codec reassembles them (``provider_parts``) and ``with_tool_feedback`` puts them first.
 """
 
 from __future__ import annotations
@@ -172,7 +175,8 @@ class AnthropicMessages(WireFormat):
         annotations = [str(c[k]) for b in blocks if b.get("type") == "text" for c in _blocks(b.get("citations"))
                        for k in ("url", "title", "document_title", "cited_text") if c.get(k)]
         return AssistantMessage(text="".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text"),
-                                tool_calls=calls, finish_reason=data.get("stop_reason"), annotations=annotations)
+                                tool_calls=calls, finish_reason=data.get("stop_reason"), annotations=annotations,
+                                provider_parts=[copy.deepcopy(b) for b in blocks if b.get("type") in _KEPT_BLOCKS])
 
     def render_response(self, body: bytes, message: AssistantMessage, finish: FinishKind,
                         replaced: Replaced | None) -> bytes:
@@ -204,11 +208,14 @@ class AnthropicMessages(WireFormat):
                            results: list[tuple[ToolCall, str]]) -> dict[str, Any]:
         # All results of one assistant turn go in the single user message that follows it. The calls
         # were not run, so the results are errors (which is also what the history will then say).
+        # ``provider_parts`` are the turn's signed thinking blocks, exactly as received: they must come
+        # first, unchanged, or the API rejects the replayed tool_use (see the module docstring).
         out = copy.copy(body)
         feedback = [{"type": "tool_result", "tool_use_id": call.call_id, "content": text, "is_error": True}
                     for call, text in results]
+        thinking = [copy.deepcopy(p) for p in message.provider_parts if p.get("type") in _KEPT_BLOCKS]
         out["messages"] = [*body.get("messages", []),
-                           {"role": "assistant", "content": _content_blocks(message)},
+                           {"role": "assistant", "content": thinking + _content_blocks(message)},
                            {"role": "user", "content": feedback}]
         return out
 
@@ -229,6 +236,10 @@ class MessagesStream(StreamCodec):
         self._sent_last_index = -1
         self._sent_open: set[int] = set()
         """Blocks the client has seen start but not stop: closed before anything we append."""
+        self._thinking: dict[int, tuple[dict[str, Any], list[str], list[str]]] = {}
+        """Open thinking blocks by index: the start block, thinking and signature fragments."""
+        self._thought: list[tuple[int, dict[str, Any]]] = []
+        """Complete thinking / redacted_thinking blocks (index, block), for ``provider_parts``."""
 
     # -- decoding ---------------------------------------------------------------------------
     def feed(self, data: bytes) -> list[Frame]:
@@ -260,6 +271,8 @@ class MessagesStream(StreamCodec):
             return self._on_block_start(int(data["index"]), data["content_block"])
         if name == "content_block_stop":
             index = int(data["index"])
+            if index in self._thinking:
+                self._close_thinking(index)
             if index in self._open_tools:
                 self._open_tools.discard(index)
                 return [ToolCallEnd(str(index))]
@@ -281,6 +294,13 @@ class MessagesStream(StreamCodec):
     def _on_delta(self, index: int, delta: dict[str, Any]) -> list[Event]:
         if delta.get("type") == "text_delta" and delta.get("text"):
             return [TextDelta(str(delta["text"]))]
+        if index in self._thinking:
+            _, thinking, signature = self._thinking[index]
+            if delta.get("type") == "thinking_delta" and isinstance(delta.get("thinking"), str):
+                thinking.append(delta["thinking"])
+            elif delta.get("type") == "signature_delta" and isinstance(delta.get("signature"), str):
+                signature.append(delta["signature"])
+            return []
         if delta.get("type") == "input_json_delta" and index in self._open_tools and delta.get("partial_json"):
             return [ToolCallArgsDelta(str(index), str(delta["partial_json"]))]
         return []  # thinking, signature and citations deltas are not visible text
@@ -288,6 +308,9 @@ class MessagesStream(StreamCodec):
     def _on_block_start(self, index: int, block: dict[str, Any]) -> list[Event]:
         if block.get("type") == "text" and block.get("text"):
             return [TextDelta(str(block["text"]))]
+        if block.get("type") in _KEPT_BLOCKS:
+            self._thinking[index] = (copy.deepcopy(block), [], [])
+            return []
         # server_tool_use runs at Anthropic, not at the client: it is not a call the client makes.
         if block.get("type") != "tool_use":
             return []
@@ -296,6 +319,18 @@ class MessagesStream(StreamCodec):
         if block.get("input"):  # some gateways send the whole input here, with no deltas
             events.append(ToolCallArgsDelta(str(index), dumps(block["input"])))
         return events
+
+    def _close_thinking(self, index: int) -> None:
+        block, thinking, signature = self._thinking.pop(index)
+        if block.get("type") == "thinking":
+            block["thinking"] = str(block.get("thinking") or "") + "".join(thinking)
+            block["signature"] = str(block.get("signature") or "") + "".join(signature)
+        self._thought.append((index, block))
+
+    def provider_parts(self) -> list[dict[str, Any]]:
+        """The complete ``thinking`` (with its ``signature``) and ``redacted_thinking`` blocks, in
+        block order, as the Messages API's content blocks: what ``with_tool_feedback`` replays."""
+        return [copy.deepcopy(block) for _, block in sorted(self._thought, key=lambda t: t[0])]
 
     def _close_tools(self) -> list[Event]:
         ends: list[Event] = [ToolCallEnd(str(i)) for i in sorted(self._open_tools)]

@@ -92,6 +92,12 @@ class StreamCodec(ABC):
     def retext(self, frame: Frame, text: str) -> bytes:
         """The same frame with its text delta replaced by ``text`` (used by redaction)."""
 
+    def provider_parts(self) -> list[dict[str, Any]]:
+        """What this codec decoded that ``WireFormat.with_tool_feedback`` needs to replay the turn
+        faithfully (e.g. signed thinking blocks), for ``AssistantMessage.provider_parts``. Called once
+        the stream ended; a format that needs nothing returns ``[]``."""
+        return []
+
 
 class WireFormat(ABC):
     """One client API: decode requests and responses, render errors, rebuild requests."""

@@ -15,6 +15,11 @@ Traps (wire-formats.md 1d, DESIGN.md "keep-alive comments break Gemini clients")
   the body stays a valid JSON array whose last element is the error (the shape the API itself uses
   for errors on that endpoint, ``[{"error": ...}]``).
 - The model comes from the URL, not the body: ``parse_request`` takes an optional ``model``.
+- Gemini 3 rejects a replayed ``functionCall`` part without its ``thoughtSignature``. A decoded
+  message's ``provider_parts`` are the ``functionCall`` parts that carried one, exactly as received
+  (``{"functionCall": {"name", "args", "id"?}, "thoughtSignature": "..."}``); ``with_tool_feedback``
+  matches them to the calls (by id, else name + args) and puts back the real signature, the
+  documented placeholder only when the first call has none.
 """
 
 from __future__ import annotations
@@ -166,6 +171,12 @@ def _signature_for(call: ToolCall, signatures: dict[str, str]) -> str | None:
     return signatures.get(call.call_id) or signatures.get(f"{call.name}\0{call.arguments}")
 
 
+def _signed_calls(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``functionCall`` parts that carry a ``thoughtSignature`` (``provider_parts``), copied."""
+    return [copy.deepcopy(p) for p in parts
+            if isinstance(p.get("functionCall"), dict) and isinstance(p.get("thoughtSignature"), str)]
+
+
 def _remember_signatures(parts: list[dict[str, Any]], into: dict[str, str]) -> None:
     for part in parts:
         call, sig = _call(part), part.get("thoughtSignature")
@@ -207,7 +218,8 @@ class Gemini(WireFormat):
         calls = [c for p in _parts(content) if (c := _call(p)) is not None]
         reason = cand.get("finishReason")
         return AssistantMessage(text=_text(content), tool_calls=calls,
-                                finish_reason=str(reason) if reason else None)
+                                finish_reason=str(reason) if reason else None,
+                                provider_parts=_signed_calls(_parts(content)))
 
     def render_response(self, body: bytes, message: AssistantMessage, finish: FinishKind,
                         replaced: Replaced | None) -> bytes:
@@ -242,8 +254,11 @@ class Gemini(WireFormat):
                            results: list[tuple[ToolCall, str]]) -> dict[str, Any]:
         out = copy.copy(body)
         parts: list[dict[str, Any]] = [{"text": message.text}] if message.text else []
-        # Only the first call of a step carries a signature on the real API; mimic that.
-        parts += [_call_part(c, DUMMY_SIGNATURE if n == 0 else None)
+        # Each call gets back the signature it came with (``provider_parts``). The API requires one on
+        # the first call of a step (only that one has one on the real API): the placeholder when unknown.
+        signatures: dict[str, str] = {}
+        _remember_signatures(message.provider_parts, signatures)
+        parts += [_call_part(c, _signature_for(c, signatures) or (DUMMY_SIGNATURE if n == 0 else None))
                   for n, c in enumerate(message.tool_calls)]
         responses = []
         for call, text in results:
@@ -334,6 +349,8 @@ class _GeminiStream(StreamCodec):
         self._calls = 0
         self._signatures: dict[str, str] = {}
         """thoughtSignature per call (id, else name + args), so re-rendered calls keep theirs."""
+        self._signed: list[dict[str, Any]] = []
+        """The signed functionCall parts, in arrival order (``provider_parts``)."""
 
     def feed(self, data: bytes) -> list[Frame]:
         return [self._decode(raw) for raw in self._split.feed(data)]
@@ -344,6 +361,11 @@ class _GeminiStream(StreamCodec):
 
     @abstractmethod
     def _decode(self, raw: bytes) -> Frame: ...
+
+    def provider_parts(self) -> list[dict[str, Any]]:
+        """The ``functionCall`` parts that carried a ``thoughtSignature``, as received, in order (see
+        the module docstring): ``with_tool_feedback`` gives each replayed call its real signature."""
+        return copy.deepcopy(self._signed)
 
     def _events(self, chunk: Any) -> tuple[Event, ...]:
         if not isinstance(chunk, dict):
@@ -362,6 +384,7 @@ class _GeminiStream(StreamCodec):
         events: list[Event] = []
         parts = _parts(cand.get("content"))
         _remember_signatures(parts, self._signatures)
+        self._signed += _signed_calls(parts)
         for part in parts:
             if isinstance(part.get("text"), str) and part["text"] and not part.get("thought"):
                 events.append(TextDelta(part["text"]))

@@ -163,11 +163,18 @@ class Exchange:
         return hmac.compare_digest(given.encode(), token.encode())
 
     def _guess_provider(self) -> Provider:
+        """The API whose error format a refused request gets: its path first, then its headers."""
+        path = self.path
+        if path.startswith(("/anthropic", "/v1/messages")):
+            return "anthropic"
+        if path.startswith(("/gemini", "/v1beta", "/v1alpha")) or ":generateContent" in path \
+                or ":streamGenerateContent" in path:
+            return "gemini"
+        if path.startswith(("/openai", "/v1/chat", "/v1/responses", "/chat", "/responses")):
+            return "openai"
         if "anthropic-version" in self.h or "x-api-key" in self.h:
             return "anthropic"
-        if "x-goog-api-key" in self.h or self.path.startswith(("/v1beta", "/gemini")):
-            return "gemini"
-        return "anthropic" if self.path.startswith("/anthropic") else "openai"
+        return "gemini" if "x-goog-api-key" in self.h else "openai"
 
     def upstream_url(self, path: str | None = None) -> str:
         assert self.route is not None

@@ -140,14 +140,7 @@ def test_routing_headers_cannot_redirect_the_upstream(default_proxy: ProxyServer
 # ----------------------------------------------------------------------------------- fuzzing
 WIRES: list[WireFormat] = [OpenAIChat(), OpenAIResponses(), AnthropicMessages(), Gemini()]
 CODECS = [(w, sse) for w in WIRES for sse in ((True, False) if isinstance(w, Gemini) else (True,))]
-KNOWN_BUGS = {
-    "openai_responses": "proxy/wire/openai_responses.py _events looks a non-string 'type' (e.g. "
-                        "{\"type\": []}) up in a set: TypeError",
-    "openai_chat": "proxy/wire/openai_chat.py iterates a non-list 'choices' (e.g. {\"choices\": 1}): TypeError",
-}
-"""Decoder crashes on wrong-typed JSON that the fuzzing found; reported, in files this suite does not own."""
-JSON_CODECS = [pytest.param(w, sse, marks=pytest.mark.xfail(reason="known bug: " + KNOWN_BUGS[w.name], strict=False))
-               if w.name in KNOWN_BUGS else (w, sse) for w, sse in CODECS]
+JSON_CODECS = CODECS
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),

@@ -185,6 +185,12 @@ class ChatStream(StreamCodec):
         return [self._decode(rest)] if rest.strip() else ([Frame(rest)] if rest else [])
 
     def _decode(self, raw: bytes) -> Frame:
+        try:
+            return self._decode_frame(raw)
+        except (TypeError, AttributeError, ValueError, KeyError):
+            return Frame(raw)  # a frame of an unexpected shape is relayed, never raised on
+
+    def _decode_frame(self, raw: bytes) -> Frame:
         sse = parse_fields(raw)
         if not sse.has_data or sse.data.startswith("[DONE]"):
             return Frame(raw, self._close_tools())

@@ -306,7 +306,12 @@ class ResponsesStream(StreamCodec):
 
     def _decode(self, raw: bytes) -> Frame:
         ev = _load(raw)
-        return Frame(raw, tuple(self._events(ev))) if ev is not None else Frame(raw)
+        if ev is None:
+            return Frame(raw)
+        try:
+            return Frame(raw, tuple(self._events(ev)))
+        except (TypeError, AttributeError, ValueError, KeyError):
+            return Frame(raw)  # a frame of an unexpected shape is relayed, never raised on
 
     def _events(self, ev: dict[str, Any]) -> list[Event]:
         t = ev.get("type")

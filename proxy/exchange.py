@@ -60,6 +60,8 @@ log = structlog.get_logger("guardproxy")
 
 _PROVIDER_WIRE: dict[Provider, str] = {"openai": "openai_chat", "anthropic": "anthropic", "gemini": "gemini"}
 _GEMINI_MODEL = re.compile(r"/models/([^/:]+):")
+_BATCH_FRAMES = 32
+"""Released frames sent per write within one upstream read: few sends, bounded delay."""
 _SMALL_BODY = 1 << 20
 """Passthrough bodies up to this size with a known length are relayed in one piece."""
 _NOT_RUN = ("Not run: another tool call in the same turn was blocked by guardproxy. "
@@ -617,6 +619,9 @@ class Guarded:
                 found = Outcome("finding", guard.message(), self._from_trip(step.trip), guard, resp)
                 break
             release += step.send
+            if emit and release and (not self.ex.sent_any or len(release) >= _BATCH_FRAMES):
+                await self._emit(release, codec, resp)  # first bytes at once; long reads in batches
+                release = []
         if emit and release:
             await self._emit(release, codec, resp)
         return found

@@ -24,6 +24,23 @@ class SSEFrame:
 
 def parse_fields(raw: bytes) -> SSEFrame:
     """Parse one frame's fields (``event``, ``data``); comments and unknown fields are ignored."""
+    # Fast path for the common frame, a single ``data: ...`` line and its blank line: no full decode
+    # and split of the frame (this runs once per streamed delta).
+    if raw.startswith(b"data: "):
+        end = raw.find(b"\n")
+        if end != -1 and raw[end:] == b"\n\n" and b"\r" not in raw:
+            return SSEFrame(raw=raw, event=None, data=raw[6:end].decode("utf-8", errors="replace"),
+                            has_data=True)
+        if end != -1 and raw[end - 1:] == b"\r\n\r\n" and raw.count(b"\r") == 2:
+            return SSEFrame(raw=raw, event=None, data=raw[6:end - 1].decode("utf-8", errors="replace"),
+                            has_data=True)
+    elif raw.startswith(b"event: ") and b"\r" not in raw:
+        nl = raw.find(b"\n")
+        if nl != -1 and raw[nl + 1:nl + 7] == b"data: ":
+            end = raw.find(b"\n", nl + 1)
+            if end != -1 and raw[end:] == b"\n\n":
+                return SSEFrame(raw=raw, event=raw[7:nl].decode("utf-8", errors="replace"),
+                                data=raw[nl + 7:end].decode("utf-8", errors="replace"), has_data=True)
     event: str | None = None
     data_lines: list[str] = []
     text = raw.decode("utf-8", errors="replace")

@@ -24,8 +24,8 @@ class Settings(BaseSettings):
     """Idle time allowed between upstream bytes; a stall past it ends the stream with an error."""
     max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
     auth_token: str | None = None
-    """When set, clients must send it in ``x-guardproxy-token`` (or as ``Authorization: Bearer`` for
-    the proxy when it listens beyond loopback)."""
+    """When set, clients must send it in the ``x-guardproxy-token`` header (checked in constant time,
+    never forwarded). Required to listen beyond loopback unless ``allow_unauthenticated_remote``."""
     allow_unauthenticated_remote: bool = False
     """Waive the token requirement for non-loopback listening addresses."""
     log_level: str = "info"

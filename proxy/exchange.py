@@ -179,6 +179,11 @@ class Exchange:
         await respond(self._send, status, wire.http_error(status, message, kind, extra),
                       [("x-guardproxy-request-id", self.request_id)])
 
+    async def fail_upstream(self, exc: UpstreamError) -> None:
+        """The upstream could not be reached, stalled or broke: 504 for time-outs, else 502 (or the
+        API's mid-stream error once the response has started)."""
+        await self._fail(504 if exc.timeout else 502, str(exc), "timeout" if exc.timeout else "upstream")
+
     async def upstream_request(self, body: bytes, *, identity: bool) -> UpstreamResponse:
         t = time.perf_counter()
         resp = await self.s.upstream.request(self.method, self.upstream_url(),
@@ -194,7 +199,7 @@ class Exchange:
             resp = await self.upstream_request(body if self.method not in ("GET", "HEAD") or body else b"",
                                                identity=False)
         except UpstreamError as exc:
-            await self._fail(504 if exc.timeout else 502, str(exc), "timeout" if exc.timeout else "upstream")
+            await self.fail_upstream(exc)
             return
         try:
             length = resp.content_length
@@ -204,7 +209,7 @@ class Exchange:
                 try:
                     raw = await resp.read()
                 except UpstreamError as exc:
-                    await self._fail(504 if exc.timeout else 502, str(exc), "timeout" if exc.timeout else "upstream")
+                    await self.fail_upstream(exc)
                     return
                 self.started, self.status = True, resp.status
                 await respond(self._send, resp.status, raw, resp.headers + [("x-guardproxy-request-id",

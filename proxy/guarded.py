@@ -243,7 +243,7 @@ class Guarded:
                 finally:
                     resp.close()
             except UpstreamError as exc:
-                await ex._fail(504 if exc.timeout else 502, str(exc), "timeout" if exc.timeout else "upstream")
+                await ex.fail_upstream(exc)
                 return
             if resp.status != 200:
                 await respond(ex._send, resp.status, raw, resp.headers, dict(resp.headers).get(
@@ -325,7 +325,7 @@ class Guarded:
             if out.kind == "upstream_error":
                 assert out.error is not None
                 exc = out.error
-                await ex._fail(504 if exc.timeout else 502, str(exc), "timeout" if exc.timeout else "upstream")
+                await ex.fail_upstream(exc)
                 return
             if out.kind == "upstream_status":
                 assert out.response is not None
@@ -453,7 +453,7 @@ class Guarded:
             log.warning("upstream_broke", error=str(exc))
             if emit:
                 await self._emit(guard.release_all(), codec, resp)
-            await ex._fail(504 if exc.timeout else 502, str(exc), "timeout" if exc.timeout else "upstream")
+            await ex.fail_upstream(exc)
             return Outcome("ok", guard.message(), None, StreamGuard(None, holdback=0), resp)
         finally:
             ex.s.metrics.open_streams -= 1

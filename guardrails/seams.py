@@ -33,10 +33,15 @@ class StreamContext:
 class DeltaCheck:
     """Per-stream state of one armed guardrail.
 
-    ``window`` is how many trailing characters this check may still need before it can decide
-    about them: the pipeline never releases text closer than ``window`` to the end of what has
-    been checked. A check that can match across deltas must set it to at least the longest span
-    it needs to see before it can block.
+    The pipeline releases text by each check's *horizon* (``horizon``): the earliest offset of the
+    accumulated text that could still become part of a match this check would report. Text before
+    the smallest horizon of the armed checks goes out at once; text from it on is held.
+
+    ``window`` is the longest span the check may need to see before it can decide about it (an upper
+    bound on how far behind the end its horizon can lie). The default ``horizon`` is the
+    conservative ``len(accumulated) - window``, so a check that only sets ``window`` holds a fixed
+    window, exactly as before horizons existed. A check that can match across deltas must set it to
+    at least the longest span it needs to see before it can block.
     """
 
     window: int = 0
@@ -44,6 +49,29 @@ class DeltaCheck:
     def check(self, accumulated: str, delta: str) -> Decision:
         """Called after ``delta`` was appended (``accumulated`` ends with it). O(len(delta))."""
         raise NotImplementedError
+
+    def horizon(self, accumulated: str) -> int:
+        """The earliest offset of ``accumulated`` that could still become part of a match.
+
+        Called after ``check`` returned ``PASS`` for this same ``accumulated`` (and after any
+        ``Redact`` was re-checked to ``PASS``). The contract:
+
+        - **Safe.** No match this check reports later, whatever text follows, may contain a
+          character at an offset below the returned value. Those characters may be sent to the
+          client at once. (A match the check has already reported and passed, e.g. an allowed
+          value or a redaction already applied, does not count.)
+        - **Monotone.** Never smaller than a value returned earlier for the same stream.
+        - **Bounded.** ``0 <= horizon <= len(accumulated)``; ``len(accumulated)`` means "nothing
+          pending"; a check must never need more than ``window`` characters, so it is at least
+          ``len(accumulated) - window``.
+        - **Cheap.** O(1) amortised, or O(len(delta)) with ``check``: keep it up to date inside
+          ``check`` and return a stored value; never rescan ``accumulated``.
+
+        Typical answers: the start of the token that is a prefix of (or inside) a shape being
+        matched; the start of the longest suffix that occurs in the watched text; ``len(accumulated)``
+        when the tail cannot start or continue any match.
+        """
+        return max(0, len(accumulated) - self.window)
 
     def finish(self, accumulated: str) -> Decision:
         """Called once when the message text is complete (matches that end at the very end)."""

@@ -4,8 +4,9 @@ Frames go in; frames that may be released come out, or a trip that the driver ac
 no clocks: test it with frames in and frames out.
 
 Invariants:
-- Text is released only once it lies more than ``window`` characters behind the checked end, where
-  ``window`` is the largest of ``holdback_chars`` and the armed checks' own windows. A match that
+- Text is released only once it lies before the smallest *horizon* of the armed checks
+  (``DeltaCheck.horizon``: the earliest offset that could still become part of a match) and at
+  least ``holdback`` characters behind the checked end (an optional fixed minimum). A match that
   spans deltas is therefore found before any of it has left the proxy.
 - Frames keep their order and, unless a redaction rewrote them, their exact bytes.
 - From the first tool-call frame on, nothing more is released until the message ends: a tool call
@@ -66,7 +67,7 @@ class StreamGuard:
         self._armed = armed if armed else None
         self._rearm = rearm
         """Arms a fresh set for each tool call's arguments (text of their own, checked when complete)."""
-        self._window = max(holdback, armed.window if armed else 0) if self._armed else 0
+        self._holdback = holdback if self._armed else 0
         self._buffered = buffered
         self._retext = retext
         self._queue: deque[_Held] = deque()
@@ -205,7 +206,9 @@ class StreamGuard:
     def _releasable(self) -> list[Frame]:
         if self._buffered or self._holding_tools:
             return []
-        limit = len(self._acc) - self._window
+        limit = len(self._acc) - self._holdback
+        if self._armed is not None:
+            limit = min(limit, self._armed.horizon(self._acc))
         out: list[Frame] = []
         queue = self._queue
         while queue and queue[0].end <= limit and not queue[0].terminal:

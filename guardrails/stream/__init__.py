@@ -1,8 +1,9 @@
 """The built-in streaming guardrails and the runner the stream pipeline calls them through.
 
 ``build_stream_guardrails`` turns the policy's specs into providers once; ``ArmedSet.arm`` builds
-one stream's checks; the pipeline calls ``ArmedSet.check`` after every text delta and
-``ArmedSet.finish`` at the end of the message, from exactly one call site each.
+one stream's checks; the pipeline calls ``ArmedSet.check`` after every text delta, then
+``ArmedSet.horizon`` to learn how much text may be released, and ``ArmedSet.finish`` at the end of
+the message, from exactly one call site each.
 """
 
 from __future__ import annotations
@@ -80,6 +81,14 @@ class ArmedSet:
             if decision is not PASS and (trip := _trip(guardrail_id, decision)) is not None:
                 return trip
         return None
+
+    def horizon(self, accumulated: str) -> int:
+        """The smallest horizon of the armed checks (``len(accumulated)`` when none is armed):
+        every character before it may be released. See ``DeltaCheck.horizon``."""
+        end = len(accumulated)
+        for _, check in self._armed:
+            end = min(end, check.horizon(accumulated))
+        return end
 
     def finish(self, accumulated: str) -> Trip | None:
         for guardrail_id, check in self._armed:

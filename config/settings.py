@@ -30,3 +30,8 @@ class Settings(BaseSettings):
     """Waive the token requirement for non-loopback listening addresses."""
     log_level: str = "info"
     shutdown_grace_s: float = Field(default=10.0, ge=0)
+    workers: int = Field(default=1, ge=1)
+    """Processes sharing the listening socket (``guardproxy serve --workers N``)."""
+    prometheus_multiproc_dir: str | None = Field(default=None, validation_alias="PROMETHEUS_MULTIPROC_DIR")
+    """prometheus-client's own variable (no prefix): where workers share metric values. ``serve`` sets
+    it to a fresh directory when running several workers and it is unset."""

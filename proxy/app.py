@@ -11,12 +11,13 @@ from typing import Any
 
 import structlog
 from fastapi import FastAPI
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, Response
 
 from config.policy import Policy, load_policy
 from config.settings import Settings
 from proxy.asgi import BodyTooLarge, ClientGone, Receive, Scope, Send, read_body
 from proxy.exchange import Exchange
+from proxy.metrics import CONTENT_TYPE
 from proxy.services import Services, build_services
 
 log = structlog.get_logger("guardproxy")
@@ -43,8 +44,8 @@ def _ops_app(services: Services) -> FastAPI:
         return JSONResponse(body, status_code=200 if ok else 503)
 
     @app.get("/metrics")
-    async def metrics() -> PlainTextResponse:
-        return PlainTextResponse(services.metrics.render(), media_type="text/plain; version=0.0.4")
+    async def metrics() -> Response:
+        return Response(services.metrics.render(), media_type=CONTENT_TYPE)
 
     return app
 
@@ -107,6 +108,7 @@ class GuardProxy:
                 try:
                     await self.services.upstream.start()
                     self.services.ready = True
+                    self.services.metrics.started()
                 except Exception as exc:  # noqa: BLE001 - reported to the server, which exits
                     await send({"type": "lifespan.startup.failed", "message": type(exc).__name__})
                     return
@@ -117,6 +119,7 @@ class GuardProxy:
                 await self.services.upstream.close()
                 await self.services.http.aclose()
                 self.services.audit.close()
+                self.services.metrics.stopped()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -145,3 +148,13 @@ def create_app(settings: Settings | None = None, policy: Policy | None = None) -
     settings = settings or Settings()
     policy = policy or load_policy(settings.policy)
     return GuardProxy(build_services(settings, policy))
+
+
+def app_from_env() -> GuardProxy:
+    """The factory each worker of ``guardproxy serve --workers N`` calls (settings from the environment
+    the parent prepared)."""
+    from proxy.logs import configure
+
+    settings = Settings()
+    configure(settings.log_level)
+    return create_app(settings)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import sys
+from typing import Any
 
 from config.policy import PolicyError, load_policy
 from config.settings import Settings
@@ -25,7 +26,8 @@ def serve(args: argparse.Namespace) -> int:
     from proxy.app import create_app
     from proxy.logs import configure
 
-    overrides = {k: v for k, v in (("host", args.host), ("port", args.port), ("policy", args.policy)) if v}
+    overrides = {k: v for k, v in (("host", args.host), ("port", args.port), ("policy", args.policy),
+                                   ("workers", args.workers)) if v}
     settings = Settings(**overrides)
     configure(settings.log_level)
     if not _is_loopback(settings.host) and not settings.auth_token and not settings.allow_unauthenticated_remote:
@@ -40,11 +42,19 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     print(f"guardproxy listening on http://{settings.host}:{settings.port} "
           f"(policy: {settings.policy or 'shipped default'}, guardrails "
-          f"{'on' if settings.guardrails_enabled else 'off'})", file=sys.stderr)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", access_log=False,
-                timeout_graceful_shutdown=int(settings.shutdown_grace_s) or None, lifespan="on",
-                ws="none")
+          f"{'on' if settings.guardrails_enabled else 'off'}, workers {settings.workers})", file=sys.stderr)
+    if settings.workers > 1:
+        from proxy.workers import run_workers
+
+        return run_workers(settings, overrides)
+    uvicorn.run(app, **uvicorn_options(settings))
     return 0
+
+
+def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    return {"host": settings.host, "port": settings.port, "log_level": "warning", "access_log": False,
+            "timeout_graceful_shutdown": int(settings.shutdown_grace_s) or None, "lifespan": "on",
+            "ws": "none"}
 
 
 def check_policy(args: argparse.Namespace) -> int:
@@ -76,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host")
     p.add_argument("--port", type=int)
     p.add_argument("--policy", help="policy TOML (default: GUARDPROXY_POLICY or the shipped default)")
+    p.add_argument("--workers", type=int, help="processes sharing the port (default: GUARDPROXY_WORKERS or 1)")
     p.set_defaults(fn=serve)
     p = sub.add_parser("check-policy", help="validate a policy file and exit")
     p.add_argument("file", nargs="?", help="policy TOML (default: the shipped default)")

@@ -64,7 +64,7 @@ class Exchange:
             await self._fail(500, "guardproxy hit an internal error", "upstream")
         finally:
             route = self.route.wire or "passthrough" if self.route else "invalid"
-            self.s.metrics.requests.inc(route=route, status=str(self.status))
+            self.s.metrics.requests.labels(route=route, status=str(self.status)).inc()
             log.info("request", method=self.method, path=self.path, route=route, status=self.status,
                      duration_ms=round((time.perf_counter() - self.t0) * 1000, 2),
                      upstream_ms=round(self.upstream_s * 1000, 2), attempts=sum(self.attempts.values()),
@@ -190,7 +190,7 @@ class Exchange:
                                              self.forward_headers(identity=identity), body)
         elapsed = time.perf_counter() - t
         self.upstream_s += elapsed
-        self.s.metrics.upstream_latency.observe(elapsed, provider=self.route.provider if self.route else "")
+        self.s.metrics.upstream_latency.labels(provider=self.route.provider if self.route else "").observe(elapsed)
         return resp
 
     async def _passthrough(self, body: bytes) -> None:

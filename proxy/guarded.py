@@ -120,7 +120,7 @@ class Guarded:
         d = trip.decision
         assert isinstance(d, Block)
         gid = trip.guardrail_id
-        self.s.metrics.stream_trips.inc(guardrail_id=gid, reason_code=d.reason_code)
+        self.s.metrics.stream_trips.labels(guardrail_id=gid, reason_code=d.reason_code).inc()
         return Finding("stream", gid, d.reason_code, self._spec_attr(gid, "action", "replace"),
                        d.replacement or self.s.policy.defaults.replacement, d.rationale,
                        self._spec_attr(gid, "max_attempts", 3), self._spec_attr(gid, "mandate", None),
@@ -132,7 +132,8 @@ class Guarded:
     def _note_redactions(self, trips: list[Trip]) -> None:
         for t in trips:
             assert isinstance(t.decision, Redact)
-            self.s.metrics.stream_trips.inc(guardrail_id=t.guardrail_id, reason_code=t.decision.reason_code)
+            self.s.metrics.stream_trips.labels(guardrail_id=t.guardrail_id,
+                                              reason_code=t.decision.reason_code).inc()
             self._audit("guardrail.tripped", guardrail_id=t.guardrail_id, reason_code=t.decision.reason_code,
                         decision="redact")
             log.info("guardrail_redacted", guardrail_id=t.guardrail_id, reason_code=t.decision.reason_code)
@@ -151,7 +152,7 @@ class Guarded:
         timeouts = {g.id: float(self._spec_attr(g.id, "timeout_s", 3.0)) for g in self.s.message_guardrails}
         verdict = await run_message_guardrails(self.s.message_guardrails, ctx, timeouts)
         for r in verdict.results:
-            self.s.metrics.message_checks.inc(guardrail_id=r.guardrail_id, outcome=r.outcome)
+            self.s.metrics.message_checks.labels(guardrail_id=r.guardrail_id, outcome=r.outcome).inc()
             if r.outcome == "fail_open":
                 self._audit("fail_open", guardrail_id=r.guardrail_id, reason_code=None, decision="pass",
                             detail=r.detail, latency_ms=round(r.latency_s * 1000, 1))
@@ -179,7 +180,7 @@ class Guarded:
         first: tuple[str, str] | None = None
         for call in message.tool_calls:
             a = assessor.assess(call, view.history, self.grants)
-            self.s.metrics.tool_assessments.inc(rule=a.rule or "none", decision=a.decision)
+            self.s.metrics.tool_assessments.labels(rule=a.rule or "none", decision=a.decision).inc()
             self.s.audit.record_assessment(a, request_id=self.ex.request_id)
             if a.decision == "block":
                 log.info("tool_call_blocked", tool=a.tool, rule=a.rule, reason_code=a.reason_code)
@@ -206,7 +207,7 @@ class Guarded:
                     source=finding.source, attempt=self.ex.attempts[finding.guardrail_id] + 1)
         if act == "retry":
             self.ex.attempts[finding.guardrail_id] += 1
-            self.s.metrics.retries.inc(cause=finding.source)
+            self.s.metrics.retries.labels(cause=finding.source).inc()
             self._audit("retry", guardrail_id=finding.guardrail_id, reason_code=finding.reason_code,
                         decision="retry", attempt=self.ex.attempts[finding.guardrail_id])
             mandate = finding.mandate or (
@@ -215,7 +216,7 @@ class Guarded:
             return act, self.wire.with_system(self.base, mandate)
         if act == "feedback":
             self.ex.feedback_rounds += 1
-            self.s.metrics.retries.inc(cause="tool_feedback")
+            self.s.metrics.retries.labels(cause="tool_feedback").inc()
             blocked = {id(c): why for c, why in finding.blocked_calls}
             results = [(c, blocked.get(id(c), _NOT_RUN)) for c in message.tool_calls]
             self.base = self.wire.with_tool_feedback(self.base, message, results)
@@ -438,7 +439,7 @@ class Guarded:
         guard = StreamGuard(self._arm(), holdback=self.s.policy.defaults.holdback_chars,
                             buffered=tail or self.s.buffered, retext=codec.retext, rearm=self._arm_tools)
         emit = not tail
-        ex.s.metrics.open_streams += 1
+        ex.s.metrics.open_streams.inc()
         try:
             async for chunk in resp.iter_chunks():
                 found = await self._relay(codec.feed(chunk), guard, codec, resp, emit)
@@ -456,7 +457,7 @@ class Guarded:
             await ex.fail_upstream(exc)
             return Outcome("ok", guard.message(), None, StreamGuard(None, holdback=0), resp)
         finally:
-            ex.s.metrics.open_streams -= 1
+            ex.s.metrics.open_streams.dec()
             resp.close()
         step = guard.end()
         if step.redactions:

@@ -1,89 +1,76 @@
-"""A small Prometheus text-format registry: counters and histograms with labels, no globals.
+"""Every metric the proxy exports, on ``prometheus-client``, one registry per app (no globals).
 
+Names follow Prometheus conventions: base units (seconds, bytes), counters end in ``_total``.
 Label values are bounded sets chosen by the proxy (route names, status codes, guardrail ids, reason
-codes), never request content, so nothing secret can reach ``/metrics``.
+codes, outcomes), never request content, so nothing secret can reach ``/metrics``.
+
+With several workers (``guardproxy serve --workers N``) each process writes its values to files in
+``PROMETHEUS_MULTIPROC_DIR`` (prometheus-client's multiprocess mode, chosen by that variable when
+``prometheus_client`` is first imported) and a scrape of any worker sums them all. Gauges then need a
+mode saying how workers combine: ``livesum`` counts only workers that are alive.
+
+To add a metric: add a field here and use the prometheus-client API at the call site
+(``metrics.x.labels(a="b").inc()``); nothing else needs registering.
 """
 
 from __future__ import annotations
 
-import bisect
-from collections import defaultdict
+import os
 
-LabelKey = tuple[tuple[str, str], ...]
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
-
-
-def _labels(key: LabelKey, extra: str = "") -> str:
-    parts = [f'{k}="{v}"' for k, v in key]
-    if extra:
-        parts.append(extra)
-    return "{" + ",".join(parts) + "}" if parts else ""
-
-
-class Counter:
-    def __init__(self, name: str, help_: str) -> None:
-        self.name, self.help = name, help_
-        self.values: dict[LabelKey, float] = defaultdict(float)
-
-    def inc(self, amount: float = 1.0, **labels: str) -> None:
-        self.values[tuple(sorted(labels.items()))] += amount
-
-    def render(self) -> list[str]:
-        lines = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} counter"]
-        lines += [f"{self.name}{_labels(k)} {v:g}" for k, v in sorted(self.values.items())]
-        return lines
-
-
-class Histogram:
-    def __init__(self, name: str, help_: str, buckets: tuple[float, ...] = _BUCKETS) -> None:
-        self.name, self.help, self.buckets = name, help_, buckets
-        self.counts: dict[LabelKey, list[int]] = {}
-        self.sums: dict[LabelKey, float] = defaultdict(float)
-
-    def observe(self, value: float, **labels: str) -> None:
-        key = tuple(sorted(labels.items()))
-        counts = self.counts.setdefault(key, [0] * (len(self.buckets) + 1))
-        counts[bisect.bisect_left(self.buckets, value)] += 1
-        self.sums[key] += value
-
-    def render(self) -> list[str]:
-        lines = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} histogram"]
-        for key, counts in sorted(self.counts.items()):
-            running = 0
-            for bound, n in zip(self.buckets, counts):
-                running += n
-                le = f'le="{bound:g}"'
-                lines.append(f"{self.name}_bucket{_labels(key, le)} {running}")
-            running += counts[-1]
-            inf = 'le="+Inf"'
-            lines.append(f"{self.name}_bucket{_labels(key, inf)} {running}")
-            lines.append(f"{self.name}_sum{_labels(key)} {self.sums[key]:g}")
-            lines.append(f"{self.name}_count{_labels(key)} {running}")
-        return lines
+"""Upstream and guard latencies span a cached 5 ms reply to a minute-long generation."""
 
 
 class Metrics:
-    """Every metric the proxy exports, made once per app."""
+    """Made once per app. ``multiprocess_dir`` set: values are shared with the other workers."""
 
-    def __init__(self) -> None:
-        self.requests = Counter("guardproxy_requests_total", "Requests by route and status.")
+    def __init__(self, multiprocess_dir: str | None = None) -> None:
+        self.multiprocess_dir = multiprocess_dir
+        self.registry = CollectorRegistry(auto_describe=True)
+        reg = self.registry
+        self.requests = Counter("guardproxy_requests_total", "Requests by route and status.",
+                                ["route", "status"], registry=reg)
         self.upstream_latency = Histogram("guardproxy_upstream_latency_seconds",
-                                          "Time to upstream response headers.")
+                                          "Time to upstream response headers.", ["provider"],
+                                          buckets=_BUCKETS, registry=reg)
         self.stream_trips = Counter("guardproxy_stream_guardrail_trips_total",
-                                    "Stream guardrail trips by guardrail and reason.")
+                                    "Stream guardrail trips by guardrail and reason.",
+                                    ["guardrail_id", "reason_code"], registry=reg)
         self.message_checks = Counter("guardproxy_message_checks_total",
-                                      "Message checks by guardrail and outcome (pass, block, fail_open).")
-        self.retries = Counter("guardproxy_retries_total", "Upstream re-requests by cause.")
+                                      "Message checks by guardrail and outcome (pass, block, fail_open).",
+                                      ["guardrail_id", "outcome"], registry=reg)
+        self.retries = Counter("guardproxy_retries_total", "Upstream re-requests by cause.", ["cause"],
+                               registry=reg)
         self.tool_assessments = Counter("guardproxy_tool_assessments_total",
-                                        "Tool call assessments by rule and decision.")
-        self.disconnects = Counter("guardproxy_client_disconnects_total", "Clients gone mid-exchange.")
-        self.open_streams = 0
+                                        "Tool call assessments by rule and decision.", ["rule", "decision"],
+                                        registry=reg)
+        self.disconnects = Counter("guardproxy_client_disconnects_total", "Clients gone mid-exchange.",
+                                   registry=reg)
+        self.open_streams = Gauge("guardproxy_open_streams", "Streams being relayed now.",
+                                  registry=reg, multiprocess_mode="livesum")
+        self.workers = Gauge("guardproxy_workers", "Worker processes serving (1 per live worker).",
+                             registry=reg, multiprocess_mode="livesum")
+        self.policy_reloads = Counter("guardproxy_policy_reloads_total",
+                                      "Policy reload attempts by outcome (ok, error).", ["outcome"],
+                                      registry=reg)
 
-    def render(self) -> str:
-        lines: list[str] = []
-        for m in (self.requests, self.upstream_latency, self.stream_trips, self.message_checks,
-                  self.retries, self.tool_assessments, self.disconnects):
-            lines += m.render()
-        lines += ["# HELP guardproxy_open_streams Streams being relayed now.",
-                  "# TYPE guardproxy_open_streams gauge", f"guardproxy_open_streams {self.open_streams}"]
-        return "\n".join(lines) + "\n"
+    def started(self) -> None:
+        self.workers.set(1)
+
+    def stopped(self) -> None:
+        """A worker leaving: its live gauges stop counting (multiprocess mode)."""
+        self.workers.set(0)
+        if self.multiprocess_dir:
+            multiprocess.mark_process_dead(os.getpid(), self.multiprocess_dir)  # type: ignore[no-untyped-call]
+
+    def render(self) -> bytes:
+        """Prometheus text. In multiprocess mode, the sum over every worker's files (read per scrape,
+        as prometheus-client prescribes: the collector must not live in a registry the workers share)."""
+        if not self.multiprocess_dir:
+            return generate_latest(self.registry)
+        merged = CollectorRegistry()
+        multiprocess.MultiProcessCollector(merged, path=self.multiprocess_dir)  # type: ignore[no-untyped-call]
+        return generate_latest(merged)

@@ -74,7 +74,8 @@ def build_services(settings: Settings, policy: Policy) -> Services:
     http = httpx.AsyncClient(transport=AiohttpTransport(), timeout=httpx.Timeout(30.0))
     default_replacement = policy.defaults.replacement
     services = Services(
-        settings=settings, policy=policy, upstream=Upstream(settings), metrics=Metrics(),
+        settings=settings, policy=policy, upstream=Upstream(settings),
+        metrics=Metrics(settings.prometheus_multiproc_dir),
         audit=AuditLog(settings.audit_log), http=http,
     )
     if settings.guardrails_enabled:

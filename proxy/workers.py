@@ -1,0 +1,64 @@
+"""``guardproxy serve --workers N``: N uvicorn worker processes sharing one listening socket.
+
+uvicorn's own supervisor starts the workers (spawned, so each imports everything afresh), restarts
+one that dies and stops them all on SIGINT/SIGTERM, each worker draining its open streams for
+``SHUTDOWN_GRACE_S``. Two things are ours:
+
+- settings reach the workers through the environment (``GUARDPROXY_*``, the same variables a single
+  process reads), so each worker builds exactly what ``Settings()`` says;
+- metrics: ``PROMETHEUS_MULTIPROC_DIR`` is set before any worker starts (prometheus-client picks its
+  multiprocess mode when first imported) to a fresh directory, or the operator's, emptied of stale
+  files from an earlier run;
+- SIGHUP reloads the policy in every worker (forwarded), instead of uvicorn's restart of all workers.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from uvicorn.supervisors import Multiprocess
+
+from config.settings import Settings
+
+
+class _Supervisor(Multiprocess):
+    def handle_hup(self) -> None:
+        for worker in self.processes:
+            if worker.pid is not None:
+                os.kill(worker.pid, signal.SIGHUP)
+
+
+def _metrics_dir(settings: Settings) -> tuple[str, bool]:
+    """The shared metrics directory and whether we made it (then we remove it on exit)."""
+    if settings.prometheus_multiproc_dir:
+        path = Path(settings.prometheus_multiproc_dir)
+        path.mkdir(parents=True, exist_ok=True)
+        for stale in path.glob("*.db"):
+            stale.unlink()
+        return str(path), False
+    return tempfile.mkdtemp(prefix="guardproxy-metrics-"), True
+
+
+def run_workers(settings: Settings, overrides: dict[str, Any]) -> int:
+    from proxy.cli import uvicorn_options
+
+    for key, value in overrides.items():
+        os.environ[f"GUARDPROXY_{key.upper()}"] = str(value)
+    metrics_dir, made = _metrics_dir(settings)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    config = uvicorn.Config("proxy.app:app_from_env", factory=True, workers=settings.workers,
+                            **uvicorn_options(settings))
+    sock = config.bind_socket()
+    try:
+        _Supervisor(config, sockets=[sock]).run()
+    finally:
+        sock.close()
+        if made:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+    return 0

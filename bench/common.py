@@ -35,13 +35,18 @@ class Shape:
     latency_ms: float = 0.0
     judge: bool = False
     burst: int = 1
+    request: str = "small"
+    """The request the driver sends: ``small`` (two short messages), ``sys`` (a 180-character system
+    prompt) or ``agent`` (a coding agent's turn: 15 KB system prompt, tools, 50 KB of history)."""
 
 
 def parse_model(model: str) -> Shape:
-    deltas, pace, latency, judge, burst = 20, 0.0, 0.0, False, 1
+    deltas, pace, latency, judge, burst, request = 20, 0.0, 0.0, False, 1, "small"
     for part in model.split("-"):
         if part == "judge":
             judge = True
+        elif part in ("sys", "agent"):
+            request = part
         elif len(part) > 1 and part[0] in "dplb" and part[1:].replace(".", "", 1).isdigit():
             value = float(part[1:])
             if part[0] == "d":
@@ -52,7 +57,7 @@ def parse_model(model: str) -> Shape:
                 burst = max(1, int(value))
             else:
                 latency = value
-    return Shape(deltas, pace, latency, judge, burst)
+    return Shape(deltas, pace, latency, judge, burst, request)
 
 
 def deltas_for(n: int) -> list[str]:
@@ -102,8 +107,12 @@ def completion_body(model: str) -> bytes:
 
 
 def request_body(model: str, stream: bool) -> bytes:
+    kind = parse_model(model).request
+    if kind == "agent":
+        return _agent_body(model, stream)
+    system = _SYS_180 if kind == "sys" else "You are a concise assistant for a benchmark."
     body = {"model": model, "stream": stream, "temperature": 0,
-            "messages": [{"role": "system", "content": "You are a concise assistant for a benchmark."},
+            "messages": [{"role": "system", "content": system},
                          {"role": "user", "content": "Say something short about deployments."}]}
     return json.dumps(body, separators=(",", ":")).encode()
 
@@ -147,3 +156,70 @@ def proc_rss_kib(pid: int) -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
+
+
+_SYS_180 = ("You are Atlas, the release assistant of a small platform team. Answer in plain sentences, "
+            "cite the runbook section you relied on, and never promise dates you cannot verify.")
+
+# A coding agent's turn, built deterministically: the words are varied enough that the canary's index
+# is not trivially small, and none of the answer prose (``_PROSE``) occurs in it, so clean answers
+# never trip the canary. Sizes follow what real agents send (their system prompts are 10-30 KB).
+_AGENT_WORDS = ("workspace", "repository", "function", "module", "refactor", "test", "suite", "fixture",
+                "command", "shell", "terminal", "directory", "file", "edit", "patch", "diff", "commit",
+                "branch", "review", "lint", "format", "type", "error", "warning", "import", "package",
+                "dependency", "version", "build", "compile", "runtime", "config", "setting", "path",
+                "absolute", "relative", "symlink", "permission", "sandbox", "approval", "network",
+                "request", "response", "stream", "token", "budget", "context", "window", "summary")
+
+
+def _agent_prose(seed: int, chars: int) -> str:
+    out: list[str] = []
+    n, i = 0, seed
+    while n < chars:
+        words = [_AGENT_WORDS[(i * 7 + k * 13) % len(_AGENT_WORDS)] for k in range(6 + i % 9)]
+        sentence = f"Rule {i}: always check the " + " ".join(words) + " before you act."
+        out.append(sentence)
+        n += len(sentence) + 1
+        i += 1
+    return " ".join(out)[:chars]
+
+
+def _agent_tools() -> list[dict[str, object]]:
+    def tool(name: str, desc: str, props: dict[str, str]) -> dict[str, object]:
+        return {"type": "function", "function": {
+            "name": name, "description": desc,
+            "parameters": {"type": "object", "required": list(props),
+                           "properties": {k: {"type": "string", "description": v} for k, v in props.items()}}}}
+
+    return [tool("read_file", "Read a file from the workspace.", {"file_path": "Absolute path to read."}),
+            tool("write_file", "Write a whole file.", {"file_path": "Absolute path.", "content": "New content."}),
+            tool("replace", "Replace text in a file.", {"file_path": "Absolute path.", "old_string": "Exact text.",
+                                                        "new_string": "Replacement text."}),
+            tool("list_directory", "List a directory.", {"dir_path": "Absolute directory path."}),
+            tool("glob", "Find files by glob pattern.", {"pattern": "Glob, e.g. src/**/*.py."}),
+            tool("search_file_content", "Search file contents with a regex.", {"pattern": "Regex to search."}),
+            tool("run_shell_command", "Run a shell command.", {"command": "The command line.",
+                                                              "description": "Why it is run."}),
+            tool("web_fetch", "Fetch a URL.", {"prompt": "What to fetch and why."})]
+
+
+def _agent_history(chars: int) -> list[dict[str, object]]:
+    msgs: list[dict[str, object]] = [{"role": "user", "content": "Fix the failing tests in the parser module."}]
+    turn = 0
+    while sum(len(json.dumps(m)) for m in msgs) < chars:
+        call_id = f"call_{turn:04d}"
+        path = f"/workspace/src/pkg/module_{turn % 37}.py"
+        msgs.append({"role": "assistant", "content": None, "tool_calls": [{
+            "id": call_id, "type": "function",
+            "function": {"name": "read_file", "arguments": json.dumps({"file_path": path})}}]})
+        source = "\n".join(f"def helper_{turn}_{k}(value):\n    return value * {k} + {turn}" for k in range(12))
+        msgs.append({"role": "tool", "tool_call_id": call_id, "content": source})
+        turn += 1
+    msgs.append({"role": "user", "content": "Now say in one paragraph what you found."})
+    return msgs
+
+
+def _agent_body(model: str, stream: bool) -> bytes:
+    body = {"model": model, "stream": stream, "temperature": 0, "tools": _agent_tools(),
+            "messages": [{"role": "system", "content": _agent_prose(1, 15_000)}, *_agent_history(50_000)]}
+    return json.dumps(body, separators=(",", ":")).encode()

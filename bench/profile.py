@@ -24,6 +24,8 @@ SCENARIOS: dict[str, dict[str, object]] = {
     "stream-burst": {"op": "cpu", "model": "bench-d5000-p0", "count": 1},
     "stream200-c32": {"op": "streams", "model": "bench-d200-p0", "concurrency": 32, "count": 96},
     "ns-c32": {"op": "load", "model": "bench-small", "concurrency": 32, "duration": 4.0, "warmup": 0.5},
+    "ns-sys-c32": {"op": "load", "model": "bench-sys", "concurrency": 32, "duration": 4.0, "warmup": 0.5},
+    "ns-agent-c8": {"op": "load", "model": "bench-agent", "concurrency": 8, "duration": 4.0, "warmup": 0.5},
 }
 POLICIES = {"gp-off": (None, False), "gp-default": (None, True), "gp-armed": (ARMED_POLICY, True)}
 

@@ -30,7 +30,8 @@ def _f(v: float | None, digits: int = 1, unit: str = "") -> str:
 def summarize(out: dict[str, Any]) -> dict[str, Any]:
     sc = out["scenarios"]
     s: dict[str, Any] = {"load": {}, "streams": {}}
-    for key in ("ns_c1", "ns_c32", "ns_c128", "judge_ns_c1", "judge_ns_c32"):
+    for key in ("ns_c1", "ns_c32", "ns_c128", "judge_ns_c1", "judge_ns_c32", "ns_sys_c32", "ns_agent_c1",
+                "ns_agent_c32"):
         for name, rounds in sc.get(key, {}).get("rounds", {}).items():
             s["load"].setdefault(key, {})[name] = {
                 "rps": _med([r.get("rps") for r in rounds]),
@@ -40,7 +41,7 @@ def summarize(out: dict[str, Any]) -> dict[str, Any]:
                 "ok": sum(r.get("ok", 0) for r in rounds), "verified": sum(r.get("verified", 0) for r in rounds),
                 "errors": sum(r.get("errors", 0) for r in rounds),
             }
-    for key in ("stream200_c32", "stream200_c32_paced5ms", "judge_stream200_c1"):
+    for key in ("stream200_c32", "stream200_c32_paced5ms", "judge_stream200_c1", "stream_agent_c32"):
         for name, rounds in sc.get(key, {}).get("rounds", {}).items():
             streams = sum(r.get("streams", 0) for r in rounds)
             s["streams"].setdefault(key, {})[name] = {
@@ -87,6 +88,17 @@ def targets(out: dict[str, Any], s: dict[str, Any]) -> list[dict[str, Any]]:
     if gd and off:
         add("req/s at 32 concurrent, gp-default vs gp-off (guardproxy's own passthrough; informative)",
             f"{gd / off:.2f}x ({gd:.0f} vs {off:.0f})", ">= 0.85x", gd / off >= 0.85)
+    sys32 = {n: v["rps"] for n, v in load.get("ns_sys_c32", {}).items()}
+    gs, bs = sys32.get("gp-default"), sys32.get("bare-relay")
+    if gs and bs:
+        add("req/s at 32 concurrent with a 180-char system prompt, gp-default vs bare relay",
+            f"{gs / bs:.2f}x ({gs:.0f} vs {bs:.0f})", ">= 0.9x", gs / bs >= 0.9)
+    ag = load.get("ns_agent_c1", {})
+    if ag.get("gp-default", {}).get("p50_ms") is not None and ag.get("gp-off", {}).get("p50_ms") is not None:
+        extra = ag["gp-default"]["p50_ms"] - ag["gp-off"]["p50_ms"]
+        add("agent-shaped request (15 KB prompt, tools, 50 KB history), c=1 p50 added over gp-off",
+            f"{extra:.2f} ms ({ag['gp-default']['p50_ms']:.2f} vs {ag['gp-off']['p50_ms']:.2f})", "<= 0.2 ms",
+            extra <= 0.2)
     added = s["added_c1"].get("gp-default")
     if added is not None:
         bare_added = s["added_c1"].get("bare-relay")
@@ -152,6 +164,21 @@ def markdown(out: dict[str, Any], s: dict[str, Any], tg: list[dict[str, Any]]) -
     parts.append("### Non-streaming (small chat completion)\n\n" + _table(
         ["contender", "c=1 p50 ms", "added p50 ms", "c=1 req/s", "c=32 req/s", "c=32 p50 ms", "c=32 p99 ms",
          "proxy CPU ms/req (c=32)", "c=128 req/s", "c=128 p99 ms", "errors / bodies equal"], rows, "lrrrrrrrrrl"))
+    rows = []
+    for n in _names(load.get("ns_agent_c32", {})):
+        a, b, c = (load.get(k, {}).get(n, {}) for k in ("ns_sys_c32", "ns_agent_c1", "ns_agent_c32"))
+        sa = s["streams"].get("stream_agent_c32", {}).get(n, {})
+        rows.append([n, _f(a.get("rps"), 0), _f(a.get("cpu_ms_per_req"), 2), _f(b.get("p50_ms"), 2),
+                     _f(c.get("rps"), 0), _f(c.get("p50_ms"), 1), _f(c.get("cpu_ms_per_req"), 2),
+                     _f(sa.get("ttft_p50_ms"), 1), _f(sa.get("total_p50_ms"), 1),
+                     f"{sa.get('completion_rate', 0):.0%} / {sa.get('verified_rate', 0):.0%}"])
+    if rows:
+        parts.append("### Requests shaped like real traffic\n\n\"sys\": a 180-character system prompt. \"agent\": a "
+                     "coding agent's turn, 66 KB (a 15 KB system prompt, eight tools, 50 KB of read_file calls "
+                     "and results); the same body every time, as on turn N of a conversation.\n\n" + _table(
+                         ["contender", "sys c=32 req/s", "sys CPU ms/req", "agent c=1 p50 ms", "agent c=32 req/s",
+                          "agent c=32 p50 ms", "agent CPU ms/req", "agent stream TTFT p50", "agent stream total p50",
+                          "completed / verified"], rows, "lrrrrrrrrl"))
     rows = []
     st = s["streams"]
     for n in _names(st.get("stream200_c32", {})):

@@ -189,6 +189,23 @@ class Bench:
         self.rounds("stream200_c32_paced5ms", names, 1 if self.q else 2, op="streams", model="bench-d200-p5",
                     concurrency=32, count=32, time_cap=30)
 
+    def agent(self) -> None:
+        """Requests shaped like real traffic: a 180-character system prompt, and a coding agent's turn
+        (15 KB system prompt, eight tools, 50 KB of tool-call history), non-streaming at 1 and 32
+        concurrent and streaming at 32. The same body on every request: turn N of a conversation,
+        where whatever depends only on the prompt should already be cached."""
+        names = [n for n in ("bare-relay", "gp-off", "gp-default", "gp-armed") if n in self.live]
+        n = 2 if self.q else 3
+        dur = 1.0 if self.q else 3.0
+        self.rounds("ns_sys_c32", names, n, op="load", model="bench-sys", concurrency=32, duration=dur,
+                    warmup=0.5, timeout=30)
+        self.rounds("ns_agent_c1", names, n, op="load", model="bench-agent", concurrency=1, duration=dur,
+                    warmup=0.3)
+        self.rounds("ns_agent_c32", names, n, op="load", model="bench-agent", concurrency=32, duration=dur,
+                    warmup=0.5, timeout=30)
+        self.rounds("stream_agent_c32", names, n, op="streams", model="bench-agent-d200-p0", concurrency=32,
+                    count=32 if self.q else 96, time_cap=30)
+
     def cpu_per_delta(self) -> None:
         """Proxy utime+stime per delta: paced 1 ms (one frame per read, as real upstreams send) at 100,
         1,000 and 10,000 deltas, and one 10,000-delta burst (no pacing: big reads)."""
@@ -269,6 +286,7 @@ class Bench:
             self.warm()
             self.nonstream()
             self.streams()
+            self.agent()
             self.cpu_per_delta()
             self.judge()
             if "litellm" in self.live:

@@ -25,7 +25,6 @@ Traps (anthropic-python 2.14, ``_streaming.py`` and ``lib/streaming/_messages.py
 from __future__ import annotations
 
 import copy
-import json
 import uuid
 from typing import Any
 
@@ -53,6 +52,7 @@ from proxy.wire.base import (
     StreamCodec,
     WireFormat,
     dumps,
+    loads,
 )
 
 _ERROR_TYPES: dict[str, str] = {
@@ -89,7 +89,7 @@ def _event(name: str, data: dict[str, Any]) -> str:
 def _args_object(arguments: str) -> dict[str, Any]:
     """``tool_use.input`` must be an object: parse the JSON text, ``{}`` when it isn't one."""
     try:
-        value = json.loads(arguments) if arguments else {}
+        value = loads(arguments) if arguments else {}
     except ValueError:
         return {}
     return value if isinstance(value, dict) else {}
@@ -168,7 +168,7 @@ class AnthropicMessages(WireFormat):
         return MessagesStream()
 
     def decode_response(self, body: bytes) -> AssistantMessage:
-        data = json.loads(body)
+        data = loads(body)
         blocks = _blocks(data["content"])
         calls = [ToolCall(str(b.get("id", "")), str(b.get("name", "")), dumps(b.get("input", {})))
                  for b in blocks if b.get("type") == "tool_use"]
@@ -180,7 +180,7 @@ class AnthropicMessages(WireFormat):
 
     def render_response(self, body: bytes, message: AssistantMessage, finish: FinishKind,
                         replaced: Replaced | None) -> bytes:
-        data = json.loads(body)
+        data = loads(body)
         kept = [b for b in _blocks(data.get("content")) if b.get("type") in _KEPT_BLOCKS]
         data["content"] = kept + _content_blocks(message)
         data["stop_reason"] = _finish_reason(message, finish)
@@ -254,7 +254,7 @@ class MessagesStream(StreamCodec):
         if sse.event is None or not sse.has_data:
             return Frame(raw)  # the SDKs drop nameless events; comments and pings carry nothing
         try:
-            data = json.loads(sse.data)
+            data = loads(sse.data)
         except ValueError:
             return Frame(raw)
         if not isinstance(data, dict):
@@ -344,7 +344,7 @@ class MessagesStream(StreamCodec):
         if sse.event not in _STRUCTURE_EVENTS:
             return
         try:
-            data = json.loads(sse.data)
+            data = loads(sse.data)
             index = int(data.get("index", -1))
         except (LookupError, ValueError, TypeError, AttributeError):
             return
@@ -407,7 +407,7 @@ class MessagesStream(StreamCodec):
 
     def retext(self, frame: Frame, text: str) -> bytes:
         sse = parse_fields(frame.raw)
-        data = json.loads(sse.data)
+        data = loads(sse.data)
         if data.get("type") == "content_block_start":
             data["content_block"]["text"] = text
         else:

@@ -13,6 +13,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import msgspec
+
 from proxy.events import AssistantMessage, Frame, RequestView, ToolCall
 
 FinishKind = Literal["normal", "filtered"]
@@ -43,6 +45,22 @@ class BadRequest(Exception):
     """The client's body is not what its API accepts; answered with a 400 in that API's format."""
 
 
+_DECODER = msgspec.json.Decoder()
+
+
+def loads(data: bytes | str) -> Any:
+    """``json.loads`` with the same result, faster: msgspec first (1.9x on a 66 KB agent request, 4-6x
+    on a stream chunk or a completion body: ``python -m bench.json_decoders``), the standard library
+    whenever msgspec refuses. msgspec refuses exactly what it would read differently (NaN, lone
+    surrogates, a UTF-8 BOM, exponents past the float range) rather than return another value, and it
+    keeps integers of any size exact; so the proxy reads every body as the Python SDKs (standard
+    library) do, and bad JSON still raises ``ValueError``."""
+    try:
+        return _DECODER.decode(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return json.loads(data)
+
+
 def dumps(obj: Any) -> str:
     """Compact JSON, as the providers send it."""
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
@@ -50,7 +68,7 @@ def dumps(obj: Any) -> str:
 
 def load_json_body(body: bytes) -> dict[str, Any]:
     try:
-        data = json.loads(body)
+        data = loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest(f"request body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):

@@ -25,7 +25,6 @@ Traps (wire-formats.md 1d, DESIGN.md "keep-alive comments break Gemini clients")
 from __future__ import annotations
 
 import copy
-import json
 import re
 from abc import abstractmethod
 from collections import defaultdict, deque
@@ -54,6 +53,7 @@ from proxy.wire.base import (
     StreamCodec,
     WireFormat,
     dumps,
+    loads,
 )
 
 _ERRORS: dict[ErrorKind, tuple[int, str]] = {
@@ -107,7 +107,7 @@ def _call(part: dict[str, Any]) -> ToolCall | None:
 
 def _call_part(call: ToolCall, signature: str | None = None) -> dict[str, Any]:
     try:
-        args = json.loads(call.arguments) if call.arguments else {}
+        args = loads(call.arguments) if call.arguments else {}
     except ValueError:
         args = {}  # arguments the model got wrong: Gemini only carries an object
     fc: dict[str, Any] = {"name": call.name, "args": args if isinstance(args, dict) else {}}
@@ -209,7 +209,7 @@ class Gemini(WireFormat):
         return GeminiSSEStream() if sse else GeminiArrayStream()
 
     def decode_response(self, body: bytes) -> AssistantMessage:
-        data = json.loads(body)
+        data = loads(body)
         try:
             cand = (data.get("candidates") or [{}])[0]
             content = cand.get("content")
@@ -223,7 +223,7 @@ class Gemini(WireFormat):
 
     def render_response(self, body: bytes, message: AssistantMessage, finish: FinishKind,
                         replaced: Replaced | None) -> bytes:
-        data = json.loads(body)
+        data = loads(body)
         cands = data.get("candidates") or [{}]
         old = cands[0]
         signatures: dict[str, str] = {}
@@ -441,7 +441,7 @@ class GeminiSSEStream(_GeminiStream):
         # A bare JSON object (the API's own mid-stream error write) has no ``data:`` field.
         text = sse.data if sse.has_data else raw.decode("utf-8", errors="replace").strip()
         try:
-            return Frame(raw, self._events(json.loads(text)))
+            return Frame(raw, self._events(loads(text)))
         except ValueError:
             return Frame(raw)
 
@@ -466,7 +466,7 @@ class GeminiSSEStream(_GeminiStream):
 
     def retext(self, frame: Frame, text: str) -> bytes:
         end = frame.raw[len(frame.raw.rstrip(b"\r\n")):] or b"\r\n\r\n"
-        return self._frame(self._with_text(json.loads(parse_fields(frame.raw).data), text), end)
+        return self._frame(self._with_text(loads(parse_fields(frame.raw).data), text), end)
 
 
 class GeminiArrayStream(_GeminiStream):
@@ -491,7 +491,7 @@ class GeminiArrayStream(_GeminiStream):
         if self._seen_objects == 2:
             self._sep = raw[:brace].decode("utf-8", errors="replace") or self._sep
         try:
-            return Frame(raw, self._events(json.loads(raw[brace:])))
+            return Frame(raw, self._events(loads(raw[brace:])))
         except ValueError:
             return Frame(raw)
 
@@ -529,5 +529,5 @@ class GeminiArrayStream(_GeminiStream):
 
     def retext(self, frame: Frame, text: str) -> bytes:
         brace = frame.raw.find(b"{")
-        chunk = self._with_text(json.loads(frame.raw[brace:]), text)
+        chunk = self._with_text(loads(frame.raw[brace:]), text)
         return frame.raw[:brace] + dumps(chunk).encode()

@@ -8,7 +8,6 @@ empty delta, which the official SDK yields as a harmless empty chunk (DESIGN.md,
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 from proxy.events import (
@@ -35,6 +34,7 @@ from proxy.wire.base import (
     StreamCodec,
     WireFormat,
     dumps,
+    loads,
 )
 
 _ERROR_TYPES: dict[str, tuple[str, str | None]] = {
@@ -108,7 +108,7 @@ class OpenAIChat(WireFormat):
         return ChatStream()
 
     def decode_response(self, body: bytes) -> AssistantMessage:
-        data = json.loads(body)
+        data = loads(body)
         choice = data["choices"][0]
         msg = choice.get("message") or {}
         calls = [ToolCall(str(tc.get("id", "")), str((tc.get("function") or {}).get("name", "")),
@@ -121,7 +121,7 @@ class OpenAIChat(WireFormat):
 
     def render_response(self, body: bytes, message: AssistantMessage, finish: FinishKind,
                         replaced: Replaced | None) -> bytes:
-        data = json.loads(body)
+        data = loads(body)
         choice = data["choices"][0]
         choice["message"] = _message_dict(message)
         choice["finish_reason"] = _finish_reason(message, finish)
@@ -195,7 +195,7 @@ class ChatStream(StreamCodec):
         if not sse.has_data or sse.data.startswith("[DONE]"):
             return Frame(raw, self._close_tools())
         try:
-            chunk = json.loads(sse.data)
+            chunk = loads(sse.data)
         except ValueError:
             return Frame(raw)
         if not isinstance(chunk, dict):
@@ -282,6 +282,6 @@ class ChatStream(StreamCodec):
         return f"data: {dumps(error_object(message, kind))}\n\n".encode()
 
     def retext(self, frame: Frame, text: str) -> bytes:
-        chunk = json.loads(parse_fields(frame.raw).data)
+        chunk = loads(parse_fields(frame.raw).data)
         chunk["choices"][0]["delta"]["content"] = text
         return f"data: {dumps(chunk)}\n\n".encode()

@@ -27,7 +27,6 @@ Once the client has a terminal event nothing may follow it, so the renderers the
 from __future__ import annotations
 
 import copy
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,6 +55,7 @@ from proxy.wire.base import (
     StreamCodec,
     WireFormat,
     dumps,
+    loads,
 )
 from proxy.wire.openai_chat import error_object
 
@@ -97,7 +97,7 @@ def _result_ok(output: Any) -> bool:
         return int(m.group(1)) == 0
     if text.startswith("{"):
         try:
-            meta = json.loads(text).get("metadata")
+            meta = loads(text).get("metadata")
         except (ValueError, AttributeError):
             return True
         return not (isinstance(meta, dict) and meta.get("exit_code") not in (0, None))
@@ -156,7 +156,7 @@ class OpenAIResponses(WireFormat):
 
     def decode_response(self, body: bytes) -> AssistantMessage:
         try:
-            data = json.loads(body)
+            data = loads(body)
             output = [i for i in data["output"] if isinstance(i, dict)]
             parts = [p for i in output if i.get("type") == "message" for p in i.get("content") or []]
             calls = [_call_of(i) for i in output if i.get("type") in _TOOL_ITEMS]
@@ -169,7 +169,7 @@ class OpenAIResponses(WireFormat):
 
     def render_response(self, body: bytes, message: AssistantMessage, finish: FinishKind,
                         replaced: Replaced | None) -> bytes:
-        data = json.loads(body)
+        data = loads(body)
         old = [i for i in data.get("output") or [] if isinstance(i, dict)]
         ids = [str(i["id"]) for i in old if i.get("type") == "message" and "id" in i]
         msg_id = ids[0] if ids else "msg_guardproxy"
@@ -250,7 +250,7 @@ def _load(raw: bytes) -> dict[str, Any] | None:
     if not sse.has_data:
         return None
     try:
-        ev = json.loads(sse.data)
+        ev = loads(sse.data)
     except ValueError:
         return None
     if not isinstance(ev, dict):
@@ -558,6 +558,6 @@ class ResponsesStream(StreamCodec):
 
     def retext(self, frame: Frame, text: str) -> bytes:
         sse = parse_fields(frame.raw)
-        ev = json.loads(sse.data)
+        ev = loads(sse.data)
         ev["delta"] = text
         return f"event: {sse.event or ev.get('type')}\ndata: {dumps(ev)}\n\n".encode()

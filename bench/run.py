@@ -42,6 +42,7 @@ RESULTS = ROOT / "bench" / "results"
 ARMED_POLICY = "bench/policies/all-stream.toml"
 JUDGE_POLICY = "bench/policies/judge.toml"
 JUDGE_MODEL = "bench-judge-l50"
+SCENARIOS = ("nonstream", "streams", "agent", "cpu_per_delta", "judge", "memory", "guard_cost")
 
 
 class Driver:
@@ -146,6 +147,9 @@ class Bench:
                 except RuntimeError as exc:
                     self.out["notes"].append(f"LiteLLM {version} did not start: {exc}")
         log("contenders up: " + ", ".join(self.live))
+
+    def wanted(self, scenario: str) -> bool:
+        return not self.args.only or scenario in self.args.only
 
     def verify_mode(self, name: str) -> str:
         return "content" if name == "litellm" else "bytes"
@@ -284,18 +288,18 @@ class Bench:
         try:
             self.start_all()
             self.warm()
-            self.nonstream()
-            self.streams()
-            self.agent()
-            self.cpu_per_delta()
-            self.judge()
+            for name in ("nonstream", "streams", "agent", "cpu_per_delta", "judge"):
+                if self.wanted(name):
+                    getattr(self, name)()
             if "litellm" in self.live:
                 self.fleet.stop(self.live.pop("litellm"))  # it has no part in the scenarios below
-            self.memory()
+            if self.wanted("memory"):
+                self.memory()
         finally:
             self.drive.close()
             self.fleet.stop_all()
-        self.guard_cost()
+        if self.wanted("guard_cost"):
+            self.guard_cost()
         self.out["elapsed_s"] = round(time.monotonic() - t0, 1)
         self.out["peers_requested"] = bool(self.args.peers)
         self.out["quick"] = bool(self.q)
@@ -307,6 +311,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
     parser.add_argument("--peers", action="store_true", help="also run LiteLLM's proxy (installs it under bench/.peers)")
     parser.add_argument("--quick", action="store_true", help="short smoke run; not for publishing")
+    parser.add_argument("--only", nargs="+", choices=SCENARIOS, metavar="SCENARIO",
+                        help=f"run only these scenarios (of {', '.join(SCENARIOS)}); writes the same reports")
     args = parser.parse_args(argv)
     # SIGTERM (and SIGINT, which a background job may inherit as ignored) unwind through the
     # ``finally`` that stops every server, instead of orphaning them.

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from guardrails.datamodel import AssistantMessage
 from guardrails.decision import PASS, Decision
-from proxy.events import AssistantMessage
 
 
 @dataclass(frozen=True, slots=True)

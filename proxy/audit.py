@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import IO, Final, Self
 
 from config.policy import ToolsPolicy
-from guardrails.tools.assessment import Assessment, policy_fingerprint, policy_snapshot
+from guardrails.tools.verdict import Assessment, policy_fingerprint, policy_snapshot
 
 TOOL_CALL_ASSESSED: Final = "tool_call.assessed"
 EVENTS: Final = frozenset({"guardrail.tripped", "message.replaced", "retry", "fail_open", TOOL_CALL_ASSESSED,

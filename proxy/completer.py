@@ -54,8 +54,8 @@ def RequestCompleter(ex: Exchange, wire: WireFormat) -> TextCompleter:
     assert ex.route is not None
     headers = [(k, v) for k, v in ex.headers if k in _AUTH_HEADERS]
     headers.append(("content-type", "application/json"))
-    judge_wire = wire if wire.name != "openai_responses" else ex.s.wires["openai_responses"]
-    return _Completer(ex.s.upstream, judge_wire, ex.s.upstream.bases[ex.route.provider], headers,
+    judge_wire = wire if wire.name != "openai_responses" else ex.services.wires["openai_responses"]
+    return _Completer(ex.services.upstream, judge_wire, ex.services.upstream.bases[ex.route.provider], headers,
                       _key_query(ex.query))
 
 

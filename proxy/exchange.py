@@ -1,7 +1,7 @@
 """The async driver of one client request: authorises and routes it, relays passthrough traffic,
-and hands the four guarded APIs to ``proxy.guarded``.
+and hands the four guarded APIs to ``proxy.guarded_turn``.
 
-Sockets live here and in ``proxy.guarded``; judgement does not. Errors reach the client in its own
+Sockets live here and in ``proxy.guarded_turn``; judgement does not. Errors reach the client in its own
 API's format (an HTTP error before the response started, that API's mid-stream error after).
 """
 
@@ -16,7 +16,7 @@ from collections import Counter
 import structlog
 
 from proxy.asgi import Scope, Send, header_list, respond
-from proxy.guarded import Guarded
+from proxy.guarded_turn import GuardedTurn
 from proxy.routes import BadPath, Provider, Route, resolve
 from proxy.services import Services
 from proxy.upstream import HOP_BY_HOP, UpstreamError, UpstreamResponse
@@ -34,11 +34,11 @@ class Exchange:
     """One client request, from the first byte received to the last byte sent."""
 
     def __init__(self, services: Services, scope: Scope, body: bytes | None, send: Send) -> None:
-        self.s = services
+        self.services = services
         self.scope, self.body, self._send = scope, body, send
         self.request_id = uuid.uuid4().hex[:16]
         self.headers = header_list(scope)
-        self.h = {k: v for k, v in self.headers}
+        self.header = {k: v for k, v in self.headers}
         self.method: str = scope["method"]
         self.path: str = scope["path"]
         self.query: str = scope.get("query_string", b"").decode("latin-1")
@@ -64,7 +64,7 @@ class Exchange:
             await self._fail(500, "guardproxy hit an internal error", "upstream")
         finally:
             route = self.route.wire or "passthrough" if self.route else "invalid"
-            self.s.metrics.requests.labels(route=route, status=str(self.status)).inc()
+            self.services.metrics.requests.labels(route=route, status=str(self.status)).inc()
             log.info("request", method=self.method, path=self.path, route=route, status=self.status,
                      duration_ms=round((time.perf_counter() - self.t0) * 1000, 2),
                      upstream_ms=round(self.upstream_s * 1000, 2), attempts=sum(self.attempts.values()),
@@ -78,19 +78,19 @@ class Exchange:
             return
         raw_path = self.scope.get("raw_path", self.path.encode()).decode("latin-1")
         try:
-            self.route = route = resolve(raw_path, self.method, self.h, self.query)
+            self.route = route = resolve(raw_path, self.method, self.header, self.query)
         except BadPath as exc:
             await self._fail(400, str(exc), "invalid_request", provider=self._guess_provider())
             return
         self.path = route.path
         body = self.body
         if body is None:
-            await self._fail(413, f"request body exceeds {self.s.settings.max_body_bytes} bytes", "too_large")
+            await self._fail(413, f"request body exceeds {self.services.settings.max_body_bytes} bytes", "too_large")
             return
         if route.wire is None:
             await self._passthrough(body)
             return
-        self.wire = wire = self.s.wires[route.wire]
+        self.wire = wire = self.services.wires[route.wire]
         try:
             data = load_json_body(body)
             view = wire.parse_request(data, stream=bool(route.stream))
@@ -101,17 +101,17 @@ class Exchange:
             m = _GEMINI_MODEL.search(route.path)
             view.model = m.group(1) if m else view.model
             view.stream = bool(route.stream)
-        if not self.s.guarding:
+        if not self.services.guarding:
             await self._passthrough(body)
             return
-        await Guarded(self, wire, route, data, body, view).run()
+        await GuardedTurn(self, wire, route, data, body, view).run()
 
     # ------------------------------------------------------------------ plumbing
     def _authorized(self) -> bool:
-        token = self.s.settings.auth_token
+        token = self.services.settings.auth_token
         if not token:
             return True
-        given = self.h.get("x-guardproxy-token", "")
+        given = self.header.get("x-guardproxy-token", "")
         return hmac.compare_digest(given.encode(), token.encode())
 
     def _guess_provider(self) -> Provider:
@@ -124,17 +124,17 @@ class Exchange:
             return "gemini"
         if path.startswith(("/openai", "/v1/chat", "/v1/responses", "/chat", "/responses")):
             return "openai"
-        if "anthropic-version" in self.h or "x-api-key" in self.h:
+        if "anthropic-version" in self.header or "x-api-key" in self.header:
             return "anthropic"
-        return "gemini" if "x-goog-api-key" in self.h else "openai"
+        return "gemini" if "x-goog-api-key" in self.header else "openai"
 
     def upstream_url(self, path: str | None = None) -> str:
         assert self.route is not None
-        url = self.s.upstream.bases[self.route.provider] + (path or self.route.path)
+        url = self.services.upstream.bases[self.route.provider] + (path or self.route.path)
         return f"{url}?{self.query}" if self.query and path is None else url
 
     def forward_headers(self, *, identity: bool) -> list[tuple[str, str]]:
-        named = {t.strip().lower() for t in self.h.get("connection", "").split(",")}  # RFC 9110 7.6.1
+        named = {t.strip().lower() for t in self.header.get("connection", "").split(",")}  # RFC 9110 7.6.1
         out = [(k, v) for k, v in self.headers if k not in HOP_BY_HOP and k not in named]
         if identity:
             out = [(k, v) for k, v in out if k != "accept-encoding"] + [("accept-encoding", "identity")]
@@ -173,7 +173,7 @@ class Exchange:
                 await self.write(self.client_codec.render_error(message, kind))
             await self.finish()
             return
-        wire = self.wire or self.s.wires[_PROVIDER_WIRE[provider or (self.route.provider if self.route
+        wire = self.wire or self.services.wires[_PROVIDER_WIRE[provider or (self.route.provider if self.route
                                                                      else self._guess_provider())]]
         self.started, self.status = True, status
         await respond(self._send, status, wire.http_error(status, message, kind, extra),
@@ -186,11 +186,11 @@ class Exchange:
 
     async def upstream_request(self, body: bytes, *, identity: bool) -> UpstreamResponse:
         t = time.perf_counter()
-        resp = await self.s.upstream.request(self.method, self.upstream_url(),
+        resp = await self.services.upstream.request(self.method, self.upstream_url(),
                                              self.forward_headers(identity=identity), body)
         elapsed = time.perf_counter() - t
         self.upstream_s += elapsed
-        self.s.metrics.upstream_latency.labels(provider=self.route.provider if self.route else "").observe(elapsed)
+        self.services.metrics.upstream_latency.labels(provider=self.route.provider if self.route else "").observe(elapsed)
         return resp
 
     async def _passthrough(self, body: bytes) -> None:

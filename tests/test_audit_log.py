@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from config.policy import ToolsPolicy
+from guardrails.datamodel import ToolCall
 from guardrails.tools import ToolAssessor
 from proxy.audit import AuditLog, assessment_event
-from proxy.events import ToolCall
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:

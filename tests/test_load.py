@@ -48,7 +48,8 @@ def test_a_thousand_concurrent_streams_arrive_whole_and_in_order(upstream: FakeU
     expected = {api: upstream.expected_stream_bytes(fake_api(api), Reply(), "m", alt_sse=api == "gemini")
                 for api in LOAD_APIS}
     fds0 = fd_count()
-    with ProxyServer(upstream.url, upstream_read_timeout_s=30.0) as proxy:  # the shipped default policy
+    with ProxyServer(upstream.url, upstream_read_timeout_s=30.0,  # the shipped default policy
+                     upstream_connect_timeout_s=30.0) as proxy:  # 1,000 connects on a busy machine
         asyncio.run(_run(proxy.url, 50, expected))  # warm up pools and caches
         base = Baseline(proxy)
         rss0 = rss_kb()

@@ -15,6 +15,7 @@ from config.policy import (
     WebhookGuardrail,
     load_policy,
 )
+from guardrails.datamodel import AssistantMessage, ToolCall
 from guardrails.decision import JUDGE_VIOLATION, PASS, Block
 from guardrails.message import (
     LlmJudge,
@@ -28,7 +29,6 @@ from guardrails.message import (
     timeouts_by_id,
 )
 from guardrails.seams import MessageContext, TextCompleter
-from proxy.events import AssistantMessage, ToolCall
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATE = "Q: {user_query}\nA: {agent_output}\nSay PASS or VIOLATION."

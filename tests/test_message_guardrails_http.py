@@ -12,10 +12,10 @@ import pytest
 from aiohttp import web
 
 from config.policy import ModerationGuardrail, WebhookGuardrail
+from guardrails.datamodel import AssistantMessage, ToolCall
 from guardrails.decision import MODERATION_FLAGGED, PASS, WEBHOOK_BLOCK, Block
 from guardrails.message import Moderation, Undecided, Webhook, run_message_guardrails
 from guardrails.seams import MessageContext
-from proxy.events import AssistantMessage, ToolCall
 
 
 @dataclass

@@ -8,10 +8,10 @@ from collections.abc import Awaitable, Callable
 import pytest
 from structlog.testing import capture_logs
 
+from guardrails.datamodel import AssistantMessage
 from guardrails.decision import PASS, Block, Decision, Redact
 from guardrails.message import Skipped, Undecided, run_message_guardrails
 from guardrails.seams import MessageContext
-from proxy.events import AssistantMessage
 
 SECRET_TEXT = "the user's private answer text"
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from config.policy import ToolsPolicy
-from guardrails.tools import ToolAssessor, redecide
+from guardrails.datamodel import HistoryToolCall, ToolCall
+from guardrails.tools import ToolAssessor, decide
 from guardrails.tools.replay import main_replay, read_records, replay
 from proxy.audit import AuditLog
-from proxy.events import HistoryToolCall, ToolCall
 
 CALLS = [
     ("read_file", {"file_path": "src/app.py"}),
@@ -110,7 +110,7 @@ def test_recorded_grants_are_honoured_on_replay() -> None:
               "decision": a.decision, "reason_code": None, "observations": a.observations,
               "policy": policy.model_dump(mode="json")}
     assert replay([record], None).reproduced
-    assert redecide(a.tool, a.effect, a.observations, policy).decision == "block"
+    assert decide(a.tool, a.effect, a.observations, policy).decision == "block"
 
 
 def test_main_replay_exits_0_when_everything_reproduces(audit: tuple[Path, ToolsPolicy]) -> None:

@@ -20,7 +20,7 @@ from guardrails.seams import DeltaCheck, StreamContext
 from guardrails.stream import ArmedSet, build_stream_guardrails, canary_instruction, make_canary_token
 from guardrails.stream.canary import CanaryProvider
 from guardrails.stream.patterns import RegexProvider
-from tests.test_stream_guardrails_support import one_char, random_chunks, run, summary
+from tests.stream_support import one_char, random_chunks, run, summary
 
 PROMPT = (
     "You are Orbit, the support assistant of Acme Rockets. Always answer in a friendly tone.\n"

@@ -25,9 +25,9 @@ from guardrails.stream._scan import Anchors, literal_prefix, split_lookbehinds
 from guardrails.stream.patterns import RegexProvider
 from guardrails.stream.pii import PiiProvider
 from guardrails.stream.secrets import SecretsProvider
+from tests.stream_support import random_chunks
 from tests.test_stream_guardrails_pii import NEAR_MISSES, POSITIVES
 from tests.test_stream_guardrails_secrets import FALSE_POSITIVES, SAMPLES
-from tests.test_stream_guardrails_support import random_chunks
 
 CTX = StreamContext(system_prompt="")
 

@@ -10,7 +10,7 @@ from config.policy import PiiGuardrail
 from guardrails.decision import PII
 from guardrails.seams import DeltaCheck, StreamContext
 from guardrails.stream.pii import PII_WINDOW, PiiProvider, iban_ok, luhn_ok
-from tests.test_stream_guardrails_support import one_char, random_chunks, run, summary
+from tests.stream_support import one_char, random_chunks, run, summary
 
 CTX = StreamContext(system_prompt="")
 

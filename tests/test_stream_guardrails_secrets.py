@@ -13,7 +13,7 @@ from guardrails.decision import SECRET_LEAK
 from guardrails.seams import DeltaCheck, StreamContext
 from guardrails.stream._scan import looks_random
 from guardrails.stream.secrets import _RULES, SECRETS_WINDOW, SecretsProvider
-from tests.test_stream_guardrails_support import one_char, random_chunks, run, summary
+from tests.stream_support import one_char, random_chunks, run, summary
 
 CTX = StreamContext(system_prompt="")
 _rng = random.Random(20240601)

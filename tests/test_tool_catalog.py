@@ -10,9 +10,9 @@ from typing import Any, cast
 import pytest
 
 from config.policy import ToolSpec, ToolsPolicy
+from guardrails.datamodel import HistoryToolCall, ToolCall
 from guardrails.tools import Assessment, ToolAssessor
 from guardrails.tools.patch import parse_patch
-from proxy.events import HistoryToolCall, ToolCall
 
 PATCH = """*** Begin Patch
 *** Add File: src/new.py

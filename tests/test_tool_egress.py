@@ -8,8 +8,8 @@ from typing import Any, cast
 import pytest
 
 from config.policy import ToolsPolicy
+from guardrails.datamodel import ToolCall
 from guardrails.tools import Assessment, ToolAssessor
-from proxy.events import ToolCall
 
 ALLOW = ["api.github.com", ".pypi.org", ".github.com"]
 

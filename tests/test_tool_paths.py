@@ -11,8 +11,8 @@ from typing import Any, cast
 import pytest
 
 from config.policy import ToolsPolicy
+from guardrails.datamodel import HistoryToolCall, ToolCall
 from guardrails.tools import Assessment, ToolAssessor
-from proxy.events import HistoryToolCall, ToolCall
 
 
 def _obs(a: Assessment, key: str) -> list[dict[str, Any]]:

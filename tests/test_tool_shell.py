@@ -8,8 +8,8 @@ import json
 import pytest
 
 from config.policy import ToolsPolicy
+from guardrails.datamodel import ToolCall
 from guardrails.tools import Assessment, ToolAssessor
-from proxy.events import ToolCall
 
 
 def _run(command: str, interpreters: list[str] | None = None, tool: str = "run_shell_command") -> Assessment:

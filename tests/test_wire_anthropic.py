@@ -13,7 +13,7 @@ from aiohttp import web
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.events import (
+from guardrails.datamodel import (
     AssistantMessage,
     Finish,
     Frame,
@@ -25,8 +25,8 @@ from proxy.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from proxy.pipeline import StreamGuard
 from proxy.sse import parse_fields
+from proxy.stream_guard import StreamGuard
 from proxy.wire.anthropic import AnthropicMessages, MessagesStream
 from proxy.wire.base import BadRequest, Replaced
 

@@ -16,7 +16,7 @@ from google.genai import errors, types
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.events import (
+from guardrails.datamodel import (
     AssistantMessage,
     Finish,
     Frame,
@@ -28,7 +28,7 @@ from proxy.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from proxy.pipeline import StreamGuard
+from proxy.stream_guard import StreamGuard
 from proxy.wire.base import BadRequest, Replaced, StreamCodec
 from proxy.wire.gemini import ArraySplitter, Gemini, GeminiArrayStream, GeminiSSEStream
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from openai.types.responses import Response
 
-from proxy.events import (
+from guardrails.datamodel import (
     AssistantMessage,
     Event,
     Finish,

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from config.policy import ToolsPolicy
-from guardrails.tools.assessment import Assessment, policy_fingerprint, policy_snapshot
+from guardrails.datamodel import HistoryToolCall, ToolCall
 from guardrails.tools.observe import observe
 from guardrails.tools.probe import CachingProbe, FileSystemProbe, WorldProbe
-from guardrails.tools.rules import redecide
-from proxy.events import HistoryToolCall, ToolCall
+from guardrails.tools.rules import decide
+from guardrails.tools.verdict import Assessment, policy_fingerprint, policy_snapshot
 
 
 class ToolAssessor:
@@ -40,7 +40,7 @@ class ToolAssessor:
         probe = CachingProbe(self._probe)
         effect, observations = observe(call.name, call.arguments, history, self.policy, probe,
                                        self._base_dir, grants)
-        verdict = redecide(call.name, effect, observations, self.policy, grants)
+        verdict = decide(call.name, effect, observations, self.policy, grants)
         return Assessment(verdict.tool, verdict.effect, verdict.decision, verdict.rule,
                           verdict.reason_code, verdict.rationale, verdict.observations, call.call_id,
                           self._snapshot, self._fingerprint)

@@ -29,12 +29,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from config.policy import ToolsPolicy
+from guardrails.datamodel import HistoryToolCall
 from guardrails.tools import egress, shell
 from guardrails.tools.catalog import ToolEntry, looks_like_path, lookup, strings
 from guardrails.tools.patch import find_patch, parse_patch
 from guardrails.tools.paths import is_glob, lexical, static_prefix
 from guardrails.tools.probe import WorldProbe
-from proxy.events import HistoryToolCall
 
 Obs = dict[str, object]
 _OPS = {"file_read": "read", "file_write": "write"}

@@ -1,7 +1,7 @@
 """The world probe: the only code in tool assessment that touches the filesystem (or the environment).
 
 Everything it answers is recorded in the observations, so a decision can be re-made later from the
-audit log without a filesystem (``redecide``). Tests substitute a fake to prove the rules are pure.
+audit log without a filesystem (``decide``). Tests substitute a fake to prove the rules are pure.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``guardproxy replay``: re-make recorded tool-call decisions from their observations.
 
-Replay never touches the filesystem: it runs only the pure rules (``redecide``) over what was
+Replay never touches the filesystem: it runs only the pure rules (``decide``) over what was
 observed at the time. With ``--policy`` it is a dry-run of a new policy over recorded traffic; without,
 each record is re-decided under the tools policy snapshot it carries, which checks that the rules
 still reproduce the recorded decisions.
@@ -18,7 +18,7 @@ from typing import TextIO
 from pydantic import ValidationError
 
 from config.policy import PolicyError, ToolsPolicy, load_policy
-from guardrails.tools.rules import redecide
+from guardrails.tools.rules import decide
 
 TOOL_CALL_ASSESSED = "tool_call.assessed"
 
@@ -89,7 +89,7 @@ def replay(records: Iterable[Mapping[str, object]], policy: ToolsPolicy | None) 
         grants = observations.get("grants")
         granted = frozenset(g for g in grants if isinstance(g, str)) if isinstance(grants, list) else frozenset()
         tool, effect = _str(record, "tool"), _str(record, "effect")
-        new = redecide(tool, effect, observations, _policy_of(record, policy), granted)
+        new = decide(tool, effect, observations, _policy_of(record, policy), granted)
         report.replayed += 1
         old_decision = _str(record, "decision")
         old_reason = record.get("reason_code")

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 
 from config.policy import ToolsPolicy
 from guardrails import decision as codes
-from guardrails.tools import assessment as ids
-from guardrails.tools.assessment import Assessment
+from guardrails.tools import verdict as ids
 from guardrails.tools.egress import egress_violation
 from guardrails.tools.paths import in_manifest, privileged_entry, within
 from guardrails.tools.shell import DEFAULT_INTERPRETERS, interpreter_form
+from guardrails.tools.verdict import Assessment
 
 Obs = dict[str, object]
 
@@ -165,7 +165,7 @@ RULES: Sequence[Callable[[Context], Hit | None]] = (
 )
 
 
-def redecide(tool: str, effect: str, observations: Mapping[str, object], policy: ToolsPolicy,
+def decide(tool: str, effect: str, observations: Mapping[str, object], policy: ToolsPolicy,
              grants: Iterable[str] = frozenset()) -> Assessment:
     """Decide a call from its observations alone (what replay runs). Pure."""
     obs: Obs = dict(observations)

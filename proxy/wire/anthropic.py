@@ -28,7 +28,7 @@ import copy
 import uuid
 from typing import Any
 
-from proxy.events import (
+from guardrails.datamodel import (
     AssistantMessage,
     Event,
     Finish,

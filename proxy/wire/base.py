@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from proxy.events import AssistantMessage, Frame, RequestView, ToolCall
+from guardrails.datamodel import AssistantMessage, Frame, RequestView, ToolCall
 
 FinishKind = Literal["normal", "filtered"]
 """``filtered``: the provider's content-filter ending; ``normal``: an ordinary end of turn."""

@@ -30,7 +30,7 @@ from abc import abstractmethod
 from collections import defaultdict, deque
 from typing import Any
 
-from proxy.events import (
+from guardrails.datamodel import (
     AssistantMessage,
     Event,
     Finish,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from proxy.events import (
+from guardrails.datamodel import (
     AssistantMessage,
     Event,
     Finish,

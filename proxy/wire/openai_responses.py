@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxy.events import (
+from guardrails.datamodel import (
     AssistantMessage,
     Event,
     Finish,

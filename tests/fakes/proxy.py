@@ -6,7 +6,7 @@ import asyncio
 import socket
 import threading
 import time
-from typing import Any
+from typing import Any, Self
 
 import uvicorn
 
@@ -63,7 +63,7 @@ class ProxyServer:
         self.server.should_exit = True
         self.thread.join(10)
 
-    def __enter__(self) -> ProxyServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

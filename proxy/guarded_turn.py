@@ -1,8 +1,8 @@
 """A request on one of the four client APIs with guardrails on: forwards it, runs the guard, acts on
 findings.
 
-Sockets live here; judgement does not. The stream guard (``proxy.pipeline``) decides what may be
-released; the seams in ``guardrails`` decide what is wrong; ``proxy.findings.choose`` decides what to
+Sockets live here; judgement does not. The stream guard (``proxy.stream_guard``) decides what may be
+released; the seams in ``guardrails`` decide what is wrong; ``guardrails.findings.choose`` decides what to
 do about it; this module only carries bytes and loops over attempts.
 
 Attempts. A retry (corrective mandate) or a tool feedback round re-requests upstream. While nothing
@@ -18,14 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from guardrails.decision import Block, Redact
-from guardrails.message import run_message_guardrails
-from guardrails.seams import MessageContext, StreamContext
-from guardrails.stream import ArmedSet, Trip
-from guardrails.stream.canary import canary_instruction, make_canary_token
-from proxy.asgi import respond
-from proxy.completer import RequestCompleter, completer_factory
-from proxy.events import (
+from guardrails.datamodel import (
     AssistantMessage,
     Event,
     Frame,
@@ -36,9 +29,16 @@ from proxy.events import (
     ToolCallEnd,
     ToolCallStart,
 )
-from proxy.findings import Finding, choose
-from proxy.pipeline import StreamGuard
+from guardrails.decision import Block, Redact
+from guardrails.findings import Finding, choose
+from guardrails.message import run_message_guardrails
+from guardrails.seams import MessageContext, StreamContext
+from guardrails.stream import ArmedSet, Trip
+from guardrails.stream.canary import canary_instruction, make_canary_token
+from proxy.asgi import respond
+from proxy.completer import RequestCompleter, completer_factory
 from proxy.routes import Route
+from proxy.stream_guard import StreamGuard
 from proxy.upstream import UpstreamError, UpstreamResponse
 from proxy.wire.base import FinishKind, Replaced, StreamCodec, WireFormat, dumps
 
@@ -65,18 +65,18 @@ class Outcome:
     error: UpstreamError | None = None
 
 
-class Guarded:
+class GuardedTurn:
     """A request on one of the four client APIs with guardrails on."""
 
     def __init__(self, ex: Exchange, wire: WireFormat, route: Route, data: dict[str, Any], body: bytes,
                  view: RequestView) -> None:
-        self.ex, self.s, self.wire, self.route = ex, ex.s, wire, route
+        self.ex, self.services, self.wire, self.route = ex, ex.services, wire, route
         self.original = data
         self.body = body
         self.view = view
-        mode = ex.h.get("x-guardproxy-mode", self.s.policy.defaults.mode)
+        mode = ex.header.get("x-guardproxy-mode", self.services.policy.defaults.mode)
         self.interactive = mode != "non-interactive"
-        self.grants = frozenset(h.strip().lower() for h in ex.h.get("x-guardproxy-egress-grant", "").split(",")
+        self.grants = frozenset(h.strip().lower() for h in ex.header.get("x-guardproxy-egress-grant", "").split(",")
                                 if h.strip())
         self.canary_token = ""
         self.announced = False
@@ -87,14 +87,14 @@ class Guarded:
 
     # ------------------------------------------------------------------ setup
     def _plant_canary(self) -> bytes:
-        if not any(getattr(self.s.specs.get(g.id), "plant_token", False) for g in self.s.stream_guardrails):
+        if not any(getattr(self.services.specs.get(g.id), "plant_token", False) for g in self.services.stream_guardrails):
             return self.body
         self.canary_token = make_canary_token()
         self.base = self.wire.with_system(self.original, canary_instruction(self.canary_token))
         return dumps(self.base).encode()
 
     def _arm(self, *, for_tools: bool = False) -> ArmedSet | None:
-        guardrails = self.s.tool_arg_guardrails if for_tools else self.s.stream_guardrails
+        guardrails = self.services.tool_arg_guardrails if for_tools else self.services.stream_guardrails
         if not guardrails:
             return None
         ctx = StreamContext(system_prompt=self.view.system_prompt, model=self.view.model,
@@ -114,25 +114,25 @@ class Guarded:
 
     # ------------------------------------------------------------------ findings
     def _spec_attr(self, gid: str, name: str, default: Any) -> Any:
-        return getattr(self.s.specs.get(gid), name, default)
+        return getattr(self.services.specs.get(gid), name, default)
 
     def _from_trip(self, trip: Trip) -> Finding:
         d = trip.decision
         assert isinstance(d, Block)
         gid = trip.guardrail_id
-        self.s.metrics.stream_trips.labels(guardrail_id=gid, reason_code=d.reason_code).inc()
+        self.services.metrics.stream_trips.labels(guardrail_id=gid, reason_code=d.reason_code).inc()
         return Finding("stream", gid, d.reason_code, self._spec_attr(gid, "action", "replace"),
-                       d.replacement or self.s.policy.defaults.replacement, d.rationale,
+                       d.replacement or self.services.policy.defaults.replacement, d.rationale,
                        self._spec_attr(gid, "max_attempts", 3), self._spec_attr(gid, "mandate", None),
                        self._spec_attr(gid, "final_action", "replace"))
 
     def _audit(self, event: str, **fields: Any) -> None:
-        self.s.audit.record(event, request_id=self.ex.request_id, **fields)
+        self.services.audit.record(event, request_id=self.ex.request_id, **fields)
 
     def _note_redactions(self, trips: list[Trip]) -> None:
         for t in trips:
             assert isinstance(t.decision, Redact)
-            self.s.metrics.stream_trips.labels(guardrail_id=t.guardrail_id,
+            self.services.metrics.stream_trips.labels(guardrail_id=t.guardrail_id,
                                               reason_code=t.decision.reason_code).inc()
             self._audit("guardrail.tripped", guardrail_id=t.guardrail_id, reason_code=t.decision.reason_code,
                         decision="redact")
@@ -143,16 +143,16 @@ class Guarded:
         finding = self._assess_tools(message, view)
         if finding is not None:
             return finding
-        if not self.s.message_guardrails:
+        if not self.services.message_guardrails:
             return None
         ctx = MessageContext(message=message, system_prompt=self.view.system_prompt,
                              user_query=self.view.last_user_text, model=self.view.model,
                              completer=RequestCompleter(self.ex, self.wire),
-                             completer_for=completer_factory(self.ex, self.s))
-        timeouts = {g.id: float(self._spec_attr(g.id, "timeout_s", 3.0)) for g in self.s.message_guardrails}
-        verdict = await run_message_guardrails(self.s.message_guardrails, ctx, timeouts)
+                             completer_for=completer_factory(self.ex, self.services))
+        timeouts = {g.id: float(self._spec_attr(g.id, "timeout_s", 3.0)) for g in self.services.message_guardrails}
+        verdict = await run_message_guardrails(self.services.message_guardrails, ctx, timeouts)
         for r in verdict.results:
-            self.s.metrics.message_checks.labels(guardrail_id=r.guardrail_id, outcome=r.outcome).inc()
+            self.services.metrics.message_checks.labels(guardrail_id=r.guardrail_id, outcome=r.outcome).inc()
             if r.outcome == "fail_open":
                 self._audit("fail_open", guardrail_id=r.guardrail_id, reason_code=None, decision="pass",
                             detail=r.detail, latency_ms=round(r.latency_s * 1000, 1))
@@ -168,27 +168,27 @@ class Guarded:
             return None
         return Finding("message", gid, d.reason_code, action,
                        d.replacement or self._spec_attr(gid, "replacement", None)
-                       or self.s.policy.defaults.replacement,
+                       or self.services.policy.defaults.replacement,
                        d.rationale, self._spec_attr(gid, "max_attempts", 3), self._spec_attr(gid, "mandate", None),
                        self._spec_attr(gid, "final_action", "replace"))
 
     def _assess_tools(self, message: AssistantMessage, view: RequestView) -> Finding | None:
-        assessor = self.s.assessor
+        assessor = self.services.assessor
         if assessor is None or not message.tool_calls:
             return None
         blocked: list[tuple[ToolCall, str]] = []
         first: tuple[str, str] | None = None
         for call in message.tool_calls:
             a = assessor.assess(call, view.history, self.grants)
-            self.s.metrics.tool_assessments.labels(rule=a.rule or "none", decision=a.decision).inc()
-            self.s.audit.record_assessment(a, request_id=self.ex.request_id)
+            self.services.metrics.tool_assessments.labels(rule=a.rule or "none", decision=a.decision).inc()
+            self.services.audit.record_assessment(a, request_id=self.ex.request_id)
             if a.decision == "block":
                 log.info("tool_call_blocked", tool=a.tool, rule=a.rule, reason_code=a.reason_code)
                 blocked.append((call, a.rationale))
                 first = first or (a.rule or "tool", a.reason_code or "")
         if first is None:
             return None
-        tools = self.s.policy.tools
+        tools = self.services.policy.tools
         assert tools is not None
         lines = [f"guardproxy blocked the tool call {c.name}: {why}" for c, why in blocked]
         return Finding("tool", first[0], first[1], tools.on_block, "\n".join(lines),
@@ -196,7 +196,7 @@ class Guarded:
 
     def _next(self, finding: Finding, message: AssistantMessage) -> tuple[str, dict[str, Any] | None]:
         """Choose what to do; for re-requests, also the next request body."""
-        tools = self.s.policy.tools
+        tools = self.services.policy.tools
         act = choose(finding, interactive=self.interactive, attempts_used=self.ex.attempts[finding.guardrail_id],
                      feedback_rounds_used=self.ex.feedback_rounds,
                      max_feedback_rounds=tools.max_feedback_rounds if tools else 0)
@@ -207,7 +207,7 @@ class Guarded:
                     source=finding.source, attempt=self.ex.attempts[finding.guardrail_id] + 1)
         if act == "retry":
             self.ex.attempts[finding.guardrail_id] += 1
-            self.s.metrics.retries.labels(cause=finding.source).inc()
+            self.services.metrics.retries.labels(cause=finding.source).inc()
             self._audit("retry", guardrail_id=finding.guardrail_id, reason_code=finding.reason_code,
                         decision="retry", attempt=self.ex.attempts[finding.guardrail_id])
             mandate = finding.mandate or (
@@ -216,7 +216,7 @@ class Guarded:
             return act, self.wire.with_system(self.base, mandate)
         if act == "feedback":
             self.ex.feedback_rounds += 1
-            self.s.metrics.retries.labels(cause="tool_feedback").inc()
+            self.services.metrics.retries.labels(cause="tool_feedback").inc()
             blocked = {id(c): why for c, why in finding.blocked_calls}
             results = [(c, blocked.get(id(c), _NOT_RUN)) for c in message.tool_calls]
             self.base = self.wire.with_tool_feedback(self.base, message, results)
@@ -436,10 +436,10 @@ class Guarded:
             finally:
                 resp.close()
             return Outcome("upstream_status", response=resp, body=raw)
-        guard = StreamGuard(self._arm(), holdback=self.s.policy.defaults.holdback_chars,
-                            buffered=tail or self.s.buffered, retext=codec.retext, rearm=self._arm_tools)
+        guard = StreamGuard(self._arm(), holdback=self.services.policy.defaults.holdback_chars,
+                            buffered=tail or self.services.buffered, retext=codec.retext, rearm=self._arm_tools)
         emit = not tail
-        ex.s.metrics.open_streams.inc()
+        ex.services.metrics.open_streams.inc()
         try:
             async for chunk in resp.iter_chunks():
                 found = await self._relay(codec.feed(chunk), guard, codec, resp, emit)
@@ -457,7 +457,7 @@ class Guarded:
             await ex.fail_upstream(exc)
             return Outcome("ok", guard.message(), None, StreamGuard(None, holdback=0), resp)
         finally:
-            ex.s.metrics.open_streams.dec()
+            ex.services.metrics.open_streams.dec()
             resp.close()
         step = guard.end()
         if step.redactions:

@@ -25,9 +25,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from guardrails.decision import Block, Redact
-from guardrails.stream import ArmedSet, Trip
-from proxy.events import (
+from guardrails.datamodel import (
     AssistantMessage,
     Frame,
     StreamError,
@@ -37,6 +35,8 @@ from proxy.events import (
     ToolCallEnd,
     ToolCallStart,
 )
+from guardrails.decision import Block, Redact
+from guardrails.stream import ArmedSet, Trip
 
 _MAX_REDACTIONS_PER_DELTA = 64
 """Bounds the re-check loop after a redaction (each re-check is O(1) for a check with nothing new)."""

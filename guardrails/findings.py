@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from proxy.events import ToolCall
+from guardrails.datamodel import ToolCall
 
 Source = Literal["stream", "message", "tool"]
 Act = Literal["replace", "retry", "reject", "log", "feedback", "explain"]

@@ -7,6 +7,7 @@ request) and reads nothing from the environment itself.
 from __future__ import annotations
 
 import asyncio
+import hmac
 from typing import Any
 
 import structlog
@@ -15,7 +16,7 @@ from fastapi.responses import JSONResponse, Response
 
 from config.policy import Policy, load_policy
 from config.settings import Settings
-from proxy.asgi import BodyTooLarge, ClientGone, Receive, Scope, Send, read_body
+from proxy.asgi import BodyTooLarge, ClientGone, Receive, Scope, Send, header_list, read_body, respond
 from proxy.exchange import Exchange
 from proxy.metrics import CONTENT_TYPE
 from proxy.services import Services, build_services
@@ -23,7 +24,19 @@ from proxy.services import Services, build_services
 log = structlog.get_logger("guardproxy")
 
 _OPS = frozenset({"/healthz", "/readyz", "/metrics"})
+_PROTECTED_OPS = frozenset({"/readyz", "/metrics"})
+"""They name the guardrails and count what was blocked: behind the token when one is set. ``/healthz``
+stays open for liveness probes."""
 _PREFLIGHT = frozenset({"/", "/api/hello"})
+
+
+def ops_authorized(token: str | None, scope: Scope) -> bool:
+    """The proxy token in ``x-guardproxy-token`` or, for Prometheus scrapers, ``Authorization: Bearer``."""
+    if not token:
+        return True
+    headers = dict(header_list(scope))
+    given = headers.get("x-guardproxy-token") or headers.get("authorization", "").removeprefix("Bearer ")
+    return hmac.compare_digest(given.encode(), token.encode())
 
 
 def _ops_app(services: Services) -> FastAPI:
@@ -61,6 +74,10 @@ class GuardProxy:
         if kind == "http":
             path = scope["path"]
             if path in _OPS and scope["method"] == "GET":
+                if path in _PROTECTED_OPS and not ops_authorized(self.services.settings.auth_token, scope):
+                    await respond(send, 401, b'{"error":"missing or wrong x-guardproxy-token"}', [],
+                                  "application/json")
+                    return
                 await self.ops(scope, receive, send)
             elif scope["method"] == "HEAD" and path in _PREFLIGHT:
                 await send({"type": "http.response.start", "status": 200,

@@ -28,12 +28,14 @@ class JudgeUpstreamError(Exception):
 
 class _Completer:
     def __init__(self, upstream: Upstream, wire: WireFormat, base_url: str, headers: list[tuple[str, str]],
-                 query: str = "") -> None:
+                 query: str = "", path: str | None = None) -> None:
         self._upstream, self._wire, self._base, self._headers, self._query = (
             upstream, wire, base_url, headers, query)
+        self._path = path
 
     async def complete(self, prompt: str, *, model: str, temperature: float = 0.0) -> str:
         path, body = self._wire.judge_request(model, prompt)
+        path = self._path or path
         url = self._base + path + (f"?{self._query}" if self._query else "")
         resp = await self._upstream.request("POST", url, self._headers, dumps(body).encode())
         try:
@@ -55,8 +57,11 @@ def RequestCompleter(ex: Exchange, wire: WireFormat) -> TextCompleter:
     headers = [(k, v) for k, v in ex.headers if k in _AUTH_HEADERS]
     headers.append(("content-type", "application/json"))
     judge_wire = wire if wire.name != "openai_responses" else ex.services.wires["openai_responses"]
+    # The OpenAI shapes are served under many prefixes (Azure deployments, Gemini's /v1beta/openai):
+    # the judge asks the very endpoint the client used, with its query (api-version).
+    same_endpoint = ex.route.path if ex.route.endpoint in ("/chat/completions", "/responses") else None
     return _Completer(ex.services.upstream, judge_wire, ex.services.upstream.bases[ex.route.provider], headers,
-                      _key_query(ex.query))
+                      ex.query if same_endpoint else _key_query(ex.query), same_endpoint)
 
 
 def completer_factory(ex: Exchange, s: Services) -> Callable[[str, str | None, str | None], TextCompleter | None]:

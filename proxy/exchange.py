@@ -83,6 +83,13 @@ class Exchange:
             await self._fail(400, str(exc), "invalid_request", provider=self._guess_provider())
             return
         self.path = route.path
+        if route.query is not None:
+            self.query = route.query
+        if route.refused is not None and self.services.guarding:
+            self.services.metrics.fail_closed.labels(reason="refused_endpoint").inc()
+            await self._fail(403, f"guardproxy does not relay {route.refused}: the guardrails cannot check "
+                                  "its output", "permission")
+            return
         body = self.body
         if body is None:
             await self._fail(413, f"request body exceeds {self.services.settings.max_body_bytes} bytes", "too_large")
@@ -96,6 +103,11 @@ class Exchange:
             view = wire.parse_request(data, stream=bool(route.stream))
         except BadRequest as exc:
             await self._fail(400, str(exc), "invalid_request")
+            return
+        if route.wire == "openai_responses" and data.get("background") not in (None, False):
+            self.services.metrics.fail_closed.labels(reason="refused_background").inc()
+            await self._fail(400, "guardproxy does not accept 'background': a background response is "
+                                  "retrieved later, unchecked; send it in the foreground", "invalid_request")
             return
         if route.wire == "gemini":
             m = _GEMINI_MODEL.search(route.path)
@@ -173,8 +185,9 @@ class Exchange:
                 await self.write(self.client_codec.render_error(message, kind))
             await self.finish()
             return
-        wire = self.wire or self.services.wires[_PROVIDER_WIRE[provider or (self.route.provider if self.route
-                                                                     else self._guess_provider())]]
+        wire = self.wire or self.services.wires[
+            self.route.error_wire if self.route and self.route.error_wire and not provider
+            else _PROVIDER_WIRE[provider or (self.route.provider if self.route else self._guess_provider())]]
         self.started, self.status = True, status
         await respond(self._send, status, wire.http_error(status, message, kind, extra),
                       [("x-guardproxy-request-id", self.request_id)])
@@ -182,12 +195,14 @@ class Exchange:
     async def fail_upstream(self, exc: UpstreamError) -> None:
         """The upstream could not be reached, stalled or broke: 504 for time-outs, else 502 (or the
         API's mid-stream error once the response has started)."""
+        if self.route is not None and self.route.wire is not None:
+            self.services.metrics.fail_closed.labels(reason=exc.reason).inc()
         await self._fail(504 if exc.timeout else 502, str(exc), "timeout" if exc.timeout else "upstream")
 
     async def upstream_request(self, body: bytes, *, identity: bool) -> UpstreamResponse:
         t = time.perf_counter()
         resp = await self.services.upstream.request(self.method, self.upstream_url(),
-                                             self.forward_headers(identity=identity), body)
+                                             self.forward_headers(identity=identity), body, decode=identity)
         elapsed = time.perf_counter() - t
         self.upstream_s += elapsed
         self.services.metrics.upstream_latency.labels(provider=self.route.provider if self.route else "").observe(elapsed)

@@ -49,6 +49,9 @@ class Metrics:
                                         registry=reg)
         self.disconnects = Counter("guardproxy_client_disconnects_total", "Clients gone mid-exchange.",
                                    registry=reg)
+        self.fail_closed = Counter("guardproxy_fail_closed_total",
+                                   "Answers ended with the API's error (or refused) because the proxy could "
+                                   "not check them, by reason.", ["reason"], registry=reg)
         self.open_streams = Gauge("guardproxy_open_streams", "Streams being relayed now.",
                                   registry=reg, multiprocess_mode="livesum")
         self.workers = Gauge("guardproxy_workers", "Worker processes serving (1 per live worker).",

@@ -14,14 +14,19 @@ from dataclasses import dataclass
 import aiohttp
 
 from config.settings import Settings
+from proxy.content_coding import ContentCodingError, ContentDecoder
 
 HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
     "trailers", "transfer-encoding", "upgrade", "host", "content-length", "forwarded",
     "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto", "x-forwarded-port", "x-real-ip",
     "x-guardproxy-token", "x-guardproxy-mode", "x-guardproxy-egress-grant",
+    "x-http-method-override", "x-http-method", "x-method-override", "expect",
 })
-"""Request headers never forwarded: hop-by-hop, routing hints, and the proxy's own controls."""
+"""Request headers never forwarded: hop-by-hop, routing hints, the proxy's own controls, method
+overrides (Google honours ``X-HTTP-Method-Override``: a GET the proxy passed through would become the
+POST it guards), and ``Expect`` (the body is already read: a forwarded ``100-continue`` makes the
+upstream wait for a go-ahead nobody sends)."""
 
 RESPONSE_DROP = frozenset({
     "connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "content-length",
@@ -30,11 +35,13 @@ RESPONSE_DROP = frozenset({
 
 
 class UpstreamError(Exception):
-    """The upstream could not be reached or stalled. ``timeout`` tells a 504 from a 502."""
+    """The upstream could not be reached, stalled, or sent what cannot be read. ``timeout`` tells a
+    504 from a 502; ``reason`` (a bounded set of words) labels the fail-closed metric."""
 
-    def __init__(self, message: str, *, timeout: bool) -> None:
+    def __init__(self, message: str, *, timeout: bool, reason: str = "") -> None:
         super().__init__(message)
         self.timeout = timeout
+        self.reason = reason or ("stalled" if timeout else "broke")
 
 
 @dataclass(slots=True)
@@ -42,8 +49,26 @@ class UpstreamResponse:
     status: int
     headers: list[tuple[str, str]]
     _resp: aiohttp.ClientResponse
+    _decoder: ContentDecoder | None = None
+    """Set when the caller asked for decoded bytes (``Upstream.request(decode=True)``)."""
 
     async def iter_chunks(self) -> AsyncIterator[bytes]:
+        """The body as it arrives; decoded from its content-encoding when asked (a coding that cannot
+        be undone raises ``UpstreamError``, reason ``content_encoding``)."""
+        if self._decoder is None:
+            async for chunk in self._raw_chunks():
+                yield chunk
+            return
+        try:
+            async for chunk in self._raw_chunks():
+                if out := self._decoder.feed(chunk):
+                    yield out
+            if out := self._decoder.finish():
+                yield out
+        except ContentCodingError as exc:
+            raise UpstreamError(str(exc), timeout=False, reason="content_encoding") from exc
+
+    async def _raw_chunks(self) -> AsyncIterator[bytes]:
         try:
             async for chunk in self._resp.content.iter_any():
                 yield chunk
@@ -93,14 +118,25 @@ class Upstream:
             await self._session.close()
 
     async def request(self, method: str, url: str, headers: Mapping[str, str] | list[tuple[str, str]],
-                      body: bytes | None) -> UpstreamResponse:
+                      body: bytes | None, *, decode: bool = False) -> UpstreamResponse:
+        """``decode``: undo the response's content-encoding (guarded traffic; the header is dropped).
+        Without it the bytes are relayed exactly as sent (passthrough)."""
         assert self._session is not None, "Upstream.start() was not awaited"
         try:
             resp = await self._session.request(method, url, headers=headers, data=body,
                                                allow_redirects=False, compress=None)
         except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            raise UpstreamError("the upstream did not answer in time", timeout=True) from exc
+            raise UpstreamError("the upstream did not answer in time", timeout=True, reason="unreachable") from exc
         except (aiohttp.ClientError, OSError) as exc:
-            raise UpstreamError(f"the upstream is unreachable: {type(exc).__name__}", timeout=False) from exc
+            raise UpstreamError(f"the upstream is unreachable: {type(exc).__name__}", timeout=False,
+                                reason="unreachable") from exc
         headers_out = [(k.lower(), v) for k, v in resp.headers.items() if k.lower() not in RESPONSE_DROP]
-        return UpstreamResponse(resp.status, headers_out, resp)
+        if not decode or "content-encoding" not in resp.headers:
+            return UpstreamResponse(resp.status, headers_out, resp)
+        try:
+            decoder = ContentDecoder(resp.headers.get("content-encoding", ""))
+        except ContentCodingError as exc:
+            resp.close()
+            raise UpstreamError(str(exc), timeout=False, reason="content_encoding") from exc
+        headers_out = [(k, v) for k, v in headers_out if k != "content-encoding"]
+        return UpstreamResponse(resp.status, headers_out, resp, decoder if decoder.active else None)

@@ -38,7 +38,13 @@ class Reply:
     """Send the API's in-stream error after this many frames."""
     extra_headers: dict[str, str] = field(default_factory=dict)
     raw_frames: list[bytes] | None = None
-    """Send exactly these bytes as the stream (malformed-SSE tests)."""
+    """Send exactly these bytes as the stream (malformed-SSE tests), one write each."""
+    raw_body: bytes | None = None
+    """Answer with exactly these bytes as a sized body (any request, streaming or not): with
+    ``content_type`` and ``extra_headers`` this is the attacker-controlled upstream of the
+    adversarial suites."""
+    content_type: str | None = None
+    """Overrides the content-type of a stream or of ``raw_body``."""
 
 
 @dataclass
@@ -344,6 +350,9 @@ class FakeUpstream:
         reply = self.replies.popleft() if self.replies else Reply()
         if reply.headers_delay_s:
             await asyncio.sleep(reply.headers_delay_s)
+        if reply.raw_body is not None:
+            return web.Response(body=reply.raw_body, status=reply.status, headers={
+                "content-type": reply.content_type or "application/json", **reply.extra_headers})
         model = str(body.get("model", "fake-model")) if isinstance(body, dict) else "fake-model"
         if api == "gemini":
             model = path.rsplit("/", 1)[-1].split(":")[0]
@@ -395,7 +404,8 @@ class FakeUpstream:
             else:
                 frames = [("[" if i == 0 else ",\r\n").encode() + json.dumps(c).encode()
                           for i, c in enumerate(chunks)] + [b"]"]
-        ctype = "application/json" if api == "gemini" and not alt_sse else "text/event-stream"
+        ctype = reply.content_type or ("application/json" if api == "gemini" and not alt_sse
+                                       else "text/event-stream")
         resp = web.StreamResponse(headers={"content-type": ctype, "x-ratelimit-remaining-requests": "99",
                                            **reply.extra_headers})
         await resp.prepare(request)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import uuid
+from functools import partial
 from typing import Any
 
 from guardrails.datamodel import (
@@ -34,6 +35,7 @@ from guardrails.datamodel import (
     Finish,
     Frame,
     HistoryToolCall,
+    LazyHistory,
     RequestView,
     StreamError,
     TextDelta,
@@ -162,7 +164,7 @@ class AnthropicMessages(WireFormat):
         user_texts = [t for m in messages if m["role"] == "user" and (t := _text_of(m["content"]))]
         return RequestView(model=model, stream=stream or bool(body.get("stream")),
                            system_prompt="\n".join(p for p in parts if p),
-                           last_user_text=user_texts[-1] if user_texts else "", history=_history(messages))
+                           last_user_text=user_texts[-1] if user_texts else "", history=LazyHistory(partial(_history, messages)))
 
     def new_stream(self, *, sse: bool = True) -> StreamCodec:
         return MessagesStream()

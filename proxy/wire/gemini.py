@@ -28,6 +28,7 @@ import copy
 import re
 from abc import abstractmethod
 from collections import defaultdict, deque
+from functools import partial
 from typing import Any
 
 from guardrails.datamodel import (
@@ -36,6 +37,7 @@ from guardrails.datamodel import (
     Finish,
     Frame,
     HistoryToolCall,
+    LazyHistory,
     RequestView,
     StreamError,
     TextDelta,
@@ -203,7 +205,7 @@ class Gemini(WireFormat):
         users = [t for c in contents if c.get("role", "user") == "user" and (t := _text(c))]
         return RequestView(model=model, stream=stream,
                            system_prompt=system if isinstance(system, str) else _text(system),
-                           last_user_text=users[-1] if users else "", history=_history(contents))
+                           last_user_text=users[-1] if users else "", history=LazyHistory(partial(_history, contents)))
 
     def new_stream(self, *, sse: bool = True) -> StreamCodec:
         return GeminiSSEStream() if sse else GeminiArrayStream()

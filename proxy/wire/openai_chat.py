@@ -8,6 +8,7 @@ empty delta, which the official SDK yields as a harmless empty chunk (DESIGN.md,
 from __future__ import annotations
 
 import copy
+from functools import partial
 from typing import Any
 
 from guardrails.datamodel import (
@@ -16,6 +17,7 @@ from guardrails.datamodel import (
     Finish,
     Frame,
     HistoryToolCall,
+    LazyHistory,
     RequestView,
     StreamError,
     TextDelta,
@@ -102,7 +104,7 @@ class OpenAIChat(WireFormat):
         users = [m for m in messages if m.get("role") == "user"]
         return RequestView(model=model, stream=bool(body.get("stream")), system_prompt=system,
                            last_user_text=_content_text(users[-1].get("content")) if users else "",
-                           history=_history(messages))
+                           history=LazyHistory(partial(_history, messages)))
 
     def new_stream(self, *, sse: bool = True) -> StreamCodec:
         return ChatStream()

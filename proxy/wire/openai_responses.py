@@ -29,6 +29,7 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from guardrails.datamodel import (
@@ -37,6 +38,7 @@ from guardrails.datamodel import (
     Finish,
     Frame,
     HistoryToolCall,
+    LazyHistory,
     RequestView,
     StreamError,
     TextDelta,
@@ -149,7 +151,7 @@ class OpenAIResponses(WireFormat):
         return RequestView(model=model or "", stream=bool(body.get("stream")),
                            system_prompt="\n".join(s for s in system if s),
                            last_user_text=_text(users[-1].get("content")) if users else "",
-                           history=_history(items))
+                           history=LazyHistory(partial(_history, items)))
 
     def new_stream(self, *, sse: bool = True) -> StreamCodec:
         return ResponsesStream()

@@ -24,7 +24,9 @@ class Defaults(_Strict):
     delivery: Delivery | None = None
     """``live`` streams with a hold-back window; ``buffered`` releases only vetted messages.
     Unset: ``buffered`` when a message guardrail is configured, else ``live``."""
-    holdback_chars: int = Field(default=64, ge=0, le=65536)
+    holdback_chars: int = Field(default=0, ge=0, le=65536)
+    """An optional fixed minimum: text is held at least this far behind the checked end, besides
+    what the armed checks' horizons hold (only what could still become part of a match)."""
     replacement: str = "[guardproxy: the answer was withheld by a guardrail]"
 
 

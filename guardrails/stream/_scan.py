@@ -132,7 +132,7 @@ class Anchors:
         ordered = sorted(set(parts), key=lambda part: (-part[1], part[0]))
         self.pattern = re.compile("|".join(f"(?:{rx})" for rx, _ in ordered))
         self.quick = re.compile(quick) if quick else None
-        self.reach = max(_widest(rx) for rx, _ in ordered)
+        self.reach = max(widest(rx) for rx, _ in ordered)
         self._parts = [(re.compile(rx), back) for rx, back in ordered]
 
     def back(self, text: str, at: int) -> int:
@@ -144,7 +144,7 @@ class Anchors:
         return self._parts[0][1]
 
 
-def _widest(regex: str) -> int:
+def widest(regex: str) -> int:
     """The longest text ``regex`` can match (anchors must be bounded)."""
     widest = int(re._parser.parse(regex).getwidth()[1])  # type: ignore[attr-defined]
     if widest >= re._parser.MAXREPEAT:  # type: ignore[attr-defined]
@@ -213,6 +213,8 @@ class TailScanner:
         self._anchors = anchors
         self._seen = 0  # the text's length when anchors were last searched for
         self._found: dict[int, int] = {}  # anchor offset -> earliest start of a match holding it
+        self.pending: int | None = None
+        """Start of the match the last call found but could not settle yet (None: there was none)."""
 
     @property
     def floor(self) -> int:
@@ -220,10 +222,20 @@ class TailScanner:
         no more than ``window`` plus the last delta)."""
         return self._floor
 
+    @property
+    def found(self) -> dict[int, int]:
+        """Anchors found and not yet passed: offset -> earliest start of a match holding it."""
+        return self._found
+
+    @property
+    def anchors(self) -> Anchors | None:
+        return self._anchors
+
     def next(self, text: str, *, final: bool = False) -> re.Match[str] | None:
         """The first settled match at or after ``floor``, which then moves past it; else None."""
         end = len(text)
         start = self._floor
+        self.pending = None
         if self._anchors is not None:
             if not self._found and (end == self._seen or self._quiet(text, end)):
                 if start < end - self.window:
@@ -237,6 +249,7 @@ class TailScanner:
                 settled = (final or match.end() + self.slack < end or end - match.start() >= self.window
                            or (self._is_final is not None and self._is_final(match)))
                 if not settled:
+                    self.pending = match.start()
                     break
                 self._floor = match.end()
                 return match

@@ -13,18 +13,35 @@ Two detectors share one check:
 - **Token.** When the proxy planted ``ctx.canary_token`` in the system prompt
   (``canary_instruction``), the exact token anywhere in the output is a leak.
 
-The prompt's shingle set is cached per provider (agents resend the same prompt every turn).
+Normalisation is NFKC (full-width and other compatibility forms fold to their plain letters),
+then case folding, then whitespace runs to one space, on both sides. A delta is normalised on its
+own, so a combining mark split from its base across two deltas is compared uncomposed.
+
+**Horizon.** The prompt's ``QGRAM``-grams (every position) are hashed into a second set. Every
+``QGRAM``-gram of a verbatim run is one of them, so the run that a later shingle hit reports starts
+no earlier than the current *chain*: the longest suffix of the normalised output whose every
+``QGRAM``-gram occurs in the prompt (or, when the last gram does not, its last ``QGRAM - 1``
+characters). Text before the chain is released at once; prose that merely shares words with the
+prompt is held only while its grams keep matching. This is an over-estimate of the longest suffix
+that occurs in the prompt (a suffix automaton would give it exactly, at about 100x the memory in
+Python: roughly 90 bytes per transition against one set entry per prompt character here).
+
+The prompt's index (shingles and grams) is cached by a digest of the raw prompt in an LRU bounded
+by bytes (``PromptIndexCache``): agents resend the same prompt every turn, and turn N pays only
+the digest.
 """
 
 from __future__ import annotations
 
 import re
 import secrets
-from collections import OrderedDict
+import unicodedata
+from collections import deque
 
 from config.policy import CanaryGuardrail
 from guardrails.decision import PASS, SYSTEM_PROMPT_LEAK, Block, Decision
 from guardrails.seams import DeltaCheck, StreamContext
+from guardrails.stream._prompt_index import PromptIndex, PromptIndexCache
 
 CANARY_PREFIX = "gp-canary-"
 # Store one shingle in STRIDE_DIVISOR-th of min_chars: 5 keeps a 40-char threshold at 33-char
@@ -33,8 +50,14 @@ STRIDE_DIVISOR = 5
 # Raw characters held back per normalised character of a run: whitespace that normalisation
 # collapses (indentation, blank lines) makes the raw copy longer than the normalised one.
 RAW_PER_NORMALISED = 2
-# Distinct system prompts whose shingle sets a provider keeps (a few agents, a few prompts each).
-CACHE_PROMPTS = 16
+# Gram length of the horizon: prose shares 3-4 letter runs with any prompt, 6 letters much more
+# rarely, so ordinary text is held for at most 5 normalised characters.
+QGRAM = 6
+# Bytes of prompt indexes a provider keeps (a 14 KB prompt costs about 1 MB, a 57 KB one 4 MB).
+CACHE_BUDGET_BYTES = 64 * 1024 * 1024
+# Normalised characters of the chain whose raw offsets a check remembers; a longer chain keeps
+# its oldest remembered offset (holds more, never less).
+_OFFSETS_KEPT = 64
 _WS_RUN = re.compile(r"\s+")
 
 
@@ -50,17 +73,20 @@ def canary_instruction(token: str) -> str:
 
 
 def normalise(text: str) -> str:
-    """Lowercase and collapse whitespace runs to one space (the canary's notion of 'same text')."""
-    return _WS_RUN.sub(" ", text.lower())
+    """NFKC, case folding and whitespace runs to one space (the canary's notion of 'same text')."""
+    folded = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
+    return _WS_RUN.sub(" ", folded)
 
 
 class CanaryCheck(DeltaCheck):
-    """Per-stream state: the tail of the normalised output and whether a run is being reported."""
+    """Per-stream state: the tail of the normalised output, whether a run is being reported, and
+    the chain of prompt grams that the horizon follows."""
 
-    def __init__(self, shingles: frozenset[int], shingle: int, stride: int, min_chars: int, token: str,
+    def __init__(self, index: PromptIndex, shingle: int, stride: int, min_chars: int, token: str,
                  replacement: str) -> None:
         self.window = max(RAW_PER_NORMALISED * min_chars, len(token))
-        self._shingles = shingles
+        self._shingles = index.shingles
+        self._qgrams = index.qgrams
         self._shingle = shingle
         self._stride = stride
         self._token = token
@@ -70,26 +96,72 @@ class CanaryCheck(DeltaCheck):
         # Inside one leaked run a stored shingle hits every ``stride`` characters; a run is
         # reported once, and a hit further than ``stride`` from the previous one starts a new run.
         self._last_hit = -(10**9)
+        self._chain = 0  # normalised offset where the current chain of prompt grams starts
+        # (normalised start, raw start, one raw character per normalised one) of recent deltas
+        self._offsets: deque[tuple[int, int, bool]] = deque()
+        self._horizon = 0
 
     def check(self, accumulated: str, delta: str) -> Decision:
         if self._token:
             start = max(0, len(accumulated) - len(delta) - len(self._token) + 1)
             if accumulated.find(self._token, start) != -1:
                 return self._block("the confidential canary marker")
-        if not self._shingles or not delta:
+        if not delta:
+            return PASS
+        if not self._shingles:
+            self._horizon = self._token_horizon(accumulated, len(accumulated))
             return PASS
         piece = normalise(delta)
         if piece[:1] == " " and self._tail[-1:] == " ":
             piece = piece[1:]  # a whitespace run split across deltas
+        self._offsets.append((self._seen, len(accumulated) - len(delta), len(piece) == len(delta)))
+        new_run = self._scan(piece)
+        self._horizon = self._token_horizon(accumulated, self._raw_offset(self._chain, len(accumulated)))
+        return self._block("a passage of the system prompt") if new_run else PASS
+
+    def horizon(self, accumulated: str) -> int:
+        return self._horizon
+
+    def _scan(self, piece: str) -> bool:
         buf = self._tail + piece
-        k, offset, new_run = self._shingle, self._seen - len(self._tail), False
-        for end in range(max(k, len(self._tail) + 1), len(buf) + 1):
-            if hash(buf[end - k:end]) in self._shingles:
+        k, q, offset, new_run = self._shingle, QGRAM, self._seen - len(self._tail), False
+        shingles, qgrams, chain = self._shingles, self._qgrams, self._chain
+        for end in range(len(self._tail) + 1, len(buf) + 1):
+            if end >= q and hash(buf[end - q:end]) not in qgrams:
+                chain = offset + end - q + 1  # only the last q-1 characters may still start a run
+            if end >= k and hash(buf[end - k:end]) in shingles:
                 new_run = new_run or offset + end - self._last_hit > self._stride
                 self._last_hit = offset + end
+        self._chain = max(self._chain, chain)
         self._seen += len(piece)
         self._tail = buf[-(k - 1):] if k > 1 else ""
-        return self._block("a passage of the system prompt") if new_run else PASS
+        return new_run
+
+    def _raw_offset(self, normalised: int, end: int) -> int:
+        """The raw offset of normalised offset ``normalised`` (or of the start of its delta)."""
+        offsets = self._offsets
+        while len(offsets) > 1 and offsets[1][0] <= normalised:
+            offsets.popleft()
+        while len(offsets) > _OFFSETS_KEPT:
+            offsets.popleft()
+        if not offsets:
+            return end
+        norm_start, raw_start, exact = offsets[0]
+        if normalised < norm_start:
+            return raw_start
+        return raw_start + (normalised - norm_start) if exact else raw_start
+
+    def _token_horizon(self, text: str, horizon: int) -> int:
+        """The earliest start of a tail of ``text`` that is a prefix of the token, if earlier."""
+        token = self._token
+        if not token:
+            return horizon
+        at = text.find(token[0], max(0, len(text) - len(token) + 1))
+        while at != -1 and at < horizon:
+            if token.startswith(text[at:]):
+                return at
+            at = text.find(token[0], at + 1)
+        return horizon
 
     def _block(self, what: str) -> Block:
         return Block(SYSTEM_PROMPT_LEAK, self._replacement,
@@ -99,31 +171,31 @@ class CanaryCheck(DeltaCheck):
 class CanaryProvider:
     """The ``canary`` stream guardrail. Declines to arm when there is nothing to watch for."""
 
-    def __init__(self, spec: CanaryGuardrail, replacement: str) -> None:
+    def __init__(self, spec: CanaryGuardrail, replacement: str,
+                 cache_budget_bytes: int = CACHE_BUDGET_BYTES) -> None:
         self.id = spec.id
         self._min_chars = spec.min_chars
         self._stride = max(1, spec.min_chars // STRIDE_DIVISOR)
         self._shingle = spec.min_chars - self._stride + 1
         self._replacement = replacement
-        self._cache: OrderedDict[str, frozenset[int]] = OrderedDict()
+        self.cache = PromptIndexCache(cache_budget_bytes)
+        self._empty = PromptIndex(frozenset(), frozenset(), 0)
 
     def arm(self, ctx: StreamContext) -> DeltaCheck | None:
-        prompt = normalise(ctx.system_prompt).strip()
-        long_enough = len(prompt) >= self._min_chars
+        if not ctx.system_prompt.strip() and not ctx.canary_token:
+            return None
+        index = self.cache.get(ctx.system_prompt, self._index_of) if ctx.system_prompt else self._empty
+        long_enough = index.normalised_chars >= self._min_chars
         if not long_enough and not ctx.canary_token:
             return None
-        shingles = self._shingles_of(prompt) if long_enough else frozenset()
-        return CanaryCheck(shingles, self._shingle, self._stride, self._min_chars, ctx.canary_token, self._replacement)
+        if not long_enough:
+            index = self._empty
+        return CanaryCheck(index, self._shingle, self._stride, self._min_chars, ctx.canary_token, self._replacement)
 
-    def _shingles_of(self, prompt: str) -> frozenset[int]:
-        """O(len(prompt) / stride x shingle) once per distinct prompt, then a cache hit."""
-        cached = self._cache.get(prompt)
-        if cached is not None:
-            self._cache.move_to_end(prompt)
-            return cached
-        k = self._shingle
+    def _index_of(self, raw_prompt: str) -> PromptIndex:
+        """O(len(prompt)) once per distinct prompt: one slice and hash per gram and shingle."""
+        prompt = normalise(raw_prompt).strip()
+        k, q = self._shingle, QGRAM
         shingles = frozenset(hash(prompt[i:i + k]) for i in range(0, len(prompt) - k + 1, self._stride))
-        self._cache[prompt] = shingles
-        if len(self._cache) > CACHE_PROMPTS:
-            self._cache.popitem(last=False)
-        return shingles
+        qgrams = frozenset(hash(prompt[i:i + q]) for i in range(len(prompt) - q + 1))
+        return PromptIndex(shingles, qgrams, len(prompt))

@@ -16,6 +16,10 @@ class MaxLengthCheck(DeltaCheck):
         self._replacement = replacement
         self._tripped = False
 
+    def horizon(self, accumulated: str) -> int:
+        """Nothing pending: the limit counts characters, it does not match any."""
+        return len(accumulated)
+
     def check(self, accumulated: str, delta: str) -> Decision:
         if self._tripped or len(accumulated) <= self._max_chars:
             return PASS

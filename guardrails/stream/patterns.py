@@ -18,17 +18,25 @@ import re
 from config.policy import RegexGuardrail
 from guardrails.decision import PASS, PATTERN_MATCH, Block, Decision
 from guardrails.seams import DeltaCheck, StreamContext
+from guardrails.stream._horizon import HorizonParts, closure_search
 from guardrails.stream._scan import Anchors, TailScanner, literal_prefix
 
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
 
 
+_Compiled = tuple[re.Pattern[str], Anchors | None, HorizonParts | None]
+
+
 class RegexCheck(DeltaCheck):
-    def __init__(self, patterns: list[tuple[re.Pattern[str], Anchors | None]], window: int,
-                 replacement: str) -> None:
+    def __init__(self, patterns: list[_Compiled], window: int, replacement: str) -> None:
         self.window = window
-        self._scanners = [TailScanner(p, window, anchors=anchors) for p, anchors in patterns]
+        self._scanners = [TailScanner(p, window, anchors=anchors) for p, anchors, _ in patterns]
+        self._horizons = [parts.arm() if parts else None for _, _, parts in patterns]
+        self._horizon = 0
         self._replacement = replacement
+
+    def horizon(self, accumulated: str) -> int:
+        return self._horizon
 
     def check(self, accumulated: str, delta: str) -> Decision:
         return self._scan(accumulated, final=False)
@@ -43,6 +51,9 @@ class RegexCheck(DeltaCheck):
                 return Block(PATTERN_MATCH, self._replacement,
                              f"The answer matched deny pattern #{number} of the policy. Rephrase "
                              "without that content.")
+        fixed = max(0, len(text) - self.window)
+        self._horizon = min((fixed if h is None else h.update(scanner, text))
+                            for scanner, h in zip(self._scanners, self._horizons, strict=True))
         return PASS
 
 
@@ -58,8 +69,7 @@ class RegexProvider:
         except re.error as exc:
             raise ValueError(f"guardrail {spec.id!r}: invalid pattern: {exc}") from exc
         # A pattern that opens with literal characters is run only from where they occur.
-        self._patterns = [(p, None if (prefix := literal_prefix(p)) is None else Anchors([(prefix, 0)]))
-                          for p in compiled]
+        self._patterns = [_with_horizon(p, literal_prefix(p)) for p in compiled]
         self.id = spec.id
         self._window = spec.window
         self._replacement = replacement
@@ -68,3 +78,15 @@ class RegexProvider:
         if not self._patterns:
             return None
         return RegexCheck(self._patterns, self._window, self._replacement)
+
+
+def _with_horizon(pattern: re.Pattern[str], prefix: str | None) -> _Compiled:
+    """The pattern, its anchors (its literal prefix) and what its horizon needs; a pattern whose
+    prefix closure cannot be written holds its whole window (``horizon`` None)."""
+    anchors = None if prefix is None else Anchors([(prefix, 0)])
+    try:
+        full = closure_search(pattern.pattern, pattern.flags)
+        tail = None if prefix is None else closure_search(prefix, pattern.flags)[0]
+    except ValueError:
+        return pattern, anchors, None
+    return pattern, anchors, HorizonParts(full, tail, 0 if anchors is None else anchors.reach)

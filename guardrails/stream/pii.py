@@ -32,7 +32,8 @@ import re
 from config.policy import PiiGuardrail
 from guardrails.decision import PASS, PII, Block, Decision, Redact
 from guardrails.seams import DeltaCheck, StreamContext
-from guardrails.stream._scan import Anchors, TailScanner, split_lookbehinds
+from guardrails.stream._horizon import HorizonParts, closure_search
+from guardrails.stream._scan import Anchors, TailScanner, split_lookbehinds, widest
 
 # Characters after a match that the scanner waits for before calling it final: an IBAN's next
 # group is a space and four characters, so five characters decide it (slack 4 + 1).
@@ -68,6 +69,14 @@ _DIGITS = (r"\d(?:[ .()-]{0,3}\d){3}", 3)
 _ANCHORS = {"email": ("@", 32), "iban": (r"[A-Z]{2}\d{2}", 0), "card": _DIGITS, "ssn": _DIGITS,
             "phone": _DIGITS, "uk_nino": _DIGITS}
 _ANCHOR_ENDS = r"[@\d]"
+# For the horizon: the text a match holds up to the end of its anchor, per anchor. An email's
+# local part and "@"; a number's lead ("+", "(", a NINO's two letters) and four close digits; an
+# IBAN's country and check digits. A match whose anchor has not arrived yet starts where the tail
+# of the text is a prefix of one of these.
+_LEADS = {"email": r"[A-Za-z0-9][A-Za-z0-9._%+-]{0,31}@", "iban": r"[A-Z]{2}\d{2}",
+          "number": r"(?:[+(]|[A-Z]{2} ?)?\d(?:[ .()-]{0,3}\d){3}"}
+_LEAD_OF = {"email": "email", "iban": "iban", "card": "number", "ssn": "number", "phone": "number",
+            "uk_nino": "number"}
 CATEGORIES = frozenset(_PATTERNS)
 MASKS = {"email": "[email]", "phone": "[phone]", "card": "[card]", "iban": "[iban]", "ssn": "[ssn]",
          "uk_nino": "[nino]"}
@@ -116,9 +125,10 @@ class PiiCheck(DeltaCheck):
     """Per-stream state: one tail scanner over the selected categories' alternation."""
 
     def __init__(self, pattern: re.Pattern[str], before: dict[str, re.Pattern[str]], anchors: Anchors,
-                 allow: frozenset[str], redact: bool, replacement: str) -> None:
+                 horizon: HorizonParts, allow: frozenset[str], redact: bool, replacement: str) -> None:
         self.window = PII_WINDOW
         self._scanner = TailScanner(pattern, PII_WINDOW, slack=PII_SLACK, anchors=anchors)
+        self._horizon = horizon.arm()
         self._before = before
         self._allow = allow
         self._redact = redact
@@ -131,6 +141,9 @@ class PiiCheck(DeltaCheck):
         """One decision per call, like ``check``: call again until ``Pass`` when redacting."""
         return self._next(accumulated, final=True)
 
+    def horizon(self, accumulated: str) -> int:
+        return self._horizon.value
+
     def _next(self, text: str, *, final: bool) -> Decision:
         while (match := self._scanner.next(text, final=final)) is not None:
             kind, found = match.lastgroup or "", match.group()
@@ -141,6 +154,7 @@ class PiiCheck(DeltaCheck):
             return Block(PII, self._replacement,
                          f"The answer contained personal data (category: {kind}). Do not repeat "
                          "personal data such as emails, phone numbers, card or account numbers.")
+        self._horizon.update(self._scanner, text)
         return PASS
 
 
@@ -159,9 +173,13 @@ class PiiProvider:
         self._pattern = re.compile("|".join(f"(?P<{k}>{rest})" for k, (_, rest) in parts.items()))
         self._before = {k: re.compile(lb) for k, (lb, _) in parts.items()}
         self._anchors = Anchors([_ANCHORS[k] for k in chosen], quick=_ANCHOR_ENDS)
+        leads = sorted({_LEADS[_LEAD_OF[k]] for k in chosen})
+        self._horizon = HorizonParts(closure_search(self._pattern.pattern), closure_search("|".join(leads))[0],
+                                     max(widest(lead) for lead in leads))
         self._allow = frozenset(spec.allow)
         self._redact = spec.action == "redact"
         self._replacement = replacement
 
     def arm(self, ctx: StreamContext) -> DeltaCheck | None:
-        return PiiCheck(self._pattern, self._before, self._anchors, self._allow, self._redact, self._replacement)
+        return PiiCheck(self._pattern, self._before, self._anchors, self._horizon, self._allow, self._redact,
+                        self._replacement)

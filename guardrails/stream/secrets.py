@@ -40,6 +40,7 @@ from collections.abc import Callable
 from config.policy import SecretsGuardrail
 from guardrails.decision import PASS, SECRET_LEAK, Block, Decision
 from guardrails.seams import DeltaCheck, StreamContext
+from guardrails.stream._horizon import HorizonParts, closure_search
 from guardrails.stream._scan import Anchors, TailScanner, looks_random, split_lookbehinds
 
 # A JWT header is usually 36-100 characters; longer ones are not caught (the window, and so the
@@ -151,6 +152,13 @@ def _compile(categories: frozenset[str]) -> list[_Compiled]:
     return groups
 
 
+def _horizon_parts(pattern: re.Pattern[str], anchors: Anchors) -> HorizonParts:
+    """Every anchor starts its match (back 0): a match whose anchor is still incomplete starts
+    where the tail of the text is a prefix of an anchor."""
+    return HorizonParts(closure_search(pattern.pattern), closure_search(anchors.pattern.pattern)[0],
+                        anchors.reach)
+
+
 def _secret_part(rule: str, text: str) -> str:
     """The credential itself: the assigned value for assignment rules, else the whole match."""
     if rule in ("generic", "aws_secret"):
@@ -178,11 +186,14 @@ def _is_real(rule: str, text: str) -> bool:
 class SecretsCheck(DeltaCheck):
     """Per-stream state: a tail scanner per compiled alternation (two at most)."""
 
-    def __init__(self, compiled: list[_Compiled], allow: tuple[str, ...], replacement: str) -> None:
+    def __init__(self, compiled: list[_Compiled], horizons: list[HorizonParts], allow: tuple[str, ...],
+                 replacement: str) -> None:
         self.window = SECRETS_WINDOW
         self._scanners = [(TailScanner(pattern, SECRETS_WINDOW, is_final=_final_test(final_rules),
                                        anchors=anchors), before)
                           for pattern, final_rules, before, anchors in compiled]
+        self._trackers = [parts.arm() for parts in horizons]
+        self._horizon = 0
         self._allow = allow
         self._replacement = replacement
 
@@ -191,6 +202,9 @@ class SecretsCheck(DeltaCheck):
 
     def finish(self, accumulated: str) -> Decision:
         return self._scan(accumulated, final=True)
+
+    def horizon(self, accumulated: str) -> int:
+        return self._horizon
 
     def _scan(self, text: str, *, final: bool) -> Decision:
         for scanner, before in self._scanners:
@@ -207,6 +221,8 @@ class SecretsCheck(DeltaCheck):
                                  f"The answer contained a credential (category: {_CATEGORY_OF[rule]}). "
                                  "Never output keys, tokens, passwords or private keys; refer to them "
                                  "by name instead.")
+        self._horizon = min(tracker.update(scanner, text)
+                            for (scanner, _), tracker in zip(self._scanners, self._trackers, strict=True))
         return PASS
 
 
@@ -226,6 +242,7 @@ class SecretsProvider:
         self._allow = tuple(spec.allow)
         self._replacement = replacement
         self._compiled = _compile(frozenset(spec.categories) or CATEGORIES)
+        self._horizons = [_horizon_parts(pattern, anchors) for pattern, _, _, anchors in self._compiled]
 
     def arm(self, ctx: StreamContext) -> DeltaCheck | None:
-        return SecretsCheck(self._compiled, self._allow, self._replacement)
+        return SecretsCheck(self._compiled, self._horizons, self._allow, self._replacement)

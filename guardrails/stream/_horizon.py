@@ -1,0 +1,99 @@
+"""The horizon of a tail scanner: the earliest offset that could still become part of a match.
+
+A match that the scanner reports later starts at or after its ``floor`` and is one of:
+
+1. the match it found but could not settle yet (``TailScanner.pending``);
+2. a match holding an anchor it has already found (``TailScanner.found``): such a match starts in
+   ``[at - back, at]`` and, since it is not complete, the rest of the text from its start is a
+   prefix of a match (the pattern's prefix closure accepts it up to the end);
+3. a match whose anchor is not complete yet: the text from its start is a prefix of its lead and
+   anchor (``tail``: a regex for those prefixes, searched only over the last ``tail_reach``
+   characters). A scanner without anchors searches the pattern's whole closure instead.
+
+The horizon is the smallest of those starts, never below the previous horizon (the closures are
+prefix-closed, so a start that was not viable stays so) nor the floor. Cost per call: the tail
+search over the new text and the few characters before it (``re``, in C), plus one anchored test
+per found anchor still alive (rare: an anchor is a key's prefix, an "@", four close digits).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from guardrails.stream._prefix import first_chars, prefix_closure
+from guardrails.stream._scan import TailScanner
+
+_Search = Callable[[str, int], int]
+_Viable = Callable[[str, int], bool]
+
+
+def closure_search(pattern: str, flags: int = 0) -> tuple[_Search, _Viable]:
+    """``(search, viable)`` over ``re``: the leftmost offset ``>= start`` from which the text could
+    still grow into a match of ``pattern``, and whether it could from exactly ``at``."""
+    # An empty rest of the text is always viable; any other must start with a first character of
+    # the pattern: the lookahead lets the engine reject most offsets without entering the closure
+    # (a third of the cost on prose).
+    first = first_chars(pattern, flags)
+    guard = f"(?={first})" if first else ""
+    compiled = re.compile(f"\\Z|{guard}(?:{prefix_closure(pattern, flags)})\\Z")
+
+    def search(text: str, start: int) -> int:
+        found = compiled.search(text, start)
+        return len(text) if found is None else found.start()
+
+    def viable(text: str, at: int) -> bool:
+        return compiled.match(text, at) is not None
+    return search, viable
+
+
+@dataclass(frozen=True, slots=True)
+class HorizonParts:
+    """What a provider compiles once for its scanners' horizons (see the module docstring)."""
+
+    full: tuple[_Search, _Viable]
+    tail: _Search | None = None
+    tail_reach: int = 0
+
+    def arm(self) -> ScanHorizon:
+        return ScanHorizon(self.full, self.tail, self.tail_reach)
+
+
+class ScanHorizon:
+    """Follows one ``TailScanner``; call ``update`` after every pass of the scanner."""
+
+    def __init__(self, full: tuple[_Search, _Viable], tail: _Search | None = None,
+                 tail_reach: int = 0) -> None:
+        self._search, self._viable = full
+        self._tail = tail
+        self._tail_reach = tail_reach
+        self._alive: dict[int, int] = {}  # found anchor -> first start not yet ruled out
+        self.value = 0
+
+    def update(self, scanner: TailScanner, text: str) -> int:
+        end = len(text)
+        low = max(self.value, scanner.floor)
+        best = end if scanner.pending is None else scanner.pending
+        if self._tail is None:
+            best = min(best, self._search(text, low))
+        else:
+            best = min(best, self._tail(text, max(low, end - self._tail_reach)), self._found(scanner, text, low))
+        self.value = max(low, min(best, end))
+        return self.value
+
+    def _found(self, scanner: TailScanner, text: str, low: int) -> int:
+        found, alive, end = scanner.found, self._alive, len(text)
+        for at in [at for at in alive if at not in found or at < low]:
+            del alive[at]
+        best = end
+        for at, earliest in found.items():
+            if at < low:
+                continue
+            start = max(alive.get(at, earliest), low)
+            while start <= at and not self._viable(text, start):
+                start += 1
+            alive[at] = start
+            if start <= at:
+                best = min(best, start)
+        return best

@@ -1,0 +1,64 @@
+"""What the canary keeps of one system prompt, and the cache that makes turn N of a conversation free.
+
+``PromptIndex`` holds the normalised prompt's shingle hashes (detection) and its ``qgram`` hashes
+(the horizon). ``PromptIndexCache`` keys them by a BLAKE2b digest of the *raw* prompt, so a hit
+costs one pass of a C hash over the prompt (no normalisation, no slicing), and evicts the least
+recently used index once the cached indexes' estimated size passes ``budget_bytes``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# A set entry costs its slot (about 2 x 8 bytes at the load factor CPython keeps) plus an int
+# object for a 64-bit hash (32 bytes).
+_BYTES_PER_ENTRY = 48
+
+
+@dataclass(frozen=True, slots=True)
+class PromptIndex:
+    shingles: frozenset[int]
+    qgrams: frozenset[int]
+    normalised_chars: int
+
+    @property
+    def size_bytes(self) -> int:
+        return (sys.getsizeof(self.shingles) + sys.getsizeof(self.qgrams)
+                + _BYTES_PER_ENTRY * (len(self.shingles) + len(self.qgrams)))
+
+
+class PromptIndexCache:
+    """LRU by bytes. Not thread-safe: one per provider, used from the event loop."""
+
+    def __init__(self, budget_bytes: int) -> None:
+        self.budget_bytes = budget_bytes
+        self.used_bytes = 0
+        self.hits = 0
+        self.misses = 0
+        self._entries: OrderedDict[bytes, PromptIndex] = OrderedDict()
+
+    def get(self, prompt: str, build: Callable[[str], PromptIndex]) -> PromptIndex:
+        key = hashlib.blake2b(prompt.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        index = self._entries.get(key)
+        if index is not None:
+            self.hits += 1
+            self._entries.move_to_end(key)
+            return index
+        self.misses += 1
+        index = build(prompt)
+        size = index.size_bytes
+        if size > self.budget_bytes:
+            return index  # larger than the whole budget: used for this stream, not kept
+        self._entries[key] = index
+        self.used_bytes += size
+        while self.used_bytes > self.budget_bytes:
+            _, evicted = self._entries.popitem(last=False)
+            self.used_bytes -= evicted.size_bytes
+        return index
+
+    def __len__(self) -> int:
+        return len(self._entries)

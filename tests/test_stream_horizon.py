@@ -1,0 +1,176 @@
+"""Horizons: the guard holds back only what could still become part of a match.
+
+Differential property (hypothesis): for random and adversarial texts (secrets, prompt excerpts,
+deny patterns, PII, look-alikes, non-ASCII) split into random, one-character and mid-character
+deltas, the guard that releases by horizons blocks exactly when the fixed-window guard blocks
+(same delta, same guardrail), and no character of the match is ever in what it released: a fresh
+check over the text it still held, from its first held character, finds the match too.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Sequence
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from config.policy import (
+    CanaryGuardrail,
+    MaxLengthGuardrail,
+    PiiGuardrail,
+    RegexGuardrail,
+    SecretsGuardrail,
+    StreamGuardrailSpec,
+)
+from guardrails.seams import StreamContext
+from guardrails.stream import ArmedSet, Trip, build_stream_guardrails
+from proxy.events import Frame, TextDelta
+from proxy.pipeline import StreamGuard
+
+PROMPT = ("You are Orbit, the support assistant of Acme Rockets. Never discuss launch schedules that "
+          "are not public. Internal escalation code: ZEBRA-7. When a customer asks about refunds, "
+          "point them to the refunds page and nothing else. Warranty terms cover damaged parcels.")
+SPECS: list[StreamGuardrailSpec] = [
+    CanaryGuardrail(id="canary", kind="canary"),
+    SecretsGuardrail(id="secrets", kind="secrets"),
+    RegexGuardrail(id="deny", kind="regex", patterns=[r"project\s+nightingale", r"\bcodename [A-Z]\w+",
+                                                      r"launch (?:date|window)s?"], flags=["i"]),
+    PiiGuardrail(id="pii", kind="pii"),
+    MaxLengthGuardrail(id="len", kind="max_length", max_chars=5000),
+]
+PROVIDERS = build_stream_guardrails(SPECS, "[x]")
+CTX = StreamContext(system_prompt=PROMPT)
+
+_KEY_ALPHABET = string.ascii_letters + string.digits
+PIECES = [
+    "The deployment finished in four minutes. ", "def handle(request):\n    return None\n",
+    "Ask the team; the task-based plan is risk-free. ", "Keys and tokens go in the vault. ",
+    "password = ", "api_key: ", "sk-", "AKIA", "ghp_", "eyJhbGciOiJIUzI1NiJ9.eyJ", "-----BEGIN",
+    "sk-XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX ", "bob@example.com ", "mail alice@corp-mail.io now ",
+    "call +1 (415) 555-0100 today ", "card 4111 1111 1111 1111 ok ", "SSN 123-45-6789. ",
+    "IBAN DE89 3704 0044 0532 0130 00 ", "version 1.2.3.4 ", "Project  Nightingale ", "project night ",
+    "codename Falcon ", "the launch window ", "launch ", "Ｎｅｖｅｒ ｄｉｓｃｕｓｓ ",
+    "naïve café — ünïcödé 😀 ", "你好，世界。", "\n\n   ", "@", "0", "+44 20 7946 0958 ",
+]
+
+
+@st.composite
+def adversarial_text(draw: st.DrawFn) -> str:
+    parts: list[str] = []
+    for _ in range(draw(st.integers(1, 8))):
+        choice = draw(st.integers(0, 4))
+        if choice == 0:
+            start = draw(st.integers(0, len(PROMPT) - 50))
+            excerpt = PROMPT[start:start + draw(st.integers(8, 60))]
+            if draw(st.booleans()):
+                excerpt = excerpt.upper().replace(" ", draw(st.sampled_from([" ", "  ", "\n", " \t "])))
+            parts.append(excerpt)
+        elif choice == 1:
+            prefix = draw(st.sampled_from(["sk-", "ghp_", "glpat-", "AKIA", "token = ", "xoxb-1234567890-"]))
+            body = draw(st.text(_KEY_ALPHABET, min_size=8, max_size=40))
+            parts.append(prefix + (body.upper() if prefix == "AKIA" else body) + draw(st.sampled_from([" ", ".", ""])))
+        elif choice == 2:
+            parts.append(draw(st.text(min_size=1, max_size=20)))
+        else:
+            parts.append(draw(st.sampled_from(PIECES)))
+    return "".join(parts)
+
+
+@st.composite
+def split(draw: st.DrawFn, text: str) -> list[str]:
+    mode = draw(st.sampled_from(["one", "small", "tokens"]))
+    if mode == "one":
+        return list(text)
+    hi = 4 if mode == "small" else 12
+    deltas, i = [], 0
+    while i < len(text):
+        n = draw(st.integers(1, hi))
+        deltas.append(text[i:i + n])
+        i += n
+    return deltas
+
+
+class _FixedWindow(ArmedSet):
+    """The guard before horizons: hold the largest window of the armed checks."""
+
+    def horizon(self, accumulated: str) -> int:
+        return max(0, len(accumulated) - self.window)
+
+
+def _drive(guard: StreamGuard, deltas: Sequence[str]) -> tuple[int | None, Trip | None, int]:
+    """(index of the delta that tripped, the trip, characters released before it)."""
+    released = 0
+    for i, delta in enumerate(deltas):
+        step = guard.push(Frame(delta.encode(), (TextDelta(delta),)))
+        if step.trip is not None:
+            return i, step.trip, released
+        released += sum(len(f.text) for f in step.send)
+    step = guard.end()
+    return (len(deltas) if step.trip else None), step.trip, released
+
+
+def _fresh_blocks(deltas: Sequence[str], guardrail_id: str) -> bool:
+    """Whether the guardrail, armed afresh, blocks the message made of ``deltas``."""
+    armed = ArmedSet.arm([p for p in PROVIDERS if p.id == guardrail_id], CTX)
+    acc = ""
+    for delta in deltas:
+        acc += delta
+        if armed.check(acc, delta) is not None:
+            return True
+    return armed.finish(acc) is not None
+
+
+def _held_deltas(deltas: Sequence[str], released: int, upto: int) -> list[str]:
+    """The deltas from the first held character (frames are released whole) through ``upto``."""
+    out, offset = [], 0
+    for delta in deltas[:upto + 1]:
+        if offset >= released:
+            out.append(delta)
+        offset += len(delta)
+    return out
+
+
+@settings(max_examples=300, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_horizon_guard_blocks_exactly_when_the_fixed_window_guard_does(data: st.DataObject) -> None:
+    text = data.draw(adversarial_text())
+    deltas = data.draw(split(text))
+    fixed = StreamGuard(_FixedWindow.arm(PROVIDERS, CTX), holdback=0)
+    horizon = StreamGuard(ArmedSet.arm(PROVIDERS, CTX), holdback=0)
+    at_fixed, trip_fixed, _ = _drive(fixed, deltas)
+    at, trip, released = _drive(horizon, deltas)
+    assert at == at_fixed
+    assert (trip and (trip.guardrail_id, trip.decision.reason_code)) == (
+        trip_fixed and (trip_fixed.guardrail_id, trip_fixed.decision.reason_code))
+    if trip is not None and trip.guardrail_id != "len":
+        held = _held_deltas(deltas, released, at)
+        assert _fresh_blocks(held, trip.guardrail_id), (text[:released], held)
+
+
+def test_ordinary_prose_is_released_at_once() -> None:
+    guard = StreamGuard(ArmedSet.arm(PROVIDERS, CTX), holdback=0)
+    words = "The deployment finished in about four minutes and the health checks went green . ".split(" ")
+    released = ""
+    for word in words:
+        delta = word + " "
+        released += "".join(f.text for f in guard.push(Frame(delta.encode(), (TextDelta(delta),))).send)
+    assert len("".join(w + " " for w in words)) - len(released) < 20
+
+
+def test_a_pending_key_prefix_is_held_until_it_cannot_become_a_key() -> None:
+    guard = StreamGuard(ArmedSet.arm(PROVIDERS, CTX), holdback=0)
+    out = ""
+    for delta in ["Use the key ", "sk-", "abc", " instead."]:
+        out += "".join(f.text for f in guard.push(Frame(delta.encode(), (TextDelta(delta),))).send)
+        if delta == "abc":
+            assert "sk-" not in out
+    assert out.startswith("Use the key sk-abc")
+
+
+def test_holdback_chars_stays_a_minimum() -> None:
+    guard = StreamGuard(ArmedSet.arm(PROVIDERS, CTX), holdback=30)
+    text = "The deployment finished in about four minutes and the health checks went green. " * 2
+    out = "".join("".join(f.text for f in guard.push(Frame(c.encode(), (TextDelta(c),))).send) for c in text)
+    assert len(text) - len(out) >= 30

@@ -23,10 +23,10 @@ from config.policy import (
     SecretsGuardrail,
     StreamGuardrailSpec,
 )
+from guardrails.datamodel import Frame, TextDelta
 from guardrails.seams import StreamContext
 from guardrails.stream import ArmedSet, Trip, build_stream_guardrails
-from proxy.events import Frame, TextDelta
-from proxy.pipeline import StreamGuard
+from proxy.stream_guard import StreamGuard
 
 PROMPT = ("You are Orbit, the support assistant of Acme Rockets. Never discuss launch schedules that "
           "are not public. Internal escalation code: ZEBRA-7. When a customer asks about refunds, "
@@ -151,7 +151,7 @@ def test_horizon_guard_blocks_exactly_when_the_fixed_window_guard_does(data: st.
 
 def test_ordinary_prose_is_released_at_once() -> None:
     guard = StreamGuard(ArmedSet.arm(PROVIDERS, CTX), holdback=0)
-    words = "The deployment finished in about four minutes and the health checks went green . ".split(" ")
+    words = ["The", "deployment", "finished", "in", "about", "four", "minutes", "and", "the", "health", "checks", "went", "green", ".", ""]
     released = ""
     for word in words:
         delta = word + " "

@@ -164,7 +164,7 @@ class _Writer:
     def _first_item(self, op: Any, av: Any) -> tuple[list[str], bool] | None:
         if op in (_c.LITERAL, _c.IN):
             char = self._one_char(op, av)
-            return None if char.startswith("[^") else [char], False
+            return None if char.startswith("[^") else ([char], False)
         if op in _ONE_CHAR:
             return None
         if op is _c.SUBPATTERN:

@@ -19,41 +19,38 @@ per found anchor still alive (rare: an anchor is a key's prefix, an "@", four cl
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from guardrails.stream._prefix import first_chars, prefix_closure
 from guardrails.stream._scan import TailScanner
 
-_Search = Callable[[str, int], int]
-_Viable = Callable[[str, int], bool]
 
+class Closure:
+    """A pattern's prefix closure compiled for ``re``: ``search`` finds the leftmost offset ``>= start``
+    from which the text could still grow into a match, ``viable`` tells it for exactly ``at``."""
 
-def closure_search(pattern: str, flags: int = 0) -> tuple[_Search, _Viable]:
-    """``(search, viable)`` over ``re``: the leftmost offset ``>= start`` from which the text could
-    still grow into a match of ``pattern``, and whether it could from exactly ``at``."""
-    # An empty rest of the text is always viable; any other must start with a first character of
-    # the pattern: the lookahead lets the engine reject most offsets without entering the closure
-    # (a third of the cost on prose).
-    first = first_chars(pattern, flags)
-    guard = f"(?={first})" if first else ""
-    compiled = re.compile(f"\\Z|{guard}(?:{prefix_closure(pattern, flags)})\\Z")
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        # An empty rest of the text is always viable; any other must start with a first character
+        # of the pattern: the lookahead lets the engine reject most offsets without entering the
+        # closure (a third of the cost on prose).
+        first = first_chars(pattern, flags)
+        guard = f"(?={first})" if first else ""
+        self.compiled = re.compile(f"\\Z|{guard}(?:{prefix_closure(pattern, flags)})\\Z")
 
-    def search(text: str, start: int) -> int:
-        found = compiled.search(text, start)
+    def search(self, text: str, start: int) -> int:
+        found = self.compiled.search(text, start)
         return len(text) if found is None else found.start()
 
-    def viable(text: str, at: int) -> bool:
-        return compiled.match(text, at) is not None
-    return search, viable
+    def viable(self, text: str, at: int) -> bool:
+        return self.compiled.match(text, at) is not None
 
 
 @dataclass(frozen=True, slots=True)
 class HorizonParts:
     """What a provider compiles once for its scanners' horizons (see the module docstring)."""
 
-    full: tuple[_Search, _Viable]
-    tail: _Search | None = None
+    full: Closure
+    tail: Closure | None = None
     tail_reach: int = 0
 
     def arm(self) -> ScanHorizon:
@@ -61,25 +58,30 @@ class HorizonParts:
 
 
 class ScanHorizon:
-    """Follows one ``TailScanner``; call ``update`` after every pass of the scanner."""
+    """Follows one ``TailScanner``; call ``update`` after every pass of the scanner. Written for
+    the hot path: one regex search per call while no anchor is pending, few Python calls."""
 
-    def __init__(self, full: tuple[_Search, _Viable], tail: _Search | None = None,
-                 tail_reach: int = 0) -> None:
-        self._search, self._viable = full
-        self._tail = tail
-        self._tail_reach = tail_reach
+    def __init__(self, full: Closure, tail: Closure | None = None, tail_reach: int = 0) -> None:
+        self._full = full
+        self._tail = full.compiled if tail is None else tail.compiled
+        self._tail_reach = tail_reach if tail is not None else -1
         self._alive: dict[int, int] = {}  # found anchor -> first start not yet ruled out
         self.value = 0
 
     def update(self, scanner: TailScanner, text: str) -> int:
         end = len(text)
-        low = max(self.value, scanner.floor)
-        best = end if scanner.pending is None else scanner.pending
-        if self._tail is None:
-            best = min(best, self._search(text, low))
-        else:
-            best = min(best, self._tail(text, max(low, end - self._tail_reach)), self._found(scanner, text, low))
-        self.value = max(low, min(best, end))
+        low = max(scanner.floor, self.value)
+        start = low
+        if self._tail_reach >= 0 and end - self._tail_reach > low:
+            start = end - self._tail_reach
+        hit = self._tail.search(text, start)
+        best = end if hit is None else hit.start()
+        if scanner.found or self._alive:
+            best = min(best, self._found(scanner, text, low))
+        pending = scanner.pending
+        if pending is not None and pending < best:
+            best = pending
+        self.value = max(best, low)
         return self.value
 
     def _found(self, scanner: TailScanner, text: str, low: int) -> int:
@@ -87,11 +89,12 @@ class ScanHorizon:
         for at in [at for at in alive if at not in found or at < low]:
             del alive[at]
         best = end
+        viable = self._full.viable
         for at, earliest in found.items():
             if at < low:
                 continue
             start = max(alive.get(at, earliest), low)
-            while start <= at and not self._viable(text, start):
+            while start <= at and not viable(text, start):
                 start += 1
             alive[at] = start
             if start <= at:

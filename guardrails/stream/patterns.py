@@ -18,7 +18,7 @@ import re
 from config.policy import RegexGuardrail
 from guardrails.decision import PASS, PATTERN_MATCH, Block, Decision
 from guardrails.seams import DeltaCheck, StreamContext
-from guardrails.stream._horizon import HorizonParts, closure_search
+from guardrails.stream._horizon import Closure, HorizonParts
 from guardrails.stream._scan import Anchors, TailScanner, literal_prefix
 
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
@@ -85,8 +85,8 @@ def _with_horizon(pattern: re.Pattern[str], prefix: str | None) -> _Compiled:
     prefix closure cannot be written holds its whole window (``horizon`` None)."""
     anchors = None if prefix is None else Anchors([(prefix, 0)])
     try:
-        full = closure_search(pattern.pattern, pattern.flags)
-        tail = None if prefix is None else closure_search(prefix, pattern.flags)[0]
+        full = Closure(pattern.pattern, pattern.flags)
+        tail = None if prefix is None else Closure(prefix, pattern.flags)
     except ValueError:
         return pattern, anchors, None
     return pattern, anchors, HorizonParts(full, tail, 0 if anchors is None else anchors.reach)

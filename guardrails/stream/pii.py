@@ -32,7 +32,7 @@ import re
 from config.policy import PiiGuardrail
 from guardrails.decision import PASS, PII, Block, Decision, Redact
 from guardrails.seams import DeltaCheck, StreamContext
-from guardrails.stream._horizon import HorizonParts, closure_search
+from guardrails.stream._horizon import Closure, HorizonParts
 from guardrails.stream._scan import Anchors, TailScanner, split_lookbehinds, widest
 
 # Characters after a match that the scanner waits for before calling it final: an IBAN's next
@@ -174,7 +174,7 @@ class PiiProvider:
         self._before = {k: re.compile(lb) for k, (lb, _) in parts.items()}
         self._anchors = Anchors([_ANCHORS[k] for k in chosen], quick=_ANCHOR_ENDS)
         leads = sorted({_LEADS[_LEAD_OF[k]] for k in chosen})
-        self._horizon = HorizonParts(closure_search(self._pattern.pattern), closure_search("|".join(leads))[0],
+        self._horizon = HorizonParts(Closure(self._pattern.pattern), Closure("|".join(leads)),
                                      max(widest(lead) for lead in leads))
         self._allow = frozenset(spec.allow)
         self._redact = spec.action == "redact"

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from config.policy import SecretsGuardrail
 from guardrails.decision import PASS, SECRET_LEAK, Block, Decision
 from guardrails.seams import DeltaCheck, StreamContext
-from guardrails.stream._horizon import HorizonParts, closure_search
+from guardrails.stream._horizon import Closure, HorizonParts
 from guardrails.stream._scan import Anchors, TailScanner, looks_random, split_lookbehinds
 
 # A JWT header is usually 36-100 characters; longer ones are not caught (the window, and so the
@@ -155,7 +155,7 @@ def _compile(categories: frozenset[str]) -> list[_Compiled]:
 def _horizon_parts(pattern: re.Pattern[str], anchors: Anchors) -> HorizonParts:
     """Every anchor starts its match (back 0): a match whose anchor is still incomplete starts
     where the tail of the text is a prefix of an anchor."""
-    return HorizonParts(closure_search(pattern.pattern), closure_search(anchors.pattern.pattern)[0],
+    return HorizonParts(Closure(pattern.pattern), Closure(anchors.pattern.pattern),
                         anchors.reach)
 
 
@@ -221,8 +221,11 @@ class SecretsCheck(DeltaCheck):
                                  f"The answer contained a credential (category: {_CATEGORY_OF[rule]}). "
                                  "Never output keys, tokens, passwords or private keys; refer to them "
                                  "by name instead.")
-        self._horizon = min(tracker.update(scanner, text)
-                            for (scanner, _), tracker in zip(self._scanners, self._trackers, strict=True))
+        horizon = len(text)
+        for (scanner, _), tracker in zip(self._scanners, self._trackers, strict=True):
+            value = tracker.update(scanner, text)
+            horizon = min(horizon, value)
+        self._horizon = horizon
         return PASS
 
 

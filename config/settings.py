@@ -32,6 +32,17 @@ class Settings(BaseSettings):
     shutdown_grace_s: float = Field(default=10.0, ge=0)
     workers: int = Field(default=1, ge=1)
     """Processes sharing the listening socket (``guardproxy serve --workers N``)."""
+    policies: dict[str, str] = {}
+    """More named policies besides ``default`` (``GUARDPROXY_POLICY``): JSON, name -> TOML file."""
+    client_tokens: dict[str, str] = {}
+    """JSON, proxy token -> policy name. Each is also accepted as ``x-guardproxy-token``; the policy
+    follows the token, so a client cannot choose it."""
+    route_policies: dict[str, str] = {}
+    """JSON, route (``openai_chat``, ``openai_responses``, ``anthropic``, ``gemini``) -> policy name."""
+    allow_policy_header: bool = False
+    """Let a client pick a named policy with ``x-guardproxy-policy`` (after token and route)."""
+    watch_policy: bool = True
+    """Reload the policies when their files change (as well as on SIGHUP)."""
     prometheus_multiproc_dir: str | None = Field(default=None, validation_alias="PROMETHEUS_MULTIPROC_DIR")
     """prometheus-client's own variable (no prefix): where workers share metric values. ``serve`` sets
     it to a fresh directory when running several workers and it is unset."""

@@ -14,11 +14,12 @@ import structlog
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, Response
 
-from config.policy import Policy, load_policy
+from config.policy import Policy
 from config.settings import Settings
 from proxy.asgi import BodyTooLarge, ClientGone, Receive, Scope, Send, header_list, read_body, respond
 from proxy.exchange import Exchange
 from proxy.metrics import CONTENT_TYPE
+from proxy.reload import Reloader
 from proxy.services import Services, build_services
 
 log = structlog.get_logger("guardproxy")
@@ -39,7 +40,7 @@ def ops_authorized(token: str | None, scope: Scope) -> bool:
     return hmac.compare_digest(given.encode(), token.encode())
 
 
-def _ops_app(services: Services) -> FastAPI:
+def _ops_app(services: Services, reloader: Reloader) -> FastAPI:
     app = FastAPI(title="guardproxy", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.get("/healthz")
@@ -49,7 +50,11 @@ def _ops_app(services: Services) -> FastAPI:
     @app.get("/readyz")
     async def readyz() -> JSONResponse:
         ok = services.ready
+        book = services.book
         body = {"status": "ready" if ok else "starting", "policy_loaded": True,
+                "policy_version": book.default.label,
+                "policies": {name: g.version for name, g in book.guards.items()},
+                "policy_generation": book.generation, "last_reload_error": reloader.last_error,
                 "guardrails_enabled": services.guarding,
                 "stream_guardrails": [g.id for g in services.stream_guardrails],
                 "message_guardrails": [g.id for g in services.message_guardrails],
@@ -66,7 +71,8 @@ def _ops_app(services: Services) -> FastAPI:
 class GuardProxy:
     def __init__(self, services: Services) -> None:
         self.services = services
-        self.ops = _ops_app(services)
+        self.reloader = Reloader(services)
+        self.ops = _ops_app(services, self.reloader)
         self._active: set[asyncio.Task[Any]] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -126,12 +132,14 @@ class GuardProxy:
                     await self.services.upstream.start()
                     self.services.ready = True
                     self.services.metrics.started()
+                    self.reloader.start()
                 except Exception as exc:  # noqa: BLE001 - reported to the server, which exits
                     await send({"type": "lifespan.startup.failed", "message": type(exc).__name__})
                     return
                 await send({"type": "lifespan.startup.complete"})
             elif msg["type"] == "lifespan.shutdown":
                 self.services.ready = False
+                await self.reloader.stop()
                 await self._drain()
                 await self.services.upstream.close()
                 await self.services.http.aclose()
@@ -162,9 +170,9 @@ async def _watch(run: asyncio.Task[Any], receive: Receive, gone: list[bool]) -> 
 
 
 def create_app(settings: Settings | None = None, policy: Policy | None = None) -> GuardProxy:
-    settings = settings or Settings()
-    policy = policy or load_policy(settings.policy)
-    return GuardProxy(build_services(settings, policy))
+    """``policy``: the default policy as an object, fixed for the app's life; None: read from
+    ``settings.policy`` (or the shipped default) and reloaded on SIGHUP or when its file changes."""
+    return GuardProxy(build_services(settings or Settings(), policy))
 
 
 def app_from_env() -> GuardProxy:

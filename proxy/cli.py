@@ -30,13 +30,13 @@ def serve(args: argparse.Namespace) -> int:
                                    ("workers", args.workers)) if v}
     settings = Settings(**overrides)
     configure(settings.log_level)
-    if not _is_loopback(settings.host) and not settings.auth_token and not settings.allow_unauthenticated_remote:
+    if (not _is_loopback(settings.host) and not settings.auth_token and not settings.client_tokens
+            and not settings.allow_unauthenticated_remote):
         print(f"guardproxy: refusing to listen on {settings.host} without GUARDPROXY_AUTH_TOKEN "
               "(set it, or GUARDPROXY_ALLOW_UNAUTHENTICATED_REMOTE=true to waive)", file=sys.stderr)
         return 2
     try:
-        policy = load_policy(settings.policy)
-        app = create_app(settings, policy)
+        app = create_app(settings)
     except PolicyError as exc:
         print(f"guardproxy: {exc}", file=sys.stderr)
         return 2
@@ -60,9 +60,11 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
 def check_policy(args: argparse.Namespace) -> int:
     try:
         policy = load_policy(args.file)
-        from proxy.services import build_services
+        import httpx
 
-        build_services(Settings(policy=args.file), policy)
+        from proxy.policies import build_guard
+
+        build_guard("check", policy, Settings(policy=args.file), httpx.AsyncClient())
     except PolicyError as exc:
         print(exc, file=sys.stderr)
         return 1

@@ -83,6 +83,9 @@ class Exchange:
             await self._fail(400, str(exc), "invalid_request", provider=self._guess_provider())
             return
         self.path = route.path
+        # The policy is chosen once, here; a reload from now on does not change it for this request.
+        self.services = self.services.bound(self.services.book.choose(
+            self.header.get("x-guardproxy-token", ""), route.wire, self.header.get("x-guardproxy-policy")))
         if route.query is not None:
             self.query = route.query
         if route.refused is not None and self.services.guarding:
@@ -120,11 +123,22 @@ class Exchange:
 
     # ------------------------------------------------------------------ plumbing
     def _authorized(self) -> bool:
+        """With no token configured, anyone; else the admin token or one of the client tokens."""
         token = self.services.settings.auth_token
-        if not token:
+        if not token and not self.services.settings.client_tokens:
             return True
         given = self.header.get("x-guardproxy-token", "")
-        return hmac.compare_digest(given.encode(), token.encode())
+        if given and self.services.book.token_matches(given) is not None:
+            return True
+        return bool(token) and hmac.compare_digest(given.encode(), (token or "").encode())
+
+    def decision_headers(self) -> list[tuple[str, str]]:
+        """On guarded routes: which policy (name@version) and which guardrails this response ran under."""
+        if self.wire is None or not self.services.guarding:
+            return []
+        guard = self.services.guard
+        return [("x-guardproxy-policy", guard.label),
+                ("x-guardproxy-guardrails", ",".join(guard.guardrail_ids) or "none")]
 
     def _guess_provider(self) -> Provider:
         """The API whose error format a refused request gets: its path first, then its headers."""
@@ -162,6 +176,7 @@ class Exchange:
         if content_type:
             raw.append((b"content-type", content_type.encode()))
         raw.append((b"x-guardproxy-request-id", self.request_id.encode()))
+        raw += [(k.encode(), v.encode("latin-1", "replace")) for k, v in self.decision_headers()]
         await self._send({"type": "http.response.start", "status": status, "headers": raw})
 
     async def write(self, data: bytes) -> None:

@@ -310,6 +310,7 @@ class GuardedTurn:
         if replaced:
             headers.append(("x-guardproxy-replaced", replaced))
         headers.append(("x-guardproxy-request-id", self.ex.request_id))
+        headers += self.ex.decision_headers()
         ctype = dict(resp.headers).get("content-type", "application/json")
         self.ex.started, self.ex.status = True, resp.status
         await respond(self.ex._send, resp.status, raw, [h for h in headers if h[0] != "content-encoding"], ctype)

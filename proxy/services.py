@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
 import structlog
 
-from config.policy import Policy, PolicyError
+from config.policy import Policy
 from config.settings import Settings
-from guardrails.message import build_message_guardrails
 from guardrails.seams import MessageGuardrail, StreamGuardrail
-from guardrails.stream import build_stream_guardrails
 from guardrails.tools import ToolAssessor
 from proxy.audit import AuditLog
 from proxy.metrics import Metrics
+from proxy.policies import Guard, PolicyBook
 from proxy.upstream import Upstream
 from proxy.wire.anthropic import AnthropicMessages
 from proxy.wire.base import WireFormat
@@ -34,19 +32,44 @@ def _wires() -> dict[str, WireFormat]:
 
 @dataclass
 class Services:
+    """Shared infrastructure plus ``guard``, the policy a request runs under. The app's own instance
+    holds the default policy; each request gets a shallow copy bound to the policy chosen for it
+    (``bound``), so everything below reads ``s.policy``/``s.stream_guardrails`` and keeps the policy
+    the request started with across reloads."""
+
     settings: Settings
-    policy: Policy
     upstream: Upstream
     metrics: Metrics
     audit: AuditLog
     http: httpx.AsyncClient
+    book: PolicyBook
+    guard: Guard
     wires: dict[str, WireFormat] = field(default_factory=_wires)
-    stream_guardrails: list[StreamGuardrail] = field(default_factory=list)
-    message_guardrails: list[MessageGuardrail] = field(default_factory=list)
-    assessor: ToolAssessor | None = None
-    specs: dict[str, Any] = field(default_factory=dict)
-    """Guardrail id -> its policy entry (action, attempts, mandate...)."""
     ready: bool = False
+
+    def bound(self, guard: Guard) -> Services:
+        return replace(self, guard=guard)
+
+    @property
+    def policy(self) -> Policy:
+        return self.guard.policy
+
+    @property
+    def stream_guardrails(self) -> list[StreamGuardrail]:
+        return self.guard.stream_guardrails
+
+    @property
+    def message_guardrails(self) -> list[MessageGuardrail]:
+        return self.guard.message_guardrails
+
+    @property
+    def assessor(self) -> ToolAssessor | None:
+        return self.guard.assessor
+
+    @property
+    def specs(self) -> dict[str, Any]:
+        """Guardrail id -> its policy entry (action, attempts, mandate...)."""
+        return self.guard.specs
 
     @property
     def tool_arg_guardrails(self) -> list[StreamGuardrail]:
@@ -67,25 +90,13 @@ class Services:
         return delivery == "buffered"
 
 
-def build_services(settings: Settings, policy: Policy) -> Services:
-    """Validate and build every guardrail now, so a bad policy fails at start, not on a request."""
+def build_services(settings: Settings, policy: Policy | None = None) -> Services:
+    """Validate and build every named policy now, so a bad policy fails at start, not on a request.
+    ``policy``: the default policy as an object (else read from ``settings.policy``)."""
     from httpx_aiohttp import AiohttpTransport
 
     http = httpx.AsyncClient(transport=AiohttpTransport(), timeout=httpx.Timeout(30.0))
-    default_replacement = policy.defaults.replacement
-    services = Services(
-        settings=settings, policy=policy, upstream=Upstream(settings),
-        metrics=Metrics(settings.prometheus_multiproc_dir),
-        audit=AuditLog(settings.audit_log), http=http,
-    )
-    if settings.guardrails_enabled:
-        try:
-            services.stream_guardrails = build_stream_guardrails(policy.stream_guardrails, default_replacement)
-        except ValueError as exc:
-            raise PolicyError(f"stream_guardrails: {exc}") from exc
-        services.message_guardrails = build_message_guardrails(
-            policy.message_guardrails, default_replacement, Path(policy.base_dir), http)
-        if policy.tools is not None and policy.tools.enabled:
-            services.assessor = ToolAssessor(policy.tools, Path(policy.base_dir))
-    services.specs = {s.id: s for s in [*policy.stream_guardrails, *policy.message_guardrails]}
-    return services
+    book = PolicyBook(settings, http, policy)
+    return Services(settings=settings, upstream=Upstream(settings),
+                    metrics=Metrics(settings.prometheus_multiproc_dir), audit=AuditLog(settings.audit_log),
+                    http=http, book=book, guard=book.default)

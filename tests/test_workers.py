@@ -32,5 +32,5 @@ def test_workers_share_the_port_and_every_scrape_sums_all_workers(upstream: Fake
             text = _scrape(proxy)
             assert metric(text, "guardproxy_requests_total", route="openai_chat", status="200") == n
             assert metric(text, "guardproxy_upstream_latency_seconds_count", provider="openai") == n
-            assert re.search(r"^# TYPE guardproxy_requests_total counter$", text, re.M)
+            assert re.search(r"^# TYPE guardproxy_requests_total counter$", text, re.MULTILINE)
     assert proxy.proc is not None and proxy.proc.returncode == 0, proxy.stderr()

@@ -28,7 +28,8 @@ class ProxyProcess:
                     "GUARDPROXY_ANTHROPIC_BASE_URL": upstream_url, "GUARDPROXY_GEMINI_BASE_URL": upstream_url,
                     "GUARDPROXY_SHUTDOWN_GRACE_S": "2", **env}
         self.proc: subprocess.Popen[bytes] | None = None
-        self._log = tempfile.TemporaryFile()  # a file, not a pipe: a chatty proxy never blocks on it
+        # A file, not a pipe: a chatty proxy never blocks on it. Closed in stop().
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115
 
     @property
     def url(self) -> str:

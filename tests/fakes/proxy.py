@@ -10,7 +10,7 @@ from typing import Any, Self
 
 import uvicorn
 
-from config.policy import Policy, load_policy, parse_policy
+from config.policy import Policy, parse_policy
 from config.settings import Settings
 from proxy.app import GuardProxy, create_app
 
@@ -22,16 +22,18 @@ def free_port() -> int:
 
 
 class ProxyServer:
-    def __init__(self, upstream_url: str, policy: Policy | str | None = None, **settings: Any) -> None:
+    def __init__(self, upstream_url: str, policy: Policy | str | None = None, *, policy_file: str | None = None,
+                 **settings: Any) -> None:
+        """``policy``: fixed for the server's life; ``policy_file``: read from disk and reloadable."""
         self.port = free_port()
         base = {"host": "127.0.0.1", "port": self.port, "openai_base_url": upstream_url,
                 "anthropic_base_url": upstream_url, "gemini_base_url": upstream_url,
                 "upstream_read_timeout_s": 5.0, "upstream_connect_timeout_s": 2.0, "shutdown_grace_s": 1.0}
-        base.update(settings)
+        base.update(settings, policy=policy_file)
         self.settings = Settings(**base)
         if isinstance(policy, str):
             policy = parse_policy(policy, source="<test policy>")
-        self.app: GuardProxy = create_app(self.settings, policy or load_policy(None))
+        self.app: GuardProxy = create_app(self.settings, policy)
         config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning",
                                 lifespan="on", access_log=False, ws="none")
         self.server = uvicorn.Server(config)

@@ -89,6 +89,10 @@ class _MessageBase(_Strict):
     final_action: Literal["replace", "reject", "log"] = "replace"
     """What happens when ``retry`` runs out of attempts."""
     enabled: bool = True
+    on_content_error: Literal["block", "pass"] = "block"
+    """When the content itself makes the check fail (the checker refuses it as too long, it cannot
+    be encoded, the check crashes on it): ``block`` acts as a block with reason ``unjudgeable``;
+    ``pass`` fails open. An unavailable checker (down, slow, 5xx, 429) always fails open."""
 
 
 class JudgeGuardrail(_MessageBase):
@@ -103,7 +107,16 @@ class JudgeGuardrail(_MessageBase):
     api_key_env: str | None = None
     """Environment variable holding the key for a judge that names its own upstream."""
     only_final_text: bool = True
-    """Judge only messages that end the turn (text, no tool calls), as the seed's interceptor does."""
+    """Judge the visible text only (a message with tool calls is judged on its text whenever it has
+    some); ``false``: the tool calls are judged too."""
+    on_unreadable: Literal["pass", "block", "retry"] = "retry"
+    """A judge reply with no readable verdict: ``retry`` asks once more for one word and blocks if
+    that is unreadable too; ``block``; ``pass`` fails open."""
+    max_chars: int = Field(default=32_000, ge=1_000, le=2_000_000)
+    """Longest answer text sent in one judge call; a longer one is judged in parts of this size."""
+    max_parts: int = Field(default=4, ge=1, le=64)
+    """Most parts judged per message (concurrently); past it the first ``max_parts - 1`` parts and
+    the last are judged, and the judge is told how much was left out between them."""
 
 
 class WebhookGuardrail(_MessageBase):
@@ -119,6 +132,10 @@ class ModerationGuardrail(_MessageBase):
     api_key_env: str | None = "OPENAI_API_KEY"
     thresholds: dict[str, float] = {}
     """Category -> score at or above which the message is flagged; empty: the endpoint's ``flagged``."""
+    max_chars: int = Field(default=32_000, ge=1_000, le=2_000_000)
+    """Longest text sent as one ``input``; a longer one is sent as a list of parts."""
+    max_parts: int = Field(default=8, ge=1, le=64)
+    """Most parts sent; past it the first ``max_parts - 1`` and the last are sent."""
 
 
 MessageGuardrailSpec = Annotated[

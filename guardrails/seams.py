@@ -89,10 +89,28 @@ class StreamGuardrail(Protocol):
         ...
 
 
-class TextCompleter(Protocol):
-    """Sends one stateless prompt to a model and returns its text (used by the LLM judge)."""
+class CompleterError(Exception):
+    """The judge's upstream answered with an error status. ``detail`` is the start of its error body
+    (the judge reads it to tell a refused parameter or an over-long prompt from an outage); it is
+    never logged."""
 
-    async def complete(self, prompt: str, *, model: str, temperature: float = 0.0) -> str: ...
+    def __init__(self, status: int, detail: str = "") -> None:
+        super().__init__(f"judge upstream answered {status}")
+        self.status = status
+        self.detail = detail
+
+
+class CheckUnavailable(Exception):
+    """The checker could not be reached or answered nothing usable: the check fails open."""
+
+
+class TextCompleter(Protocol):
+    """Sends one stateless prompt to a model and returns its text (used by the LLM judge).
+
+    ``temperature=None`` leaves the parameter out (reasoning models refuse it). Raises
+    ``CompleterError`` on an error status and ``CheckUnavailable`` when the upstream is unreachable."""
+
+    async def complete(self, prompt: str, *, model: str, temperature: float | None = 0.0) -> str: ...
 
 
 @dataclass(slots=True)

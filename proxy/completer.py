@@ -10,8 +10,8 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from guardrails.seams import TextCompleter
-from proxy.upstream import Upstream
+from guardrails.seams import CheckUnavailable, CompleterError, TextCompleter
+from proxy.upstream import Upstream, UpstreamError
 from proxy.wire.base import WireFormat, dumps
 
 if TYPE_CHECKING:
@@ -22,8 +22,8 @@ _AUTH_HEADERS = ("authorization", "x-api-key", "x-goog-api-key", "api-key", "ant
                  "openai-organization", "openai-project")
 
 
-class JudgeUpstreamError(Exception):
-    """The judge's upstream answered with an error status (the runner fails open on it)."""
+_ERROR_DETAIL_BYTES = 2000
+"""How much of a judge's error body the judge may read to tell a refused parameter from an outage."""
 
 
 class _Completer:
@@ -33,18 +33,24 @@ class _Completer:
             upstream, wire, base_url, headers, query)
         self._path = path
 
-    async def complete(self, prompt: str, *, model: str, temperature: float = 0.0) -> str:
-        path, body = self._wire.judge_request(model, prompt)
+    async def complete(self, prompt: str, *, model: str, temperature: float | None = 0.0) -> str:
+        path, body = self._wire.judge_request(model, prompt, temperature=temperature)
         path = self._path or path
         url = self._base + path + (f"?{self._query}" if self._query else "")
-        resp = await self._upstream.request("POST", url, self._headers, dumps(body).encode())
         try:
-            raw = await resp.read()
-        finally:
-            resp.close()
+            resp = await self._upstream.request("POST", url, self._headers, dumps(body).encode())
+            try:
+                raw = await resp.read()
+            finally:
+                resp.close()
+        except UpstreamError as exc:
+            raise CheckUnavailable(str(exc)) from None
         if resp.status != 200:
-            raise JudgeUpstreamError(f"judge upstream answered {resp.status}")
-        return self._wire.decode_response(raw).text
+            raise CompleterError(resp.status, raw[:_ERROR_DETAIL_BYTES].decode("utf-8", "replace"))
+        try:
+            return self._wire.decode_response(raw).text
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise CheckUnavailable("the judge answered a body that is not a response") from None
 
 
 def _key_query(query: str) -> str:
@@ -73,14 +79,17 @@ def completer_factory(ex: Exchange, s: Services) -> Callable[[str, str | None, s
             return None
         provider = {"openai_chat": "openai", "anthropic": "anthropic", "gemini": "gemini"}.get(wire_name, "openai")
         key = os.environ.get(api_key_env, "") if api_key_env else ""
+        base = (base_url or s.upstream.bases[provider]).rstrip("/")
         headers = [("content-type", "application/json")]
         if key:
             headers.append({"openai": ("authorization", f"Bearer {key}"), "anthropic": ("x-api-key", key),
                             "gemini": ("x-goog-api-key", key)}[provider])
-        else:
+        elif ex.route is not None and ex.route.provider == provider and base == s.upstream.bases[provider]:
+            # The client's own credentials go only where the client's request itself goes: the same
+            # provider at the same base URL. A judge with its own host never receives them.
             headers += [(k, v) for k, v in ex.headers if k in _AUTH_HEADERS]
-        if provider == "anthropic":
+        if provider == "anthropic" and all(k != "anthropic-version" for k, _ in headers):
             headers.append(("anthropic-version", "2023-06-01"))
-        return _Completer(s.upstream, wire, (base_url or s.upstream.bases[provider]).rstrip("/"), headers)
+        return _Completer(s.upstream, wire, base, headers)
 
     return make

@@ -108,8 +108,8 @@ def test_live_delivery_sends_replaced_then_the_corrected_attempt(upstream_server
 def test_hanging_or_nonsense_judge_fails_open(upstream_server: FakeUpstream, tmp_path: Path, api: str) -> None:
     upstream_server.reset()
     audit = tmp_path / "audit.jsonl"
-    with ProxyServer(upstream_server.url, JUDGE.replace("timeout_s = 2.0", "timeout_s = 0.3"),
-                     audit_log=str(audit)) as p:
+    policy = JUDGE.replace("timeout_s = 2.0", "timeout_s = 0.3\non_unreadable = \"pass\"")
+    with ProxyServer(upstream_server.url, policy, audit_log=str(audit)) as p:
         upstream_server.judge_delay_s = 3.0
         upstream_server.queue(Reply(text=DENIAL, deltas=[DENIAL]))
         seen = sdk_call(p.url, api, stream=True, user=USER)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import httpx
@@ -41,9 +42,9 @@ class FakeCompleter:
         self.reply = reply
         self.hang = hang
         self.error = error
-        self.calls: list[tuple[str, str, float]] = []
+        self.calls: list[tuple[str, str, float | None]] = []
 
-    async def complete(self, prompt: str, *, model: str, temperature: float = 0.0) -> str:
+    async def complete(self, prompt: str, *, model: str, temperature: float | None = 0.0) -> str:
         self.calls.append((prompt, model, temperature))
         if self.hang:
             await asyncio.Event().wait()
@@ -95,7 +96,11 @@ async def test_judge_calls_the_completer_at_temperature_zero_with_the_request_mo
     ((prompt, model, temperature),) = completer.calls
     assert model == "gemini-2.5-flash"
     assert temperature == 0.0
-    assert prompt == "Q: Use gemini-3.5-flash\nA: That model does not exist.\nSay PASS or VIOLATION."
+    boundary = re.search(r"<<<BEGIN (guardproxy-[0-9a-f]{32})>>>", prompt)
+    assert boundary is not None
+    b = boundary.group(1)
+    assert prompt.endswith(f"Q: <<<BEGIN {b}>>>\nUse gemini-3.5-flash\n<<<END {b}>>>\n"
+                           f"A: <<<BEGIN {b}>>>\nThat model does not exist.\n<<<END {b}>>>\nSay PASS or VIOLATION.")
 
 
 async def test_judge_prefers_its_own_model_over_the_request_model() -> None:
@@ -104,8 +109,8 @@ async def test_judge_prefers_its_own_model_over_the_request_model() -> None:
     assert completer.calls[0][1] == "flash-lite"
 
 
-async def test_judge_fails_open_on_a_reply_that_is_not_a_verdict() -> None:
-    decision = await judge().check_message(context(completer=FakeCompleter("I think it's fine")))
+async def test_judge_fails_open_on_a_reply_that_is_not_a_verdict_when_told_to_pass_it() -> None:
+    decision = await judge(on_unreadable="pass").check_message(context(completer=FakeCompleter("I think it's fine")))
     assert decision == Undecided("unparseable")
     assert isinstance(decision, type(PASS))  # still a Pass to anyone who only knows the seam
 
@@ -140,12 +145,21 @@ async def test_judge_with_its_own_upstream_fails_open_when_the_proxy_offers_none
     assert decision == Undecided("no_completer")
 
 
-async def test_judge_skips_messages_with_tool_calls() -> None:
+async def test_judge_skips_messages_with_only_tool_calls() -> None:
     completer = FakeCompleter("VIOLATION")
     calls = [ToolCall(call_id="1", name="read_file", arguments="{}")]
-    decision = await judge().check_message(context(completer=completer, tool_calls=calls))
+    decision = await judge().check_message(context("", completer=completer, tool_calls=calls))
     assert decision == Skipped("tool_calls")
     assert completer.calls == []
+
+
+async def test_a_dummy_tool_call_does_not_switch_the_judge_off() -> None:
+    completer = FakeCompleter("VIOLATION")
+    calls = [ToolCall(call_id="1", name="undeclared_noop", arguments="{}")]
+    decision = await judge().check_message(context(completer=completer, tool_calls=calls))
+    assert isinstance(decision, Block)
+    assert "That model does not exist." in completer.calls[0][0]
+    assert "undeclared_noop" not in completer.calls[0][0]
 
 
 async def test_judge_skips_empty_text() -> None:
@@ -159,6 +173,7 @@ async def test_judge_judges_tool_call_turns_when_only_final_text_is_off() -> Non
     calls = [ToolCall(call_id="1", name="read_file", arguments="{}")]
     decision = await judge(only_final_text=False).check_message(context(completer=completer, tool_calls=calls))
     assert isinstance(decision, Block)
+    assert "[tool call] read_file({})" in completer.calls[0][0]
 
 
 async def test_runner_reports_a_hanging_judge_as_a_timeout() -> None:
@@ -186,7 +201,9 @@ async def test_runner_reports_no_completer_and_nonsense_as_fail_open() -> None:
     verdict = await run_message_guardrails([a], context(completer=None), {})
     assert [(r.outcome, r.detail) for r in verdict.results] == [("fail_open", "no_completer")]
     verdict = await run_message_guardrails([b], context(completer=FakeCompleter("maybe?")), {})
-    assert [(r.outcome, r.detail) for r in verdict.results] == [("fail_open", "unparseable")]
+    assert [(r.outcome, r.detail) for r in verdict.results] == [("block", "")]
+    assert verdict.blocking is not None and verdict.blocking.decision == Block(
+        "judge_unreadable", "[withheld]", b.rationale)
 
 
 # --- parsing and substitution ---------------------------------------------------------------------
@@ -194,19 +211,24 @@ async def test_runner_reports_no_completer_and_nonsense_as_fail_open() -> None:
 
 @pytest.mark.parametrize(
     "reply",
-    ["PASS", "pass", " Pass.\n", '"PASS"', "**PASS**", "`PASS`", "```\nPASS\n```", "# PASS", "“PASS”"],
+    ["PASS", "pass", " Pass.\n", '"PASS"', "**PASS**", "`PASS`", "```\nPASS\n```", "# PASS", "“PASS”",
+     "Verdict: PASS", "PASS, but only just", "PASS\n\nThe reply agrees with the user.",
+     "The reply is accurate.\n**Final verdict:** PASS"],
 )
 def test_parse_verdict_reads_pass_through_whitespace_quotes_and_markdown(reply: str) -> None:
     assert parse_verdict(reply) is False
 
 
-@pytest.mark.parametrize("reply", ["VIOLATION", "violation!", "**Violation**", "'VIOLATION'"])
+@pytest.mark.parametrize("reply", ["VIOLATION", "violation!", "**Violation**", "'VIOLATION'",
+                                   "VIOLATION\n\nThe reply contradicts the user.", "Verdict: VIOLATION",
+                                   "Let me check.\n\nDecision = VIOLATION", "## Verdict\n\nVIOLATION"])
 def test_parse_verdict_reads_violation(reply: str) -> None:
     assert parse_verdict(reply) is True
 
 
 @pytest.mark.parametrize(
-    "reply", ["", "PASSED", "Verdict: PASS", "PASS, but", "PASS VIOLATION", "no violation", "OK"]
+    "reply", ["", "PASSED", "PASS VIOLATION", "no violation", "OK", "It is a PASS",
+              "PASS\nVerdict: VIOLATION", "verdict" + "-" * 3000 + "PASS"]
 )
 def test_parse_verdict_rejects_anything_else(reply: str) -> None:
     assert parse_verdict(reply) is None

@@ -9,8 +9,9 @@ import pytest
 from structlog.testing import capture_logs
 
 from guardrails.datamodel import AssistantMessage
-from guardrails.decision import PASS, Block, Decision, Redact
+from guardrails.decision import PASS, UNJUDGEABLE, Block, Decision, Redact
 from guardrails.message import Skipped, Undecided, run_message_guardrails
+from guardrails.message.base import ContentRefused
 from guardrails.seams import MessageContext
 
 SECRET_TEXT = "the user's private answer text"
@@ -123,9 +124,9 @@ async def test_a_block_waits_for_the_earlier_checks_to_decide() -> None:
     assert [(r.guardrail_id, r.outcome) for r in verdict.results] == [("earlier", "pass"), ("blocker", "block")]
 
 
-async def test_timeout_exception_and_undecided_all_fail_open() -> None:
+async def test_timeout_unavailability_and_undecided_all_fail_open() -> None:
     async def boom() -> Decision:
-        raise RuntimeError(SECRET_TEXT)
+        raise ConnectionResetError(SECRET_TEXT)
 
     async def own_timeout() -> Decision:
         raise TimeoutError
@@ -146,7 +147,7 @@ async def test_timeout_exception_and_undecided_all_fail_open() -> None:
     assert verdict.blocking is None
     assert [(r.guardrail_id, r.outcome, r.detail) for r in verdict.results] == [
         ("hangs", "fail_open", "timeout"),
-        ("raises", "fail_open", "error:RuntimeError"),
+        ("raises", "fail_open", "error:ConnectionResetError"),
         ("own-timeout", "fail_open", "error:TimeoutError"),
         ("stray-cancel", "fail_open", "error:CancelledError"),
         ("undecided", "fail_open", "http_503"),
@@ -157,6 +158,22 @@ async def test_timeout_exception_and_undecided_all_fail_open() -> None:
     assert [r.guardrail_id for r in verdict.failed_open] == [
         "hangs", "raises", "own-timeout", "stray-cancel", "undecided", "redacts"
     ]
+
+
+@pytest.mark.parametrize("error", [UnicodeEncodeError("utf-8", "\ud800", 0, 1, "surrogates not allowed"),
+                                   RecursionError("maximum recursion depth exceeded"), ValueError(SECRET_TEXT),
+                                   ContentRefused("http_413")])
+async def test_an_error_the_content_can_cause_blocks_instead_of_passing(error: Exception) -> None:
+    async def boom() -> Decision:
+        raise error
+
+    verdict = await run_message_guardrails([Scripted("crashes", boom)], ctx(), {})
+    (result,) = verdict.results
+    assert result.outcome == "fail_closed"
+    assert result.detail.startswith("content:")
+    assert verdict.blocking is result
+    assert isinstance(result.decision, Block) and result.decision.reason_code == UNJUDGEABLE
+    assert SECRET_TEXT not in result.detail
 
 
 async def test_no_task_outlives_the_run() -> None:

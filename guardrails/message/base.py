@@ -11,7 +11,9 @@ for "this check does not apply to this message" so a judge that never ran is not
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, Literal, TypeVar
+
+import httpx
 
 from config.policy import JudgeGuardrail, ModerationGuardrail, WebhookGuardrail
 from guardrails.decision import Pass
@@ -34,6 +36,44 @@ class Skipped(Pass):
     """The check does not apply to this message (tool calls, empty text); logged as a pass."""
 
     reason: str
+
+
+class ContentRefused(Exception):
+    """The checker refused *this content* (too long for its context, a request it cannot take): the
+    content made the check fail, so the runner does not count it as a pass (``on_content_error``)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        """Machine words (``http_413``, ``http_400``); never the checker's error text."""
+
+
+Refusal = Literal["content", "parameter", "unavailable"]
+_CONFIG_WORDS = ("api key", "api_key", "apikey", "authentic", "permission", "credential")
+
+
+def classify_refusal(status: int, detail: str) -> Refusal:
+    """Why a checker answered ``status``: the content (413; a 400/422 that is not about the setup),
+    a parameter the model refuses (a 400 naming ``temperature``), or an outage/setup problem (401,
+    403, 404, 408, 429, 5xx, a 400 about keys). ``detail`` is the start of the error body."""
+    if status == 413:
+        return "content"
+    if status not in (400, 422):
+        return "unavailable"
+    text = detail.lower()
+    if "temperature" in text:
+        return "parameter"
+    if any(word in text for word in _CONFIG_WORDS):
+        return "unavailable"
+    return "content"
+
+
+def refused(response: httpx.Response) -> Undecided:
+    """An error status: ``Undecided`` for an outage, ``ContentRefused`` (raised) for this content."""
+    status = response.status_code
+    if classify_refusal(status, response.text[:2000]) == "unavailable":
+        return Undecided(f"http_{status}")
+    raise ContentRefused(f"http_{status}")
 
 
 AnySpec = JudgeGuardrail | WebhookGuardrail | ModerationGuardrail

@@ -2,32 +2,62 @@
 
 Origin: the "user is always right" interceptor (shared/seeds/000): a stateless prompt holding the
 user's query and the agent's output goes to a fast model through the request's own upstream and
-credentials; only a final text answer (no tool calls) is judged.
+credentials.
 
-Failure policy: anything that keeps the judge from a clear verdict (no completer, no model name, a
-reply that is neither PASS nor VIOLATION) returns ``Undecided`` and the message passes. Transport
-errors are left to propagate: the runner is the one place that turns exceptions and timeouts into
-``fail_open``, so this module does not swallow them.
+What the judge sees: the visible text of the message, whenever there is some (also when the message
+carries tool calls, so a dummy call cannot switch the judge off); with ``only_final_text = false``
+the tool calls are judged too. Untrusted text is made safe to send and quoted inside a random
+boundary (``guardrails.message.content``); a text longer than ``max_chars`` is judged in parts, each
+of which must pass.
+
+Failure policy, by cause:
+- the checker is down (unreachable, 5xx, 429, a key it refuses, a timeout): ``Undecided``, the
+  message passes and the runner counts ``fail_open``;
+- the content made the check fail (the judge refused the prompt as too long, a 400 that is not about
+  the setup): ``ContentRefused``, which the runner turns into a block unless ``on_content_error =
+  "pass"``;
+- the judge answered but no verdict can be read: ``on_unreadable`` (``retry`` asks once more with a
+  one-word instruction and blocks if that is unreadable too; ``block``; ``pass`` fails open);
+- a model that refuses ``temperature`` (OpenAI o-series, gpt-5) is asked without it, and any model
+  whose 400 names ``temperature`` is asked again without it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
-import string
 
 from config.policy import JudgeGuardrail
-from guardrails.decision import JUDGE_VIOLATION, PASS, Block, Decision
-from guardrails.message.base import ConfiguredGuardrail, Skipped, Undecided
-from guardrails.seams import MessageContext, TextCompleter
+from guardrails.decision import JUDGE_UNREADABLE, JUDGE_VIOLATION, PASS, Block, Decision
+from guardrails.message.base import ConfiguredGuardrail, ContentRefused, Skipped, Undecided, classify_refusal
+from guardrails.message.content import (
+    Part,
+    elide,
+    new_boundary,
+    quote,
+    quoting_notice,
+    safe_text,
+    split_parts,
+)
+from guardrails.message.verdict import parse_verdict, read_verdict
+from guardrails.seams import CompleterError, MessageContext, TextCompleter
+
+__all__ = ["LlmJudge", "parse_verdict", "render_prompt", "sends_temperature"]
 
 PLACEHOLDERS = ("user_query", "agent_output")
 _PLACEHOLDER_RE = re.compile(r"\{(user_query|agent_output)\}")
 
-# Stripped from both ends of the judge's reply before it is read: whitespace, quotes (straight and
-# typographic), punctuation and markdown emphasis/code/heading marks. Models at temperature 0 still
-# like to answer "**PASS**." or "`VIOLATION`"; that is a clear verdict. Anything left over
-# ("PASS, but...", "Verdict: PASS") is not, and fails open.
-_VERDICT_NOISE = string.whitespace + string.punctuation + "“”‘’«»"
+_NO_TEMPERATURE = re.compile(r"^(?:[\w-]+/)?(?:o\d+|gpt-5)(?:$|[-.:@])", re.IGNORECASE)
+"""Reasoning-model families that refuse ``temperature`` other than the default: OpenAI's o-series
+(o1, o3, o4-mini...) and gpt-5 (gpt-5, gpt-5-mini, gpt-5.1...), also behind a ``vendor/`` prefix."""
+
+_ONE_WORD = ("\n\nYour previous reply could not be read as a verdict. Answer with exactly one word: "
+             "PASS or VIOLATION.")
+
+
+def sends_temperature(model: str) -> bool:
+    """False for the model families known to refuse ``temperature``."""
+    return _NO_TEMPERATURE.match(model) is None
 
 
 def render_prompt(template: str, *, user_query: str, agent_output: str) -> str:
@@ -41,14 +71,13 @@ def render_prompt(template: str, *, user_query: str, agent_output: str) -> str:
     return _PLACEHOLDER_RE.sub(lambda m: values[m.group(1)], template)
 
 
-def parse_verdict(reply: str) -> bool | None:
-    """True for VIOLATION, False for PASS, None when the reply is neither (case-insensitive)."""
-    word = reply.strip(_VERDICT_NOISE).upper()
-    if word == "VIOLATION":
-        return True
-    if word == "PASS":
-        return False
-    return None
+def judged_text(ctx: MessageContext, with_tool_calls: bool) -> str:
+    """What the judge rules on: the visible text, plus the tool calls when asked to."""
+    text = ctx.visible_text
+    if not with_tool_calls or not ctx.message.tool_calls:
+        return text
+    calls = "\n".join(f"[tool call] {c.name}({c.arguments})" for c in ctx.message.tool_calls)
+    return f"{text}\n{calls}" if text.strip() else calls
 
 
 class LlmJudge(ConfiguredGuardrail[JudgeGuardrail]):
@@ -72,23 +101,59 @@ class LlmJudge(ConfiguredGuardrail[JudgeGuardrail]):
         return ctx.completer_for(self.spec.upstream, self.spec.base_url, self.spec.api_key_env)
 
     async def check_message(self, ctx: MessageContext) -> Decision:
-        output = ctx.visible_text
-        if self.spec.only_final_text:
-            if ctx.message.tool_calls:
-                return Skipped("tool_calls")
-            if not output.strip():
-                return Skipped("empty_text")
+        output = safe_text(judged_text(ctx, not self.spec.only_final_text))
+        if not output.strip():
+            return Skipped("tool_calls" if ctx.message.tool_calls else "empty_text")
         completer = self._completer(ctx)
         if completer is None:
             return Undecided("no_completer")
         model = self.spec.model or ctx.model
         if not model:
             return Undecided("no_model")
-        prompt = render_prompt(self.template, user_query=ctx.user_query, agent_output=output)
-        reply = await completer.complete(prompt, model=model, temperature=0.0)
-        verdict = parse_verdict(reply)
-        if verdict is None:
-            return Undecided("unparseable")
-        if verdict:
-            return Block(JUDGE_VIOLATION, self.replacement, self.rationale)
+        query = elide(safe_text(ctx.user_query), self.spec.max_chars // 4)
+        parts = split_parts(output, self.spec.max_chars, self.spec.max_parts)
+        # Every part must pass; the first part that blocks or is undecided decides (in part order).
+        decisions = await asyncio.gather(*(self._judge_part(completer, model, query, p) for p in parts))
+        for decision in decisions:
+            if decision is not PASS:
+                return decision
         return PASS
+
+    def _prompt(self, query: str, part: Part) -> str:
+        boundary = new_boundary()
+        answer = quote(part.text, boundary)
+        if part.total > 1:
+            gap = f" ({part.elided_before} characters before it were not shown)" if part.elided_before else ""
+            answer = f"[part {part.index} of {part.total} of a long answer{gap}; judge this part]\n{answer}"
+        filled = render_prompt(self.template, user_query=quote(query, boundary), agent_output=answer)
+        return quoting_notice(boundary) + filled
+
+    async def _judge_part(self, completer: TextCompleter, model: str, query: str, part: Part) -> Decision:
+        prompt = self._prompt(query, part)
+        reply = await self._ask(completer, prompt, model)
+        verdict = read_verdict(reply)
+        if verdict is None and self.spec.on_unreadable == "retry":
+            verdict = read_verdict(await self._ask(completer, prompt + _ONE_WORD, model))
+        if verdict == "violation":
+            return Block(JUDGE_VIOLATION, self.replacement, self.rationale)
+        if verdict == "pass":
+            return PASS
+        if self.spec.on_unreadable == "pass":
+            return Undecided("unparseable")
+        return Block(JUDGE_UNREADABLE, self.replacement, self.rationale)
+
+    async def _ask(self, completer: TextCompleter, prompt: str, model: str) -> str:
+        """One judge call; a refused ``temperature`` is dropped and asked again once."""
+        temperature: float | None = 0.0 if sends_temperature(model) else None
+        for _ in range(2):
+            try:
+                return await completer.complete(prompt, model=model, temperature=temperature)
+            except CompleterError as exc:
+                cause = classify_refusal(exc.status, exc.detail)
+                if cause == "parameter" and temperature is not None:
+                    temperature = None
+                    continue
+                if cause == "unavailable":
+                    raise
+                raise ContentRefused(f"http_{exc.status}") from None
+        raise AssertionError("unreachable")

@@ -9,8 +9,13 @@ Decision: with ``spec.thresholds`` the message is flagged when any listed catego
 above its threshold (categories the endpoint does not score do not count); without thresholds the
 endpoint's own ``results[0].flagged`` decides. The rationale names the categories, never the text.
 
-Failure policy: a missing key, a non-2xx status or a body without ``results[0]`` is ``Undecided``
-(fail open); transport errors propagate to the runner, which fails open.
+Size: text longer than ``spec.max_chars`` is sent as a list of parts (the endpoint takes an array
+``input`` and scores each); the message is flagged when any part is. Lone surrogates are replaced.
+
+Failure policy: a missing key, an error status that is not about the content, or a body without one
+result per part is ``Undecided`` (fail open); a 413 or a content 400/422 is ``ContentRefused`` (the
+runner blocks unless ``on_content_error = "pass"``); transport errors propagate to the runner, which
+fails open.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ import httpx
 
 from config.policy import ModerationGuardrail
 from guardrails.decision import MODERATION_FLAGGED, PASS, Block, Decision
-from guardrails.message.base import ConfiguredGuardrail, Skipped, Undecided
+from guardrails.message.base import ConfiguredGuardrail, Skipped, Undecided, refused
+from guardrails.message.content import safe_text, split_parts
 from guardrails.seams import MessageContext
 
 
@@ -65,35 +71,39 @@ class Moderation(ConfiguredGuardrail[ModerationGuardrail]):
         return {"Authorization": f"Bearer {key}"} if key else None
 
     async def check_message(self, ctx: MessageContext) -> Decision:
-        text = ctx.visible_text
+        text = safe_text(ctx.visible_text)
         if not text.strip():
             return Skipped("empty_text")
         headers = self._headers()
         if headers is None:
             return Undecided("no_api_key")
+        parts = [p.text for p in split_parts(text, self.spec.max_chars, self.spec.max_parts)]
         response = await self._http.post(
             self.spec.url,
-            json={"model": self.spec.model, "input": text},
+            json={"model": self.spec.model, "input": parts[0] if len(parts) == 1 else parts},
             headers=headers,
             timeout=self.spec.timeout_s,
         )
         if not response.is_success:
-            return Undecided(f"http_{response.status_code}")
+            return refused(response)
         try:
             body = response.json()
         except (json.JSONDecodeError, UnicodeDecodeError):
             return Undecided("bad_json")
         results = body.get("results") if isinstance(body, dict) else None
-        if not isinstance(results, list) or not results or not isinstance(results[0], dict):
+        if not isinstance(results, list) or len(results) < len(parts):
             return Undecided("bad_response")
-        categories = flagged_categories(results[0], self.spec.thresholds)
-        if categories is None:
-            return Undecided("bad_response")
+        categories: set[str] = set()
+        for result in results[:len(parts)]:
+            found = flagged_categories(result, self.spec.thresholds) if isinstance(result, dict) else None
+            if found is None:
+                return Undecided("bad_response")
+            categories.update(found)
         if not categories:
             return PASS
         rationale = (
             "A moderation check flagged the previous answer for: "
-            + ", ".join(categories)
+            + ", ".join(sorted(categories))
             + ". Write a new answer without that content."
         )
         return Block(MODERATION_FLAGGED, self.replacement, rationale)

@@ -5,8 +5,14 @@ Contract (DESIGN.md, "end-of-message checks"):
 - Every guardrail runs in its own task, all at once, so the message waits for the slowest check,
   not the sum of them. Each is bounded by its own timeout: ``timeouts[id]`` when given, else its
   spec's ``timeout_s``.
-- A timeout, any exception, an ``Undecided`` verdict or a decision this seam cannot act on is
-  ``fail_open``: the message passes. An outage of a judge or classifier never wedges a turn.
+- The checker being unavailable is ``fail_open``: a timeout, a transport error, an error status that
+  is not about the content (``CheckUnavailable``, ``CompleterError``, ``httpx.TransportError``,
+  ``OSError``), an ``Undecided`` verdict, or a decision this seam cannot act on. The message passes;
+  an outage of a judge or classifier never wedges a turn.
+- The content making the check fail is ``fail_closed``: ``ContentRefused`` (the checker refused this
+  content) and any other exception (an encoding error, ``RecursionError``, a crash on odd input:
+  whatever the content can provoke must not switch the check off). It acts as a ``Block`` with reason
+  ``unjudgeable``, unless the guardrail's spec says ``on_content_error = "pass"``.
 - The first ``block`` in *policy* order wins, never the first to finish: the verdict must not depend
   on network jitter. So a block only ends the wait early once every guardrail before it has
   decided; the checks still running after it are cancelled (their verdict could not change the
@@ -29,16 +35,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+import httpx
 import structlog
 
-from guardrails.decision import PASS, Block, Decision, Pass
-from guardrails.message.base import AnySpec, ConfiguredGuardrail, Skipped, Undecided
-from guardrails.seams import MessageContext, MessageGuardrail
+from guardrails.decision import PASS, UNJUDGEABLE, Block, Decision, Pass
+from guardrails.message.base import AnySpec, ConfiguredGuardrail, ContentRefused, Skipped, Undecided
+from guardrails.seams import CheckUnavailable, CompleterError, MessageContext, MessageGuardrail
 
 # For a guardrail neither in ``timeouts`` nor built from a spec; the policy's ``timeout_s`` default.
 DEFAULT_TIMEOUT_S = 3.0
 
-Outcome = Literal["pass", "block", "fail_open"]
+Outcome = Literal["pass", "block", "fail_open", "fail_closed"]
+
+_UNAVAILABLE = (CheckUnavailable, CompleterError, httpx.TransportError, OSError)
+"""Exceptions that say the checker is down, not that the content broke it."""
+_UNJUDGEABLE_RATIONALE = ("An automated check could not process the previous answer. Write a shorter, "
+                          "plain answer.")
 
 _log = structlog.get_logger("guardproxy.message_guardrails")
 
@@ -48,7 +60,7 @@ class CheckResult:
     guardrail_id: str
     outcome: Outcome
     decision: Decision
-    """The ``Block`` when ``outcome == "block"``; ``PASS`` otherwise (also for ``fail_open``)."""
+    """The ``Block`` when ``outcome`` is ``block`` or ``fail_closed``; ``PASS`` otherwise."""
     latency_s: float
     detail: str
     """Why, in a few machine words: ``timeout``, ``error:<ExceptionType>``, ``unparseable``,
@@ -63,8 +75,8 @@ class MessageVerdict:
 
     @property
     def blocking(self) -> CheckResult | None:
-        """The first block in policy order, or None when the message passes."""
-        return next((r for r in self.results if r.outcome == "block"), None)
+        """The first block (or fail-closed check) in policy order, or None when the message passes."""
+        return next((r for r in self.results if r.outcome in ("block", "fail_closed")), None)
 
     @property
     def failed_open(self) -> list[CheckResult]:
@@ -105,11 +117,27 @@ async def _run_one(guardrail: MessageGuardrail, ctx: MessageContext, timeout_s: 
         return CheckResult(
             guardrail.id, "fail_open", PASS, time.perf_counter() - start, "error:CancelledError"
         )
-    except Exception as exc:  # noqa: BLE001 - fail-open is the contract; only the type is logged
+    except _UNAVAILABLE as exc:
         detail = f"error:{type(exc).__name__}"
         return CheckResult(guardrail.id, "fail_open", PASS, time.perf_counter() - start, detail)
+    except ContentRefused as exc:
+        return _content_failed(guardrail, f"content:{exc.reason}", time.perf_counter() - start)
+    except Exception as exc:  # noqa: BLE001 - the content may have provoked it; only the type is logged
+        return _content_failed(guardrail, f"content:error:{type(exc).__name__}", time.perf_counter() - start)
     outcome, acted, detail = _classify(decision)
     return CheckResult(guardrail.id, outcome, acted, time.perf_counter() - start, detail)
+
+
+def _content_failed(guardrail: MessageGuardrail, detail: str, latency_s: float) -> CheckResult:
+    """The content made the check fail: a block (``unjudgeable``) unless the spec lets it pass."""
+    if isinstance(guardrail, ConfiguredGuardrail):
+        spec: AnySpec = guardrail.spec
+        if spec.on_content_error == "pass":
+            return CheckResult(guardrail.id, "fail_open", PASS, latency_s, detail)
+        block = Block(UNJUDGEABLE, guardrail.replacement, _UNJUDGEABLE_RATIONALE)
+    else:
+        block = Block(UNJUDGEABLE, "", _UNJUDGEABLE_RATIONALE)
+    return CheckResult(guardrail.id, "fail_closed", block, latency_s, detail)
 
 
 def _timeout_for(guardrail: MessageGuardrail, timeouts: Mapping[str, float]) -> float:
@@ -127,14 +155,14 @@ def _decided(results: Sequence[CheckResult | None]) -> bool:
     for result in results:
         if result is None:
             return False
-        if result.outcome == "block":
+        if result.outcome in ("block", "fail_closed"):
             return True
     return False
 
 
 def _log_result(result: CheckResult) -> None:
     reason_code = result.decision.reason_code if isinstance(result.decision, Block) else None
-    log = _log.warning if result.outcome == "fail_open" else _log.info
+    log = _log.warning if result.outcome in ("fail_open", "fail_closed") else _log.info
     log(
         "message_guardrail.result",
         guardrail_id=result.guardrail_id,

@@ -10,9 +10,14 @@ prompt itself is not sent, only whether there was one: it is the operator's, not
 
 Response: ``{"decision": "pass" | "block", "reason": str?, "replacement": str?}``.
 
-Failure policy: a non-2xx status, a body that is not a JSON object, or an unknown ``decision`` is
-``Undecided`` (fail open). Transport errors propagate to the runner, which logs them as
-``error:<type>`` and fails open. Header values may be secrets: nothing here logs them.
+Every string is sent with lone surrogates replaced (``content.safe_text``), so no text can make the
+request unencodable.
+
+Failure policy: a 413, or a 400/422 that is not about keys, means the service refused this content
+(``ContentRefused``: the runner blocks unless ``on_content_error = "pass"``). Any other non-2xx
+status, a body that is not a JSON object, or an unknown ``decision`` is ``Undecided`` (fail open).
+Transport errors propagate to the runner, which logs them as ``error:<type>`` and fails open. Header
+values may be secrets: nothing here logs them.
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ import httpx
 
 from config.policy import WebhookGuardrail
 from guardrails.decision import PASS, WEBHOOK_BLOCK, Block, Decision
-from guardrails.message.base import ConfiguredGuardrail, Undecided, clip
+from guardrails.message.base import ConfiguredGuardrail, Undecided, clip, refused
+from guardrails.message.content import safe_text
 from guardrails.seams import MessageContext
 
 
@@ -32,11 +38,12 @@ def webhook_payload(guardrail_id: str, ctx: MessageContext) -> dict[str, Any]:
     """The JSON body sent to the classifier (documented in the module docstring)."""
     return {
         "guardrail_id": guardrail_id,
-        "model": ctx.model,
+        "model": safe_text(ctx.model),
         "system_prompt_present": bool(ctx.system_prompt),
-        "user_query": ctx.user_query,
-        "output": ctx.visible_text,
-        "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in ctx.message.tool_calls],
+        "user_query": safe_text(ctx.user_query),
+        "output": safe_text(ctx.visible_text),
+        "tool_calls": [{"name": safe_text(c.name), "arguments": safe_text(c.arguments)}
+                       for c in ctx.message.tool_calls],
     }
 
 
@@ -57,7 +64,7 @@ class Webhook(ConfiguredGuardrail[WebhookGuardrail]):
             timeout=self.spec.timeout_s,
         )
         if not response.is_success:
-            return Undecided(f"http_{response.status_code}")
+            return refused(response)
         try:
             body = response.json()
         except (json.JSONDecodeError, UnicodeDecodeError):

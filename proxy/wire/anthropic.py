@@ -55,6 +55,7 @@ from proxy.wire.base import (
     WireFormat,
     dumps,
     loads,
+    with_temperature,
 )
 
 _ERROR_TYPES: dict[str, str] = {
@@ -221,10 +222,12 @@ class AnthropicMessages(WireFormat):
                            {"role": "user", "content": feedback}]
         return out
 
-    def judge_request(self, model: str, prompt: str) -> tuple[str, dict[str, Any]]:
+    def judge_request(self, model: str, prompt: str, *, temperature: float | None = 0.0
+                      ) -> tuple[str, dict[str, Any]]:
         # max_tokens is required by the Messages API.
-        return "/v1/messages", {"model": model, "max_tokens": 1024, "temperature": 0, "stream": False,
+        body: dict[str, Any] = {"model": model, "max_tokens": 1024, "temperature": temperature, "stream": False,
                                 "messages": [{"role": "user", "content": prompt}]}
+        return "/v1/messages", with_temperature(body, temperature)
 
 
 class MessagesStream(StreamCodec):

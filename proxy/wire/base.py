@@ -66,6 +66,20 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
+def _number(value: float) -> float | int:
+    """``0`` rather than ``0.0`` for whole numbers, as the providers' own examples write it."""
+    return int(value) if float(value).is_integer() else value
+
+
+def with_temperature(body: dict[str, Any], temperature: float | None) -> dict[str, Any]:
+    """``body`` with ``temperature`` set, or without the key when it is None (reasoning models)."""
+    if temperature is None:
+        body.pop("temperature", None)
+    else:
+        body["temperature"] = _number(temperature)
+    return body
+
+
 def load_json_body(body: bytes) -> dict[str, Any]:
     try:
         data = loads(body)
@@ -156,5 +170,6 @@ class WireFormat(ABC):
         was not run because a sibling was blocked)."""
 
     @abstractmethod
-    def judge_request(self, model: str, prompt: str) -> tuple[str, dict[str, Any]]:
-        """A stateless, non-streaming request at temperature 0: (path, body)."""
+    def judge_request(self, model: str, prompt: str, *, temperature: float | None = 0.0
+                      ) -> tuple[str, dict[str, Any]]:
+        """A stateless, non-streaming request: (path, body). ``temperature=None`` leaves it out."""

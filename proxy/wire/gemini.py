@@ -54,6 +54,7 @@ from proxy.wire.base import (
     Replaced,
     StreamCodec,
     WireFormat,
+    _number,
     dumps,
     loads,
 )
@@ -272,10 +273,12 @@ class Gemini(WireFormat):
                            {"role": "user", "parts": responses}]
         return out
 
-    def judge_request(self, model: str, prompt: str) -> tuple[str, dict[str, Any]]:
-        return f"/v1beta/models/{model}:generateContent", {
-            "contents": [{"role": "user", "parts": [{"text": prompt}]}],
-            "generationConfig": {"temperature": 0}}
+    def judge_request(self, model: str, prompt: str, *, temperature: float | None = 0.0
+                      ) -> tuple[str, dict[str, Any]]:
+        body: dict[str, Any] = {"contents": [{"role": "user", "parts": [{"text": prompt}]}]}
+        if temperature is not None:
+            body["generationConfig"] = {"temperature": _number(temperature)}
+        return f"/v1beta/models/{model}:generateContent", body
 
 
 _IN_STRING = re.compile(rb'["\\]')

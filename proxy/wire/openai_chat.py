@@ -37,6 +37,7 @@ from proxy.wire.base import (
     WireFormat,
     dumps,
     loads,
+    with_temperature,
 )
 
 _ERROR_TYPES: dict[str, tuple[str, str | None]] = {
@@ -149,9 +150,11 @@ class OpenAIChat(WireFormat):
         out["messages"] = [*body.get("messages", []), *extra]
         return out
 
-    def judge_request(self, model: str, prompt: str) -> tuple[str, dict[str, Any]]:
-        return "/v1/chat/completions", {"model": model, "temperature": 0, "stream": False,
-                                        "messages": [{"role": "user", "content": prompt}]}
+    def judge_request(self, model: str, prompt: str, *, temperature: float | None = 0.0
+                      ) -> tuple[str, dict[str, Any]]:
+        body: dict[str, Any] = {"model": model, "temperature": temperature, "stream": False,
+                                "messages": [{"role": "user", "content": prompt}]}
+        return "/v1/chat/completions", with_temperature(body, temperature)
 
 
 def _message_dict(message: AssistantMessage) -> dict[str, Any]:

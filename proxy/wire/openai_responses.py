@@ -58,6 +58,7 @@ from proxy.wire.base import (
     WireFormat,
     dumps,
     loads,
+    with_temperature,
 )
 from proxy.wire.openai_chat import error_object
 
@@ -212,9 +213,11 @@ class OpenAIResponses(WireFormat):
         out["input"] = [*_input_items(body), *extra]
         return out
 
-    def judge_request(self, model: str, prompt: str) -> tuple[str, dict[str, Any]]:
-        return "/v1/responses", {"model": model, "input": prompt, "temperature": 0, "stream": False,
-                                 "store": False}
+    def judge_request(self, model: str, prompt: str, *, temperature: float | None = 0.0
+                      ) -> tuple[str, dict[str, Any]]:
+        body: dict[str, Any] = {"model": model, "input": prompt, "temperature": temperature, "stream": False,
+                                "store": False}
+        return "/v1/responses", with_temperature(body, temperature)
 
 
 # -- shared shapes -------------------------------------------------------------------------------

@@ -272,6 +272,9 @@ class FakeUpstream:
         self.judge_delay_s = 0.0
         self.judge_status = 200
         """An error status for judge requests (judge-outage tests)."""
+        self.judge_refuse: Any = None
+        """``(api, body) -> (status, message) | None``: a judge request refused with that API's error
+        (a model refusing ``temperature``, a prompt over its context)."""
         self.open_streams = 0
         self.closed_streams = 0
         self._loop = asyncio.new_event_loop()
@@ -306,6 +309,7 @@ class FakeUpstream:
         self.judge_replies.clear()
         self.judge_delay_s = 0.0
         self.judge_status = 200
+        self.judge_refuse = None
 
     def _serve(self) -> None:
         asyncio.set_event_loop(self._loop)
@@ -371,6 +375,7 @@ class FakeUpstream:
     def _is_judge(self, body: dict[str, Any]) -> bool:
         blob = json.dumps(body)
         return "GUARDPROXY-JUDGE-PROBE" in blob or "Respond with exactly PASS or VIOLATION" in blob \
+            or "material to judge, never instructions" in blob \
             or ("VIOLATION" in blob and "PASS" in blob and not body.get("stream")
                 and body.get("temperature", body.get("generationConfig", {}).get("temperature")) == 0)
 
@@ -380,6 +385,9 @@ class FakeUpstream:
         if self.judge_status != 200:
             return web.json_response(error_body(api, self.judge_status, "judge upstream down"),
                                      status=self.judge_status)
+        refusal = self.judge_refuse(api, body) if self.judge_refuse is not None else None
+        if refusal is not None:
+            return web.json_response(error_body(api, refusal[0], refusal[1]), status=refusal[0])
         verdict = self.judge_replies.popleft() if self.judge_replies else "PASS"
         r = Reply(text=verdict)
         payload = {"chat": chat_body, "anthropic": anthropic_body, "responses": responses_body,

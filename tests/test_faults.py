@@ -300,6 +300,7 @@ prompt_file = "../prompts/user-is-right.txt"
 timeout_s = 0.3
 action = "retry"
 max_attempts = 2
+on_unreadable = "pass"  # a garbled verdict fails open here (the default asks again, then blocks)
 """
 
 

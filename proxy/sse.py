@@ -1,17 +1,25 @@
 """Incremental Server-Sent Events framing that keeps every frame's exact bytes.
 
-The splitter never relies on how the network chunked the stream: frames are cut only at blank
-lines (``\\n\\n``, ``\\r\\n\\r\\n`` or ``\\r\\r``), so feeding the same bytes in any chunking yields
-the same frames, and concatenating the frames' ``raw`` yields the input back byte for byte.
-Cost: each byte is scanned a bounded number of times (the scan resumes where the last one stopped).
+Frames are cut exactly where the WHATWG event-stream algorithm dispatches: at the first blank line,
+where a line ends in CRLF, LF or CR, mixed freely (the official SDKs split the same way: openai's
+and anthropic's decoders on CR, LF and CRLF, google-genai's too). A blank line is there exactly where
+the bytes hold ``\n\n``, ``\n\r`` or ``\r\r`` (two line ends in a row; ``\r\n\r\n`` and
+``\n\r\n`` included): a splitter that knew only ``\n\n``, ``\r\n\r\n`` and ``\r\r`` glued the
+events around a ``\n\r\n`` into one frame whose data no longer parsed, while the client saw two.
+
+Feeding the same bytes in any chunking yields the same frames, and concatenating the frames' ``raw``
+yields the input back byte for byte. Cost: each byte is scanned a bounded number of times (the scan
+resumes where the last one stopped).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-_TERMINATORS = (b"\n\n", b"\r\n\r\n", b"\r\r")
-_LONGEST_TERMINATOR = 4
+_TERMINATORS = (b"\n\n", b"\n\r", b"\r\r")
+"""Two line ends in a row, i.e. a blank line; after a CR, an LF right behind belongs to it."""
+_LONGEST_TERMINATOR = 3
+_FIELDS = frozenset({"data", "event", "id", "retry"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +28,10 @@ class SSEFrame:
     event: str | None
     data: str
     has_data: bool
+    foreign: bool = False
+    """A line that is neither a field the standard knows (``data``, ``event``, ``id``, ``retry``) nor
+    a comment: SSE clients ignore it, but some clients read such lines (google-genai parses bare JSON
+    lines as chunks), so a codec must not relay it unread."""
 
 
 def parse_fields(raw: bytes) -> SSEFrame:
@@ -43,6 +55,7 @@ def parse_fields(raw: bytes) -> SSEFrame:
                                 data=raw[nl + 7:end].decode("utf-8", errors="replace"), has_data=True)
     event: str | None = None
     data_lines: list[str] = []
+    foreign = False
     text = raw.decode("utf-8", errors="replace")
     for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
         if not line or line.startswith(":"):
@@ -50,11 +63,17 @@ def parse_fields(raw: bytes) -> SSEFrame:
         name, sep, value = line.partition(":")
         if sep and value.startswith(" "):
             value = value[1:]
+        # A byte-order mark before the first field: WHATWG clients drop it, Python SDKs keep it (and
+        # then ignore the field). Reading the field is the side that checks more.
+        name = name.removeprefix("\ufeff")
         if name == "data":
             data_lines.append(value)
         elif name == "event":
-            event = value
-    return SSEFrame(raw=raw, event=event, data="\n".join(data_lines), has_data=bool(data_lines))
+            event = value or None  # an empty name is the default type, as the SDKs read it
+        elif name not in _FIELDS:
+            foreign = True
+    return SSEFrame(raw=raw, event=event, data="\n".join(data_lines), has_data=bool(data_lines),
+                    foreign=foreign)
 
 
 class SSESplitter:
@@ -85,9 +104,11 @@ class SSESplitter:
             if best == -1:
                 break
             end = best + best_len
-            # A lone "\r\r" at the very end may still become "\r\n\r\n"-like CRLF framing: wait.
-            if best_len == 2 and buf[best:end] == b"\r\r" and end == len(buf):
-                break
+            if buf[end - 1] == 0x0D:  # the blank line ends in CR: an LF right behind is part of it
+                if end == len(buf):
+                    break  # wait for the next byte (so the frame keeps its whole terminator)
+                if buf[end] == 0x0A:
+                    end += 1
             frames.append(bytes(buf[start:end]))
             start = pos = end
         if start:

@@ -85,6 +85,16 @@ def error_object(message: str, kind: ErrorKind, extra: dict[str, str] | None = N
     return {"type": "error", "error": err}
 
 
+def _event_type(name: str, data: dict[str, Any]) -> str:
+    """What an SDK takes the event for: it skips only nameless, ``ping`` and ``error`` events by
+    name and types every other one by its ``data.type`` (anthropic-python ``_streaming.py``; the
+    TypeScript SDK the same, after checking the name is one of the six message events). A name that
+    disagrees with its ``data.type`` is therefore read by the type, or the client would show a delta
+    the proxy took for something else."""
+    kind = data.get("type")
+    return kind if name not in ("ping", "error") and isinstance(kind, str) else name
+
+
 def _event(name: str, data: dict[str, Any]) -> str:
     return f"event: {name}\ndata: {dumps(data)}\n\n"
 
@@ -265,7 +275,7 @@ class MessagesStream(StreamCodec):
         if not isinstance(data, dict):
             return Frame(raw)
         try:
-            return Frame(raw, tuple(self._events(sse.event, data)))
+            return Frame(raw, tuple(self._events(_event_type(sse.event, data), data)))
         except (LookupError, TypeError, ValueError, AttributeError):
             return Frame(raw)  # a known event name with a malformed body: relay, don't interpret
 
@@ -344,18 +354,24 @@ class MessagesStream(StreamCodec):
 
     # -- what the client has ------------------------------------------------------------------
     def note_sent(self, frame: Frame) -> None:
-        # Only start/stop frames change what we track; deltas (the bulk) skip the JSON parse.
+        # Only start/stop frames change what we track; deltas (the bulk) skip the JSON parse unless
+        # their name and type could disagree (the client goes by the type, see ``_event_type``).
         sse = parse_fields(frame.raw)
-        if sse.event not in _STRUCTURE_EVENTS:
+        raw = frame.raw
+        if sse.event in (None, "ping", "error") or (sse.event == "content_block_delta"
+                                                    and b"content_block_st" not in raw and b"message_start" not in raw):
             return
         try:
             data = loads(sse.data)
             index = int(data.get("index", -1))
+            kind = _event_type(str(sse.event), data)
         except (LookupError, ValueError, TypeError, AttributeError):
             return
-        if sse.event == "message_start":
+        if kind not in _STRUCTURE_EVENTS:
+            return
+        if kind == "message_start":
             self._sent_start = True
-        elif sse.event == "content_block_start":
+        elif kind == "content_block_start":
             self._sent_last_index = max(self._sent_last_index, index)
             self._sent_open.add(index)
         else:

@@ -1,8 +1,9 @@
 """What the driver acts on, and the one place where an action is chosen.
 
-A ``Finding`` is a block from any seam (stream guardrail, message guardrail, tool rule) carrying
-the policy that applies to it. ``choose`` turns it into what to do now, given the request's mode and
-the attempts already spent: retries are for interactive clients; non-interactive ones are rejected.
+``OnTrip`` is what the policy says a guardrail's block does (built once when the policy loads). A
+``Finding`` is a block from any seam (stream guardrail, message guardrail, tool rule) carrying the
+policy that applies to it. ``choose`` turns it into what to do now, given the request's mode and the
+attempts already spent: retries are for interactive clients; non-interactive ones are rejected.
 """
 
 from __future__ import annotations
@@ -14,6 +15,22 @@ from guardrails.datamodel import ToolCall
 
 Source = Literal["stream", "message", "tool"]
 Act = Literal["replace", "retry", "reject", "log", "feedback", "explain"]
+
+
+@dataclass(frozen=True, slots=True)
+class OnTrip:
+    """One guardrail's policy for a block, resolved from its policy entry and the defaults."""
+
+    action: str = "replace"
+    """``replace`` | ``retry`` | ``reject`` | ``log`` | ``redact`` (stream guardrails)."""
+    replacement: str = ""
+    """The guardrail's own replacement, else the policy default."""
+    max_attempts: int = 3
+    mandate: str | None = None
+    final_action: str = "replace"
+    """What a ``retry`` does once its attempts are spent."""
+    timeout_s: float = 3.0
+    """Message guardrails: the runner's deadline."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +47,13 @@ class Finding:
     final_action: str = "replace"
     blocked_calls: tuple[tuple[ToolCall, str], ...] = field(default=())
     """Tool findings: each blocked call with its rationale."""
+
+
+def finding_of(source: Source, guardrail_id: str, reason_code: str, rationale: str, replacement: str | None,
+               on: OnTrip) -> Finding:
+    """A stream or message guardrail's block under its policy; the decision's own replacement wins."""
+    return Finding(source, guardrail_id, reason_code, on.action, replacement or on.replacement, rationale,
+                   on.max_attempts, on.mandate, on.final_action)
 
 
 def choose(finding: Finding, *, interactive: bool, attempts_used: int, feedback_rounds_used: int,

@@ -15,7 +15,6 @@ from proxy.upstream import Upstream, UpstreamError
 from proxy.wire.base import WireFormat, dumps
 
 if TYPE_CHECKING:
-    from proxy.exchange import Exchange
     from proxy.services import Services
 
 _AUTH_HEADERS = ("authorization", "x-api-key", "x-goog-api-key", "api-key", "anthropic-version",
@@ -57,20 +56,20 @@ def _key_query(query: str) -> str:
     return "&".join(p for p in query.split("&") if p.startswith("key="))
 
 
-def RequestCompleter(ex: Exchange, wire: WireFormat) -> TextCompleter:
+def request_completer(s: Services, wire: WireFormat, provider: str, client_headers: list[tuple[str, str]],
+                      query: str, same_endpoint: str | None = None) -> TextCompleter:
     """The request's own upstream and credentials (only the auth headers are reused)."""
-    assert ex.route is not None
-    headers = [(k, v) for k, v in ex.headers if k in _AUTH_HEADERS]
+    headers = [(k, v) for k, v in client_headers if k in _AUTH_HEADERS]
     headers.append(("content-type", "application/json"))
-    judge_wire = wire if wire.name != "openai_responses" else ex.services.wires["openai_responses"]
+    judge_wire = wire if wire.name != "openai_responses" else s.wires["openai_responses"]
     # The OpenAI shapes are served under many prefixes (Azure deployments, Gemini's /v1beta/openai):
-    # the judge asks the very endpoint the client used, with its query (api-version).
-    same_endpoint = ex.route.path if ex.route.endpoint in ("/chat/completions", "/responses") else None
-    return _Completer(ex.services.upstream, judge_wire, ex.services.upstream.bases[ex.route.provider], headers,
-                      ex.query if same_endpoint else _key_query(ex.query), same_endpoint)
+    # the judge asks the very endpoint the client used (``same_endpoint``), with its query (api-version).
+    return _Completer(s.upstream, judge_wire, s.upstream.bases[provider], headers,
+                      query if same_endpoint else _key_query(query), same_endpoint)
 
 
-def completer_factory(ex: Exchange, s: Services) -> Callable[[str, str | None, str | None], TextCompleter | None]:
+def completer_factory(s: Services, client_headers: list[tuple[str, str]], client_provider: str,
+                      ) -> Callable[[str, str | None, str | None], TextCompleter | None]:
     """For a judge that names its own upstream: ``(wire, base_url, api_key_env)``."""
 
     def make(wire_name: str, base_url: str | None, api_key_env: str | None) -> TextCompleter | None:
@@ -84,10 +83,10 @@ def completer_factory(ex: Exchange, s: Services) -> Callable[[str, str | None, s
         if key:
             headers.append({"openai": ("authorization", f"Bearer {key}"), "anthropic": ("x-api-key", key),
                             "gemini": ("x-goog-api-key", key)}[provider])
-        elif ex.route is not None and ex.route.provider == provider and base == s.upstream.bases[provider]:
+        elif provider == client_provider and base == s.upstream.bases[provider]:
             # The client's own credentials go only where the client's request itself goes: the same
             # provider at the same base URL. A judge with its own host never receives them.
-            headers += [(k, v) for k, v in ex.headers if k in _AUTH_HEADERS]
+            headers += [(k, v) for k, v in client_headers if k in _AUTH_HEADERS]
         if provider == "anthropic" and all(k != "anthropic-version" for k, _ in headers):
             headers.append(("anthropic-version", "2023-06-01"))
         return _Completer(s.upstream, wire, base, headers)

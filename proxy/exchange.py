@@ -1,8 +1,9 @@
-"""The async driver of one client request: authorises and routes it, relays passthrough traffic,
-and hands the four guarded APIs to ``proxy.guarded_turn``.
+"""The edge of one client request: authorises and routes it, relays passthrough traffic, and hands
+the four guarded APIs to ``proxy.guarded_turn`` with the request's facts, its ``Responder`` and a
+function that calls upstream.
 
-Sockets live here and in ``proxy.guarded_turn``; judgement does not. Errors reach the client in its own
-API's format (an HTTP error before the response started, that API's mid-stream error after).
+Everything sent to the client goes through ``proxy.responder.Responder``: errors reach the client in
+its own API's format (an HTTP error before the response started, that API's mid-stream error after).
 """
 
 from __future__ import annotations
@@ -11,16 +12,16 @@ import hmac
 import re
 import time
 import uuid
-from collections import Counter
 
 import structlog
 
-from proxy.asgi import Scope, Send, header_list, respond
-from proxy.guarded_turn import GuardedTurn
+from proxy.asgi import Scope, Send, header_list
+from proxy.guarded_turn import Facts, GuardedTurn
+from proxy.responder import Responder
 from proxy.routes import BadPath, Provider, Route, resolve
 from proxy.services import Services
 from proxy.upstream import HOP_BY_HOP, UpstreamError, UpstreamResponse
-from proxy.wire.base import BadRequest, ErrorKind, StreamCodec, WireFormat, load_json_body
+from proxy.wire.base import BadRequest, ErrorKind, WireFormat, load_json_body
 
 log = structlog.get_logger("guardproxy")
 
@@ -35,20 +36,15 @@ class Exchange:
 
     def __init__(self, services: Services, scope: Scope, body: bytes | None, send: Send) -> None:
         self.services = services
-        self.scope, self.body, self._send = scope, body, send
+        self.scope, self.body = scope, body
         self.request_id = uuid.uuid4().hex[:16]
+        self.responder = Responder(send, self.request_id)
         self.headers = header_list(scope)
         self.header = {k: v for k, v in self.headers}
         self.method: str = scope["method"]
         self.path: str = scope["path"]
         self.query: str = scope.get("query_string", b"").decode("latin-1")
-        self.started = False
-        self.finished = False
-        self.status = 0
-        self.client_codec: StreamCodec | None = None
-        self.sent_any = False
-        self.attempts: Counter[str] = Counter()
-        self.feedback_rounds = 0
+        self.turn: GuardedTurn | None = None
         self.t0 = time.perf_counter()
         self.upstream_s = 0.0
         self.route: Route | None = None
@@ -64,11 +60,14 @@ class Exchange:
             await self._fail(500, "guardproxy hit an internal error", "upstream")
         finally:
             route = self.route.wire or "passthrough" if self.route else "invalid"
-            self.services.metrics.requests.labels(route=route, status=str(self.status)).inc()
-            log.info("request", method=self.method, path=self.path, route=route, status=self.status,
+            status = self.responder.status
+            turn = self.turn.turn if self.turn is not None else None
+            self.services.metrics.requests.labels(route=route, status=str(status)).inc()
+            log.info("request", method=self.method, path=self.path, route=route, status=status,
                      duration_ms=round((time.perf_counter() - self.t0) * 1000, 2),
-                     upstream_ms=round(self.upstream_s * 1000, 2), attempts=sum(self.attempts.values()),
-                     feedback_rounds=self.feedback_rounds)
+                     upstream_ms=round(self.upstream_s * 1000, 2),
+                     attempts=sum(turn.attempts.values()) if turn else 0,
+                     feedback_rounds=turn.feedback_rounds if turn else 0)
             structlog.contextvars.unbind_contextvars("request_id")
 
     async def _run(self) -> None:
@@ -100,7 +99,7 @@ class Exchange:
         if route.wire is None:
             await self._passthrough(body)
             return
-        self.wire = wire = self.services.wires[route.wire]
+        self.wire = self.responder.wire = wire = self.services.wires[route.wire]
         try:
             data = load_json_body(body)
             view = wire.parse_request(data, stream=bool(route.stream))
@@ -119,7 +118,12 @@ class Exchange:
         if not self.services.guarding:
             await self._passthrough(body)
             return
-        await GuardedTurn(self, wire, route, data, body, view).run()
+        judge_path = route.path if route.endpoint in ("/chat/completions", "/responses") else None
+        facts = Facts(self.request_id, wire, route.provider, route.sse, data, body, view, self.headers, self.query,
+                      judge_path)
+        self.responder.decision_headers = self.decision_headers()
+        self.turn = GuardedTurn(self.services, facts, self.responder, self._call_guarded)
+        await self.turn.run()
 
     # ------------------------------------------------------------------ plumbing
     def _authorized(self) -> bool:
@@ -166,46 +170,13 @@ class Exchange:
             out = [(k, v) for k, v in out if k != "accept-encoding"] + [("accept-encoding", "identity")]
         return out
 
-    async def start(self, status: int, headers: list[tuple[str, str]], content_type: str | None = None) -> None:
-        if self.started:
-            return
-        self.started = True
-        self.status = status
-        raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers
-               if not (content_type and k == "content-type")]
-        if content_type:
-            raw.append((b"content-type", content_type.encode()))
-        raw.append((b"x-guardproxy-request-id", self.request_id.encode()))
-        raw += [(k.encode(), v.encode("latin-1", "replace")) for k, v in self.decision_headers()]
-        await self._send({"type": "http.response.start", "status": status, "headers": raw})
-
-    async def write(self, data: bytes) -> None:
-        if data and not self.finished:
-            self.sent_any = True
-            await self._send({"type": "http.response.body", "body": data, "more_body": True})
-
-    async def finish(self) -> None:
-        """Idempotent: a stream already ended by ``_fail`` (upstream broke mid-stream) is not ended twice."""
-        if self.finished:
-            return
-        self.finished = True
-        await self._send({"type": "http.response.body", "body": b"", "more_body": False})
-
     async def _fail(self, status: int, message: str, kind: ErrorKind, *, provider: Provider | None = None,
                     extra: dict[str, str] | None = None) -> None:
-        """An error in the client's own format: an HTTP error before the response started, else the
-        API's mid-stream error."""
-        if self.started:
-            if self.client_codec is not None:
-                await self.write(self.client_codec.render_error(message, kind))
-            await self.finish()
-            return
+        """An error in the client's own format (its guessed API's when the request was not routed)."""
         wire = self.wire or self.services.wires[
             self.route.error_wire if self.route and self.route.error_wire and not provider
             else _PROVIDER_WIRE[provider or (self.route.provider if self.route else self._guess_provider())]]
-        self.started, self.status = True, status
-        await respond(self._send, status, wire.http_error(status, message, kind, extra),
-                      [("x-guardproxy-request-id", self.request_id)])
+        await self.responder.fail(status, message, kind, wire=wire, extra=extra)
 
     async def fail_upstream(self, exc: UpstreamError) -> None:
         """The upstream could not be reached, stalled or broke: 504 for time-outs, else 502 (or the
@@ -222,6 +193,9 @@ class Exchange:
         self.upstream_s += elapsed
         self.services.metrics.upstream_latency.labels(provider=self.route.provider if self.route else "").observe(elapsed)
         return resp
+
+    async def _call_guarded(self, body: bytes) -> UpstreamResponse:
+        return await self.upstream_request(body, identity=True)
 
     async def _passthrough(self, body: bytes) -> None:
         """Untouched both ways, streamed as it arrives."""
@@ -241,17 +215,16 @@ class Exchange:
                 except UpstreamError as exc:
                     await self.fail_upstream(exc)
                     return
-                self.started, self.status = True, resp.status
-                await respond(self._send, resp.status, raw, resp.headers + [("x-guardproxy-request-id",
-                                                                              self.request_id)],
-                              resp.content_type or "application/octet-stream")
+                await self.responder.respond(resp.status, raw, resp.headers,
+                                             resp.content_type or "application/octet-stream")
                 return
-            await self.start(resp.status, resp.headers)
+            r = self.responder
+            await r.start(resp.status, resp.headers)
             try:
                 async for chunk in resp.iter_chunks():
-                    await self.write(chunk)
+                    await r.write(chunk)
             except UpstreamError as exc:
                 log.warning("upstream_broke", error=str(exc))
-            await self.finish()
+            await r.finish()
         finally:
             resp.close()

@@ -25,6 +25,7 @@ import structlog
 
 from config.policy import Policy, PolicyError, load_policy
 from config.settings import Settings
+from guardrails.findings import OnTrip
 from guardrails.message import build_message_guardrails
 from guardrails.seams import MessageGuardrail, StreamGuardrail
 from guardrails.stream import build_stream_guardrails
@@ -47,7 +48,9 @@ class Guard:
     message_guardrails: list[MessageGuardrail] = field(default_factory=list)
     assessor: ToolAssessor | None = None
     specs: dict[str, Any] = field(default_factory=dict)
-    """Guardrail id -> its policy entry (action, attempts, mandate...)."""
+    """Guardrail id -> its policy entry."""
+    on_trip: dict[str, OnTrip] = field(default_factory=dict)
+    """Guardrail id -> what its block does (action, replacement, attempts, mandate, final action)."""
 
     @property
     def label(self) -> str:
@@ -66,8 +69,9 @@ def policy_version(policy: Policy) -> str:
 def build_guard(name: str, policy: Policy, settings: Settings, http: httpx.AsyncClient) -> Guard:
     """Validate and build every guardrail now, so a bad policy fails here, not on a request."""
     specs = {s.id: s for s in [*policy.stream_guardrails, *policy.message_guardrails]}
+    actions = {gid: on_trip(spec, policy.defaults.replacement) for gid, spec in specs.items()}
     if not settings.guardrails_enabled:
-        return Guard(name, policy, policy_version(policy), specs=specs)
+        return Guard(name, policy, policy_version(policy), specs=specs, on_trip=actions)
     try:
         stream = build_stream_guardrails(policy.stream_guardrails, policy.defaults.replacement)
     except ValueError as exc:
@@ -77,7 +81,15 @@ def build_guard(name: str, policy: Policy, settings: Settings, http: httpx.Async
     assessor = None
     if policy.tools is not None and policy.tools.enabled:
         assessor = ToolAssessor(policy.tools, Path(policy.base_dir))
-    return Guard(name, policy, policy_version(policy), stream, message, assessor, specs)
+    return Guard(name, policy, policy_version(policy), stream, message, assessor, specs, actions)
+
+
+def on_trip(spec: Any, default_replacement: str) -> OnTrip:
+    """A guardrail's policy entry as the typed action the turn acts on (stream entries have no
+    ``final_action`` or ``timeout_s``: their defaults apply)."""
+    return OnTrip(action=spec.action, replacement=spec.replacement or default_replacement,
+                  max_attempts=spec.max_attempts, mandate=spec.mandate,
+                  final_action=getattr(spec, "final_action", "replace"), timeout_s=getattr(spec, "timeout_s", 3.0))
 
 
 def policy_sources(settings: Settings) -> dict[str, str | None]:

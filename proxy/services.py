@@ -10,6 +10,7 @@ import structlog
 
 from config.policy import Policy
 from config.settings import Settings
+from guardrails.findings import OnTrip
 from guardrails.seams import MessageGuardrail, StreamGuardrail
 from guardrails.tools import ToolAssessor
 from proxy.audit import AuditLog
@@ -65,6 +66,11 @@ class Services:
     @property
     def assessor(self) -> ToolAssessor | None:
         return self.guard.assessor
+
+    @property
+    def on_trip(self) -> dict[str, OnTrip]:
+        """Guardrail id -> what its block does (action, replacement, attempts, mandate, final action)."""
+        return self.guard.on_trip
 
     @property
     def specs(self) -> dict[str, Any]:

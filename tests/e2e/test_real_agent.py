@@ -148,7 +148,7 @@ def play(gemini: Path, workspace: Path, home: Path, audit: Path) -> Scene:
 @pytest.fixture(scope="module")
 def scene(gemini: Path) -> Iterator[Scene]:
     # HOME and the workspace in unrelated folders with a short common prefix, as on a developer's
-    # machine: /tmp, not a possibly long TMPDIR (see the xfail below for why this matters).
+    # machine: /tmp, not a possibly long TMPDIR (see the regression test at the end for why).
     base = "/tmp" if os.path.isdir("/tmp") else None
     with tempfile.TemporaryDirectory(prefix="gp-e2e-ws-", dir=base) as ws, \
             tempfile.TemporaryDirectory(prefix="gp-e2e-home-", dir=base) as home:

@@ -1,0 +1,466 @@
+"""The guarded turn as a sans-IO state machine: events in, commands out. No sockets, no clocks.
+
+One ``Turn`` answers one client request on a guarded route, over as many upstream attempts as its
+findings ask for (retries with a mandate, tool feedback rounds). The driver (``proxy.guarded_turn``)
+feeds it what happened upstream and executes what it returns, in order:
+
+    events                                        commands
+    begin()                                       Ask(body)           call upstream with this body
+    on_unreachable(exc)                           Write(data, ...)    start the response if needed, send
+    on_status(status, headers, body)              Finish()            end the response
+    on_open(headers) / on_chunk(data)             Reply(...)          the whole response at once
+    on_end() / on_break(exc)                      Fail(...)           the API's error (HTTP or in-stream)
+    on_body(status, headers, body)   (unary)      Vet(message, view)  run tool rules and message checks,
+    on_verdict(finding | None)                                        then call on_verdict
+
+Every ending of an attempt (the upstream finished, reported an error in the stream, broke or
+stalled) goes through ``_close``: the stream checks' ``finish``, then ``Vet``. Held bytes are
+released only after the verdict; what a failed ending cannot vet is dropped, then the API's error.
+
+Attempts. While nothing of the answer has reached the client, a new attempt simply becomes the
+client's stream. Once something has, the new attempt is read whole (``tail`` mode), vetted, and
+appended through the client's own codec (``render_tail``), after a replaced signal when the client
+must discard what it saw.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from guardrails.datamodel import (
+    AssistantMessage,
+    Event,
+    Frame,
+    RequestView,
+    TextDelta,
+    ToolCallArgsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from guardrails.decision import Block, Redact
+from guardrails.findings import Act, Finding, OnTrip, choose, finding_of
+from guardrails.stream import ArmedSet, Trip
+from proxy.stream_guard import StreamGuard
+from proxy.upstream import UpstreamError
+from proxy.wire.base import ErrorKind, FinishKind, Replaced, StreamCodec, WireFormat, dumps
+
+BATCH_FRAMES = 32
+"""Released frames sent per write within one upstream read: few sends, bounded delay."""
+NOT_RUN = ("Not run: another tool call in the same turn was blocked by guardproxy. "
+           "Call it again if it is still needed.")
+
+
+# ---------------------------------------------------------------------------------------- commands
+@dataclass(frozen=True, slots=True)
+class Ask:
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """Start the response (200, ``headers``; ``content_type`` overrides theirs) unless it has
+    started, then send ``data`` (may be empty: only start)."""
+
+    data: bytes
+    headers: list[tuple[str, str]]
+    content_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    status: int
+    body: bytes
+    headers: list[tuple[str, str]]
+    content_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    status: int
+    message: str
+    kind: ErrorKind
+    extra: dict[str, str] | None = None
+    reason: str = ""
+    """Set when the answer fails closed: the label of the fail-closed metric."""
+
+    @classmethod
+    def upstream(cls, exc: UpstreamError) -> Fail:
+        """504 for a time-out, else 502 (or the API's mid-stream error once the response started)."""
+        return cls(504 if exc.timeout else 502, str(exc), "timeout" if exc.timeout else "upstream",
+                   reason=exc.reason)
+
+
+@dataclass(frozen=True, slots=True)
+class Vet:
+    message: AssistantMessage
+    view: RequestView
+
+
+Command = Ask | Write | Finish | Reply | Fail | Vet
+
+
+# ---------------------------------------------------------------------------------------- setup
+class Notes(Protocol):
+    """Side effects that are records only (metrics, audit log, logs); they never change the turn."""
+
+    def tripped(self, guardrail_id: str, reason_code: str) -> None: ...
+    def redacted(self, trips: list[Trip]) -> None: ...
+    def decided(self, finding: Finding, act: str, attempt: int) -> None: ...
+    def retried(self, finding: Finding, attempt: int) -> None: ...
+    def fed_back(self) -> None: ...
+    def replaced(self, finding: Finding, decision: str) -> None: ...
+    def broke(self, exc: UpstreamError) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """The policy as the turn needs it, fixed for the turn."""
+
+    on_trip: Mapping[str, OnTrip]
+    default_replacement: str
+    holdback: int
+    buffered: bool
+    interactive: bool
+    max_feedback_rounds: int
+    arm: Callable[[], ArmedSet | None]
+    """The stream checks for one attempt's text (None: none armed)."""
+    arm_tools: Callable[[], ArmedSet | None]
+    """The stream checks for one tool call's arguments."""
+
+
+@dataclass(slots=True)
+class Request:
+    wire: WireFormat
+    body: dict[str, Any]
+    """The request as first sent upstream (a planted canary included)."""
+    raw: bytes
+    view: RequestView
+    sse: bool = True
+
+
+@dataclass(slots=True)
+class _Ending:
+    """Why the current attempt stopped, kept while its message is being vetted."""
+
+    message: AssistantMessage
+    error: UpstreamError | None = None
+    """The upstream broke or stalled."""
+    in_stream_error: bool = False
+    unary_raw: bytes | None = None
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+
+class Turn:
+    def __init__(self, request: Request, rules: Rules, notes: Notes) -> None:
+        self.req, self.rules, self.notes = request, rules, notes
+        self.wire = request.wire
+        self.base = request.body
+        """The request that retries add their mandate to (grows with tool feedback rounds)."""
+        self.view = request.view
+        """The view of the request being answered now (its history grows with feedback rounds)."""
+        self.attempts: Counter[str] = Counter()
+        self.feedback_rounds = 0
+        self.tail = False
+        self.announced = False
+        self.sent_any = False
+        self.started = False
+        self.reading = False
+        self.client_codec: StreamCodec | None = None
+        self._codec: StreamCodec | None = None
+        self._guard: StreamGuard | None = None
+        self._headers: list[tuple[str, str]] = []
+        self._ending: _Ending | None = None
+
+    # ------------------------------------------------------------------ events: both modes
+    def begin(self) -> list[Command]:
+        return [Ask(self.req.raw)]
+
+    def on_unreachable(self, exc: UpstreamError) -> list[Command]:
+        """The upstream could not be reached (or broke before answering)."""
+        return [Fail.upstream(exc)]
+
+    def on_status(self, status: int, headers: list[tuple[str, str]], body: bytes) -> list[Command]:
+        """The upstream answered with a non-200 status: relayed as it is, unless the client's
+        response has already started (a retry), which then ends with the API's error."""
+        if self.started:
+            return [Fail(502, f"the upstream answered {status} on a retry", "upstream")]
+        return [Reply(status, body, headers, _content_type(headers))]
+
+    def on_verdict(self, finding: Finding | None) -> list[Command]:
+        ending, self._ending = self._ending, None
+        assert ending is not None, "on_verdict without a pending Vet"
+        if ending.unary_raw is not None:
+            return self._unary_verdict(ending, finding)
+        if ending.error is not None or ending.in_stream_error:
+            return self._failed_verdict(ending, finding)
+        if finding is not None:
+            return self._on_finding(finding, ending.message)
+        if self.tail:
+            return self._tail(ending.message, "normal", None)
+        return [self._write(self._guard_().release_all()), Finish()]
+
+    # ------------------------------------------------------------------ events: streaming
+    def on_open(self, headers: list[tuple[str, str]]) -> None:
+        """A 200 stream: a fresh codec and guard for this attempt."""
+        codec = self.wire.new_stream(sse=self.req.sse)
+        if not self.tail:
+            self.client_codec = codec
+        self._codec, self._headers, self.reading = codec, headers, True
+        self._guard = StreamGuard(self.rules.arm(), holdback=self.rules.holdback,
+                                  buffered=self.tail or self.rules.buffered, retext=codec.retext,
+                                  rearm=self.rules.arm_tools)
+
+    def on_chunk(self, data: bytes) -> list[Command]:
+        return self._relay(self._codec_().feed(data))
+
+    def on_end(self) -> list[Command]:
+        """The upstream stream ended normally."""
+        out = self._relay(self._codec_().flush())
+        if not self.reading:
+            return out
+        self.reading = False
+        return out + self._close(None)
+
+    def on_break(self, exc: UpstreamError) -> list[Command]:
+        """The upstream broke or stalled mid-stream."""
+        self.reading = False
+        if not self.sent_any and not self.tail:
+            return [Fail.upstream(exc)]
+        self.notes.broke(exc)
+        if self.tail:  # this attempt was never going to be relayed: nothing of it is held for the client
+            return [Fail.upstream(exc)]
+        return self._close(exc)
+
+    # ------------------------------------------------------------------ events: non-streaming
+    def on_body(self, status: int, headers: list[tuple[str, str]], raw: bytes) -> list[Command]:
+        if status != 200:
+            return [Reply(status, raw, headers, _content_type(headers))]
+        try:
+            message = self.wire.decode_response(raw)
+        except (ValueError, KeyError, IndexError, TypeError):
+            return [self._unary_reply(headers, raw)]
+        finding, redacted = self._check_text(message)
+        if redacted is not None:
+            raw = self.wire.render_response(raw, AssistantMessage(redacted, message.tool_calls,
+                                                                  message.finish_reason), "normal", None)
+            message.text = redacted
+        ending = _Ending(message, unary_raw=raw, headers=headers)
+        if finding is not None:
+            return self._unary_verdict(ending, finding)
+        self._ending = ending
+        return [Vet(message, self.view)]
+
+    # ------------------------------------------------------------------ streaming internals
+    def _relay(self, frames: list[Frame]) -> list[Command]:
+        """Push one upstream read's frames through the guard. Released frames go out in few writes
+        (the first at once, then batches); a trip stops reading, after what was released before it."""
+        guard, emit = self._guard_(), not self.tail
+        out: list[Command] = []
+        release: list[Frame] = []
+        for frame in frames:
+            step = guard.push(frame)
+            if step.redactions:
+                self.notes.redacted(step.redactions)
+            if step.trip is not None:
+                if emit and release:
+                    out.append(self._write(release))
+                self.reading = False
+                return out + self._on_finding(self._from_trip(step.trip), guard.message())
+            release += step.send
+            if emit and release and (not self.sent_any or len(release) >= BATCH_FRAMES):
+                out.append(self._write(release))
+                release = []
+        if emit and release:
+            out.append(self._write(release))
+        return out
+
+    def _close(self, error: UpstreamError | None) -> list[Command]:
+        """The one way an attempt ends: the checks' ``finish``, then the message is vetted."""
+        guard = self._guard_()
+        step = guard.end()
+        if step.redactions:
+            self.notes.redacted(step.redactions)
+        message = guard.message()
+        if step.trip is not None:
+            finding = self._from_trip(step.trip)
+            if error is None and guard.error is None:
+                return self._on_finding(finding, message)
+            return self._failed_verdict(_Ending(message, error, guard.error is not None), finding)
+        message.provider_parts = self._codec_().provider_parts()
+        self._ending = _Ending(message, error, guard.error is not None)
+        return [Vet(message, self.view)]
+
+    def _failed_verdict(self, ending: _Ending, finding: Finding | None) -> list[Command]:
+        """An attempt that ended in an error: vetted held bytes go out, then the error; after a
+        finding they are dropped."""
+        guard = self._guard_()
+        if finding is not None:
+            self.notes.decided(finding, "drop", self.attempts[finding.guardrail_id] + 1)
+            guard.drop_held()
+            if ending.error is not None:
+                return [Fail.upstream(ending.error)]
+            return [Fail(502, "the upstream reported an error in the stream", "upstream")]
+        if self.tail:
+            return self._tail(ending.message, "normal", None)
+        out: list[Command] = [self._write(guard.release_all())]
+        return out + [Fail.upstream(ending.error) if ending.error is not None else Finish()]
+
+    def _on_finding(self, f: Finding, message: AssistantMessage) -> list[Command]:
+        act, next_body = self._next(f, message)
+        if next_body is not None:
+            out: list[Command] = []
+            if self.sent_any:
+                self.tail = True
+                if act == "retry" and not self.announced:
+                    self.announced = True
+                    out.append(self._write_bytes(self._client_codec().render_replaced(_replaced(f, ""))))
+            return [*out, Ask(dumps(next_body).encode())]
+        if act == "reject":
+            self.notes.replaced(f, "reject")
+            return [_reject(f)]
+        if act == "log":
+            if self.tail:
+                return self._tail(message, "normal", None)
+            return [self._write(self._guard_().release_all()), Finish()]
+        if act == "replace":
+            self.notes.replaced(f, "replace")
+            return self._tail(AssistantMessage(f.replacement), "filtered",
+                              None if self.announced else _replaced(f, f.replacement))
+        # explain: a blocked tool call becomes text; the client never saw the call
+        return self._tail(AssistantMessage(f.replacement), "normal", None)
+
+    def _tail(self, message: AssistantMessage, finish: FinishKind, replaced: Replaced | None) -> list[Command]:
+        codec = self._client_codec()
+        return [self._write_bytes(codec.render_tail(message, finish, replaced)), Finish()]
+
+    def _write(self, frames: list[Frame]) -> Write:
+        codec = self._codec_()
+        for frame in frames:
+            codec.note_sent(frame)
+        return self._write_bytes(b"".join(f.raw for f in frames))
+
+    def _write_bytes(self, data: bytes) -> Write:
+        self.started = True
+        self.sent_any = self.sent_any or bool(data)
+        return Write(data, self._headers)
+
+    # ------------------------------------------------------------------ non-streaming internals
+    def _unary_verdict(self, ending: _Ending, finding: Finding | None) -> list[Command]:
+        raw = ending.unary_raw
+        assert raw is not None
+        if finding is None:
+            return [self._unary_reply(ending.headers, raw)]
+        act, next_body = self._next(finding, ending.message)
+        if next_body is not None:
+            return [Ask(dumps(next_body).encode())]
+        if act == "reject":
+            return [_reject(finding)]
+        if act == "log":
+            return [self._unary_reply(ending.headers, raw)]
+        finish: FinishKind = "filtered" if act == "replace" else "normal"
+        replaced = _replaced(finding, finding.replacement) if act == "replace" else None
+        out = self.wire.render_response(raw, AssistantMessage(finding.replacement), finish, replaced)
+        self.notes.replaced(finding, act)
+        return [self._unary_reply(ending.headers, out, f"{finding.guardrail_id}; {finding.reason_code}")]
+
+    def _unary_reply(self, headers: list[tuple[str, str]], raw: bytes, replaced: str | None = None) -> Reply:
+        out = [h for h in headers if h[0] != "content-encoding"]
+        if replaced:
+            out.append(("x-guardproxy-replaced", replaced))
+        self.started = True
+        return Reply(200, raw, out, _content_type(headers))
+
+    def _check_text(self, message: AssistantMessage) -> tuple[Finding | None, str | None]:
+        """Stream guardrails over a whole non-streamed text (one delta), with redaction."""
+        armed = self.rules.arm()
+        if armed is None:
+            return None, None
+        guard = StreamGuard(armed, holdback=0, buffered=True, rearm=self.rules.arm_tools)
+        events: list[Event] = [TextDelta(message.text)] if message.text else []
+        for n, call in enumerate(message.tool_calls):
+            events += [ToolCallStart(str(n), call.call_id, call.name), ToolCallArgsDelta(str(n), call.arguments),
+                       ToolCallEnd(str(n))]
+        step = guard.push(Frame(b"", tuple(events)))
+        if step.trip is None:
+            step = guard.end()
+        if step.trip is not None:
+            return self._from_trip(step.trip), None
+        trips = guard.redaction_log
+        if not trips:
+            return None, None
+        self.notes.redacted(trips)
+        return None, apply_redactions(message.text, trips)
+
+    # ------------------------------------------------------------------ decisions
+    def _from_trip(self, trip: Trip) -> Finding:
+        d = trip.decision
+        assert isinstance(d, Block)
+        self.notes.tripped(trip.guardrail_id, d.reason_code)
+        on = self.rules.on_trip.get(trip.guardrail_id) or OnTrip(replacement=self.rules.default_replacement)
+        return finding_of("stream", trip.guardrail_id, d.reason_code, d.rationale,
+                          d.replacement or self.rules.default_replacement, on)
+
+    def _next(self, finding: Finding, message: AssistantMessage) -> tuple[Act, dict[str, Any] | None]:
+        """Choose what to do; for re-requests, also the next request body."""
+        gid = finding.guardrail_id
+        act = choose(finding, interactive=self.rules.interactive, attempts_used=self.attempts[gid],
+                     feedback_rounds_used=self.feedback_rounds, max_feedback_rounds=self.rules.max_feedback_rounds)
+        self.notes.decided(finding, act, self.attempts[gid] + 1)
+        if act == "retry":
+            self.attempts[gid] += 1
+            self.notes.retried(finding, self.attempts[gid])
+            mandate = finding.mandate or (
+                "Your previous answer was rejected by a guardrail and was not shown to the user. "
+                + (finding.rationale or "") + " Answer again, following every instruction above.")
+            return act, self.wire.with_system(self.base, mandate)
+        if act == "feedback":
+            self.feedback_rounds += 1
+            self.notes.fed_back()
+            blocked = {id(c): why for c, why in finding.blocked_calls}
+            results = [(c, blocked.get(id(c), NOT_RUN)) for c in message.tool_calls]
+            self.base = self.wire.with_tool_feedback(self.base, message, results)
+            self.view = self.wire.parse_request(self.base, stream=self.view.stream)
+            return act, self.base
+        return act, None
+
+    # ------------------------------------------------------------------ state access
+    def _guard_(self) -> StreamGuard:
+        assert self._guard is not None, "no attempt is open"
+        return self._guard
+
+    def _codec_(self) -> StreamCodec:
+        assert self._codec is not None, "no attempt is open"
+        return self._codec
+
+    def _client_codec(self) -> StreamCodec:
+        assert self.client_codec is not None, "no stream was opened"
+        return self.client_codec
+
+
+def _content_type(headers: list[tuple[str, str]]) -> str:
+    return dict(headers).get("content-type", "application/json")
+
+
+def _replaced(f: Finding, replacement: str) -> Replaced:
+    return Replaced(f.guardrail_id, f.reason_code, replacement)
+
+
+def _reject(f: Finding) -> Fail:
+    return Fail(400, f"guardproxy: the answer was rejected by guardrail '{f.guardrail_id}' ({f.reason_code})",
+                "guardrail", {"guardrail_id": f.guardrail_id, "reason_code": f.reason_code})
+
+
+def apply_redactions(text: str, trips: list[Trip]) -> str:
+    spans = sorted(((t.decision.start, t.decision.end, t.decision.mask) for t in trips
+                    if isinstance(t.decision, Redact)), reverse=True)
+    for start, end, mask in spans:
+        text = text[:start] + mask + text[end:]
+    return text

@@ -1,0 +1,129 @@
+"""What the turn machine's ``Vet`` command runs, and where its records go.
+
+``Vetter`` judges a finished message: the tool rules first (pure, over the request's history), then
+the message guardrails (async, may do I/O; the runner fails open on an unavailable checker).
+``TurnNotes`` turns the machine's notes into metrics, audit lines and logs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from guardrails.datamodel import AssistantMessage, RequestView, ToolCall
+from guardrails.decision import Block, Redact
+from guardrails.findings import Finding, OnTrip, finding_of
+from guardrails.message import run_message_guardrails
+from guardrails.seams import MessageContext, TextCompleter
+from guardrails.stream import Trip
+from proxy.services import Services
+from proxy.upstream import UpstreamError
+
+log = structlog.get_logger("guardproxy")
+
+
+class TurnNotes:
+    """The records of one turn (``proxy.turn.Notes``)."""
+
+    def __init__(self, services: Services, request_id: str) -> None:
+        self._s, self._request_id = services, request_id
+
+    def audit(self, event: str, **fields: Any) -> None:
+        self._s.audit.record(event, request_id=self._request_id, **fields)
+
+    def tripped(self, guardrail_id: str, reason_code: str) -> None:
+        self._s.metrics.stream_trips.labels(guardrail_id=guardrail_id, reason_code=reason_code).inc()
+
+    def redacted(self, trips: list[Trip]) -> None:
+        for t in trips:
+            assert isinstance(t.decision, Redact)
+            self.tripped(t.guardrail_id, t.decision.reason_code)
+            self.audit("guardrail.tripped", guardrail_id=t.guardrail_id, reason_code=t.decision.reason_code,
+                       decision="redact")
+            log.info("guardrail_redacted", guardrail_id=t.guardrail_id, reason_code=t.decision.reason_code)
+
+    def decided(self, finding: Finding, act: str, attempt: int) -> None:
+        log.info("guardrail_decision", source=finding.source, guardrail_id=finding.guardrail_id,
+                 reason_code=finding.reason_code, action=act, attempt=attempt)
+        self.audit("guardrail.tripped" if finding.source != "tool" else "tool_call.blocked",
+                   guardrail_id=finding.guardrail_id, reason_code=finding.reason_code, decision=act,
+                   source=finding.source, attempt=attempt)
+
+    def retried(self, finding: Finding, attempt: int) -> None:
+        self._s.metrics.retries.labels(cause=finding.source).inc()
+        self.audit("retry", guardrail_id=finding.guardrail_id, reason_code=finding.reason_code,
+                   decision="retry", attempt=attempt)
+
+    def fed_back(self) -> None:
+        self._s.metrics.retries.labels(cause="tool_feedback").inc()
+
+    def replaced(self, finding: Finding, decision: str) -> None:
+        self.audit("message.replaced", guardrail_id=finding.guardrail_id, reason_code=finding.reason_code,
+                   decision=decision)
+
+    def broke(self, exc: UpstreamError) -> None:
+        log.warning("upstream_broke", error=str(exc))
+
+
+class Vetter:
+    """Tool rules, then message guardrails, for one request. Log-only blocks are recorded and passed."""
+
+    def __init__(self, services: Services, notes: TurnNotes, request_id: str, grants: frozenset[str],
+                 completer: TextCompleter,
+                 completer_for: Callable[[str, str | None, str | None], TextCompleter | None]) -> None:
+        self._s, self._notes, self._request_id, self._grants = services, notes, request_id, grants
+        self._completer, self._completer_for = completer, completer_for
+
+    async def vet(self, message: AssistantMessage, view: RequestView, first: RequestView) -> Finding | None:
+        """``view`` is the request being answered now (tool history); ``first`` the client's own."""
+        finding = self.assess_tools(message, view)
+        if finding is not None or not self._s.message_guardrails:
+            return finding
+        ctx = MessageContext(message=message, system_prompt=first.system_prompt,
+                             user_query=first.last_user_text, model=first.model,
+                             completer=self._completer, completer_for=self._completer_for)
+        timeouts = {g.id: self._on_trip(g.id).timeout_s for g in self._s.message_guardrails}
+        verdict = await run_message_guardrails(self._s.message_guardrails, ctx, timeouts)
+        for r in verdict.results:
+            self._s.metrics.message_checks.labels(guardrail_id=r.guardrail_id, outcome=r.outcome).inc()
+            if r.outcome == "fail_open":
+                self._notes.audit("fail_open", guardrail_id=r.guardrail_id, reason_code=None, decision="pass",
+                                  detail=r.detail, latency_ms=round(r.latency_s * 1000, 1))
+        hit = verdict.blocking
+        if hit is None:
+            return None
+        d = hit.decision
+        assert isinstance(d, Block)
+        on = self._on_trip(hit.guardrail_id)
+        if on.action == "log":
+            self._notes.audit("guardrail.tripped", guardrail_id=hit.guardrail_id, reason_code=d.reason_code,
+                              decision="log")
+            return None
+        return finding_of("message", hit.guardrail_id, d.reason_code, d.rationale, d.replacement, on)
+
+    def _on_trip(self, guardrail_id: str) -> OnTrip:
+        return self._s.on_trip.get(guardrail_id) or OnTrip(replacement=self._s.policy.defaults.replacement)
+
+    def assess_tools(self, message: AssistantMessage, view: RequestView) -> Finding | None:
+        assessor = self._s.assessor
+        if assessor is None or not message.tool_calls:
+            return None
+        blocked: list[tuple[ToolCall, str]] = []
+        first: tuple[str, str] | None = None
+        for call in message.tool_calls:
+            a = assessor.assess(call, view.history, self._grants)
+            self._s.metrics.tool_assessments.labels(rule=a.rule or "none", decision=a.decision).inc()
+            self._s.audit.record_assessment(a, request_id=self._request_id)
+            if a.decision == "block":
+                log.info("tool_call_blocked", tool=a.tool, rule=a.rule, reason_code=a.reason_code)
+                blocked.append((call, a.rationale))
+                first = first or (a.rule or "tool", a.reason_code or "")
+        if first is None:
+            return None
+        tools = self._s.policy.tools
+        assert tools is not None
+        lines = [f"guardproxy blocked the tool call {c.name}: {why}" for c, why in blocked]
+        return Finding("tool", first[0], first[1], tools.on_block, "\n".join(lines),
+                       rationale="\n".join(lines), blocked_calls=tuple(blocked))

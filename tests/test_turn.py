@@ -1,0 +1,342 @@
+"""The turn machine alone: events in, commands out, no sockets. Every way an attempt can end.
+
+The wire is the real OpenAI Chat codec and the checks are real stream guardrails; only the driver
+is absent: each test plays the driver's part by calling the machine's events in order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from config.policy import RegexGuardrail
+from guardrails.datamodel import AssistantMessage, ToolCall
+from guardrails.findings import Finding, OnTrip
+from guardrails.seams import StreamContext
+from guardrails.stream import ArmedSet, Trip, build_stream_guardrails
+from proxy.turn import Ask, Command, Fail, Finish, Reply, Request, Rules, Turn, Vet, Write
+from proxy.upstream import UpstreamError
+from proxy.wire.openai_chat import OpenAIChat
+
+WIRE = OpenAIChat()
+HEADERS = [("content-type", "text/event-stream")]
+REPLACEMENT = "[withheld]"
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.notes: list[tuple[str, Any]] = []
+
+    def tripped(self, guardrail_id: str, reason_code: str) -> None:
+        self.notes.append(("tripped", guardrail_id))
+
+    def redacted(self, trips: list[Trip]) -> None:
+        self.notes.append(("redacted", len(trips)))
+
+    def decided(self, finding: Finding, act: str, attempt: int) -> None:
+        self.notes.append(("decided", act))
+
+    def retried(self, finding: Finding, attempt: int) -> None:
+        self.notes.append(("retried", attempt))
+
+    def fed_back(self) -> None:
+        self.notes.append(("fed_back", None))
+
+    def replaced(self, finding: Finding, decision: str) -> None:
+        self.notes.append(("replaced", decision))
+
+    def broke(self, exc: UpstreamError) -> None:
+        self.notes.append(("broke", exc.timeout))
+
+
+def make_turn(*, action: str = "replace", stream: bool = True, interactive: bool = True, buffered: bool = False,
+              final_action: str = "replace", window: int = 16) -> tuple[Turn, Recorder]:
+    spec = RegexGuardrail(id="words", kind="regex", patterns=["FORBIDDEN"], action=action,  # type: ignore[arg-type]
+                          window=window)
+    guardrails = build_stream_guardrails([spec], REPLACEMENT)
+
+    def arm() -> ArmedSet | None:
+        return ArmedSet.arm(guardrails, StreamContext(system_prompt=""))
+
+    rules = Rules(on_trip={"words": OnTrip(action, REPLACEMENT, 2, None, final_action)},
+                  default_replacement=REPLACEMENT, holdback=0, buffered=buffered, interactive=interactive,
+                  max_feedback_rounds=1, arm=arm, arm_tools=arm)
+    body: dict[str, Any] = {"model": "m", "stream": stream, "messages": [{"role": "user", "content": "hi"}]}
+    view = WIRE.parse_request(body, stream=stream)
+    notes = Recorder()
+    return Turn(Request(WIRE, body, json.dumps(body).encode(), view), rules, notes), notes
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    c = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return f"data: {json.dumps(c)}\n\n".encode()
+
+
+def text(t: str) -> bytes:
+    return chunk({"content": t})
+
+
+def tool(name: str, args: str) -> bytes:
+    return chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                                  "function": {"name": name, "arguments": args}}]})
+
+
+END = chunk({}, "stop") + b"data: [DONE]\n\n"
+LONG = "A harmless sentence that is long enough to pass the window. "
+
+
+def written(cmds: Sequence[Command]) -> bytes:
+    return b"".join(c.data for c in cmds if isinstance(c, Write))
+
+
+def kinds(cmds: Sequence[Command]) -> list[str]:
+    return [type(c).__name__ for c in cmds]
+
+
+def open_stream(turn: Turn) -> None:
+    assert kinds(turn.begin()) == ["Ask"]
+    turn.on_open(HEADERS)
+
+
+def vet(turn: Turn, cmds: list[Command], finding: Finding | None = None) -> list[Command]:
+    """Play the driver: the last command is a Vet; answer it."""
+    assert isinstance(cmds[-1], Vet), kinds(cmds)
+    return cmds[:-1] + turn.on_verdict(finding)
+
+
+def message_finding(action: str = "replace", source: str = "message") -> Finding:
+    return Finding(source, "judge", "judge_violation", action, "[judged]", "off topic")  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ normal endings
+def test_a_clean_stream_is_released_vetted_and_finished() -> None:
+    turn, _ = make_turn()
+    open_stream(turn)
+    first = turn.on_chunk(text(LONG) + text(LONG))
+    assert LONG.encode() in written(first)
+    first += turn.on_chunk(END)
+    out = vet(turn, turn.on_end())
+    assert kinds(out)[-1] == "Finish"
+    assert b"[DONE]" in written(first + out) and b"[DONE]" not in written(first)
+
+
+def test_the_finish_waits_for_the_verdict_and_a_message_finding_replaces_after_it() -> None:
+    turn, notes = make_turn()
+    open_stream(turn)
+    turn.on_chunk(text(LONG))
+    out = vet(turn, turn.on_chunk(END) + turn.on_end(), message_finding())
+    tail = written(out)
+    assert b"[judged]" in tail and tail.count(b"[DONE]") == 1 and tail.index(b"[judged]") < tail.index(b"[DONE]")
+    assert ("replaced", "replace") in notes.notes
+
+
+def test_a_trip_mid_stream_stops_reading_and_ends_with_the_replacement() -> None:
+    turn, notes = make_turn()
+    open_stream(turn)
+    out = turn.on_chunk(text(LONG) + text("then FORBI") + text("DDEN words"))
+    assert not turn.reading
+    assert b"FORBI" not in written(out) and REPLACEMENT.encode() in written(out)
+    assert kinds(out)[-1] == "Finish" and ("tripped", "words") in notes.notes
+
+
+def test_a_retry_before_anything_was_sent_is_invisible() -> None:
+    turn, _ = make_turn(action="retry", window=4096)
+    open_stream(turn)
+    out = turn.on_chunk(text("FORBIDDEN, and more"))
+    assert kinds(out) == ["Ask"] and b"rejected by a guardrail" in out[0].body  # type: ignore[union-attr]
+    assert not turn.tail
+
+
+def test_a_retry_after_bytes_went_out_announces_and_appends_the_vetted_tail() -> None:
+    turn, _ = make_turn(action="retry")
+    open_stream(turn)
+    out = turn.on_chunk(text(LONG) + text(LONG) + text("FORBIDDEN, and more"))
+    assert kinds(out)[-2:] == ["Write", "Ask"] and b"output.message.replaced" in written(out)
+    assert turn.tail
+    turn.on_open(HEADERS)
+    assert written(turn.on_chunk(text("A better answer.") + END)) == b""  # tail mode: nothing relayed
+    out = vet(turn, turn.on_end())
+    assert b"A better answer." in written(out) and kinds(out)[-1] == "Finish"
+    assert written(out).count(b"[DONE]") == 1 and b"message_start" not in written(out)
+
+
+def test_a_non_interactive_retry_is_a_rejection() -> None:
+    turn, _ = make_turn(action="retry", interactive=False, window=4096)
+    open_stream(turn)
+    out = turn.on_chunk(text("FORBIDDEN, and more"))
+    assert isinstance(out[-1], Fail) and out[-1].status == 400 and out[-1].extra == {
+        "guardrail_id": "words", "reason_code": "pattern_match"}
+
+
+def test_a_tool_finding_with_feedback_reasks_with_the_tool_result() -> None:
+    turn, notes = make_turn()
+    open_stream(turn)
+    turn.on_chunk(tool("Bash", '{"command": "curl x | sh"}') + chunk({}, "tool_calls") + b"data: [DONE]\n\n")
+    cmds = turn.on_end()
+    assert isinstance(cmds[-1], Vet) and cmds[-1].message.tool_calls[0].name == "Bash"
+    call = cmds[-1].message.tool_calls[0]
+    finding = Finding("tool", "shell_interpreter", "shell_interpreter", "feedback", "blocked", "blocked",
+                      blocked_calls=((call, "pipes into a shell"),))
+    out = turn.on_verdict(finding)
+    assert kinds(out) == ["Ask"] and b"pipes into a shell" in out[0].body  # type: ignore[union-attr]
+    assert ("fed_back", None) in notes.notes and turn.feedback_rounds == 1
+
+
+def test_live_log_after_retries_renders_the_last_attempt_as_a_tail_not_its_raw_frames() -> None:
+    turn, _ = make_turn(action="retry")
+    open_stream(turn)
+    turn.on_chunk(text(LONG) + text(LONG) + text("FORBIDDEN, and more"))
+    assert turn.tail
+    turn.on_open(HEADERS)
+    turn.on_chunk(text("Second answer.") + END)
+    out = vet(turn, turn.on_end(), message_finding(action="log"))
+    assert b"Second answer." in written(out) and written(out).count(b"[DONE]") == 1
+    assert b'"id": "c1"' not in written(out)  # the upstream's raw frames are not spliced in
+
+
+# ------------------------------------------------------------------ failed endings
+def test_a_break_before_anything_was_sent_is_a_clean_502() -> None:
+    turn, _ = make_turn(window=4096)
+    open_stream(turn)
+    assert written(turn.on_chunk(text("FORBID"))) == b""
+    out = turn.on_break(UpstreamError("the upstream connection broke", timeout=False))
+    assert kinds(out) == ["Fail"] and out[0].status == 502  # type: ignore[union-attr]
+
+
+def test_a_stall_is_a_504() -> None:
+    turn, _ = make_turn()
+    open_stream(turn)
+    out = turn.on_break(UpstreamError("stalled", timeout=True))
+    assert isinstance(out[0], Fail) and out[0].status == 504 and out[0].kind == "timeout"
+
+
+def test_a_break_releases_held_text_only_after_the_end_checks_and_the_verdict() -> None:
+    turn, notes = make_turn()
+    open_stream(turn)
+    sent = written(turn.on_chunk(text(LONG) + text(LONG) + text("FORBIDDE")))
+    assert b"FORBIDDE" not in sent
+    out = turn.on_break(UpstreamError("broke", timeout=False))
+    assert isinstance(out[-1], Vet)
+    out = vet(turn, out)
+    assert b"FORBIDDE" in written(out) and isinstance(out[-1], Fail) and out[-1].status == 502
+    assert ("broke", False) in notes.notes
+
+
+def test_a_break_with_a_finding_drops_what_was_held() -> None:
+    turn, notes = make_turn()
+    open_stream(turn)
+    turn.on_chunk(text(LONG) + text(LONG) + text("tail text"))
+    out = vet(turn, turn.on_break(UpstreamError("broke", timeout=False)), message_finding())
+    assert written(out) == b"" and isinstance(out[-1], Fail)
+    assert ("decided", "drop") in notes.notes
+
+
+def test_an_in_stream_error_after_a_tool_call_vets_the_call_before_anything_is_released() -> None:
+    turn, _ = make_turn()
+    open_stream(turn)
+    error = b'data: {"error": {"message": "overloaded"}}\n\n'
+    assert written(turn.on_chunk(text(LONG) + tool("Bash", '{"command": "curl x | sh"}') + error)) \
+        .count(b"Bash") == 0
+    cmds = turn.on_end()
+    assert isinstance(cmds[-1], Vet) and cmds[-1].message.tool_calls == [
+        ToolCall("call_1", "Bash", '{"command": "curl x | sh"}')]
+    out = turn.on_verdict(Finding("tool", "shell_interpreter", "shell_interpreter", "feedback", "x"))
+    assert b"Bash" not in written(out) and isinstance(out[-1], Fail) and out[-1].status == 502
+
+
+def test_an_in_stream_error_that_passes_vetting_is_relayed_as_the_upstream_sent_it() -> None:
+    turn, _ = make_turn()
+    open_stream(turn)
+    error = b'data: {"error": {"message": "overloaded"}}\n\n'
+    out = turn.on_chunk(text("short") + error)
+    out += vet(turn, turn.on_end())
+    assert error in written(out) and kinds(out)[-1] == "Finish"
+
+
+def test_a_break_in_tail_mode_fails_without_relaying_the_attempt() -> None:
+    turn, _ = make_turn(action="retry")
+    open_stream(turn)
+    turn.on_chunk(text(LONG) + text(LONG) + text("FORBIDDEN, and more"))
+    turn.on_open(HEADERS)
+    turn.on_chunk(text("partial second"))
+    out = turn.on_break(UpstreamError("broke", timeout=False))
+    assert kinds(out) == ["Fail"] and b"partial second" not in written(out)
+
+
+def test_an_upstream_error_status_is_relayed_before_the_response_started_and_an_error_after() -> None:
+    turn, _ = make_turn()
+    turn.begin()
+    out = turn.on_status(429, [("content-type", "application/json")], b'{"error": {}}')
+    assert out == [Reply(429, b'{"error": {}}', [("content-type", "application/json")], "application/json")]
+    turn, _ = make_turn(action="retry")
+    open_stream(turn)
+    turn.on_chunk(text(LONG) + text(LONG) + text("FORBIDDEN, and more"))
+    out = turn.on_status(500, [], b"")
+    assert isinstance(out[0], Fail) and out[0].status == 502
+
+
+def test_an_unreachable_upstream_is_a_502() -> None:
+    turn, _ = make_turn()
+    turn.begin()
+    out = turn.on_unreachable(UpstreamError("unreachable", timeout=False))
+    assert isinstance(out[0], Fail) and out[0].status == 502
+
+
+# ------------------------------------------------------------------ non-streaming
+def unary_body(content: str) -> bytes:
+    return json.dumps({"id": "c1", "object": "chat.completion", "created": 1, "model": "m",
+                       "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                                    "finish_reason": "stop"}]}).encode()
+
+
+def test_unary_clean_answer_is_vetted_then_sent_whole() -> None:
+    turn, _ = make_turn(stream=False)
+    assert kinds(turn.begin()) == ["Ask"]
+    cmds = turn.on_body(200, [("content-type", "application/json"), ("content-encoding", "identity")],
+                        unary_body("fine"))
+    assert kinds(cmds) == ["Vet"] and cmds[0].message == AssistantMessage("fine", [], "stop")  # type: ignore[union-attr]
+    out = turn.on_verdict(None)
+    assert isinstance(out[0], Reply) and out[0].body == unary_body("fine")
+    assert ("content-encoding", "identity") not in out[0].headers
+
+
+def test_unary_trip_replaces_reasks_or_rejects() -> None:
+    turn, _ = make_turn(stream=False)
+    turn.begin()
+    out = turn.on_body(200, [], unary_body("say FORBIDDEN"))
+    assert isinstance(out[0], Reply) and b"FORBIDDEN" not in out[0].body and REPLACEMENT.encode() in out[0].body
+    assert ("x-guardproxy-replaced", "words; pattern_match") in out[0].headers
+    turn, _ = make_turn(stream=False, action="retry")
+    turn.begin()
+    assert kinds(turn.on_body(200, [], unary_body("say FORBIDDEN"))) == ["Ask"]
+    turn, _ = make_turn(stream=False, action="reject")
+    turn.begin()
+    out = turn.on_body(200, [], unary_body("say FORBIDDEN"))
+    assert isinstance(out[0], Fail) and out[0].status == 400
+
+
+def test_unary_message_finding_after_the_verdict() -> None:
+    turn, _ = make_turn(stream=False)
+    turn.begin()
+    turn.on_body(200, [], unary_body("fine"))
+    out = turn.on_verdict(message_finding())
+    assert isinstance(out[0], Reply) and b"[judged]" in out[0].body
+
+
+def test_every_command_sequence_ends_the_response_once() -> None:
+    """Whatever the ending, exactly one terminal command (Finish, Reply or Fail) closes the turn."""
+    endings: list[list[Command]] = []
+    turn, _ = make_turn()
+    open_stream(turn)
+    endings.append(turn.on_chunk(text(LONG)) + vet(turn, turn.on_chunk(END) + turn.on_end()))
+    turn, _ = make_turn()
+    open_stream(turn)
+    endings.append(turn.on_chunk(text("FORBIDDEN, and more")))
+    turn, _ = make_turn()
+    open_stream(turn)
+    endings.append(turn.on_break(UpstreamError("x", timeout=True)))
+    for cmds in endings:
+        assert sum(isinstance(c, (Finish, Reply, Fail)) for c in cmds) == 1, kinds(cmds)
+        assert not any(isinstance(c, Ask) for c in cmds)

@@ -6,6 +6,7 @@ import tomllib
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -20,7 +21,10 @@ class _Strict(BaseModel):
 
 class Defaults(_Strict):
     mode: Mode = "interactive"
-    """A request may pick with the ``x-guardproxy-mode`` header."""
+    """A request may pick with the ``x-guardproxy-mode`` header, unless ``mode_pinned``."""
+    mode_pinned: bool = False
+    """``true``: the operator's ``mode`` holds; a request whose ``x-guardproxy-mode`` asks for the
+    other mode gets a 400 (asking for the pinned mode itself is fine)."""
     delivery: Delivery | None = None
     """``live`` streams with a hold-back window; ``buffered`` releases only vetted messages.
     Unset: ``buffered`` when a message guardrail is configured, else ``live``."""
@@ -28,6 +32,27 @@ class Defaults(_Strict):
     """An optional fixed minimum: text is held at least this far behind the checked end, besides
     what the armed checks' horizons hold (only what could still become part of a match)."""
     replacement: str = "[guardproxy: the answer was withheld by a guardrail]"
+
+    def mode_for(self, header: str | None) -> Mode:
+        """The mode of a request sending ``x-guardproxy-mode: header`` (None: not sent). Raises
+        ``ValueError`` (a 400 for the client) for a value that is not a mode, or for the other mode
+        when the mode is pinned. Case and surrounding spaces do not matter."""
+        if header is None:
+            return self.mode
+        asked = header.strip().lower()
+        if asked not in ("interactive", "non-interactive"):
+            raise ValueError("x-guardproxy-mode must be 'interactive' or 'non-interactive'")
+        if self.mode_pinned and asked != self.mode:
+            raise ValueError(f"x-guardproxy-mode: this proxy's mode is pinned to '{self.mode}'")
+        return "interactive" if asked == "interactive" else "non-interactive"
+
+
+def _http_url(value: str) -> str:
+    """An absolute http(s) URL with a host; anything else would fail open on every message."""
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be an absolute http(s) URL such as https://host/path")
+    return value
 
 
 class _StreamBase(_Strict):
@@ -106,6 +131,11 @@ class JudgeGuardrail(_MessageBase):
     base_url: str | None = None
     api_key_env: str | None = None
     """Environment variable holding the key for a judge that names its own upstream."""
+    @field_validator("base_url")
+    @classmethod
+    def _absolute_base_url(cls, value: str | None) -> str | None:
+        return value if value is None else _http_url(value)
+
     only_final_text: bool = True
     """Judge the visible text only (a message with tool calls is judged on its text whenever it has
     some); ``false``: the tool calls are judged too."""
@@ -124,6 +154,11 @@ class WebhookGuardrail(_MessageBase):
     url: str
     headers: dict[str, str] = {}
 
+    @field_validator("url")
+    @classmethod
+    def _absolute_url(cls, value: str) -> str:
+        return _http_url(value)
+
 
 class ModerationGuardrail(_MessageBase):
     kind: Literal["moderation"]
@@ -134,6 +169,11 @@ class ModerationGuardrail(_MessageBase):
     """Category -> score at or above which the message is flagged; empty: the endpoint's ``flagged``."""
     max_chars: int = Field(default=32_000, ge=1_000, le=2_000_000)
     """Longest text sent as one ``input``; a longer one is sent as a list of parts."""
+
+    @field_validator("url")
+    @classmethod
+    def _absolute_url(cls, value: str) -> str:
+        return _http_url(value)
     max_parts: int = Field(default=8, ge=1, le=64)
     """Most parts sent; past it the first ``max_parts - 1`` and the last are sent."""
 

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsError as _SourceError
+
+_MIB = 1024 * 1024
+
+
+class SettingsError(Exception):
+    """A setting that cannot be used. The message names the environment variable."""
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GUARDPROXY_", extra="ignore")
 
     host: str = "127.0.0.1"
-    port: int = 8790
+    port: int = Field(default=8790, ge=0, le=65535)
     openai_base_url: str = "https://api.openai.com"
     anthropic_base_url: str = "https://api.anthropic.com"
     gemini_base_url: str = "https://generativelanguage.googleapis.com"
@@ -28,8 +38,25 @@ class Settings(BaseSettings):
     never forwarded). Required to listen beyond loopback unless ``allow_unauthenticated_remote``."""
     allow_unauthenticated_remote: bool = False
     """Waive the token requirement for non-loopback listening addresses."""
-    log_level: str = "info"
+    log_level: Literal["debug", "info", "warning", "error", "critical"] = "info"
     shutdown_grace_s: float = Field(default=10.0, ge=0)
+    """Open exchanges get this long to finish at shutdown, then are cancelled (0: at once)."""
+    audit_max_field_chars: int = Field(default=512, ge=16, le=1_000_000)
+    """Longest string written in an audit-log field (tool names, paths, rationales); longer is cut."""
+    max_response_bytes: int = Field(default=64 * _MIB, ge=1024)
+    """Largest upstream answer on a guarded route (a non-streamed body, or a stream in total); past
+    it the answer ends with that API's error (fail closed)."""
+    max_frame_bytes: int = Field(default=8 * _MIB, ge=1024)
+    """Largest single SSE frame or Gemini array element; a frame that never ends fails closed here."""
+    max_tool_calls: int = Field(default=256, ge=1, le=100_000)
+    """Most tool calls in one message; more fail closed (each is assessed and held)."""
+    max_json_depth: int = Field(default=64, ge=4, le=10_000)
+    """Deepest nesting of a tool call's JSON arguments; deeper fails closed instead of recursing."""
+    check_concurrency: int = Field(default=512, ge=1, le=100_000)
+    """Message checks (judge, webhook, moderation) in flight at once; more wait for a slot. The wait
+    is not part of a check's ``timeout_s``; a check still waiting after ``check_queue_timeout_s``
+    fails open as unavailable (counted in ``/metrics``)."""
+    check_queue_timeout_s: float = Field(default=10.0, gt=0, le=600)
     workers: int = Field(default=1, ge=1)
     """Processes sharing the listening socket (``guardproxy serve --workers N``)."""
     policies: dict[str, str] = {}
@@ -43,6 +70,34 @@ class Settings(BaseSettings):
     """Let a client pick a named policy with ``x-guardproxy-policy`` (after token and route)."""
     watch_policy: bool = True
     """Reload the policies when their files change (as well as on SIGHUP)."""
+    @field_validator("openai_base_url", "anthropic_base_url", "gemini_base_url")
+    @classmethod
+    def _absolute_url(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError("must be an absolute http(s) URL such as https://api.example.com")
+        return value
+
     prometheus_multiproc_dir: str | None = Field(default=None, validation_alias="PROMETHEUS_MULTIPROC_DIR")
     """prometheus-client's own variable (no prefix): where workers share metric values. ``serve`` sets
     it to a fresh directory when running several workers and it is unset."""
+
+
+def _env_name(loc: tuple[int | str, ...]) -> str:
+    field = str(loc[0]) if loc else "?"
+    if field == "prometheus_multiproc_dir":
+        return "PROMETHEUS_MULTIPROC_DIR"
+    return f"GUARDPROXY_{field.upper()}"
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """``Settings`` from the environment and ``overrides``; a bad value raises ``SettingsError``
+    naming its variable (no traceback, no value that could be a secret)."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        lines = [f"{_env_name(e['loc'])}: {e['msg']}" for e in exc.errors()]
+        raise SettingsError("invalid settings\n  " + "\n  ".join(lines)) from None
+    except _SourceError as exc:  # a JSON-valued variable that is not JSON
+        field = str(exc).split('"')[1] if str(exc).count('"') >= 2 else "?"
+        raise SettingsError(f"invalid settings\n  {_env_name((field,))}: not valid JSON") from None

@@ -8,6 +8,11 @@ so ``guardproxy replay`` can re-make each decision without the policy file.
 Blocked text and secrets never reach this file: ``record`` accepts only the structured fields in
 ``FIELDS`` (an unknown field is a programming error and raises ``TypeError``), and the only free
 text it takes is ``rationale``, which the rules write without file contents or secrets.
+
+Model-chosen strings still get in (a tool name, a path in ``observations``): every string except the
+operator's ``policy`` snapshot is capped at ``max_field_chars`` (a system prompt the model used as a
+path is not logged whole) and has lone surrogates replaced, so no tool name can make a write fail.
+The file is opened when the log is made, so an unwritable path stops the proxy at start.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from types import TracebackType
 from typing import IO, Final, Self
 
 from config.policy import ToolsPolicy
+from guardrails.message.content import safe_text
 from guardrails.tools.verdict import Assessment, policy_fingerprint, policy_snapshot
 
 TOOL_CALL_ASSESSED: Final = "tool_call.assessed"
@@ -33,6 +39,22 @@ FIELDS: Final = frozenset({
 """Every field a line may carry besides ``ts``, ``request_id`` and ``event``. ``detail`` is a short
 code (``timeout``, ``error:TimeoutError``), never an error message that could quote upstream text."""
 _NULLED: Final = ("reason_code", "decision")
+_VERBATIM: Final = frozenset({"policy", "policy_fingerprint"})
+"""Fields written as given: the operator's own policy, which replay needs whole."""
+DEFAULT_MAX_FIELD_CHARS: Final = 512
+
+
+def bounded(value: object, limit: int) -> object:
+    """``value`` with every string (keys too) made encodable and cut to ``limit`` characters, the cut
+    marked with how much was left out."""
+    if isinstance(value, str):
+        text = safe_text(value)
+        return text if len(text) <= limit else f"{text[:limit]}…[+{len(text) - limit} chars]"
+    if isinstance(value, dict):
+        return {bounded(k, limit): bounded(v, limit) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [bounded(v, limit) for v in value]
+    return value
 
 
 class AuditLog:
@@ -44,10 +66,20 @@ class AuditLog:
     lines shorter than the pipe buffer. A lock serialises writers from worker threads.
     """
 
-    def __init__(self, path: str | Path | None) -> None:
+    def __init__(self, path: str | Path | None, max_field_chars: int = DEFAULT_MAX_FIELD_CHARS) -> None:
         self.path = Path(path) if path else None
+        self.max_field_chars = max_field_chars
         self._file: IO[str] | None = None
         self._lock = threading.Lock()
+
+    def open(self) -> None:
+        """Open (and create) the file now. Raises ``OSError`` when it cannot be written."""
+        if self.path is None:
+            return
+        with self._lock:
+            if self._file is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._file = self.path.open("a", encoding="utf-8")
 
     def record(self, event: str, *, request_id: str, **fields: object) -> dict[str, object]:
         """Write one line; returns the record as written (for tests and structlog)."""
@@ -60,13 +92,12 @@ class AuditLog:
             raise TypeError("an audit record names its guardrail_id or rule")
         line: dict[str, object] = {"ts": _now(), "request_id": request_id, "event": event}
         line.update({k: None for k in _NULLED})
-        line.update(fields)
+        line.update({k: v if k in _VERBATIM else bounded(v, self.max_field_chars) for k, v in fields.items()})
         text = json.dumps(line, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n"
         if self.path is not None:
+            self.open()
             with self._lock:
-                if self._file is None:
-                    self.path.parent.mkdir(parents=True, exist_ok=True)
-                    self._file = self.path.open("a", encoding="utf-8")
+                assert self._file is not None
                 self._file.write(text)
                 self._file.flush()
         return line

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import math
 import sys
 from typing import Any
 
 from config.policy import PolicyError, load_policy
-from config.settings import Settings
+from config.settings import Settings, SettingsError, load_settings
 
 
 def _is_loopback(host: str) -> bool:
@@ -28,7 +29,11 @@ def serve(args: argparse.Namespace) -> int:
 
     overrides = {k: v for k, v in (("host", args.host), ("port", args.port), ("policy", args.policy),
                                    ("workers", args.workers)) if v}
-    settings = Settings(**overrides)
+    try:
+        settings = load_settings(**overrides)
+    except SettingsError as exc:
+        print(f"guardproxy: {exc}", file=sys.stderr)
+        return 2
     configure(settings.log_level)
     if (not _is_loopback(settings.host) and not settings.auth_token and not settings.client_tokens
             and not settings.allow_unauthenticated_remote):
@@ -37,7 +42,7 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     try:
         app = create_app(settings)
-    except PolicyError as exc:
+    except (PolicyError, SettingsError) as exc:
         print(f"guardproxy: {exc}", file=sys.stderr)
         return 2
     print(f"guardproxy listening on http://{settings.host}:{settings.port} "
@@ -53,7 +58,9 @@ def serve(args: argparse.Namespace) -> int:
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
     return {"host": settings.host, "port": settings.port, "log_level": "warning", "access_log": False,
-            "timeout_graceful_shutdown": int(settings.shutdown_grace_s) or None, "lifespan": "on",
+            # uvicorn takes whole seconds and reads 0 as "wait forever": round up, at least 1. Our own
+            # drain (GuardProxy._drain) cancels the open exchanges at the exact grace, even below 1 s.
+            "timeout_graceful_shutdown": max(1, math.ceil(settings.shutdown_grace_s)), "lifespan": "on",
             "ws": "none"}
 
 
@@ -64,8 +71,8 @@ def check_policy(args: argparse.Namespace) -> int:
 
         from proxy.policies import build_guard
 
-        build_guard("check", policy, Settings(policy=args.file), httpx.AsyncClient())
-    except PolicyError as exc:
+        build_guard("check", policy, load_settings(policy=args.file), httpx.AsyncClient())
+    except (PolicyError, SettingsError) as exc:
         print(exc, file=sys.stderr)
         return 1
     print(f"{args.file or 'shipped default policy'}: ok "

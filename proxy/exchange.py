@@ -15,6 +15,7 @@ import uuid
 
 import structlog
 
+from config.policy import Mode
 from proxy.asgi import Scope, Send, header_list
 from proxy.guarded_turn import Facts, GuardedTurn
 from proxy.responder import Responder
@@ -49,6 +50,8 @@ class Exchange:
         self.upstream_s = 0.0
         self.route: Route | None = None
         self.wire: WireFormat | None = None
+        self.mode: Mode = "interactive"
+        """Set from the policy and ``x-guardproxy-mode`` before a guarded turn runs."""
 
     # ------------------------------------------------------------------ entry
     async def run(self) -> None:
@@ -111,6 +114,11 @@ class Exchange:
             await self._fail(400, "guardproxy does not accept 'background': a background response is "
                                   "retrieved later, unchecked; send it in the foreground", "invalid_request")
             return
+        try:
+            self.mode = self.services.policy.defaults.mode_for(self.header.get("x-guardproxy-mode"))
+        except ValueError as exc:
+            await self._fail(400, str(exc), "invalid_request")
+            return
         if route.wire == "gemini":
             m = _GEMINI_MODEL.search(route.path)
             view.model = m.group(1) if m else view.model
@@ -120,7 +128,7 @@ class Exchange:
             return
         judge_path = route.path if route.endpoint in ("/chat/completions", "/responses") else None
         facts = Facts(self.request_id, wire, route.provider, route.sse, data, body, view, self.headers, self.query,
-                      judge_path)
+                      judge_path, self.mode)
         self.responder.decision_headers = self.decision_headers()
         self.turn = GuardedTurn(self.services, facts, self.responder, self._call_guarded)
         await self.turn.run()

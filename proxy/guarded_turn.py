@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from config.policy import Mode
 from guardrails.datamodel import RequestView
 from guardrails.seams import StreamContext
 from guardrails.stream import ArmedSet
@@ -44,6 +45,8 @@ class Facts:
     query: str
     judge_path: str | None = None
     """The OpenAI-shaped endpoint the client used (Azure, Gemini's OpenAI layer): the judge asks it too."""
+    mode: Mode = "interactive"
+    """From the policy and ``x-guardproxy-mode``, checked by the edge."""
 
 
 class GuardedTurn:
@@ -52,7 +55,6 @@ class GuardedTurn:
     def __init__(self, services: Services, facts: Facts, responder: Responder, call: CallUpstream) -> None:
         self.services, self.facts, self.responder, self._call = services, facts, responder, call
         header = dict(facts.headers)
-        mode = header.get("x-guardproxy-mode", services.policy.defaults.mode)
         grants = frozenset(h.strip().lower() for h in header.get("x-guardproxy-egress-grant", "").split(",")
                            if h.strip())
         self.canary_token = ""
@@ -61,7 +63,7 @@ class GuardedTurn:
         tools = services.policy.tools
         rules = Rules(on_trip=services.on_trip, default_replacement=services.policy.defaults.replacement,
                       holdback=services.policy.defaults.holdback_chars, buffered=services.buffered,
-                      interactive=mode != "non-interactive",
+                      interactive=facts.mode == "interactive",
                       max_feedback_rounds=tools.max_feedback_rounds if tools else 0,
                       arm=self._arm, arm_tools=self._arm_tools)
         self.turn = Turn(Request(facts.wire, body, raw, facts.view, facts.sse), rules, notes)

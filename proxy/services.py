@@ -9,7 +9,7 @@ import httpx
 import structlog
 
 from config.policy import Policy
-from config.settings import Settings
+from config.settings import Settings, SettingsError
 from guardrails.findings import OnTrip
 from guardrails.seams import MessageGuardrail, StreamGuardrail
 from guardrails.tools import ToolAssessor
@@ -101,8 +101,14 @@ def build_services(settings: Settings, policy: Policy | None = None) -> Services
     ``policy``: the default policy as an object (else read from ``settings.policy``)."""
     from httpx_aiohttp import AiohttpTransport
 
+    audit = AuditLog(settings.audit_log, settings.audit_max_field_chars)
+    try:
+        audit.open()  # an unwritable audit log stops the proxy here, not with a 500 on the first trip
+    except OSError as exc:
+        raise SettingsError(f"GUARDPROXY_AUDIT_LOG: cannot write {settings.audit_log!r}: "
+                            f"{exc.strerror or type(exc).__name__}") from None
     http = httpx.AsyncClient(transport=AiohttpTransport(), timeout=httpx.Timeout(30.0))
     book = PolicyBook(settings, http, policy)
     return Services(settings=settings, upstream=Upstream(settings),
-                    metrics=Metrics(settings.prometheus_multiproc_dir), audit=AuditLog(settings.audit_log),
+                    metrics=Metrics(settings.prometheus_multiproc_dir), audit=audit,
                     http=http, book=book, guard=book.default)

@@ -7,6 +7,7 @@ instead of failing open on every message.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -47,6 +48,15 @@ def load_template(spec: JudgeGuardrail, base_dir: Path) -> str:
     return template
 
 
+def check_key_env(spec: AnySpec) -> None:
+    """A named key variable must be set when the policy loads: unset, every check would fail open
+    (and a judge with its own host must never fall back to the client's credentials)."""
+    name = getattr(spec, "api_key_env", None)
+    if name is not None and not os.environ.get(name):
+        raise PolicyError(f"{_field(spec, 'api_key_env')}: the environment variable {name} is not set "
+                          "(set it, or remove api_key_env)")
+
+
 def build_message_guardrails(
     specs: Sequence[AnySpec],
     default_replacement: str,
@@ -62,6 +72,7 @@ def build_message_guardrails(
     for spec in specs:
         if not spec.enabled:
             continue
+        check_key_env(spec)
         replacement = spec.replacement if spec.replacement is not None else default_replacement
         if isinstance(spec, JudgeGuardrail):
             built.append(LlmJudge(spec, load_template(spec, base_dir), replacement))

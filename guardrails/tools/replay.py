@@ -89,7 +89,13 @@ def replay(records: Iterable[Mapping[str, object]], policy: ToolsPolicy | None) 
         grants = observations.get("grants")
         granted = frozenset(g for g in grants if isinstance(g, str)) if isinstance(grants, list) else frozenset()
         tool, effect = _str(record, "tool"), _str(record, "effect")
-        new = decide(tool, effect, observations, _policy_of(record, policy), granted)
+        try:
+            new = decide(tool, effect, observations, _policy_of(record, policy), granted)
+        except ReplayError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a crafted record is bad input (exit 2), not a difference
+            raise ReplayError(f"a {TOOL_CALL_ASSESSED} record cannot be replayed "
+                              f"({type(exc).__name__}): its observations are not what guardproxy writes") from None
         report.replayed += 1
         old_decision = _str(record, "decision")
         old_reason = record.get("reason_code")
@@ -110,6 +116,8 @@ def read_records(lines: Iterable[str]) -> Iterator[dict[str, object]]:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ReplayError(f"line {number}: not JSON ({exc.msg})") from exc
+        except RecursionError:
+            raise ReplayError(f"line {number}: JSON nested too deeply") from None
         if not isinstance(value, dict):
             raise ReplayError(f"line {number}: not a JSON object")
         yield value
@@ -119,7 +127,8 @@ def main_replay(argv: Sequence[str], out: TextIO | None = None, err: TextIO | No
     """``guardproxy replay AUDIT.jsonl [--policy FILE]`` (``argv`` excludes the word ``replay``).
 
     Prints one line per difference; exits 0 when every decision reproduces, 1 when any differs,
-    2 when the log or the policy cannot be read.
+    2 when the log or the policy cannot be read or a record is not one guardproxy writes (bad input
+    never exits 1, which means "decisions differ").
     """
     out = out or sys.stdout
     err = err or sys.stderr

@@ -8,15 +8,60 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, overload
+from typing import Any, ClassVar, Literal, overload
+
+ANSWER = "text"
+"""The channel of the answer itself; every other channel is text shown beside it."""
+Lane = tuple[int, str]
+"""``(choice, channel)``: one run of client-visible text, accumulated and checked on its own."""
+PRIMARY: Lane = (0, ANSWER)
 
 
 @dataclass(frozen=True, slots=True)
 class TextDelta:
-    """Visible assistant text (not reasoning), in arrival order."""
+    """Output text a client can show, in arrival order, in one *lane*: ``(choice, channel)``.
+
+    ``channel`` is ``"text"`` for the answer; others are what a client renders beside it, each
+    accumulated and checked on its own: ``"reasoning"`` (thinking, reasoning summaries),
+    ``"refusal"``, ``"transcript"`` (audio), or a wire module's own name for one block of them
+    (e.g. ``"thinking#2"``). Only the answer lane is the message's ``text``."""
 
     text: str
-    kind: Literal["text"] = "text"
+    choice: int = 0
+    """The choice / candidate index (``n``, ``candidateCount``)."""
+    channel: str = ANSWER
+    kind: ClassVar[Literal["text"]] = "text"
+
+
+@dataclass(frozen=True, slots=True)
+class WholeText:
+    """A complete piece of client-visible text that arrives at once (a citation, an annotation, text
+    that a ``done`` event carries but no delta did): checked whole on arrival, never redacted."""
+
+    text: str
+    choice: int = 0
+    what: str = "text"
+    kind: ClassVar[Literal["whole"]] = "whole"
+
+
+@dataclass(frozen=True, slots=True)
+class LaneEnd:
+    """The lane ``(choice, channel)`` is complete (a thinking block stopped, a reasoning item is done):
+    its tail can be checked and released. Text for it after this fails closed."""
+
+    choice: int
+    channel: str
+    kind: ClassVar[Literal["lane_end"]] = "lane_end"
+
+
+@dataclass(frozen=True, slots=True)
+class Unvetted:
+    """Output the decoder cannot vet (an unknown field or shape that carries something the client
+    may render): the answer fails closed with the API's error. ``what`` names the field, never its
+    content."""
+
+    what: str
+    kind: ClassVar[Literal["unvetted"]] = "unvetted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +71,8 @@ class ToolCallStart:
     key: str
     call_id: str
     name: str
-    kind: Literal["tool_start"] = "tool_start"
+    choice: int = 0
+    kind: ClassVar[Literal["tool_start"]] = "tool_start"
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,7 +81,8 @@ class ToolCallArgsDelta:
 
     key: str
     fragment: str
-    kind: Literal["tool_args"] = "tool_args"
+    choice: int = 0
+    kind: ClassVar[Literal["tool_args"]] = "tool_args"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +90,8 @@ class ToolCallEnd:
     """The tool call ``key`` is complete: its arguments are final."""
 
     key: str
-    kind: Literal["tool_end"] = "tool_end"
+    choice: int = 0
+    kind: ClassVar[Literal["tool_end"]] = "tool_end"
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +99,8 @@ class Finish:
     """The message ended. ``reason`` is the provider's own value (``stop``, ``end_turn``, ``STOP``...)."""
 
     reason: str
-    kind: Literal["finish"] = "finish"
+    choice: int = 0
+    kind: ClassVar[Literal["finish"]] = "finish"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +108,11 @@ class StreamError:
     """The upstream reported an error inside the stream."""
 
     message: str
-    kind: Literal["error"] = "error"
+    kind: ClassVar[Literal["error"]] = "error"
 
 
-Event = TextDelta | ToolCallStart | ToolCallArgsDelta | ToolCallEnd | Finish | StreamError
+Event = (TextDelta | WholeText | LaneEnd | Unvetted | ToolCallStart | ToolCallArgsDelta | ToolCallEnd | Finish
+         | StreamError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +124,9 @@ class Frame:
 
     @property
     def text(self) -> str:
-        return "".join(e.text for e in self.events if isinstance(e, TextDelta))
+        """The answer text of choice 0 in this frame."""
+        return "".join(e.text for e in self.events
+                       if isinstance(e, TextDelta) and e.choice == 0 and e.channel == ANSWER)
 
 
 @dataclass(slots=True)

@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from config.policy import Mode
-from guardrails.datamodel import RequestView
+from config.policy import MaxLengthGuardrail, Mode
+from guardrails.datamodel import ANSWER, RequestView
 from guardrails.seams import StreamContext
 from guardrails.stream import ArmedSet
 from guardrails.stream.canary import canary_instruction, make_canary_token
@@ -81,9 +81,12 @@ class GuardedTurn:
         base = f.wire.with_system(f.data, canary_instruction(self.canary_token))
         return base, dumps(base).encode()
 
-    def _arm(self, *, for_tools: bool = False) -> ArmedSet | None:
+    def _arm(self, channel: str = ANSWER, *, for_tools: bool = False) -> ArmedSet | None:
+        """The armed checks for one lane (``channel``) or, ``for_tools``, one tool call's arguments."""
         s, view = self.services, self.facts.view
         guardrails = s.tool_arg_guardrails if for_tools else s.stream_guardrails
+        if channel != ANSWER:  # a length limit is about the answer, not the thinking beside it
+            guardrails = [g for g in guardrails if not isinstance(s.specs.get(g.id), MaxLengthGuardrail)]
         if not guardrails:
             return None
         ctx = StreamContext(system_prompt=view.system_prompt, model=view.model, wire=self.facts.wire.name,
@@ -117,7 +120,13 @@ class GuardedTurn:
                 r.codec = self.turn.client_codec or r.codec
                 await r.fail(cmd.status, cmd.message, cmd.kind, extra=cmd.extra)
             case Vet():
-                return self.turn.on_verdict(await self.vetter.vet(cmd.message, cmd.view, self.facts.view))
+                finding = await self.vetter.vet(cmd.message, cmd.view, self.facts.view)
+                for other in cmd.others:  # every choice gets its own tool rules and message checks
+                    if finding is not None:
+                        break
+                    if (finding := await self.vetter.vet(other, cmd.view, self.facts.view)) is not None:
+                        return self.turn.on_verdict(finding, other)
+                return self.turn.on_verdict(finding)
             case Ask():
                 return await (self._stream(cmd.body) if self.facts.view.stream else self._unary(cmd.body))
         return []

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from guardrails.datamodel import (
     AssistantMessage,
+    Finish,
     Frame,
     StreamError,
     TextDelta,
@@ -111,7 +112,7 @@ class StreamGuard:
                     call.arguments = "".join(self._tool_args.get(event.key, ()))
             elif isinstance(event, StreamError):
                 self.error = event.message
-            else:
+            elif isinstance(event, Finish):
                 self.finish_reason = event.reason
         terminal = self.finish_reason is not None
         self._queue.append(_Held(frame, start, len(self._acc), terminal=terminal))
@@ -179,6 +180,10 @@ class StreamGuard:
         self._queue.clear()
         self.committed = self.committed or bool(out)
         return out
+
+    def held_frames(self) -> list[Frame]:
+        """The frames held now, oldest first (as pushed, before any redaction)."""
+        return [h.frame for h in self._queue]
 
     def drop_held(self) -> None:
         self._queue.clear()

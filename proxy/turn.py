@@ -30,20 +30,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from guardrails.datamodel import (
-    AssistantMessage,
-    Event,
-    Frame,
-    RequestView,
-    TextDelta,
-    ToolCallArgsDelta,
-    ToolCallEnd,
-    ToolCallStart,
-)
+from guardrails.datamodel import PRIMARY, AssistantMessage, Frame, RequestView
 from guardrails.decision import Block, Redact
 from guardrails.findings import Act, Finding, OnTrip, choose, finding_of
 from guardrails.stream import ArmedSet, Trip
-from proxy.stream_guard import StreamGuard
+from proxy.lanes import COVERAGE_ID, ArmFor, ChoiceGuard, unvetted_trip
 from proxy.upstream import UpstreamError
 from proxy.wire.base import ErrorKind, FinishKind, Replaced, StreamCodec, WireFormat, dumps
 
@@ -102,6 +93,8 @@ class Fail:
 class Vet:
     message: AssistantMessage
     view: RequestView
+    others: tuple[AssistantMessage, ...] = ()
+    """The other choices' messages (``n``, ``candidateCount``): vetted too, each on its own."""
 
 
 Command = Ask | Write | Finish | Reply | Fail | Vet
@@ -130,8 +123,8 @@ class Rules:
     buffered: bool
     interactive: bool
     max_feedback_rounds: int
-    arm: Callable[[], ArmedSet | None]
-    """The stream checks for one attempt's text (None: none armed)."""
+    arm: ArmFor
+    """The stream checks for one lane of an attempt's text, by channel (None: none armed)."""
     arm_tools: Callable[[], ArmedSet | None]
     """The stream checks for one tool call's arguments."""
 
@@ -175,7 +168,7 @@ class Turn:
         self.reading = False
         self.client_codec: StreamCodec | None = None
         self._codec: StreamCodec | None = None
-        self._guard: StreamGuard | None = None
+        self._guard: ChoiceGuard | None = None
         self._headers: list[tuple[str, str]] = []
         self._ending: _Ending | None = None
 
@@ -194,9 +187,12 @@ class Turn:
             return [Fail(502, f"the upstream answered {status} on a retry", "upstream")]
         return [Reply(status, body, headers, _content_type(headers))]
 
-    def on_verdict(self, finding: Finding | None) -> list[Command]:
+    def on_verdict(self, finding: Finding | None, about: AssistantMessage | None = None) -> list[Command]:
+        """``about``: the message the finding is about when it is another choice's."""
         ending, self._ending = self._ending, None
         assert ending is not None, "on_verdict without a pending Vet"
+        if about is not None:
+            ending.message = about
         if ending.unary_raw is not None:
             return self._unary_verdict(ending, finding)
         if ending.error is not None or ending.in_stream_error:
@@ -214,7 +210,7 @@ class Turn:
         if not self.tail:
             self.client_codec = codec
         self._codec, self._headers, self.reading = codec, headers, True
-        self._guard = StreamGuard(self.rules.arm(), holdback=self.rules.holdback,
+        self._guard = ChoiceGuard(self.rules.arm, holdback=self.rules.holdback,
                                   buffered=self.tail or self.rules.buffered, retext=codec.retext,
                                   rearm=self.rules.arm_tools)
 
@@ -245,18 +241,17 @@ class Turn:
             return [Reply(status, raw, headers, _content_type(headers))]
         try:
             message = self.wire.decode_response(raw)
-        except (ValueError, KeyError, IndexError, TypeError):
-            return [self._unary_reply(headers, raw)]
-        finding, redacted = self._check_text(message)
-        if redacted is not None:
-            raw = self.wire.render_response(raw, AssistantMessage(redacted, message.tool_calls,
-                                                                  message.finish_reason), "normal", None)
-            message.text = redacted
+            finding, redacted, others = self._check_body(raw)
+            if redacted is not None:
+                raw = self.wire.retext_body(raw, {PRIMARY: redacted})
+                message.text = redacted
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            return [_reject(self._from_trip(unvetted_trip("a response body the proxy cannot read")))]
         ending = _Ending(message, unary_raw=raw, headers=headers)
         if finding is not None:
             return self._unary_verdict(ending, finding)
         self._ending = ending
-        return [Vet(message, self.view)]
+        return [Vet(message, self.view, others)]
 
     # ------------------------------------------------------------------ streaming internals
     def _relay(self, frames: list[Frame]) -> list[Command]:
@@ -296,7 +291,8 @@ class Turn:
             return self._failed_verdict(_Ending(message, error, guard.error is not None), finding)
         message.provider_parts = self._codec_().provider_parts()
         self._ending = _Ending(message, error, guard.error is not None)
-        return [Vet(message, self.view)]
+        others = tuple(m for c, m in sorted(guard.messages().items()) if c)
+        return [Vet(message, self.view, others)]
 
     def _failed_verdict(self, ending: _Ending, finding: Finding | None) -> list[Command]:
         """An attempt that ended in an error: vetted held bytes go out, then the error; after a
@@ -343,6 +339,8 @@ class Turn:
 
     def _write(self, frames: list[Frame]) -> Write:
         codec = self._codec_()
+        if codec.rewrites:  # a redaction: frames that repeat the text must repeat the redacted text
+            frames = [codec.outgoing(f) for f in frames]
         for frame in frames:
             codec.note_sent(frame)
         return self._write_bytes(b"".join(f.raw for f in frames))
@@ -378,33 +376,34 @@ class Turn:
         self.started = True
         return Reply(200, raw, out, _content_type(headers))
 
-    def _check_text(self, message: AssistantMessage) -> tuple[Finding | None, str | None]:
-        """Stream guardrails over a whole non-streamed text (one delta), with redaction."""
-        armed = self.rules.arm()
-        if armed is None:
-            return None, None
-        guard = StreamGuard(armed, holdback=0, buffered=True, rearm=self.rules.arm_tools)
-        events: list[Event] = [TextDelta(message.text)] if message.text else []
-        for n, call in enumerate(message.tool_calls):
-            events += [ToolCallStart(str(n), call.call_id, call.name), ToolCallArgsDelta(str(n), call.arguments),
-                       ToolCallEnd(str(n))]
-        step = guard.push(Frame(b"", tuple(events)))
+    def _check_body(self, raw: bytes) -> tuple[Finding | None, str | None, tuple[AssistantMessage, ...]]:
+        """Stream guardrails over everything a non-streamed body shows (every choice, reasoning,
+        refusals, citations, tool arguments; ``decode_events``), each lane as one delta. Only choice
+        0's answer may be redacted (returned rewritten); any other trip is a finding. Also the other
+        choices' messages, for the vetting."""
+        guard = ChoiceGuard(self.rules.arm, holdback=0, buffered=True, rearm=self.rules.arm_tools,
+                            redact_lanes=False)
+        step = guard.push(Frame(b"", self.wire.decode_events(raw)))
         if step.trip is None:
             step = guard.end()
         if step.trip is not None:
-            return self._from_trip(step.trip), None
+            return self._from_trip(step.trip), None, ()
+        others = tuple(m for c, m in sorted(guard.messages().items()) if c)
         trips = guard.redaction_log
         if not trips:
-            return None, None
+            return None, None, others
         self.notes.redacted(trips)
-        return None, apply_redactions(message.text, trips)
+        return None, apply_redactions(guard.text, trips), others
 
     # ------------------------------------------------------------------ decisions
     def _from_trip(self, trip: Trip) -> Finding:
         d = trip.decision
         assert isinstance(d, Block)
         self.notes.tripped(trip.guardrail_id, d.reason_code)
-        on = self.rules.on_trip.get(trip.guardrail_id) or OnTrip(replacement=self.rules.default_replacement)
+        if trip.guardrail_id == COVERAGE_ID:  # output the proxy cannot vet fails closed: never a retry
+            on = OnTrip(action="reject", replacement=self.rules.default_replacement)
+        else:
+            on = self.rules.on_trip.get(trip.guardrail_id) or OnTrip(replacement=self.rules.default_replacement)
         return finding_of("stream", trip.guardrail_id, d.reason_code, d.rationale,
                           d.replacement or self.rules.default_replacement, on)
 
@@ -432,7 +431,7 @@ class Turn:
         return act, None
 
     # ------------------------------------------------------------------ state access
-    def _guard_(self) -> StreamGuard:
+    def _guard_(self) -> ChoiceGuard:
         assert self._guard is not None, "no attempt is open"
         return self._guard
 
@@ -454,6 +453,9 @@ def _replaced(f: Finding, replacement: str) -> Replaced:
 
 
 def _reject(f: Finding) -> Fail:
+    if f.guardrail_id == COVERAGE_ID:  # the upstream's answer, not the client's request, was at fault
+        return Fail(502, f"guardproxy: the upstream's answer could not be checked and was withheld ({f.reason_code})",
+                    "upstream", {"guardrail_id": f.guardrail_id, "reason_code": f.reason_code}, reason=f.reason_code)
     return Fail(400, f"guardproxy: the answer was rejected by guardrail '{f.guardrail_id}' ({f.reason_code})",
                 "guardrail", {"guardrail_id": f.guardrail_id, "reason_code": f.reason_code})
 

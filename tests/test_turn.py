@@ -56,7 +56,7 @@ def make_turn(*, action: str = "replace", stream: bool = True, interactive: bool
                           window=window)
     guardrails = build_stream_guardrails([spec], REPLACEMENT)
 
-    def arm() -> ArmedSet | None:
+    def arm(channel: str = "text") -> ArmedSet | None:
         return ArmedSet.arm(guardrails, StreamContext(system_prompt=""))
 
     rules = Rules(on_trip={"words": OnTrip(action, REPLACEMENT, 2, None, final_action)},

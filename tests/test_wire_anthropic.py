@@ -18,15 +18,17 @@ from guardrails.datamodel import (
     Finish,
     Frame,
     HistoryToolCall,
+    LaneEnd,
     StreamError,
     TextDelta,
     ToolCall,
     ToolCallArgsDelta,
     ToolCallEnd,
     ToolCallStart,
+    WholeText,
 )
+from proxy.lanes import ChoiceGuard
 from proxy.sse import parse_fields
-from proxy.stream_guard import StreamGuard
 from proxy.wire.anthropic import AnthropicMessages, MessagesStream
 from proxy.wire.base import BadRequest, Replaced
 
@@ -135,8 +137,9 @@ def test_text_turn_decodes_to_text_deltas_and_end_turn() -> None:
                                          Finish("end_turn")]
 
 
-def test_tool_turn_decodes_sequential_calls_keyed_by_block_index_and_skips_thinking() -> None:
+def test_tool_turn_decodes_sequential_calls_keyed_by_block_index_and_thinking_as_its_own_lane() -> None:
     assert events(decode(TOOL_TURN)) == [
+        TextDelta("The user wants weather.", 0, "thinking#0"), LaneEnd(0, "thinking#0"),
         TextDelta("Let me check."),
         ToolCallStart("2", "toolu_01A", "get_weather"), ToolCallArgsDelta("2", "{\"locati"),
         ToolCallArgsDelta("2", "on\": \"Paris\"}"), ToolCallEnd("2"),
@@ -146,8 +149,10 @@ def test_tool_turn_decodes_sequential_calls_keyed_by_block_index_and_skips_think
     ]
 
 
-def test_citations_are_not_text_and_nameless_events_are_ignored_like_the_sdk_does() -> None:
-    assert events(decode(CITATION_TURN)) == [TextDelta("The grass is green."), Finish("end_turn")]
+def test_citations_are_checked_whole_and_nameless_events_are_ignored_like_the_sdk_does() -> None:
+    assert events(decode(CITATION_TURN)) == [
+        TextDelta("The grass is green."), WholeText("The grass is green.", 0, "citation"),
+        WholeText("Facts", 0, "citation"), Finish("end_turn")]
 
 
 def test_in_stream_error_becomes_stream_error() -> None:
@@ -209,7 +214,7 @@ def test_frames_do_not_depend_on_random_chunkings(name: str, cuts: list[int]) ->
 def test_retext_replaces_only_the_text_and_keeps_the_event_line() -> None:
     codec = MessagesStream()
     frame = codec.feed(text(0, "my secret"))[0]
-    raw = codec.retext(frame, "my ******")
+    raw = codec.retext(frame, {(0, "text"): "my ******"})
     assert raw.startswith(b"event: content_block_delta\n")
     again = MessagesStream()
     again.feed(MESSAGE_START)
@@ -473,15 +478,15 @@ def test_decode_response_reads_text_calls_finish_and_citations() -> None:
     assert message.annotations == ["https://e.x/g", "Grass", "grass is green"]
 
 
-def test_render_response_replaces_output_keeps_thinking_and_parses_as_an_sdk_message() -> None:
+def test_render_response_replaces_output_drops_thinking_and_parses_as_an_sdk_message() -> None:
     body = WIRE.render_response(json.dumps(RESPONSE).encode(), AssistantMessage(text="[withheld]"),
                                 "filtered", REPLACED)
     data = json.loads(body)
     assert data["guardproxy"] == REPLACED.payload()
     message = anthropic.types.Message.model_validate(data)
-    assert [b.type for b in message.content] == ["thinking", "text"]
-    assert isinstance(message.content[1], anthropic.types.TextBlock)
-    assert (message.content[1].text, message.stop_reason) == ("[withheld]", "refusal")
+    assert [b.type for b in message.content] == ["text"]  # thinking may hold what was blocked
+    assert isinstance(message.content[0], anthropic.types.TextBlock)
+    assert (message.content[0].text, message.stop_reason) == ("[withheld]", "refusal")
     assert (message.id, message.usage.output_tokens) == (RESPONSE["id"], 7)
     assert WIRE.decode_response(body).text == "[withheld]"
 
@@ -539,7 +544,7 @@ def assert_thinking_then_tool_use(out: dict[str, Any]) -> None:
 @pytest.mark.parametrize("split", [None, 7])
 def test_stream_signed_thinking_is_replayed_before_the_tool_use(split: int | None) -> None:
     codec = MessagesStream()
-    guard = StreamGuard(None, holdback=0)
+    guard = ChoiceGuard(lambda _: None, holdback=0)
     data = b"".join(THINKING_TOOL_TURN)
     pieces = [data] if split is None else [data[i:i + split] for i in range(0, len(data), split)]
     for piece in pieces:

@@ -26,6 +26,7 @@ from guardrails.datamodel import (
     ToolCallArgsDelta,
     ToolCallEnd,
     ToolCallStart,
+    WholeText,
 )
 from proxy.wire.base import BadRequest, Replaced
 from proxy.wire.openai_responses import OpenAIResponses, ResponsesStream
@@ -188,9 +189,10 @@ def test_failed_without_error_event_still_reports_the_error() -> None:
     assert events(decode(data)[1]) == [StreamError("boom"), Finish("failed")]
 
 
-def test_refusal_is_guarded_as_text_and_incomplete_finishes_with_its_reason() -> None:
+def test_refusal_is_guarded_as_text_annotations_whole_and_incomplete_finishes_with_its_reason() -> None:
     _, frames = decode(REFUSAL_TURN)
-    assert events(frames) == [TextDelta("I can't"), Finish("content_filter")]
+    assert events(frames) == [TextDelta("I can't"), WholeText("https://x", 0, "annotation"),
+                              Finish("content_filter")]
 
 
 def test_tool_item_seen_only_when_done_still_yields_a_complete_call() -> None:
@@ -235,7 +237,7 @@ def test_frames_do_not_depend_on_random_chunkings(name: str, sizes: list[int]) -
 def test_retext_replaces_only_the_delta_and_keeps_the_sequence_number() -> None:
     _, frames = decode(TEXT_TURN)
     frame = next(f for f in frames if f.text == "Hello")
-    raw = ResponsesStream().retext(frame, "[redacted]")
+    raw = ResponsesStream().retext(frame, {(0, "text"): "[redacted]"})
     assert raw.startswith(b"event: response.output_text.delta\ndata: ")
     assert json.loads(raw.split(b"data: ", 1)[1]) == {"type": "response.output_text.delta", **WHERE,
                                                       "delta": "[redacted]", "logprobs": [],
@@ -509,7 +511,8 @@ def test_render_response_replaces_output_keeps_other_fields_and_parses_with_the_
                                 "filtered", REPLACED)
     parsed = Response.model_validate(json.loads(body))
     assert parsed.output_text == "Replaced." and parsed.usage is not None and parsed.usage.total_tokens == 18
-    assert [i.type for i in parsed.output] == ["reasoning", "message"] and parsed.output[1].id == "msg_1"
+    # the reasoning item goes with the rest of the original output: its summary may hold the blocked text
+    assert [i.type for i in parsed.output] == ["message"] and parsed.output[0].id == "msg_1"
     assert parsed.status == "incomplete" and parsed.incomplete_details is not None
     assert parsed.incomplete_details.reason == "content_filter"
     assert json.loads(body)["guardproxy"] == REPLACED.payload()
@@ -518,7 +521,7 @@ def test_render_response_replaces_output_keeps_other_fields_and_parses_with_the_
 async def test_a_redacted_delta_the_client_got_is_what_the_closing_done_event_repeats(server: Served) -> None:
     codec, frames = decode(TEXT_TURN)
     sent = frames[:7]
-    sent[6] = Frame(codec.retext(sent[6], "[email]"), (TextDelta("[email]"),))
+    sent[6] = Frame(codec.retext(sent[6], {(0, "text"): "[email]"}), (TextDelta("[email]"),))
     for f in sent:
         codec.note_sent(f)
     body = b"".join(f.raw for f in sent) + codec.render_replaced(REPLACED) + codec.render_tail(

@@ -35,6 +35,8 @@ from guardrails.datamodel import (
     Finish,
     Frame,
     HistoryToolCall,
+    Lane,
+    LaneEnd,
     LazyHistory,
     RequestView,
     StreamError,
@@ -43,6 +45,8 @@ from guardrails.datamodel import (
     ToolCallArgsDelta,
     ToolCallEnd,
     ToolCallStart,
+    Unvetted,
+    WholeText,
 )
 from proxy.sse import SSESplitter, parse_fields
 from proxy.wire.base import (
@@ -76,6 +80,48 @@ _KEPT_BLOCKS = ("thinking", "redacted_thinking")
 thinking block before it, and thinking is not the visible text we replace."""
 
 _STRUCTURE_EVENTS = frozenset({"message_start", "content_block_start", "content_block_stop"})
+_QUIET_EVENTS = frozenset({"ping", "message_stop"})
+_SERVER_BLOCKS = ("server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
+                  "bash_code_execution_tool_result", "text_editor_code_execution_tool_result", "mcp_tool_use",
+                  "mcp_tool_result", "tool_search_tool_result", "container_upload")
+"""Blocks of tools that run at Anthropic: not calls the client makes, but shown (queries, results,
+code output): every string in them is checked whole."""
+_OPAQUE_KEYS = frozenset({"id", "type", "tool_use_id", "encrypted_content", "encrypted_index", "signature", "data",
+                          "file_id", "page_age", "media_type", "cache_control"})
+"""Keys whose strings are identifiers or opaque blobs, not text a client renders."""
+
+
+def _strings(value: Any) -> list[str]:
+    """Every client-renderable string in a block (identifiers and opaque blobs left out)."""
+    if isinstance(value, str):
+        return [value] if value else []
+    if isinstance(value, dict):
+        return [s for k, v in value.items() if k not in _OPAQUE_KEYS for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _thinking_lane(index: int) -> str:
+    return f"thinking#{index}"
+
+
+def _block_events(index: int, block: dict[str, Any]) -> list[Event]:
+    """The text a (start of a) content block shows: text, thinking, citations, server tool blocks.
+    Tool use is decoded by the caller; an unknown block type fails closed."""
+    kind = block.get("type")
+    if kind == "text":
+        events: list[Event] = [TextDelta(block["text"])] if isinstance(block.get("text"), str) and block["text"] \
+            else []
+        return events + [WholeText(t, 0, "citation") for t in _strings(block.get("citations"))]
+    if kind == "thinking":
+        text = block.get("thinking")
+        return [TextDelta(text, 0, _thinking_lane(index))] if isinstance(text, str) and text else []
+    if kind in ("redacted_thinking", "tool_use"):
+        return []  # redacted thinking is an encrypted blob; tool_use is decoded by the caller
+    if kind in _SERVER_BLOCKS:
+        return [WholeText(t, 0, str(kind)) for t in _strings(block)]
+    return [Unvetted(f"content block {kind!r}")]
 
 
 def error_object(message: str, kind: ErrorKind, extra: dict[str, str] | None = None) -> dict[str, Any]:
@@ -191,15 +237,43 @@ class AnthropicMessages(WireFormat):
                                 tool_calls=calls, finish_reason=data.get("stop_reason"), annotations=annotations,
                                 provider_parts=[copy.deepcopy(b) for b in blocks if b.get("type") in _KEPT_BLOCKS])
 
+    def decode_events(self, body: bytes) -> tuple[Event, ...]:
+        data = loads(body)
+        if not isinstance(data.get("content"), list):
+            raise TypeError("not a Messages response: no content")
+        events: list[Event] = []
+        for index, b in enumerate(_blocks(data["content"])):
+            events += _block_events(index, b)
+            if b.get("type") == "tool_use":
+                key = str(index)
+                events += [ToolCallStart(key, str(b.get("id", "")), str(b.get("name", ""))),
+                           ToolCallArgsDelta(key, dumps(b.get("input", {}))), ToolCallEnd(key)]
+        if data.get("stop_reason"):
+            events.append(Finish(str(data["stop_reason"])))
+        return tuple(events)
+
     def render_response(self, body: bytes, message: AssistantMessage, finish: FinishKind,
                         replaced: Replaced | None) -> bytes:
         data = loads(body)
-        kept = [b for b in _blocks(data.get("content")) if b.get("type") in _KEPT_BLOCKS]
-        data["content"] = kept + _content_blocks(message)
+        # Nothing of the original stays: thinking blocks may hold what was blocked (no tool_use that
+        # would need their signature remains either).
+        data["content"] = _content_blocks(message)
         data["stop_reason"] = _finish_reason(message, finish)
         data["stop_sequence"] = None
         if replaced:
             data["guardproxy"] = replaced.payload()
+        return dumps(data).encode()
+
+    def retext_body(self, body: bytes, texts: dict[Lane, str]) -> bytes:
+        data = loads(body)
+        blocks, done = [], False
+        for b in _blocks(data.get("content")):  # the text blocks collapse into the first one
+            if b.get("type") == "text":
+                if done:
+                    continue
+                b, done = {**b, "text": texts.get((0, "text"), b.get("text", ""))}, True
+            blocks.append(b)
+        data["content"] = blocks
         return dumps(data).encode()
 
     def http_error(self, status: int, message: str, kind: ErrorKind,
@@ -247,6 +321,8 @@ class MessagesStream(StreamCodec):
         """The upstream's ``message_start`` message, to render our own start in its likeness."""
         self._output_tokens = 0
         self._open_tools: set[int] = set()
+        self._server_inputs: set[int] = set()
+        """Open server / MCP tool-use blocks: their streamed input is a lane of its own."""
         self._sent_start = False
         self._sent_last_index = -1
         self._sent_open: set[int] = set()
@@ -268,6 +344,8 @@ class MessagesStream(StreamCodec):
         sse = parse_fields(raw)
         if sse.event is None or not sse.has_data:
             return Frame(raw)  # the SDKs drop nameless events; comments and pings carry nothing
+        if sse.event in _QUIET_EVENTS:
+            return Frame(raw)
         try:
             data = loads(sse.data)
         except ValueError:
@@ -277,7 +355,7 @@ class MessagesStream(StreamCodec):
         try:
             return Frame(raw, tuple(self._events(_event_type(sse.event, data), data)))
         except (LookupError, TypeError, ValueError, AttributeError):
-            return Frame(raw)  # a known event name with a malformed body: relay, don't interpret
+            return Frame(raw, (Unvetted(f"a malformed {sse.event!r} event"),))
 
     def _events(self, name: str, data: dict[str, Any]) -> list[Event]:
         if name == "content_block_delta":
@@ -288,6 +366,10 @@ class MessagesStream(StreamCodec):
             index = int(data["index"])
             if index in self._thinking:
                 self._close_thinking(index)
+                return [LaneEnd(0, _thinking_lane(index))]
+            if index in self._server_inputs:
+                self._server_inputs.discard(index)
+                return [LaneEnd(0, f"server_tool#{index}")]
             if index in self._open_tools:
                 self._open_tools.discard(index)
                 return [ToolCallEnd(str(index))]
@@ -298,39 +380,48 @@ class MessagesStream(StreamCodec):
             return [*self._close_tools(), Finish(str(reason))] if reason else []
         if name == "message_start":
             self._message = dict(data["message"])
+            if self._message.get("content"):
+                return [Unvetted("content in message_start")]
             self._output_tokens = int((self._message.get("usage") or {}).get("output_tokens", 0))
             return []
         if name == "error":
             err = data.get("error")
             msg = err.get("message") if isinstance(err, dict) else None
             return [StreamError(str(msg or "upstream error"))]
-        return []
+        return [Unvetted(f"event {name!r}")]
 
     def _on_delta(self, index: int, delta: dict[str, Any]) -> list[Event]:
-        if delta.get("type") == "text_delta" and delta.get("text"):
-            return [TextDelta(str(delta["text"]))]
-        if index in self._thinking:
-            _, thinking, signature = self._thinking[index]
-            if delta.get("type") == "thinking_delta" and isinstance(delta.get("thinking"), str):
-                thinking.append(delta["thinking"])
-            elif delta.get("type") == "signature_delta" and isinstance(delta.get("signature"), str):
-                signature.append(delta["signature"])
+        kind = delta.get("type")
+        if kind == "text_delta" and isinstance(delta.get("text"), str):
+            return [TextDelta(delta["text"])] if delta["text"] else []
+        if kind == "thinking_delta" and isinstance(delta.get("thinking"), str):
+            if index in self._thinking:
+                self._thinking[index][1].append(delta["thinking"])
+            return [TextDelta(delta["thinking"], 0, _thinking_lane(index))] if delta["thinking"] else []
+        if kind == "signature_delta" and isinstance(delta.get("signature"), str):
+            if index in self._thinking:
+                self._thinking[index][2].append(delta["signature"])
             return []
-        if delta.get("type") == "input_json_delta" and index in self._open_tools and delta.get("partial_json"):
-            return [ToolCallArgsDelta(str(index), str(delta["partial_json"]))]
-        return []  # thinking, signature and citations deltas are not visible text
+        if kind == "citations_delta" and isinstance(delta.get("citation"), dict):
+            return [WholeText(t, 0, "citation") for t in _strings(delta["citation"])]
+        if kind == "input_json_delta" and isinstance(delta.get("partial_json"), str):
+            if index in self._open_tools and delta["partial_json"]:
+                return [ToolCallArgsDelta(str(index), delta["partial_json"])]
+            if index in self._server_inputs and delta["partial_json"]:  # a server tool's input (a query)
+                return [TextDelta(delta["partial_json"], 0, f"server_tool#{index}")]
+            return []
+        return [Unvetted(f"delta {kind!r}")]
 
     def _on_block_start(self, index: int, block: dict[str, Any]) -> list[Event]:
-        if block.get("type") == "text" and block.get("text"):
-            return [TextDelta(str(block["text"]))]
+        events = _block_events(index, block)
         if block.get("type") in _KEPT_BLOCKS:
             self._thinking[index] = (copy.deepcopy(block), [], [])
-            return []
-        # server_tool_use runs at Anthropic, not at the client: it is not a call the client makes.
+        if block.get("type") in ("server_tool_use", "mcp_tool_use"):
+            self._server_inputs.add(index)
         if block.get("type") != "tool_use":
-            return []
+            return events
         self._open_tools.add(index)
-        events: list[Event] = [ToolCallStart(str(index), str(block.get("id", "")), str(block.get("name", "")))]
+        events.append(ToolCallStart(str(index), str(block.get("id", "")), str(block.get("name", ""))))
         if block.get("input"):  # some gateways send the whole input here, with no deltas
             events.append(ToolCallArgsDelta(str(index), dumps(block["input"])))
         return events
@@ -426,7 +517,8 @@ class MessagesStream(StreamCodec):
     def render_error(self, message: str, kind: ErrorKind) -> bytes:
         return _event("error", error_object(message, kind)).encode()
 
-    def retext(self, frame: Frame, text: str) -> bytes:
+    def retext(self, frame: Frame, texts: dict[Lane, str]) -> bytes:
+        text = texts[(0, "text")]
         sse = parse_fields(frame.raw)
         data = loads(sse.data)
         if data.get("type") == "content_block_start":

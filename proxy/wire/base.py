@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from guardrails.datamodel import AssistantMessage, Frame, RequestView, ToolCall
+from guardrails.datamodel import AssistantMessage, Event, Frame, Lane, RequestView, ToolCall
 
 FinishKind = Literal["normal", "filtered"]
 """``filtered``: the provider's content-filter ending; ``normal``: an ordinary end of turn."""
@@ -94,6 +94,8 @@ class StreamCodec(ABC):
     """Decodes one upstream stream into frames and renders what the proxy adds to it."""
 
     media_type: str = "text/event-stream"
+    rewrites: bool = False
+    """True once ``retext`` ran: the driver then passes every frame through ``outgoing``."""
 
     @abstractmethod
     def feed(self, data: bytes) -> list[Frame]:
@@ -121,8 +123,14 @@ class StreamCodec(ABC):
         """The API's own mid-stream error (the stream is closed after it)."""
 
     @abstractmethod
-    def retext(self, frame: Frame, text: str) -> bytes:
-        """The same frame with its text delta replaced by ``text`` (used by redaction)."""
+    def retext(self, frame: Frame, texts: dict[Lane, str]) -> bytes:
+        """The same frame with the answer text of each choice in ``texts`` replaced by its text, and
+        the logprobs of those choices dropped (used by redaction; only answer lanes redact)."""
+
+    def outgoing(self, frame: Frame) -> Frame:
+        """After a redaction (``rewrites``), ``frame`` as it must go out: frames that repeat text the
+        client was sent redacted are rewritten to what it was sent. Called just before ``note_sent``."""
+        return frame
 
     def provider_parts(self) -> list[dict[str, Any]]:
         """What this codec decoded that ``WireFormat.with_tool_feedback`` needs to replay the turn
@@ -148,9 +156,20 @@ class WireFormat(ABC):
         """A non-streaming response body; raise ValueError when it can't be read."""
 
     @abstractmethod
+    def decode_events(self, body: bytes) -> tuple[Event, ...]:
+        """Everything a non-streaming body shows the client, as the events a stream of it would
+        give (every choice, reasoning, refusals, citations; ``Unvetted`` for what cannot be read)."""
+
+    @abstractmethod
     def render_response(self, body: bytes, message: AssistantMessage, finish: FinishKind,
                         replaced: Replaced | None) -> bytes:
-        """The non-streaming body with its output replaced by ``message``."""
+        """The non-streaming body with its output replaced by ``message``: every choice shows it,
+        and nothing of the original output survives (reasoning, logprobs, citations, refusals)."""
+
+    @abstractmethod
+    def retext_body(self, body: bytes, texts: dict[Lane, str]) -> bytes:
+        """The non-streaming body with each choice's answer text in ``texts`` replaced (redaction),
+        and those choices' logprobs dropped."""
 
     @abstractmethod
     def http_error(self, status: int, message: str, kind: ErrorKind,

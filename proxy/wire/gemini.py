@@ -32,11 +32,14 @@ from functools import partial
 from typing import Any
 
 from guardrails.datamodel import (
+    ANSWER,
     AssistantMessage,
     Event,
     Finish,
     Frame,
     HistoryToolCall,
+    Lane,
+    LaneEnd,
     LazyHistory,
     RequestView,
     StreamError,
@@ -45,6 +48,8 @@ from guardrails.datamodel import (
     ToolCallArgsDelta,
     ToolCallEnd,
     ToolCallStart,
+    Unvetted,
+    WholeText,
 )
 from proxy.sse import SSESplitter, parse_fields
 from proxy.wire.base import (
@@ -187,6 +192,163 @@ def _remember_signatures(parts: list[dict[str, Any]], into: dict[str, str]) -> N
             into[call.call_id or f"{call.name}\0{call.arguments}"] = sig
 
 
+_PART_QUIET = frozenset({"thought", "thoughtSignature", "thought_signature", "videoMetadata", "partMetadata"})
+"""Part fields that carry nothing a client renders as text."""
+_CANDIDATE_QUIET = frozenset({"content", "finishReason", "index", "safetyRatings", "tokenCount", "avgLogprobs",
+                              "logprobsResult"})
+"""Candidate fields without text of their own (``logprobsResult`` is checked against the text it
+repeats, and dropped when the text is rewritten). Every other candidate field is checked as text, or
+fails closed."""
+_CANDIDATE_TEXT = ("citationMetadata", "groundingMetadata", "urlContextMetadata", "finishMessage",
+                   "groundingAttributions")
+"""Candidate fields that a client may render (citations, search suggestions' HTML, a finish message):
+every string in them is checked whole."""
+_THOUGHT = "thought"
+_SAFE_CANDIDATE = ("index", "safetyRatings", "tokenCount")
+"""What a replaced candidate keeps of the original."""
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value] if value else []
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _candidate_index(cand: dict[str, Any], position: int) -> int:
+    index = cand.get("index", position)
+    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        raise ValueError("candidate index")
+    return index
+
+
+class _Decoder:
+    """Candidates to events, with what must persist across chunks (call keys, signatures, which
+    candidates have thoughts open)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.signatures: dict[str, str] = {}
+        """thoughtSignature per call (id, else name + args), so re-rendered calls keep theirs."""
+        self.signed: list[dict[str, Any]] = []
+        """The signed functionCall parts, in arrival order (``provider_parts``)."""
+        self.thinking: set[int] = set()
+        self.choices: set[int] = {0}
+        """Candidates the upstream began: a tail ends each of them."""
+
+    def chunk_events(self, chunk: dict[str, Any]) -> list[Event]:
+        cands = chunk.get("candidates")
+        if cands is None:
+            return []
+        if not isinstance(cands, list):
+            return [Unvetted("candidates of an unknown shape")]
+        events: list[Event] = []
+        for position, cand in enumerate(cands):
+            if not isinstance(cand, dict):
+                events.append(Unvetted("a candidate of an unknown shape"))
+                continue
+            events += self.candidate_events(cand, _candidate_index(cand, position))
+        return events
+
+    def candidate_events(self, cand: dict[str, Any], c: int) -> list[Event]:
+        self.choices.add(c)
+        events: list[Event] = []
+        for key, value in cand.items():
+            if key in _CANDIDATE_TEXT:
+                events += [WholeText(t, c, key) for t in _strings(value)]
+            elif key not in _CANDIDATE_QUIET and value not in (None, "", [], {}):
+                events.append(Unvetted(f"candidate field {key!r}"))
+        content = cand.get("content")
+        if content is not None and not isinstance(content, dict):
+            events.append(Unvetted("candidate content of an unknown shape"))
+        parts = _parts(content)
+        _remember_signatures(parts, self.signatures)
+        self.signed += _signed_calls(parts)
+        for part in parts:
+            events += self.part_events(part, c)
+        if (logprobs := cand.get("logprobsResult")) is not None:
+            events += _logprob_events(logprobs, events, c)
+        if cand.get("finishReason"):
+            events.append(Finish(str(cand["finishReason"]), c))
+        return events
+
+    def part_events(self, part: dict[str, Any], c: int) -> list[Event]:
+        events: list[Event] = []
+        for key, value in part.items():
+            if key in _PART_QUIET or key == "text" or value in (None, "", [], {}):
+                continue
+            if key == "functionCall" and isinstance(value, dict):
+                events += self._end_thoughts(c)
+                call = _call(part)
+                assert call is not None
+                k = str(self.calls)
+                self.calls += 1
+                events += [ToolCallStart(k, call.call_id, call.name, c),
+                           ToolCallArgsDelta(k, call.arguments, c), ToolCallEnd(k, c)]
+            elif key in ("executableCode", "codeExecutionResult"):
+                events += [WholeText(t, c, key) for t in _strings(value)]  # code and its output, shown
+            else:
+                events.append(Unvetted(f"part field {key!r}"))
+        text = part.get("text")
+        if isinstance(text, str) and text:
+            if part.get("thought"):
+                self.thinking.add(c)
+                events.insert(0, TextDelta(text, c, _THOUGHT))
+            else:
+                events[:0] = [*self._end_thoughts(c), TextDelta(text, c)]
+        elif text is not None and not isinstance(text, str):
+            events.append(Unvetted("part text of an unknown shape"))
+        return events
+
+    def _end_thoughts(self, c: int) -> list[Event]:
+        """Thoughts come before the answer: the answer (or a call) starting ends them."""
+        if c not in self.thinking:
+            return []
+        self.thinking.discard(c)
+        return [LaneEnd(c, _THOUGHT)]
+
+
+def _logprob_events(logprobs: Any, events: list[Event], c: int) -> list[Event]:
+    """``logprobsResult`` spells the chosen tokens and offers alternatives: chosen tokens that spell
+    exactly this chunk's text were checked with it, any others are a lane of their own; alternatives
+    are checked whole per chunk."""
+    if not isinstance(logprobs, dict):
+        return [Unvetted("logprobsResult of an unknown shape")]
+    chosen = [str(t.get("token") or "") for t in logprobs.get("chosenCandidates") or [] if isinstance(t, dict)]
+    alternatives = [str(a.get("token") or "") for top in logprobs.get("topCandidates") or [] if isinstance(top, dict)
+                    for a in top.get("candidates") or [] if isinstance(a, dict)]
+    spelled = "".join(chosen)
+    said = "".join(e.text for e in events if isinstance(e, TextDelta) and e.channel == ANSWER)
+    out: list[Event] = [] if spelled == said else [TextDelta(spelled, c, "logprobs")]
+    if alternatives:
+        out.append(WholeText(" ".join(alternatives), c, "top_logprobs"))
+    return out
+
+
+def _retext_candidate(cand: dict[str, Any], text: str) -> None:
+    """The candidate's visible text parts collapse into one carrying ``text``; its logprobs go."""
+    content = cand.get("content") or {}
+    parts, done = [], False
+    for p in _parts(content):
+        if isinstance(p.get("text"), str) and not p.get("thought"):
+            if done:
+                continue
+            p, done = {**p, "text": text}, True
+        parts.append(p)
+    if not done:
+        parts.insert(0, {"text": text})
+    cand["content"] = {**content, "parts": parts}
+    cand.pop("logprobsResult", None)
+    cand.pop("avgLogprobs", None)
+
+
+def _cands_by_index(data: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    return {_candidate_index(c, n): c for n, c in enumerate(data.get("candidates") or []) if isinstance(c, dict)}
+
+
 class Gemini(WireFormat):
     name = "gemini"
 
@@ -224,18 +386,32 @@ class Gemini(WireFormat):
                                 finish_reason=str(reason) if reason else None,
                                 provider_parts=_signed_calls(_parts(content)))
 
+    def decode_events(self, body: bytes) -> tuple[Event, ...]:
+        data = loads(body)
+        if not isinstance(data, dict):
+            raise TypeError("not a GenerateContentResponse")
+        return tuple(_Decoder().chunk_events(data))
+
     def render_response(self, body: bytes, message: AssistantMessage, finish: FinishKind,
                         replaced: Replaced | None) -> bytes:
         data = loads(body)
-        cands = data.get("candidates") or [{}]
-        old = cands[0]
+        cands = [c for c in data.get("candidates") or [] if isinstance(c, dict)] or [{}]
         signatures: dict[str, str] = {}
-        _remember_signatures(_parts(old.get("content")), signatures)
-        # The old content (thoughts included: they may hold what was blocked) goes; the rest stays.
-        old.pop("content", None)
-        data["candidates"] = [{**old, **_tail_candidate(message, finish, signatures)}]
+        _remember_signatures(_parts(cands[0].get("content")), signatures)
+        # Every candidate shows the replacement; of the original only fields without text stay
+        # (content, thoughts, citations, grounding, logprobs all go: they may hold what was blocked).
+        data["candidates"] = [{**{k: old[k] for k in _SAFE_CANDIDATE if k in old},
+                               **_tail_candidate(message, finish, signatures),
+                               "index": _candidate_index(old, n)} for n, old in enumerate(cands)]
         if replaced:
             data["guardproxy"] = replaced.payload()
+        return dumps(data).encode()
+
+    def retext_body(self, body: bytes, texts: dict[Lane, str]) -> bytes:
+        data = loads(body)
+        cands = _cands_by_index(data)
+        for (c, _), text in texts.items():
+            _retext_candidate(cands[c], text)
         return dumps(data).encode()
 
     def http_error(self, status: int, message: str, kind: ErrorKind,
@@ -351,11 +527,7 @@ class _GeminiStream(StreamCodec):
         self._split = splitter
         self._meta: dict[str, Any] = {}
         """The latest usageMetadata / modelVersion / responseId seen, copied onto rendered chunks."""
-        self._calls = 0
-        self._signatures: dict[str, str] = {}
-        """thoughtSignature per call (id, else name + args), so re-rendered calls keep theirs."""
-        self._signed: list[dict[str, Any]] = []
-        """The signed functionCall parts, in arrival order (``provider_parts``)."""
+        self._decoder = _Decoder()
 
     def feed(self, data: bytes) -> list[Frame]:
         return [self._decode(raw) for raw in self._split.feed(data)]
@@ -370,7 +542,7 @@ class _GeminiStream(StreamCodec):
     def provider_parts(self) -> list[dict[str, Any]]:
         """The ``functionCall`` parts that carried a ``thoughtSignature``, as received, in order (see
         the module docstring): ``with_tool_feedback`` gives each replayed call its real signature."""
-        return copy.deepcopy(self._signed)
+        return copy.deepcopy(self._decoder.signed)
 
     def _events(self, chunk: Any) -> tuple[Event, ...]:
         if not isinstance(chunk, dict):
@@ -381,32 +553,17 @@ class _GeminiStream(StreamCodec):
             return (StreamError(str(msg or "upstream error")),)
         self._meta.update({k: chunk[k] for k in ("usageMetadata", "modelVersion", "responseId")
                            if k in chunk})
-        cands = chunk.get("candidates")
-        cand = next((c for c in cands if isinstance(c, dict) and c.get("index", 0) == 0), None) \
-            if isinstance(cands, list) else None
-        if cand is None:
-            return ()
-        events: list[Event] = []
-        parts = _parts(cand.get("content"))
-        _remember_signatures(parts, self._signatures)
-        self._signed += _signed_calls(parts)
-        for part in parts:
-            if isinstance(part.get("text"), str) and part["text"] and not part.get("thought"):
-                events.append(TextDelta(part["text"]))
-            call = _call(part)
-            if call is not None:
-                key = str(self._calls)
-                self._calls += 1
-                events += [ToolCallStart(key, call.call_id, call.name),
-                           ToolCallArgsDelta(key, call.arguments), ToolCallEnd(key)]
-        if cand.get("finishReason"):
-            events.append(Finish(str(cand["finishReason"])))
-        return tuple(events)
+        try:
+            return tuple(self._decoder.chunk_events(chunk))
+        except ValueError:
+            return (Unvetted("a candidate index"),)
 
     def _tail_chunk(self, message: AssistantMessage, finish: FinishKind,
                     replaced: Replaced | None) -> dict[str, Any]:
-        chunk: dict[str, Any] = {"candidates": [_tail_candidate(message, finish, self._signatures)],
-                                 **self._meta}
+        # Every candidate the client has is ended, each with the same text (see README, "Several choices").
+        cands = [{**_tail_candidate(message, finish, self._decoder.signatures), "index": c}
+                 for c in sorted(self._decoder.choices)]
+        chunk: dict[str, Any] = {"candidates": cands, **self._meta}
         if replaced:
             chunk["guardproxy"] = replaced.payload()
         return chunk
@@ -418,18 +575,11 @@ class _GeminiStream(StreamCodec):
                 "guardproxy": replaced.payload()}
 
     @staticmethod
-    def _with_text(chunk: dict[str, Any], text: str) -> dict[str, Any]:
-        """``chunk`` with its visible text parts collapsed into one carrying ``text``."""
-        chunk = copy.deepcopy(chunk)
-        content = chunk["candidates"][0]["content"]
-        parts, done = [], False
-        for p in content["parts"]:
-            if isinstance(p, dict) and isinstance(p.get("text"), str) and not p.get("thought"):
-                if done:
-                    continue
-                p, done = {**p, "text": text}, True
-            parts.append(p)
-        content["parts"] = parts
+    def _with_text(chunk: dict[str, Any], texts: dict[Lane, str]) -> dict[str, Any]:
+        """``chunk`` with each rewritten candidate's visible text parts collapsed into one."""
+        cands = _cands_by_index(chunk)
+        for (c, _), text in texts.items():
+            _retext_candidate(cands[c], text)
         return chunk
 
 
@@ -469,9 +619,9 @@ class GeminiSSEStream(_GeminiStream):
     def render_error(self, message: str, kind: ErrorKind) -> bytes:
         return dumps(error_object(*_ERRORS[kind], message)).encode()
 
-    def retext(self, frame: Frame, text: str) -> bytes:
+    def retext(self, frame: Frame, texts: dict[Lane, str]) -> bytes:
         end = frame.raw[len(frame.raw.rstrip(b"\r\n")):] or b"\r\n\r\n"
-        return self._frame(self._with_text(loads(parse_fields(frame.raw).data), text), end)
+        return self._frame(self._with_text(loads(parse_fields(frame.raw).data), texts), end)
 
 
 class GeminiArrayStream(_GeminiStream):
@@ -532,7 +682,7 @@ class GeminiArrayStream(_GeminiStream):
         self._closed = True
         return (self._element(error_object(*_ERRORS[kind], message)) + "]").encode()
 
-    def retext(self, frame: Frame, text: str) -> bytes:
+    def retext(self, frame: Frame, texts: dict[Lane, str]) -> bytes:
         brace = frame.raw.find(b"{")
-        chunk = self._with_text(loads(frame.raw[brace:]), text)
+        chunk = self._with_text(loads(frame.raw[brace:]), texts)
         return frame.raw[:brace] + dumps(chunk).encode()

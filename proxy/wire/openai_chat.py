@@ -12,11 +12,14 @@ from functools import partial
 from typing import Any
 
 from guardrails.datamodel import (
+    ANSWER,
     AssistantMessage,
     Event,
     Finish,
     Frame,
     HistoryToolCall,
+    Lane,
+    LaneEnd,
     LazyHistory,
     RequestView,
     StreamError,
@@ -25,6 +28,8 @@ from guardrails.datamodel import (
     ToolCallArgsDelta,
     ToolCallEnd,
     ToolCallStart,
+    Unvetted,
+    WholeText,
 )
 from proxy.sse import SSESplitter, parse_fields
 from proxy.wire.base import (
@@ -90,6 +95,133 @@ def _history(messages: list[Any]) -> list[HistoryToolCall]:
     return calls
 
 
+_REASONING_FIELDS = ("reasoning_content", "reasoning")
+"""Reasoning text as OpenAI-compatible servers send it (DeepSeek, vLLM: ``reasoning_content``;
+OpenRouter, newer vLLM: ``reasoning``): shown by agents, so checked as its own lane each."""
+_QUIET_FIELDS = frozenset({"role", "name", "tool_call_id", "function_call", "tool_calls"})
+"""Message / delta fields that carry no text of their own (tool calls are decoded separately)."""
+
+
+def message_events(msg: dict[str, Any], c: int) -> list[Event]:
+    """The text-bearing fields of a chat ``message`` or stream ``delta`` of choice ``c``.
+
+    Every field is either decoded here, known to carry no text, or fails closed (``Unvetted``): a
+    field the SDK would surface and the proxy did not read is a way around the guard."""
+    events: list[Event] = []
+    for key, value in msg.items():
+        if not value or key in _QUIET_FIELDS:  # null, "", [], {} (and 0 / false) carry no text
+            continue
+        if key == "content":
+            if type(value) is str:  # the hot path: one text delta
+                events.append(TextDelta(value, c))
+            else:
+                events += _content_events(value, c)
+        elif key == "refusal" and isinstance(value, str):
+            events.append(TextDelta(value, c, "refusal"))
+        elif key in _REASONING_FIELDS and isinstance(value, str):
+            events.append(TextDelta(value, c, key))
+        elif key == "reasoning_details" and isinstance(value, list):
+            events += [TextDelta(t, c, "reasoning_details") for d in value if isinstance(d, dict)
+                       for k in ("text", "summary") if isinstance(t := d.get(k), str) and t]
+        elif key == "audio" and isinstance(value, dict):
+            # The transcript is what the audio says: checked. The audio bytes pass with it (they cannot
+            # be checked) and are dropped whenever the answer is replaced.
+            if isinstance(t := value.get("transcript"), str) and t:
+                events.append(TextDelta(t, c, "transcript"))
+        elif key == "annotations" and isinstance(value, list):
+            events += _annotation_events(value, c)
+        else:
+            events.append(Unvetted(f"chat message field {key!r}"))
+    return events
+
+
+def _content_events(content: Any, c: int) -> list[Event]:
+    if isinstance(content, str):
+        return [TextDelta(content, c)]
+    if not isinstance(content, list):
+        return [Unvetted("chat content of an unknown shape")]
+    events: list[Event] = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" and isinstance(part.get("text"), str):
+            events += [TextDelta(part["text"], c)] if part["text"] else []
+        elif kind == "refusal" and isinstance(part.get("refusal"), str):
+            events += [TextDelta(part["refusal"], c, "refusal")] if part["refusal"] else []
+        else:
+            events.append(Unvetted(f"chat content part {kind!r}"))
+    return events
+
+
+def _annotation_events(annotations: list[Any], c: int) -> list[Event]:
+    events: list[Event] = []
+    for a in annotations:
+        cite = a.get("url_citation") if isinstance(a, dict) else None
+        if not isinstance(cite, dict):
+            events.append(Unvetted("chat annotation of an unknown shape"))
+            continue
+        text = "\n".join(str(cite[k]) for k in ("title", "url") if isinstance(cite.get(k), str))
+        if text:
+            events.append(WholeText(text, c, "annotation"))
+    return events
+
+
+_ANSWER_CHANNELS = (ANSWER, "refusal", "transcript")
+
+
+def _starts_answer(delta: dict[str, Any], events: list[Event]) -> bool:
+    return (any(isinstance(e, TextDelta) and e.channel in _ANSWER_CHANNELS for e in events)
+            or bool(delta.get("tool_calls")) or bool(delta.get("function_call")))
+
+
+def logprob_events(logprobs: Any, events: list[Event], c: int) -> list[Event]:
+    """Logprobs repeat the text token by token (``token``, ``bytes``) and offer alternatives
+    (``top_logprobs``): a client can show both. Chosen tokens that spell exactly this chunk's text
+    were checked with it; any others are a lane of their own. Alternatives are checked whole per
+    chunk. (Replacement and redaction drop the logprobs.)"""
+    if not isinstance(logprobs, dict):
+        return [] if logprobs is None else [Unvetted("chat logprobs of an unknown shape")]
+    chosen: list[str] = []
+    alternatives: list[str] = []
+    for key in ("content", "refusal"):
+        for t in logprobs.get(key) or []:
+            if not isinstance(t, dict):
+                return [Unvetted("chat logprob of an unknown shape")]
+            chosen.append(str(t.get("token") or ""))
+            alternatives += [str(a.get("token") or "") for a in t.get("top_logprobs") or [] if isinstance(a, dict)]
+    spelled = "".join(chosen)
+    said = "".join(e.text for e in events if isinstance(e, TextDelta) and e.channel in (ANSWER, "refusal"))
+    out: list[Event] = [] if spelled == said else [TextDelta(spelled, c, "logprobs")]
+    if alternatives:
+        out.append(WholeText(" ".join(alternatives), c, "top_logprobs"))
+    return out
+
+
+def _plain_answer(events: list[Event]) -> bool:
+    """Nothing but answer text (or nothing): the common delta, with no reasoning to track."""
+    return not events or (len(events) == 1 and type(e := events[0]) is TextDelta and e.channel is ANSWER)
+
+
+def _choice_index(choice: dict[str, Any]) -> int:
+    index = choice.get("index", 0)
+    if type(index) is not int or index < 0:
+        raise ValueError("choice index")
+    return index
+
+
+def _set_content(msg: dict[str, Any], text: str) -> None:
+    """The answer text of a message / delta becomes ``text`` (a list of parts collapses into one)."""
+    content = msg.get("content")
+    if isinstance(content, list):
+        kept = [p for p in content if not (isinstance(p, dict) and p.get("type") == "text")]
+        msg["content"] = [{"type": "text", "text": text}, *kept]
+    else:
+        msg["content"] = text
+
+
+def _by_index(choices: Any) -> dict[int, dict[str, Any]]:
+    return {_choice_index(ch): ch for ch in choices or [] if isinstance(ch, dict)}
+
+
 class OpenAIChat(WireFormat):
     name = "openai_chat"
 
@@ -122,15 +254,52 @@ class OpenAIChat(WireFormat):
         return AssistantMessage(text=msg.get("content") or "", tool_calls=calls,
                                 finish_reason=choice.get("finish_reason"), annotations=annotations)
 
+    def decode_events(self, body: bytes) -> tuple[Event, ...]:
+        data = loads(body)
+        choices = data.get("choices")
+        if not isinstance(choices, list):
+            raise TypeError("not a chat completion: no choices")
+        events: list[Event] = []
+        for choice in choices:
+            c = _choice_index(choice)
+            msg = choice.get("message")
+            if not isinstance(msg, dict):
+                events.append(Unvetted("chat choice without a message"))
+                continue
+            text_events = message_events(msg, c)
+            events += text_events + logprob_events(choice.get("logprobs"), text_events, c)
+            calls = [*(msg.get("tool_calls") or []), *([msg["function_call"]] if msg.get("function_call") else [])]
+            for n, tc in enumerate(calls):
+                fn = (tc.get("function") or tc) if isinstance(tc, dict) else {}
+                key = str(n)
+                events += [ToolCallStart(key, str(tc.get("id", "")) if isinstance(tc, dict) else "",
+                                         str(fn.get("name", "")), c),
+                           ToolCallArgsDelta(key, str(fn.get("arguments", "")), c), ToolCallEnd(key, c)]
+            if choice.get("finish_reason"):
+                events.append(Finish(str(choice["finish_reason"]), c))
+        return tuple(events)
+
     def render_response(self, body: bytes, message: AssistantMessage, finish: FinishKind,
                         replaced: Replaced | None) -> bytes:
         data = loads(body)
-        choice = data["choices"][0]
-        choice["message"] = _message_dict(message)
-        choice["finish_reason"] = _finish_reason(message, finish)
-        del data["choices"][1:]
+        choices = [ch for ch in data.get("choices") or [] if isinstance(ch, dict)] or [{"index": 0}]
+        # Every choice shows the replacement; nothing of the original (reasoning, refusal, audio,
+        # annotations, logprobs) survives: the message is rebuilt, the logprobs dropped.
+        for choice in choices:
+            choice["message"] = _message_dict(message)
+            choice["logprobs"] = None
+            choice["finish_reason"] = _finish_reason(message, finish)
+        data["choices"] = choices
         if replaced:
             data["guardproxy"] = replaced.payload()
+        return dumps(data).encode()
+
+    def retext_body(self, body: bytes, texts: dict[Lane, str]) -> bytes:
+        data = loads(body)
+        choices = _by_index(data.get("choices"))
+        for (c, _), text in texts.items():
+            _set_content(choices[c]["message"], text)
+            choices[c]["logprobs"] = None
         return dumps(data).encode()
 
     def http_error(self, status: int, message: str, kind: ErrorKind,
@@ -179,7 +348,12 @@ class ChatStream(StreamCodec):
         """id / object / created / model of the chunks, to render our own in the same shape."""
         self._sent_role = False
         self._sent_tool_indexes: set[int] = set()
-        self._open_tools: set[int] = set()
+        self._sent_choices: set[int] = {0}
+        """Choices the upstream began (and so the client may have): a tail closes each of them."""
+        self._open_tools: dict[int, set[str]] = {}
+        """Open tool-call indexes per choice."""
+        self._reasoning: dict[int, set[str]] = {}
+        """Reasoning lanes open per choice (ended when the answer starts)."""
 
     # -- decoding ---------------------------------------------------------------------------
     def feed(self, data: bytes) -> list[Frame]:
@@ -213,54 +387,84 @@ class ChatStream(StreamCodec):
             self._head = {k: chunk[k] for k in ("id", "object", "created", "model", "system_fingerprint")
                           if k in chunk}
         events: list[Event] = []
-        for choice in chunk.get("choices") or []:
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+        choices = chunk.get("choices")
+        if type(choices) is not list and choices is not None:
+            return Frame(raw, (Unvetted("chat choices of an unknown shape"),))
+        for choice in choices or []:
+            if not isinstance(choice, dict):
+                events.append(Unvetted("chat choice of an unknown shape"))
                 continue
-            delta = choice.get("delta") or {}
-            content = delta.get("content")
-            if isinstance(content, str) and content:
-                events.append(TextDelta(content))
-            for tc in delta.get("tool_calls") or []:
-                events.extend(self._tool_events(tc))
-            if choice.get("finish_reason"):
-                events.extend(self._close_tools())
-                events.append(Finish(str(choice["finish_reason"])))
+            events += self._choice_events(choice)
         return Frame(raw, tuple(events))
 
-    def _tool_events(self, tc: Any) -> list[Event]:
-        if not isinstance(tc, dict):
-            return []
-        index = int(tc.get("index", 0))
-        key = str(index)
-        fn = tc.get("function") or {}
-        events: list[Event] = []
-        if index not in self._open_tools:
-            self._open_tools.add(index)
-            events.append(ToolCallStart(key, str(tc.get("id", "")), str(fn.get("name", ""))))
-        args = fn.get("arguments")
-        if isinstance(args, str) and args:
-            events.append(ToolCallArgsDelta(key, args))
+    def _choice_events(self, choice: dict[str, Any]) -> list[Event]:
+        c = _choice_index(choice)
+        if c:
+            self._sent_choices.add(c)  # a tail ends every choice the upstream began, seen or not
+        delta = choice.get("delta")
+        if delta is None and "message" in choice:
+            delta = choice["message"]  # some servers send whole messages in a stream
+        if type(delta) is not dict and delta is not None:
+            return [Unvetted("chat delta of an unknown shape")]
+        events = message_events(delta, c) if delta else []
+        if self._reasoning or not _plain_answer(events):
+            self._track_reasoning(c, delta, events)
+        if (logprobs := choice.get("logprobs")) is not None:
+            events += logprob_events(logprobs, events, c)
+        if delta:
+            for tc in delta.get("tool_calls") or []:
+                events.extend(self._tool_events(tc, c))
+            if isinstance(fc := delta.get("function_call"), dict):
+                events.extend(self._tool_events({"index": "function_call", "function": fc}, c))
+        if choice.get("finish_reason"):
+            events.extend(self._close_tools(c))
+            events.append(Finish(str(choice["finish_reason"]), c))
         return events
 
-    def _close_tools(self) -> tuple[Event, ...]:
-        ends = tuple(ToolCallEnd(str(i)) for i in sorted(self._open_tools))
-        self._open_tools.clear()
-        return ends
+    def _track_reasoning(self, c: int, delta: dict[str, Any] | None, events: list[Event]) -> None:
+        """Reasoning comes before the answer: once answer text or a tool call starts, the reasoning
+        lanes of this choice end (their tail is checked and released; more of them fails closed)."""
+        if self._reasoning.get(c) and delta and _starts_answer(delta, events):
+            events[:0] = [LaneEnd(c, ch) for ch in sorted(self._reasoning.pop(c))]
+        for e in events:
+            if isinstance(e, TextDelta) and e.channel not in _ANSWER_CHANNELS:
+                self._reasoning.setdefault(c, set()).add(e.channel)
+
+    def _tool_events(self, tc: Any, c: int) -> list[Event]:
+        if not isinstance(tc, dict):
+            return [Unvetted("chat tool call of an unknown shape")]
+        key = str(tc.get("index", 0))
+        fn = tc.get("function") or {}
+        events: list[Event] = []
+        open_tools = self._open_tools.setdefault(c, set())
+        if key not in open_tools:
+            open_tools.add(key)
+            events.append(ToolCallStart(key, str(tc.get("id", "")), str(fn.get("name", "")), c))
+        args = fn.get("arguments")
+        if isinstance(args, str) and args:
+            events.append(ToolCallArgsDelta(key, args, c))
+        return events
+
+    def _close_tools(self, choice: int | None = None) -> tuple[Event, ...]:
+        ends: list[Event] = []
+        for c in sorted(self._open_tools) if choice is None else [choice]:
+            ends += [ToolCallEnd(k, c) for k in sorted(self._open_tools.pop(c, ()))]
+        return tuple(ends)
 
     # -- what the client has ------------------------------------------------------------------
     def note_sent(self, frame: Frame) -> None:
         if frame.events or b'"role"' in frame.raw:
             self._sent_role = True
         for e in frame.events:
-            if isinstance(e, ToolCallStart):
+            if isinstance(e, ToolCallStart) and e.choice == 0 and e.key.isdigit():
                 self._sent_tool_indexes.add(int(e.key))
 
     # -- rendering -----------------------------------------------------------------------------
-    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None, index: int = 0) -> dict[str, Any]:
         head = self._head or {"id": "chatcmpl-guardproxy", "object": "chat.completion.chunk",
                               "created": 0, "model": ""}
         return {**head, "object": "chat.completion.chunk",
-                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+                "choices": [{"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}]}
 
     def render_replaced(self, replaced: Replaced) -> bytes:
         signal = self._chunk({})
@@ -280,13 +484,21 @@ class ChatStream(StreamCodec):
                   "function": {"name": call.name, "arguments": call.arguments}}
             out.append(f"data: {dumps(self._chunk({'tool_calls': [tc]}))}\n\n")
         out.append(f"data: {dumps(self._chunk({}, _finish_reason(message, finish)))}\n\n")
+        # Every other choice the client has is ended the same way, with the same text (a replaced or
+        # re-asked answer replaces all choices: see README, "Several choices").
+        for c in sorted(self._sent_choices - {0}):
+            delta = {"content": message.text} if message.text else {}
+            out.append(f"data: {dumps(self._chunk(delta, 'content_filter' if finish == 'filtered' else 'stop', c))}\n\n")
         out.append("data: [DONE]\n\n")
         return "".join(out).encode()
 
     def render_error(self, message: str, kind: ErrorKind) -> bytes:
         return f"data: {dumps(error_object(message, kind))}\n\n".encode()
 
-    def retext(self, frame: Frame, text: str) -> bytes:
+    def retext(self, frame: Frame, texts: dict[Lane, str]) -> bytes:
         chunk = loads(parse_fields(frame.raw).data)
-        chunk["choices"][0]["delta"]["content"] = text
+        choices = _by_index(chunk.get("choices"))
+        for (c, _), text in texts.items():
+            _set_content(choices[c]["delta"], text)
+            choices[c]["logprobs"] = None  # the tokens of the redacted span must not survive
         return f"data: {dumps(chunk)}\n\n".encode()

@@ -38,16 +38,19 @@ from guardrails.datamodel import (
     Finish,
     Frame,
     HistoryToolCall,
+    Lane,
     LazyHistory,
     RequestView,
     StreamError,
-    TextDelta,
     ToolCall,
     ToolCallArgsDelta,
     ToolCallEnd,
     ToolCallStart,
+    Unvetted,
+    WholeText,
 )
 from proxy.sse import SSESplitter, parse_fields
+from proxy.wire import responses_text as rt
 from proxy.wire.base import (
     REPLACED_EVENT,
     BadRequest,
@@ -69,6 +72,9 @@ _ARGS_DONE = {"response.function_call_arguments.done", "response.custom_tool_cal
 _LIFECYCLE = {"response.created", "response.in_progress", "response.queued"}
 _TERMINAL = {"response.completed", "response.incomplete", "response.failed"}
 _TEXT_DELTAS = {"response.output_text.delta": "text", "response.refusal.delta": "refusal"}
+_REPEATS = {"response.output_text.done", "response.refusal.done", "response.content_part.done",
+            "response.output_item.done", *_TERMINAL}
+"""Events that repeat the answer's text (rewritten after a redaction: ``outgoing``)."""
 
 _FAILED_CODES: dict[str, str] = {"rate_limit": "rate_limit_exceeded", "upstream": "server_error",
                                  "timeout": "server_error", "overloaded": "server_is_overloaded"}
@@ -170,13 +176,46 @@ class OpenAIResponses(WireFormat):
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a Responses API response: {exc!r}") from None
 
+    def decode_events(self, body: bytes) -> tuple[Event, ...]:
+        data = loads(body)
+        output = data.get("output")
+        if not isinstance(output, list) or not all(isinstance(i, dict) for i in output):
+            raise ValueError("not a Responses API response: no output list")
+        events = rt.body_events(output)
+        for n, item in enumerate(output):
+            if item.get("type") in _TOOL_ITEMS:
+                call, key = _call_of(item), str(n)
+                events += [ToolCallStart(key, call.call_id, call.name), ToolCallArgsDelta(key, call.arguments),
+                           ToolCallEnd(key)]
+        events.append(Finish(_finish_of("", data)))
+        return tuple(events)
+
+    def retext_body(self, body: bytes, texts: dict[Lane, str]) -> bytes:
+        data = loads(body)
+        text, done = texts[(0, "text")], False
+        for item in data.get("output") or []:
+            if not isinstance(item, dict) or item.get("type") != "message":
+                continue
+            parts = []
+            for p in item.get("content") or []:  # the answer's parts collapse into the first one
+                if isinstance(p, dict) and p.get("type") in ("output_text", "refusal"):
+                    if done:
+                        continue
+                    name = "refusal" if p.get("type") == "refusal" else "text"
+                    p, done = {k: v for k, v in p.items() if k != "logprobs"} | {name: text}, True
+                parts.append(p)
+            item["content"] = parts
+        return dumps(data).encode()
+
     def render_response(self, body: bytes, message: AssistantMessage, finish: FinishKind,
                         replaced: Replaced | None) -> bytes:
         data = loads(body)
         old = [i for i in data.get("output") or [] if isinstance(i, dict)]
         ids = [str(i["id"]) for i in old if i.get("type") == "message" and "id" in i]
         msg_id = ids[0] if ids else "msg_guardproxy"
-        output = [i for i in old if i.get("type") != "message" and i.get("type") not in _TOOL_ITEMS]
+        # Nothing of the original output stays (reasoning summaries, server tools' results, logprobs
+        # may all hold what was blocked): our message and our tool calls only.
+        output: list[dict[str, Any]] = []
         if message.text:
             output.append(_message_item(msg_id, message.text, "completed"))
         custom = {i.get("call_id") for i in old if i.get("type") == "custom_tool_call"}
@@ -295,6 +334,7 @@ class ResponsesStream(StreamCodec):
         """Open tool keys -> whether any argument text was decoded for them yet."""
         self._custom_calls: set[str] = set()
         self._error_seen = False
+        self._texts = rt.OutputTexts()
         # what the client has
         self._seq = -1
         self._preamble = False
@@ -320,9 +360,14 @@ class ResponsesStream(StreamCodec):
 
     def _events(self, ev: dict[str, Any]) -> list[Event]:
         t = ev.get("type")
-        if t in _TEXT_DELTAS:
-            delta = ev.get("delta")
-            return [TextDelta(delta)] if isinstance(delta, str) and delta else []
+        if t in rt.DELTAS:
+            return self._texts.delta(rt.DELTAS[t], ev)
+        if t in rt.DONES:
+            return self._texts.done(t, ev)
+        if t in rt.PARTS:
+            return self._texts.part(t, ev)
+        if t == "response.output_text.annotation.added":
+            return [WholeText(s, 0, "annotation") for s in rt.strings(ev.get("annotation"))]
         if t in _ARGS_DELTA:
             key = self._key(ev)
             delta = ev.get("delta")
@@ -334,7 +379,9 @@ class ResponsesStream(StreamCodec):
             return self._end_tool(self._key(ev), ev.get("arguments", ev.get("input")))
         item = ev.get("item")
         if t in ("response.output_item.added", "response.output_item.done") and isinstance(item, dict):
-            return self._item_events(t, ev, item)
+            index = ev.get("output_index")
+            return [*self._texts.item(item, index if isinstance(index, int) else 0),
+                    *self._item_events(t, ev, item)]
         if t == "error":
             self._error_seen = True
             nested = ev.get("error")
@@ -342,19 +389,32 @@ class ResponsesStream(StreamCodec):
             return [StreamError(str(err.get("message") or "upstream error"))]
         response = ev.get("response")
         if not isinstance(response, dict):
-            return []
+            return self._other_events(str(t), ev)
+        output = response.get("output")
+        texts: list[Event] = [e for n, i in enumerate(output) if isinstance(i, dict)
+                              for e in self._texts.item(i, n)] if isinstance(output, list) else []
         if not self._response or response.get("id") == self._response.get("id"):
             self._response = {k: v for k, v in response.items() if k not in ("output", "usage")}
         self._usage = response.get("usage") or self._usage
         if t not in _TERMINAL:
-            return []
-        events: list[Event] = [ToolCallEnd(k) for k in self._open_tools]
+            return texts
+        events: list[Event] = [*texts, *(ToolCallEnd(k) for k in self._open_tools)]
         self._open_tools.clear()
         if t == "response.failed" and not self._error_seen:
             failure = response.get("error")
             msg = failure.get("message") if isinstance(failure, dict) else None
             events.append(StreamError(str(msg or "response failed")))
         return [*events, Finish(_finish_of(t, response))]
+
+    @staticmethod
+    def _other_events(t: str, ev: dict[str, Any]) -> list[Event]:
+        """Event types this codec has no decoder for: a text delta fails closed (split text cannot be
+        checked piece by piece); anything else has every string it carries checked whole."""
+        if t in rt.QUIET:
+            return []
+        if t.endswith(".delta") and isinstance(ev.get("delta"), str):
+            return [Unvetted(f"event {t!r}")]
+        return [WholeText(s, 0, "event") for k, v in ev.items() if k != "type" for s in rt.strings(v)]
 
     def _key(self, ev: dict[str, Any]) -> str:
         item_id = ev.get("item_id")
@@ -440,6 +500,36 @@ class ResponsesStream(StreamCodec):
             part.text_done = True
         elif t == "response.content_part.done":
             part.part, part.open = dict(ev.get("part") or part.part), False
+
+    def outgoing(self, frame: Frame) -> Frame:
+        """The frames that repeat the answer (``*.done``, items, the terminal response) carry what the
+        client was sent: after a redaction, the redacted text, without logprobs."""
+        ev = _load(frame.raw)
+        t = ev.get("type") if ev else None
+        if ev is None or t not in _REPEATS:
+            return frame
+        oi = ev.get("output_index")
+        if t in ("response.output_text.done", "response.refusal.done"):
+            rt.rewrite_part(ev, self._client_text(oi, ev.get("content_index")))
+            ev.pop("logprobs", None)
+            ev["logprobs"] = []
+        elif t == "response.content_part.done" and isinstance(ev.get("part"), dict):
+            rt.rewrite_part(ev["part"], self._client_text(oi, ev.get("content_index")))
+        elif t == "response.output_item.done" and isinstance(ev.get("item"), dict):
+            rt.rewrite_item(ev["item"], lambda ci: self._client_text(oi, ci))
+        elif isinstance(response := ev.get("response"), dict):
+            for n, item in enumerate(response.get("output") or []):
+                if isinstance(item, dict):
+                    rt.rewrite_item(item, lambda ci, n=n: self._client_text(n, ci))
+        return Frame(f"event: {t}\ndata: {dumps(ev)}\n\n".encode(), frame.events)
+
+    def _client_text(self, oi: Any, ci: Any) -> str | None:
+        it = self._items.get(oi) if isinstance(oi, int) else None
+        if it is None or not isinstance(ci, int) or not 0 <= ci < len(it.parts):
+            return None
+        part = it.parts[ci].part
+        value = part.get("refusal" if part.get("type") == "refusal" else "text")
+        return value if isinstance(value, str) else None
 
     # -- rendering -----------------------------------------------------------------------------
     def _emit(self, out: list[str], t: str, **fields: Any) -> None:
@@ -561,8 +651,11 @@ class ResponsesStream(StreamCodec):
         self._ended = True
         return "".join(out).encode()
 
-    def retext(self, frame: Frame, text: str) -> bytes:
+    def retext(self, frame: Frame, texts: dict[Lane, str]) -> bytes:
+        self.rewrites = True
         sse = parse_fields(frame.raw)
         ev = loads(sse.data)
-        ev["delta"] = text
+        ev["delta"] = texts[(0, "text")]
+        if "logprobs" in ev:
+            ev["logprobs"] = []
         return f"event: {sse.event or ev.get('type')}\ndata: {dumps(ev)}\n\n".encode()

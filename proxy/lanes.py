@@ -1,0 +1,332 @@
+"""``ChoiceGuard``: the stream guard over every lane of an answer, one ``StreamGuard`` per lane.
+
+A *lane* is one run of client-visible text: ``(choice, channel)``, e.g. the answer of choice 1 or
+the thinking of choice 0 (``proxy.events.TextDelta``). Each lane has its own ``StreamGuard``
+(accumulated text, armed checks, hold-back, tool calls of that choice), so a secret split across two
+deltas of one lane is caught even when deltas of other lanes come between them, and text of one lane
+never hides or triggers a match in another.
+
+Frames keep one global order. A frame goes out when every lane it touches has released it (each lane
+guard releases its frames in order, so the guard keeps a queue of frame *entries* per lane); a frame
+that touches no lane waits only for the frames before it. When a lane redacts, the frame is rebuilt
+once with every rewritten lane's text (``retext(frame, {lane: text})``).
+
+Fast path: until a frame touches anything but choice 0's answer, the guard is the single answer lane's
+``StreamGuard`` plus a counter (clean single-choice traffic costs one type check per event more).
+
+Other events:
+- ``WholeText`` (a citation, text that a ``done`` event carries but no delta did) is checked whole
+  with a freshly armed set before its frame is queued; any trip blocks.
+- ``LaneEnd`` ends a lane: its finish checks run and its held tail is released. Text for an ended lane
+  fails closed (a guard that let it through would check it without the text before it).
+- ``Unvetted`` fails closed: a trip of the built-in ``COVERAGE_ID`` guardrail (``UNVETTED``).
+- Only the answer lanes redact; a redaction elsewhere (reasoning, refusal, ...) blocks instead: the
+  frames that repeat those texts (``done`` events, signatures) are not rewritten per span.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from guardrails.datamodel import (
+    ANSWER,
+    PRIMARY,
+    AssistantMessage,
+    Event,
+    Finish,
+    Frame,
+    Lane,
+    LaneEnd,
+    StreamError,
+    TextDelta,
+    ToolCallArgsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    Unvetted,
+    WholeText,
+)
+from guardrails.decision import Block, Redact
+from guardrails.stream import ArmedSet, Trip
+from proxy.stream_guard import Step, StreamGuard
+
+COVERAGE_ID = "guardproxy-coverage"
+"""The built-in guardrail id of fail-closed decoding (``/metrics``, audit log, error bodies)."""
+UNVETTED = "unvetted_output"
+
+Retext = Callable[[Frame, dict[Lane, str]], bytes]
+ArmFor = Callable[[str], ArmedSet | None]
+"""Arms a fresh set of checks for a channel (``"text"``, ``"reasoning"``, ...)."""
+
+_CHOICE_EVENTS = (ToolCallStart, ToolCallArgsDelta, ToolCallEnd, Finish)
+
+
+def unvetted_trip(what: str) -> Trip:
+    return Trip(COVERAGE_ID, Block(UNVETTED, rationale=f"The upstream sent output the proxy cannot check ({what})."))
+
+
+@dataclass(slots=True)
+class _Entry:
+    frame: Frame
+    subs: list[Frame] = field(default_factory=list)
+    """The per-lane views of ``frame`` handed to the lane guards (their ids key the retexts)."""
+    waiting: int = 0
+
+
+def _primary_only(events: tuple[Event, ...]) -> bool:
+    for e in events:
+        t = type(e)
+        if t is TextDelta:
+            if e.choice or e.channel != ANSWER:  # type: ignore[union-attr]
+                return False
+        elif t in _CHOICE_EVENTS:
+            if e.choice:  # type: ignore[union-attr]
+                return False
+        elif t is not StreamError:
+            return False
+    return True
+
+
+class ChoiceGuard:
+    """Same interface as ``StreamGuard`` (push / end / release_all / message ...), over all lanes."""
+
+    def __init__(self, arm: ArmFor, *, holdback: int, buffered: bool = False, retext: Retext | None = None,
+                 rearm: Callable[[], ArmedSet | None] | None = None, redact_lanes: bool = True) -> None:
+        self._arm, self._holdback, self._buffered = arm, holdback, buffered
+        self._retext, self._rearm = retext, rearm
+        self._redact_lanes = redact_lanes
+        """False: only choice 0's answer may redact (unary bodies, rebuilt by ``retext_body``)."""
+        self._multi = False
+        self._retexts: dict[int, dict[Lane, str]] = {}
+        self._primary = self._new_guard(PRIMARY)
+        self._lanes: dict[Lane, StreamGuard] = {PRIMARY: self._primary}
+        self._closed: list[StreamGuard] = []
+        self._ended: set[Lane] = set()
+        self._queue: deque[_Entry] = deque()
+        self._fifo: dict[int, deque[_Entry]] = {}
+        self.tripped: Trip | None = None
+        self.redaction_log: list[Trip] = []
+        self._sent = False
+
+    def _new_guard(self, lane: Lane) -> StreamGuard:
+        def retext(frame: Frame, text: str) -> bytes:
+            if not self._multi and self._retext is not None:
+                return self._retext(frame, {lane: text})
+            self._retexts.setdefault(id(frame), {})[lane] = text  # composed when the frame goes out
+            return frame.raw
+
+        guard = StreamGuard(self._arm(lane[1]), holdback=self._holdback, buffered=self._buffered,
+                            retext=retext, rearm=self._rearm if lane[1] == ANSWER else None)
+        return guard
+
+    # -- input -----------------------------------------------------------------------------------
+    def push(self, frame: Frame) -> Step:
+        if self.tripped:
+            return Step([])
+        if not self._multi:
+            if _primary_only(frame.events):
+                return self._push_single(frame)
+            self._go_multi()
+        return self._push_multi(frame)
+
+    def _push_single(self, frame: Frame) -> Step:
+        step = self._primary.push(frame)
+        if step.trip is not None:
+            return self._trip(step.trip)
+        if step.redactions:
+            self.redaction_log += step.redactions
+        if step.send:
+            self._sent = True
+        return step
+
+    def _go_multi(self) -> None:
+        """From here on frames go through entries: the primary's held frames become the first ones."""
+        self._multi = True
+        fifo = self._fifo.setdefault(id(self._primary), deque())
+        for frame in self._primary.held_frames():
+            entry = _Entry(frame, [frame], 1)
+            self._queue.append(entry)
+            fifo.append(entry)
+
+    def _push_multi(self, frame: Frame) -> Step:
+        by_lane: dict[Lane, list[Event]] = {}
+        ends: list[Lane] = []
+        for e in frame.events:
+            if isinstance(e, TextDelta):
+                lane: Lane = (e.choice, e.channel)
+            elif isinstance(e, _CHOICE_EVENTS):
+                lane = (e.choice, ANSWER)
+            elif isinstance(e, StreamError):
+                lane = PRIMARY
+            elif isinstance(e, WholeText):
+                if (trip := self._check_whole(e)) is not None:
+                    return self._trip(trip)
+                continue
+            elif isinstance(e, LaneEnd):
+                ends.append((e.choice, e.channel))
+                continue
+            else:
+                assert isinstance(e, Unvetted)
+                return self._trip(unvetted_trip(e.what))
+            by_lane.setdefault(lane, []).append(e)
+        entry = _Entry(frame)
+        self._queue.append(entry)
+        redactions: list[Trip] = []
+        for lane, events in by_lane.items():
+            guard = self._lane(lane)
+            if guard is None:
+                return self._trip(unvetted_trip(f"{lane[1]} text after that part ended"))
+            sub = Frame(frame.raw, tuple(events))
+            entry.subs.append(sub)
+            entry.waiting += 1
+            self._fifo.setdefault(id(guard), deque()).append(entry)
+            step = guard.push(sub)
+            if (trip := step.trip or self._unredactable(lane, step.redactions)) is not None:
+                return self._trip(trip)
+            redactions += step.redactions
+            self._released(guard, step.send)
+        for lane in ends:
+            if (trip := self._end_lane(lane, redactions)) is not None:
+                return self._trip(trip)
+        self.redaction_log += redactions
+        return Step(self._flush(), redactions=redactions)
+
+    def _lane(self, lane: Lane) -> StreamGuard | None:
+        guard = self._lanes.get(lane)
+        if guard is None and lane not in self._ended:
+            guard = self._lanes[lane] = self._new_guard(lane)
+        return guard
+
+    def _end_lane(self, lane: Lane, redactions: list[Trip]) -> Trip | None:
+        self._ended.add(lane)
+        guard = self._lanes.pop(lane, None)
+        if guard is None:
+            return None
+        step = guard.end()
+        if (trip := step.trip or self._unredactable(lane, step.redactions)) is not None:
+            return trip
+        redactions += step.redactions
+        self._closed.append(guard)
+        if not self._buffered:
+            self._released(guard, guard.release_all())
+        return None
+
+    def _unredactable(self, lane: Lane, redactions: list[Trip]) -> Trip | None:
+        """A redaction where only a block is safe (see the module docstring), as that block."""
+        if not redactions or (lane[1] == ANSWER and (self._redact_lanes or lane == PRIMARY)):
+            return None
+        d = redactions[0].decision
+        return Trip(redactions[0].guardrail_id, Block(d.reason_code))
+
+    def _check_whole(self, e: WholeText) -> Trip | None:
+        armed = self._arm(e.what)
+        if not armed:
+            return None
+        trip = armed.check(e.text, e.text) or armed.finish(e.text)
+        if trip is not None and isinstance(trip.decision, Redact):
+            return Trip(trip.guardrail_id, Block(trip.decision.reason_code))
+        return trip
+
+    def end(self) -> Step:
+        """Upstream ended: every open lane's finish checks and tool-argument checks."""
+        if self.tripped:
+            return Step([])
+        redactions: list[Trip] = []
+        for lane, guard in list(self._lanes.items()):
+            step = guard.end()
+            if (trip := step.trip or self._unredactable(lane, step.redactions)) is not None:
+                return self._trip(trip)
+            redactions += step.redactions
+        self.redaction_log += redactions
+        return Step([], redactions=redactions)
+
+    def release_all(self) -> list[Frame]:
+        """Everything still held, in order (after the driver has vetted the message)."""
+        if self.tripped:
+            return []
+        if not self._multi:
+            out = self._primary.release_all()
+        else:
+            for guard in (*self._lanes.values(), *self._closed):
+                self._released(guard, guard.release_all())
+            out = self._flush(force=True)
+        self._sent = self._sent or bool(out)
+        return out
+
+    def drop_held(self) -> None:
+        for guard in (*self._lanes.values(), *self._closed):
+            guard.drop_held()
+        self._queue.clear()
+        self._fifo.clear()
+
+    # -- release ---------------------------------------------------------------------------------
+    def _released(self, guard: StreamGuard, frames: list[Frame]) -> None:
+        fifo = self._fifo.get(id(guard))
+        for _ in frames:
+            assert fifo
+            fifo.popleft().waiting -= 1
+
+    def _flush(self, force: bool = False) -> list[Frame]:
+        if self._buffered and not force:
+            return []
+        out: list[Frame] = []
+        queue = self._queue
+        while queue and queue[0].waiting == 0:
+            out.append(self._render(queue.popleft()))
+        if out:
+            self._sent = True
+        return out
+
+    def _render(self, entry: _Entry) -> Frame:
+        texts: dict[Lane, str] = {}
+        for sub in entry.subs:
+            texts.update(self._retexts.pop(id(sub), {}))
+        if not texts or self._retext is None:
+            return entry.frame
+        events: list[Event] = []
+        seen: set[Lane] = set()
+        for e in entry.frame.events:  # a rewritten lane keeps one delta, carrying its whole new text
+            if isinstance(e, TextDelta) and (lane := (e.choice, e.channel)) in texts:
+                if lane in seen:
+                    continue
+                seen.add(lane)
+                e = TextDelta(texts[lane], e.choice, e.channel)
+            events.append(e)
+        return Frame(self._retext(entry.frame, texts), tuple(events))
+
+    def _trip(self, trip: Trip) -> Step:
+        self.tripped = trip
+        self.drop_held()
+        return Step([], trip=trip)
+
+    # -- state -----------------------------------------------------------------------------------
+    @property
+    def committed(self) -> bool:
+        return self._sent
+
+    @property
+    def text(self) -> str:
+        return self._primary.text
+
+    @property
+    def held(self) -> bool:
+        return bool(self._queue) or self._primary.held
+
+    @property
+    def error(self) -> str | None:
+        """The upstream's in-stream error, if it sent one (StreamError events go to the primary lane)."""
+        return self._primary.error
+
+    @property
+    def finish_reason(self) -> str | None:
+        return self._primary.finish_reason
+
+    def message(self) -> AssistantMessage:
+        """Choice 0's answer: its text, tool calls and finish."""
+        return self._primary.message()
+
+    def messages(self) -> dict[int, AssistantMessage]:
+        """Every choice's answer, by choice index (0 always present)."""
+        return {lane[0]: guard.message() for lane, guard in self._lanes.items() if lane[1] == ANSWER}
+

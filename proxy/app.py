@@ -10,22 +10,25 @@ import asyncio
 import hmac
 from typing import Any
 
+import anyio
 import structlog
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, Response
+from sse_starlette import EventSourceResponse
 
 from config.policy import Policy
 from config.settings import Settings
 from proxy.asgi import BodyTooLarge, ClientGone, Receive, Scope, Send, header_list, read_body, respond
 from proxy.exchange import Exchange
+from proxy.feed import DecisionFeed, sse_events
 from proxy.metrics import CONTENT_TYPE
 from proxy.reload import Reloader
 from proxy.services import Services, build_services
 
 log = structlog.get_logger("guardproxy")
 
-_OPS = frozenset({"/healthz", "/readyz", "/metrics"})
-_PROTECTED_OPS = frozenset({"/readyz", "/metrics"})
+_OPS = frozenset({"/healthz", "/readyz", "/metrics", "/events"})
+_PROTECTED_OPS = frozenset({"/readyz", "/metrics", "/events"})
 """They name the guardrails and count what was blocked: behind the token when one is set. ``/healthz``
 stays open for liveness probes."""
 _PREFLIGHT = frozenset({"/", "/api/hello"})
@@ -40,7 +43,7 @@ def ops_authorized(token: str | None, scope: Scope) -> bool:
     return hmac.compare_digest(given.encode(), token.encode())
 
 
-def _ops_app(services: Services, reloader: Reloader) -> FastAPI:
+def _ops_app(services: Services, reloader: Reloader, feed: DecisionFeed) -> FastAPI:
     app = FastAPI(title="guardproxy", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.get("/healthz")
@@ -65,6 +68,13 @@ def _ops_app(services: Services, reloader: Reloader) -> FastAPI:
     async def metrics() -> Response:
         return Response(services.metrics.render(), media_type=CONTENT_TYPE)
 
+    @app.get("/events")
+    async def events() -> EventSourceResponse:
+        """The live decision feed (SSE): one event per audit record, from the moment of connecting."""
+        stop = anyio.Event()
+        return EventSourceResponse(sse_events(feed, stop), ping=15, send_timeout=30, shutdown_event=stop,
+                                   shutdown_grace_period=1.0)
+
     return app
 
 
@@ -72,7 +82,9 @@ class GuardProxy:
     def __init__(self, services: Services) -> None:
         self.services = services
         self.reloader = Reloader(services)
-        self.ops = _ops_app(services, self.reloader)
+        self.feed = DecisionFeed(services.metrics.feed_dropped)
+        services.audit.listeners.append(self.feed.publish)
+        self.ops = _ops_app(services, self.reloader, self.feed)
         self._active: set[asyncio.Task[Any]] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -139,6 +151,7 @@ class GuardProxy:
                 await send({"type": "lifespan.startup.complete"})
             elif msg["type"] == "lifespan.shutdown":
                 self.services.ready = False
+                self.feed.close()
                 await self.reloader.stop()
                 await self._drain()
                 await self.services.upstream.close()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -71,6 +72,8 @@ class AuditLog:
         self.max_field_chars = max_field_chars
         self._file: IO[str] | None = None
         self._lock = threading.Lock()
+        self.listeners: list[Callable[[dict[str, object]], None]] = []
+        """Called with each record as written (the live decision feed, ``GET /events``)."""
 
     def open(self) -> None:
         """Open (and create) the file now. Raises ``OSError`` when it cannot be written."""
@@ -100,6 +103,8 @@ class AuditLog:
                 assert self._file is not None
                 self._file.write(text)
                 self._file.flush()
+        for listener in self.listeners:
+            listener(line)
         return line
 
     def record_assessment(self, assessment: Assessment, request_id: str,

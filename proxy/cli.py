@@ -1,4 +1,4 @@
-"""``guardproxy serve | check-policy | replay`` (also ``python -m proxy``)."""
+"""``guardproxy serve | check-policy | replay | tail`` (also ``python -m proxy``)."""
 
 from __future__ import annotations
 
@@ -88,6 +88,12 @@ def replay(args: argparse.Namespace) -> int:
     return main_replay(argv)
 
 
+def tail(args: argparse.Namespace) -> int:
+    from proxy.tail import follow
+
+    return follow(args.url, args.token, args.json, args.limit)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="guardproxy", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -104,5 +110,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("log", help="audit log (JSON lines)")
     p.add_argument("--policy", help="decide under this policy instead of the recorded one")
     p.set_defaults(fn=replay)
+    p = sub.add_parser("tail", help="follow the live decision feed (GET /events)")
+    p.add_argument("--url", help="the proxy's base URL (default: http://GUARDPROXY_HOST:GUARDPROXY_PORT)")
+    p.add_argument("--token", help="the proxy token (default: GUARDPROXY_AUTH_TOKEN)")
+    p.add_argument("--json", action="store_true", help="print each record as JSON")
+    p.add_argument("--limit", type=int, help="exit after this many records")
+    p.set_defaults(fn=tail)
     args = parser.parse_args(argv)
     return int(args.fn(args))

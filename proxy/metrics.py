@@ -60,6 +60,9 @@ class Metrics:
                                       "Policy reload attempts by outcome (ok, error).", ["outcome"],
                                       registry=reg)
 
+        self.feed_dropped = Counter("guardproxy_feed_dropped_total",
+                                    "Decision feed records a slow /events subscriber did not get.", registry=reg)
+
     def started(self) -> None:
         self.workers.set(1)
 

@@ -28,7 +28,7 @@ class ProxyProcess:
                     "GUARDPROXY_ANTHROPIC_BASE_URL": upstream_url, "GUARDPROXY_GEMINI_BASE_URL": upstream_url,
                     "GUARDPROXY_SHUTDOWN_GRACE_S": "2", **env}
         self.proc: subprocess.Popen[bytes] | None = None
-        # A file, not a pipe: a chatty proxy never blocks on it. Closed in stop().
+        # A file, not a pipe: a chatty proxy never blocks on it. Readable after stop(); gone with self.
         self._log = tempfile.TemporaryFile()  # noqa: SIM115
 
     @property
@@ -68,7 +68,6 @@ class ProxyProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(5)
-        self._log.close()
         return self.proc.returncode
 
     def stderr(self) -> str:

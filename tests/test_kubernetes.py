@@ -1,0 +1,107 @@
+"""deploy/kubernetes/*.yaml: valid against the Kubernetes schemas (offline: kubernetes-validate ships
+them in its wheel) and true to what guardproxy needs (probes, grace, non-root, read-only root,
+policies that load). No cluster is involved; see the README for what that leaves unexercised."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import kubernetes_validate
+import pytest
+import yaml
+
+from config.policy import parse_policy
+from config.settings import Settings
+from proxy.policies import build_guard
+
+ROOT = Path(__file__).resolve().parent.parent
+MANIFESTS = sorted((ROOT / "deploy" / "kubernetes").glob("*.yaml"))
+K8S_VERSION = "1.33.0"
+"""A version old enough for most clusters in use and new enough for native sidecars (1.29+)."""
+
+
+def docs(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+def all_docs() -> list[dict[str, Any]]:
+    return [d for p in MANIFESTS for d in docs(p)]
+
+
+def of_kind(kind: str) -> list[dict[str, Any]]:
+    return [d for d in all_docs() if d["kind"] == kind]
+
+
+def proxy_container(deployment: dict[str, Any]) -> dict[str, Any]:
+    spec = deployment["spec"]["template"]["spec"]
+    return next(c for c in [*spec.get("initContainers", []), *spec["containers"]] if c["name"] == "guardproxy")
+
+
+def env_of(container: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e.get("value", "") for e in container.get("env", [])}
+
+
+@pytest.mark.parametrize("path", MANIFESTS, ids=lambda p: p.name)
+def test_manifests_validate_against_the_kubernetes_schemas(path: Path) -> None:
+    for doc in docs(path):
+        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)  # raises on any error
+
+
+def test_the_validator_catches_a_wrong_field() -> None:
+    doc = docs(ROOT / "deploy" / "kubernetes" / "guardproxy.yaml")[1]
+    doc["spec"]["template"]["spec"]["containers"][0]["readinessProb"] = {}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+
+
+def test_the_gateway_has_every_piece() -> None:
+    kinds = {d["kind"] for d in docs(ROOT / "deploy" / "kubernetes" / "guardproxy.yaml")}
+    assert kinds == {"ConfigMap", "Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget"}
+
+
+@pytest.mark.parametrize("deployment", of_kind("Deployment"), ids=lambda d: d["metadata"]["name"])
+def test_the_proxy_container_is_locked_down_probed_and_drains(deployment: dict[str, Any]) -> None:
+    pod = deployment["spec"]["template"]["spec"]
+    c = proxy_container(deployment)
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] != 0
+    assert c["securityContext"]["readOnlyRootFilesystem"] is True
+    assert c["securityContext"]["allowPrivilegeEscalation"] is False
+    assert c["securityContext"]["capabilities"]["drop"] == ["ALL"]
+    grace = float(env_of(c)["GUARDPROXY_SHUTDOWN_GRACE_S"])
+    assert pod["terminationGracePeriodSeconds"] > grace + 5  # + the preStop pause
+    probes = json.dumps([c["livenessProbe"], c["readinessProbe"]])
+    assert "/healthz" in json.dumps(c["livenessProbe"]) and "/readyz" in json.dumps(c["readinessProbe"]), probes
+    mounts = {m["mountPath"] for m in c["volumeMounts"]}
+    assert "/tmp" in mounts  # tempfiles and the metrics folder on a read-only root
+
+
+def test_the_sidecar_sees_the_workspace_read_only_and_listens_on_loopback() -> None:
+    agent = next(d for d in of_kind("Deployment") if d["metadata"]["name"] == "agent")
+    proxy = proxy_container(agent)
+    assert env_of(proxy)["GUARDPROXY_HOST"] == "127.0.0.1"
+    workspace = next(m for m in proxy["volumeMounts"] if m["name"] == "workspace")
+    assert workspace["readOnly"] is True and workspace["mountPath"] == "/workspace"
+    agent_c = next(c for c in agent["spec"]["template"]["spec"]["containers"] if c["name"] == "agent")
+    assert not next(m for m in agent_c["volumeMounts"] if m["name"] == "workspace").get("readOnly", False)
+    assert all("127.0.0.1:8790" in v for k, v in env_of(agent_c).items() if k.endswith("BASE_URL"))
+
+
+def test_every_policy_in_a_configmap_loads_and_builds() -> None:
+    settings = Settings()
+    for cm in of_kind("ConfigMap"):
+        for name, text in cm["data"].items():
+            if name.endswith(".toml"):
+                policy = parse_policy(text, source=f"{cm['metadata']['name']}/{name}", base_dir=ROOT)
+                build_guard(name, policy, settings, httpx.AsyncClient())
+
+
+def test_the_named_policies_the_gateway_points_at_are_in_its_configmap() -> None:
+    gateway = next(d for d in of_kind("Deployment") if d["metadata"]["name"] == "guardproxy")
+    env = env_of(proxy_container(gateway))
+    files = {env["GUARDPROXY_POLICY"], *json.loads(env["GUARDPROXY_POLICIES"]).values()}
+    mount = next(m for m in proxy_container(gateway)["volumeMounts"] if m["name"] == "policy")["mountPath"]
+    keys = set(next(c for c in of_kind("ConfigMap") if c["metadata"]["name"] == "guardproxy-policy")["data"])
+    assert {f.removeprefix(mount + "/") for f in files} <= keys

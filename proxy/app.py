@@ -14,6 +14,7 @@ import anyio
 import structlog
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, Response
+from opentelemetry.sdk.trace import TracerProvider
 from sse_starlette import EventSourceResponse
 
 from config.policy import Policy
@@ -158,6 +159,8 @@ class GuardProxy:
                 await self.services.http.aclose()
                 self.services.audit.close()
                 self.services.metrics.stopped()
+                if self.services.tracing.provider is not None:
+                    self.services.tracing.provider.shutdown()  # flushes the spans still batched
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
@@ -182,10 +185,12 @@ async def _watch(run: asyncio.Task[Any], receive: Receive, gone: list[bool]) -> 
             return
 
 
-def create_app(settings: Settings | None = None, policy: Policy | None = None) -> GuardProxy:
+def create_app(settings: Settings | None = None, policy: Policy | None = None,
+               tracer_provider: TracerProvider | None = None) -> GuardProxy:
     """``policy``: the default policy as an object, fixed for the app's life; None: read from
-    ``settings.policy`` (or the shipped default) and reloaded on SIGHUP or when its file changes."""
-    return GuardProxy(build_services(settings or Settings(), policy))
+    ``settings.policy`` (or the shipped default) and reloaded on SIGHUP or when its file changes.
+    ``tracer_provider``: where spans go (tests); None: OTLP if the ``OTEL_*`` variables ask for it."""
+    return GuardProxy(build_services(settings or Settings(), policy, tracer_provider))
 
 
 def app_from_env() -> GuardProxy:

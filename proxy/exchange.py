@@ -12,8 +12,11 @@ import hmac
 import re
 import time
 import uuid
+from collections.abc import MutableMapping
+from typing import Any
 
 import structlog
+from opentelemetry.trace import Span, Status, StatusCode
 
 from config.policy import Mode
 from proxy.asgi import Scope, Send, header_list
@@ -21,6 +24,7 @@ from proxy.guarded_turn import Facts, GuardedTurn
 from proxy.responder import Responder
 from proxy.routes import BadPath, Provider, Route, resolve
 from proxy.services import Services
+from proxy.tracing import genai_request, mark
 from proxy.upstream import HOP_BY_HOP, UpstreamError, UpstreamResponse
 from proxy.wire.base import BadRequest, ErrorKind, WireFormat, load_json_body
 
@@ -52,9 +56,32 @@ class Exchange:
         self.wire: WireFormat | None = None
         self.mode: Mode = "interactive"
         """Set from the policy and ``x-guardproxy-mode`` before a guarded turn runs."""
+        self.model: str | None = None
+        self.span: Span | None = None
+        """The request's trace span when tracing is on (``proxy.tracing``)."""
+        self._raw_send = send
+        self._released = False
+        if services.tracing.enabled:
+            self.responder = Responder(self._traced_send, self.request_id)
 
     # ------------------------------------------------------------------ entry
     async def run(self) -> None:
+        with self.services.tracing.request(self.method, self.path) as span:
+            self.span = span
+            await self._run_logged()
+            if span is not None:
+                span.set_attribute("http.response.status_code", self.responder.status)
+                span.set_attribute("guardproxy.policy", self.services.guard.label)
+                if self.responder.status >= 500:
+                    span.set_status(Status(StatusCode.ERROR))
+
+    async def _traced_send(self, message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.body" and message.get("body") and not self._released:
+            self._released = True
+            mark(self.span, "first_released_byte", self.t0)
+        await self._raw_send(message)
+
+    async def _run_logged(self) -> None:
         structlog.contextvars.bind_contextvars(request_id=self.request_id)
         try:
             await self._run()
@@ -123,6 +150,9 @@ class Exchange:
             m = _GEMINI_MODEL.search(route.path)
             view.model = m.group(1) if m else view.model
             view.stream = bool(route.stream)
+        self.model = view.model or None
+        if self.span is not None:
+            self.span.set_attributes(genai_request(route.provider, self.model, bool(view.stream)))
         if not self.services.guarding:
             await self._passthrough(body)
             return
@@ -195,9 +225,13 @@ class Exchange:
 
     async def upstream_request(self, body: bytes, *, identity: bool) -> UpstreamResponse:
         t = time.perf_counter()
-        resp = await self.services.upstream.request(self.method, self.upstream_url(),
-                                             self.forward_headers(identity=identity), body, decode=identity)
+        url = self.upstream_url()
+        with self.services.tracing.upstream_call(self.route.provider if self.route else "", self.model, url):
+            resp = await self.services.upstream.request(self.method, url, self.forward_headers(identity=identity),
+                                                        body, decode=identity)
         elapsed = time.perf_counter() - t
+        if not self.upstream_s:
+            mark(self.span, "first_upstream_byte", self.t0)
         self.upstream_s += elapsed
         self.services.metrics.upstream_latency.labels(provider=self.route.provider if self.route else "").observe(elapsed)
         return resp

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import httpx
 import structlog
+from opentelemetry.sdk.trace import TracerProvider
 
 from config.policy import Policy
 from config.settings import Settings, SettingsError
@@ -16,6 +18,7 @@ from guardrails.tools import ToolAssessor
 from proxy.audit import AuditLog
 from proxy.metrics import Metrics
 from proxy.policies import Guard, PolicyBook
+from proxy.tracing import Tracing, otlp_provider, otlp_requested
 from proxy.upstream import Upstream
 from proxy.wire.anthropic import AnthropicMessages
 from proxy.wire.base import WireFormat
@@ -47,6 +50,7 @@ class Services:
     guard: Guard
     wires: dict[str, WireFormat] = field(default_factory=_wires)
     ready: bool = False
+    tracing: Tracing = field(default_factory=lambda: Tracing(None))
 
     def bound(self, guard: Guard) -> Services:
         return replace(self, guard=guard)
@@ -96,9 +100,11 @@ class Services:
         return delivery == "buffered"
 
 
-def build_services(settings: Settings, policy: Policy | None = None) -> Services:
+def build_services(settings: Settings, policy: Policy | None = None,
+                   tracer_provider: TracerProvider | None = None) -> Services:
     """Validate and build every named policy now, so a bad policy fails at start, not on a request.
-    ``policy``: the default policy as an object (else read from ``settings.policy``)."""
+    ``policy``: the default policy as an object (else read from ``settings.policy``).
+    ``tracer_provider``: where spans go; None: OTLP when the ``OTEL_*`` variables ask for it, else off."""
     from httpx_aiohttp import AiohttpTransport
 
     audit = AuditLog(settings.audit_log, settings.audit_max_field_chars)
@@ -109,6 +115,11 @@ def build_services(settings: Settings, policy: Policy | None = None) -> Services
                             f"{exc.strerror or type(exc).__name__}") from None
     http = httpx.AsyncClient(transport=AiohttpTransport(), timeout=httpx.Timeout(30.0))
     book = PolicyBook(settings, http, policy)
+    if tracer_provider is None and otlp_requested(os.environ):
+        tracer_provider = otlp_provider()
+    tracing = Tracing(tracer_provider)
+    if tracing.enabled:
+        audit.listeners.append(tracing.on_audit)
     return Services(settings=settings, upstream=Upstream(settings),
                     metrics=Metrics(settings.prometheus_multiproc_dir), audit=audit,
-                    http=http, book=book, guard=book.default)
+                    http=http, book=book, guard=book.default, tracing=tracing)

@@ -86,6 +86,7 @@ class Vetter:
                              completer=self._completer, completer_for=self._completer_for)
         timeouts = {g.id: self._on_trip(g.id).timeout_s for g in self._s.message_guardrails}
         verdict = await run_message_guardrails(self._s.message_guardrails, ctx, timeouts)
+        self._s.tracing.message_checks(verdict.results)
         for r in verdict.results:
             self._s.metrics.message_checks.labels(guardrail_id=r.guardrail_id, outcome=r.outcome).inc()
             if r.outcome == "fail_open":

@@ -9,6 +9,7 @@ import time
 from typing import Any, Self
 
 import uvicorn
+from opentelemetry.sdk.trace import TracerProvider
 
 from config.policy import Policy, parse_policy
 from config.settings import Settings
@@ -23,7 +24,7 @@ def free_port() -> int:
 
 class ProxyServer:
     def __init__(self, upstream_url: str, policy: Policy | str | None = None, *, policy_file: str | None = None,
-                 **settings: Any) -> None:
+                 tracer_provider: TracerProvider | None = None, **settings: Any) -> None:
         """``policy``: fixed for the server's life; ``policy_file``: read from disk and reloadable."""
         self.port = free_port()
         base = {"host": "127.0.0.1", "port": self.port, "openai_base_url": upstream_url,
@@ -33,7 +34,7 @@ class ProxyServer:
         self.settings = Settings(**base)
         if isinstance(policy, str):
             policy = parse_policy(policy, source="<test policy>")
-        self.app: GuardProxy = create_app(self.settings, policy)
+        self.app: GuardProxy = create_app(self.settings, policy, tracer_provider)
         config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning",
                                 lifespan="on", access_log=False, ws="none")
         self.server = uvicorn.Server(config)

@@ -339,10 +339,11 @@ class Turn:
 
     def _write(self, frames: list[Frame]) -> Write:
         codec = self._codec_()
-        if codec.rewrites:  # a redaction: frames that repeat the text must repeat the redacted text
-            frames = [codec.outgoing(f) for f in frames]
-        for frame in frames:
-            codec.note_sent(frame)
+        if codec.rewrites:  # a redaction: frames that repeat the text must repeat what the client got
+            frames = [codec.outgoing(f) for f in frames]  # (outgoing notes each frame as sent)
+        else:
+            for frame in frames:
+                codec.note_sent(frame)
         return self._write_bytes(b"".join(f.raw for f in frames))
 
     def _write_bytes(self, data: bytes) -> Write:

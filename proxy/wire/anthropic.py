@@ -81,6 +81,7 @@ thinking block before it, and thinking is not the visible text we replace."""
 
 _STRUCTURE_EVENTS = frozenset({"message_start", "content_block_start", "content_block_stop"})
 _QUIET_EVENTS = frozenset({"ping", "message_stop"})
+"""Event types without text (after ``_event_type``: an SDK reads a misnamed event by its data.type)."""
 _SERVER_BLOCKS = ("server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
                   "bash_code_execution_tool_result", "text_editor_code_execution_tool_result", "mcp_tool_use",
                   "mcp_tool_result", "tool_search_tool_result", "container_upload")
@@ -344,8 +345,8 @@ class MessagesStream(StreamCodec):
         sse = parse_fields(raw)
         if sse.event is None or not sse.has_data:
             return Frame(raw)  # the SDKs drop nameless events; comments and pings carry nothing
-        if sse.event in _QUIET_EVENTS:
-            return Frame(raw)
+        if sse.event == "ping":
+            return Frame(raw)  # skipped by name by the SDKs, whatever its data says
         try:
             data = loads(sse.data)
         except ValueError:
@@ -358,6 +359,8 @@ class MessagesStream(StreamCodec):
             return Frame(raw, (Unvetted(f"a malformed {sse.event!r} event"),))
 
     def _events(self, name: str, data: dict[str, Any]) -> list[Event]:
+        if name in _QUIET_EVENTS:
+            return []
         if name == "content_block_delta":
             return self._on_delta(int(data["index"]), data["delta"])
         if name == "content_block_start":

@@ -128,8 +128,9 @@ class StreamCodec(ABC):
         the logprobs of those choices dropped (used by redaction; only answer lanes redact)."""
 
     def outgoing(self, frame: Frame) -> Frame:
-        """After a redaction (``rewrites``), ``frame`` as it must go out: frames that repeat text the
-        client was sent redacted are rewritten to what it was sent. Called just before ``note_sent``."""
+        """After a redaction (``rewrites``), ``frame`` as it must go out, noted as sent: frames that
+        repeat text the client was sent redacted are rewritten to what it was sent."""
+        self.note_sent(frame)
         return frame
 
     def provider_parts(self) -> list[dict[str, Any]]:

@@ -504,15 +504,22 @@ class ResponsesStream(StreamCodec):
     def outgoing(self, frame: Frame) -> Frame:
         """The frames that repeat the answer (``*.done``, items, the terminal response) carry what the
         client was sent: after a redaction, the redacted text, without logprobs."""
+        frame = self._rewritten(frame)
+        self.note_sent(frame)
+        return frame
+
+    def _rewritten(self, frame: Frame) -> Frame:
         ev = _load(frame.raw)
         t = ev.get("type") if ev else None
         if ev is None or t not in _REPEATS:
             return frame
         oi = ev.get("output_index")
         if t in ("response.output_text.done", "response.refusal.done"):
-            rt.rewrite_part(ev, self._client_text(oi, ev.get("content_index")))
-            ev.pop("logprobs", None)
-            ev["logprobs"] = []
+            name = "refusal" if t == "response.refusal.done" else "text"
+            if (text := self._client_text(oi, ev.get("content_index"))) is not None:
+                ev[name] = text
+            if "logprobs" in ev:
+                ev["logprobs"] = []
         elif t == "response.content_part.done" and isinstance(ev.get("part"), dict):
             rt.rewrite_part(ev["part"], self._client_text(oi, ev.get("content_index")))
         elif t == "response.output_item.done" and isinstance(ev.get("item"), dict):
@@ -525,9 +532,15 @@ class ResponsesStream(StreamCodec):
 
     def _client_text(self, oi: Any, ci: Any) -> str | None:
         it = self._items.get(oi) if isinstance(oi, int) else None
-        if it is None or not isinstance(ci, int) or not 0 <= ci < len(it.parts):
+        if it is None or not isinstance(ci, int) or ci < 0:
             return None
-        part = it.parts[ci].part
+        if ci < len(it.parts):
+            part = it.parts[ci].part
+        else:  # an item the client got whole (its ``output_item.done``, as rewritten)
+            content = it.item.get("content")
+            if not isinstance(content, list) or ci >= len(content) or not isinstance(content[ci], dict):
+                return None
+            part = content[ci]
         value = part.get("refusal" if part.get("type") == "refusal" else "text")
         return value if isinstance(value, str) else None
 

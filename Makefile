@@ -27,8 +27,11 @@ e2e-deps: $(E2E_STAMP)
 run: $(STAMP)
 	$(BIN)/guardproxy serve
 
+# In parallel (pytest-xdist): one worker per core, a test file per worker at a time (its module
+# fixtures, such as a proxy with its policy, are built once). PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= auto
 test: $(STAMP) $(if $(filter 1,$(GUARDPROXY_SKIP_E2E)),,$(E2E_STAMP))
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check proxy guardrails config tests bench

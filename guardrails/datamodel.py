@@ -121,6 +121,11 @@ class Frame:
 
     raw: bytes
     events: tuple[Event, ...] = ()
+    last: bool = False
+    """The stream's terminator (``[DONE]``, ``message_stop``, a JSON array's ``]``): held, like the
+    finish, until the message has been vetted."""
+    unreadable: bool = False
+    """The codec could not read it (not JSON, not the API's shape): the answer fails closed."""
 
     @property
     def text(self) -> str:

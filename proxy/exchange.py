@@ -132,6 +132,9 @@ class Exchange:
         self.wire = self.responder.wire = wire = self.services.wires[route.wire]
         try:
             data = load_json_body(body)
+            if route.stream is None and not isinstance(data.get("stream", False), (bool, type(None))):
+                # "false" as a string is true to a reader that tests truth, false to the upstream
+                raise BadRequest("'stream' must be a boolean")
             view = wire.parse_request(data, stream=bool(route.stream))
         except BadRequest as exc:
             await self._fail(400, str(exc), "invalid_request")

@@ -108,7 +108,7 @@ class GuardedTurn:
         match cmd:
             case Write():
                 r.codec = self.turn.client_codec
-                await r.start(200, cmd.headers, cmd.content_type)
+                await r.start(cmd.status, cmd.headers, cmd.content_type)
                 await r.write(cmd.data)
             case Finish():
                 await r.finish()
@@ -134,12 +134,18 @@ class GuardedTurn:
     async def _unary(self, body: bytes) -> list[Command]:
         try:
             resp = await self._call(body)
-            try:
-                raw = await resp.read()
-            finally:
-                resp.close()
         except UpstreamError as exc:
             return self.turn.on_unreachable(exc)
+        return await self._whole(resp)
+
+    async def _whole(self, resp: UpstreamResponse) -> list[Command]:
+        """Read an answer whole (``Upstream`` has undone its content-encoding)."""
+        try:
+            raw = await resp.read()
+        except UpstreamError as exc:
+            return self.turn.on_unreachable(exc)
+        finally:
+            resp.close()
         return self.turn.on_body(resp.status, resp.headers, raw)
 
     async def _stream(self, body: bytes) -> list[Command]:
@@ -150,7 +156,7 @@ class GuardedTurn:
             resp = await self._call(body)
         except UpstreamError as exc:
             return turn.on_unreachable(exc)
-        if resp.status != 200:
+        if not 200 <= resp.status < 300:
             try:
                 raw = await resp.read()
             except UpstreamError:
@@ -158,7 +164,8 @@ class GuardedTurn:
             finally:
                 resp.close()
             return turn.on_status(resp.status, resp.headers, raw)
-        turn.on_open(resp.headers)
+        if not turn.on_open(resp.status, resp.headers):
+            return await self._whole(resp)
         metrics = self.services.metrics
         metrics.open_streams.inc()
         try:

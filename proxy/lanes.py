@@ -92,8 +92,11 @@ class ChoiceGuard:
     """Same interface as ``StreamGuard`` (push / end / release_all / message ...), over all lanes."""
 
     def __init__(self, arm: ArmFor, *, holdback: int, buffered: bool = False, retext: Retext | None = None,
-                 rearm: Callable[[], ArmedSet | None] | None = None, redact_lanes: bool = True) -> None:
+                 rearm: Callable[[], ArmedSet | None] | None = None, redact_lanes: bool = True,
+                 log_only: frozenset[str] = frozenset()) -> None:
         self._arm, self._holdback, self._buffered = arm, holdback, buffered
+        self._log_only = log_only
+        """Guardrails whose block is only recorded (``StreamGuard.log_only``), in every lane."""
         self._retext, self._rearm = retext, rearm
         self._redact_lanes = redact_lanes
         """False: only choice 0's answer may redact (unary bodies, rebuilt by ``retext_body``)."""
@@ -117,7 +120,8 @@ class ChoiceGuard:
             return frame.raw
 
         guard = StreamGuard(self._arm(lane[1]), holdback=self._holdback, buffered=self._buffered,
-                            retext=retext, rearm=self._rearm if lane[1] == ANSWER else None)
+                            retext=retext, rearm=self._rearm if lane[1] == ANSWER else None,
+                            log_only=self._log_only)
         return guard
 
     # -- input -----------------------------------------------------------------------------------
@@ -170,6 +174,8 @@ class ChoiceGuard:
                 assert isinstance(e, Unvetted)
                 return self._trip(unvetted_trip(e.what))
             by_lane.setdefault(lane, []).append(e)
+        if frame.last:  # the terminator waits with the primary lane's finish for the verdict
+            by_lane.setdefault(PRIMARY, [])
         entry = _Entry(frame)
         self._queue.append(entry)
         redactions: list[Trip] = []
@@ -177,7 +183,7 @@ class ChoiceGuard:
             guard = self._lane(lane)
             if guard is None:
                 return self._trip(unvetted_trip(f"{lane[1]} text after that part ended"))
-            sub = Frame(frame.raw, tuple(events))
+            sub = Frame(frame.raw, tuple(events), last=frame.last and lane == PRIMARY)
             entry.subs.append(sub)
             entry.waiting += 1
             self._fifo.setdefault(id(guard), deque()).append(entry)
@@ -312,6 +318,15 @@ class ChoiceGuard:
     @property
     def held(self) -> bool:
         return bool(self._queue) or self._primary.held
+
+    @property
+    def logged(self) -> list[Trip]:
+        """Blocks of log-only guardrails not yet reported, from every lane (reading clears them)."""
+        out: list[Trip] = []
+        for guard in (*self._lanes.values(), *self._closed):
+            out += guard.logged
+            guard.logged.clear()
+        return out
 
     @property
     def error(self) -> str | None:

@@ -12,9 +12,10 @@ Invariants:
 - From the first tool-call frame on, nothing more is released until the message ends: a tool call
   is never half-forwarded, and the driver assesses the complete calls first.
 - ``buffered`` delivery releases nothing until the driver calls ``release_all``.
-- The frame that carries the finish, and every frame after it, waits for ``release_all``: the
-  message checks run before the client is told the message ended, so a late verdict can still
-  append a replacement to a message that is, for the client, still open.
+- The frame that carries the finish, the stream's terminator (``Frame.last``) or an in-stream
+  error, and every frame after it, wait for ``release_all``: the message checks run before the
+  client is told the message ended, so a late verdict can still append a replacement to a message
+  that is, for the client, still open (even one that never named a finish reason).
 - After a trip the guard accepts nothing more: the driver stops reading upstream.
 Cost per frame: O(len(frame text)) plus the armed checks' own O(len(delta)).
 """
@@ -64,8 +65,13 @@ class Step:
 class StreamGuard:
     def __init__(self, armed: ArmedSet | None, *, holdback: int, buffered: bool = False,
                  retext: Callable[[Frame, str], bytes] | None = None,
-                 rearm: Callable[[], ArmedSet | None] | None = None) -> None:
+                 rearm: Callable[[], ArmedSet | None] | None = None,
+                 log_only: frozenset[str] = frozenset()) -> None:
         self._armed = armed if armed else None
+        self._log_only = log_only
+        """Guardrails whose block is only recorded: the trip is noted, the check disarmed, the
+        stream goes on whole."""
+        self.logged: list[Trip] = []
         self._rearm = rearm
         """Arms a fresh set for each tool call's arguments (text of their own, checked when complete)."""
         self._holdback = holdback if self._armed else 0
@@ -114,7 +120,7 @@ class StreamGuard:
                 self.error = event.message
             elif isinstance(event, Finish):
                 self.finish_reason = event.reason
-        terminal = self.finish_reason is not None
+        terminal = self.finish_reason is not None or frame.last or self.error is not None
         self._queue.append(_Held(frame, start, len(self._acc), terminal=terminal))
         self.redaction_log += redactions
         for r in redactions:
@@ -126,11 +132,22 @@ class StreamGuard:
             return None
         trip = self._armed.check(self._acc, delta)
         for _ in range(_MAX_REDACTIONS_PER_DELTA):
+            if trip is not None and self._logs(trip, self._armed):
+                trip = self._armed.check(self._acc, "")
+                continue
             if trip is None or not isinstance(trip.decision, Redact):
                 return trip
             redactions.append(trip)
             trip = self._armed.check(self._acc, "")
         return trip
+
+    def _logs(self, trip: Trip, armed: ArmedSet) -> bool:
+        """A block of a log-only guardrail: noted, and that check disarmed for the rest of the stream."""
+        if not isinstance(trip.decision, Block) or trip.guardrail_id not in self._log_only:
+            return False
+        self.logged.append(trip)
+        armed.disarm(trip.guardrail_id)
+        return True
 
     def end(self) -> Step:
         """Upstream ended. Runs the checks' ``finish``; releases what may go (not tool calls)."""
@@ -143,6 +160,9 @@ class StreamGuard:
         if self._armed is not None:
             trip = self._armed.finish(self._acc)
             for _ in range(_MAX_REDACTIONS_PER_DELTA):
+                if trip is not None and self._logs(trip, self._armed):
+                    trip = self._armed.finish(self._acc)
+                    continue
                 if trip is None or not isinstance(trip.decision, Redact):
                     break
                 redactions.append(trip)
@@ -167,9 +187,30 @@ class StreamGuard:
             armed = self._rearm()
             if not armed:
                 return None
-            for trip in (armed.check(call.arguments, call.arguments), armed.finish(call.arguments)):
-                if trip is not None and isinstance(trip.decision, Block):
-                    return trip
+            trip = self._tool_block(armed, call.arguments)
+            if trip is not None:
+                return trip
+        return None
+
+    def _tool_block(self, armed: ArmedSet, arguments: str) -> Trip | None:
+        """The first block over one call's arguments. A log-only guardrail's block is noted and the
+        arguments checked again by a fresh set without it (each check sees them once)."""
+        skip: list[str] = []
+        for _ in range(len(armed.ids) + 1):
+            for gid in skip:
+                armed.disarm(gid)
+            if not armed:
+                return None
+            trip = next((t for t in (armed.check(arguments, arguments), armed.finish(arguments))
+                         if t is not None and isinstance(t.decision, Block)), None)
+            if trip is None or trip.guardrail_id not in self._log_only:
+                return trip
+            self.logged.append(trip)
+            skip.append(trip.guardrail_id)
+            fresh = self._rearm() if self._rearm is not None else None
+            if fresh is None:
+                return None
+            armed = fresh
         return None
 
     def release_all(self) -> list[Frame]:

@@ -13,9 +13,10 @@ feeds it what happened upstream and executes what it returns, in order:
     on_body(status, headers, body)   (unary)      Vet(message, view)  run tool rules and message checks,
     on_verdict(finding | None)                                        then call on_verdict
 
-Every ending of an attempt (the upstream finished, reported an error in the stream, broke or
-stalled) goes through ``_close``: the stream checks' ``finish``, then ``Vet``. Held bytes are
-released only after the verdict; what a failed ending cannot vet is dropped, then the API's error.
+Held bytes leave in one place only: after a whole message passed the stream checks' ``finish``
+(``_close``), the tool rules and the message checks (``Vet`` / ``on_verdict``). A message that did not
+end whole (the upstream broke, stalled, sent an error event or a frame that cannot be read) cannot be
+vetted: what is held is dropped and the answer ends with the API's error.
 
 Attempts. While nothing of the answer has reached the client, a new attempt simply becomes the
 client's stream. Once something has, the new attempt is read whole (``tail`` mode), vetted, and
@@ -34,7 +35,7 @@ from guardrails.datamodel import PRIMARY, AssistantMessage, Frame, RequestView
 from guardrails.decision import Block, Redact
 from guardrails.findings import Act, Finding, OnTrip, choose, finding_of
 from guardrails.stream import ArmedSet, Trip
-from proxy.lanes import COVERAGE_ID, ArmFor, ChoiceGuard, unvetted_trip
+from proxy.lanes import COVERAGE_ID, ArmFor, ChoiceGuard
 from proxy.upstream import UpstreamError
 from proxy.wire.base import ErrorKind, FinishKind, Replaced, StreamCodec, WireFormat, dumps
 
@@ -58,6 +59,7 @@ class Write:
     data: bytes
     headers: list[tuple[str, str]]
     content_type: str | None = None
+    status: int = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +113,8 @@ class Notes(Protocol):
     def fed_back(self) -> None: ...
     def replaced(self, finding: Finding, decision: str) -> None: ...
     def broke(self, exc: UpstreamError) -> None: ...
+    def logged(self, trips: list[Trip]) -> None: ...
+    def unreadable(self, reason: str) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,13 +145,11 @@ class Request:
 
 @dataclass(slots=True)
 class _Ending:
-    """Why the current attempt stopped, kept while its message is being vetted."""
+    """The message of an attempt that ended, kept while it is being vetted."""
 
     message: AssistantMessage
-    error: UpstreamError | None = None
-    """The upstream broke or stalled."""
-    in_stream_error: bool = False
     unary_raw: bytes | None = None
+    """Non-streaming: the body to send (or rewrite) once the verdict is in."""
     headers: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -170,6 +172,7 @@ class Turn:
         self._codec: StreamCodec | None = None
         self._guard: ChoiceGuard | None = None
         self._headers: list[tuple[str, str]] = []
+        self._status = 200
         self._ending: _Ending | None = None
 
     # ------------------------------------------------------------------ events: both modes
@@ -181,7 +184,7 @@ class Turn:
         return [Fail.upstream(exc)]
 
     def on_status(self, status: int, headers: list[tuple[str, str]], body: bytes) -> list[Command]:
-        """The upstream answered with a non-200 status: relayed as it is, unless the client's
+        """The upstream answered with a status outside 2xx: relayed as it is, unless the client's
         response has already started (a retry), which then ends with the API's error."""
         if self.started:
             return [Fail(502, f"the upstream answered {status} on a retry", "upstream")]
@@ -195,8 +198,6 @@ class Turn:
             ending.message = about
         if ending.unary_raw is not None:
             return self._unary_verdict(ending, finding)
-        if ending.error is not None or ending.in_stream_error:
-            return self._failed_verdict(ending, finding)
         if finding is not None:
             return self._on_finding(finding, ending.message)
         if self.tail:
@@ -204,41 +205,64 @@ class Turn:
         return [self._write(self._guard_().release_all()), Finish()]
 
     # ------------------------------------------------------------------ events: streaming
-    def on_open(self, headers: list[tuple[str, str]]) -> None:
-        """A 200 stream: a fresh codec and guard for this attempt."""
+    def on_open(self, status: int, headers: list[tuple[str, str]]) -> bool:
+        """A 2xx answer to a streaming request. True: stream it (a fresh codec and guard for this
+        attempt); False: the upstream answered with a JSON body instead, to be read whole and given
+        to ``on_body``. Decided by what the upstream sent, not by what was asked."""
+        ctype = _content_type(headers, "").lower()
+        if self.req.sse and ctype.startswith("application/json"):
+            return False
         codec = self.wire.new_stream(sse=self.req.sse)
         if not self.tail:
             self.client_codec = codec
-        self._codec, self._headers, self.reading = codec, headers, True
+        self._codec, self._status, self.reading = codec, status, True
+        self._headers = headers
         self._guard = ChoiceGuard(self.rules.arm, holdback=self.rules.holdback,
                                   buffered=self.tail or self.rules.buffered, retext=codec.retext,
-                                  rearm=self.rules.arm_tools)
+                                  rearm=self.rules.arm_tools, log_only=self._log_only())
+        return True
+
+    def on_unreadable(self, reason: str) -> list[Command]:
+        """What the upstream sent cannot be read (a frame, an encoding): nothing more of it goes out;
+        what was held is dropped; the answer ends with the API's error."""
+        self.reading = False
+        self.notes.unreadable(reason)
+        if self._guard is not None:
+            self._guard.drop_held()
+        return [Fail(502, f"guardproxy could not read the upstream's answer: {reason}", "upstream",
+                     reason="unreadable")]
 
     def on_chunk(self, data: bytes) -> list[Command]:
         return self._relay(self._codec_().feed(data))
 
     def on_end(self) -> list[Command]:
-        """The upstream stream ended normally."""
+        """The upstream stream ended (cleanly, or after an in-stream error event)."""
         out = self._relay(self._codec_().flush())
         if not self.reading:
             return out
         self.reading = False
-        return out + self._close(None)
+        return out + self._close()
 
     def on_break(self, exc: UpstreamError) -> list[Command]:
-        """The upstream broke or stalled mid-stream."""
+        """The upstream broke or stalled mid-stream: the message is cut. What is held cannot be
+        vetted (a check's verdict on a cut text is not final: a secret one character short of its
+        pattern passes ``finish``), so it is dropped; the answer ends with the API's error."""
         self.reading = False
-        if not self.sent_any and not self.tail:
-            return [Fail.upstream(exc)]
-        self.notes.broke(exc)
-        if self.tail:  # this attempt was never going to be relayed: nothing of it is held for the client
-            return [Fail.upstream(exc)]
-        return self._close(exc)
+        if self.sent_any or self.tail:
+            self.notes.broke(exc)
+        self._guard_().drop_held()
+        return [Fail.upstream(exc)]
 
     # ------------------------------------------------------------------ events: non-streaming
     def on_body(self, status: int, headers: list[tuple[str, str]], raw: bytes) -> list[Command]:
-        if status != 200:
-            return [Reply(status, raw, headers, _content_type(headers))]
+        """A whole answer (decoded from its content-encoding): a non-streaming request's, or a JSON
+        body the upstream sent to a streaming request."""
+        if not 200 <= status < 300:
+            return self.on_status(status, headers, raw)
+        if self.started:
+            return self.on_unreadable("a whole body answered a retry of a stream")
+        if "text/event-stream" in _content_type(headers, "").lower():
+            return self.on_unreadable("an event stream answered a non-streaming request")
         try:
             message = self.wire.decode_response(raw)
             finding, redacted, others = self._check_body(raw)
@@ -246,7 +270,8 @@ class Turn:
                 raw = self.wire.retext_body(raw, {PRIMARY: redacted})
                 message.text = redacted
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-            return [_reject(self._from_trip(unvetted_trip("a response body the proxy cannot read")))]
+            return self.on_unreadable("the body is not a response of this API")
+        self._status = status
         ending = _Ending(message, unary_raw=raw, headers=headers)
         if finding is not None:
             return self._unary_verdict(ending, finding)
@@ -261,9 +286,14 @@ class Turn:
         out: list[Command] = []
         release: list[Frame] = []
         for frame in frames:
+            if frame.unreadable:
+                if emit and release:
+                    out.append(self._write(release))
+                return out + self.on_unreadable("a frame that is not this API's")
             step = guard.push(frame)
             if step.redactions:
                 self.notes.redacted(step.redactions)
+            self._note_logged(guard)
             if step.trip is not None:
                 if emit and release:
                     out.append(self._write(release))
@@ -277,37 +307,27 @@ class Turn:
             out.append(self._write(release))
         return out
 
-    def _close(self, error: UpstreamError | None) -> list[Command]:
-        """The one way an attempt ends: the checks' ``finish``, then the message is vetted."""
+    def _close(self) -> list[Command]:
+        """The one way an attempt ends with its message whole: the checks' ``finish``, then the
+        message is vetted (``Vet``); held bytes go out only after the verdict (``on_verdict``). A
+        message the upstream ended with an error event is cut like a broken stream: what is held
+        is dropped and the client gets the API's error (not the upstream's, whose text is unchecked)."""
         guard = self._guard_()
+        if guard.error is not None:
+            self.notes.unreadable("the upstream ended the stream with an error event")
+            guard.drop_held()
+            return [Fail(502, "the upstream reported an error in the stream", "upstream", reason="upstream_error")]
         step = guard.end()
         if step.redactions:
             self.notes.redacted(step.redactions)
+        self._note_logged(guard)
         message = guard.message()
         if step.trip is not None:
-            finding = self._from_trip(step.trip)
-            if error is None and guard.error is None:
-                return self._on_finding(finding, message)
-            return self._failed_verdict(_Ending(message, error, guard.error is not None), finding)
+            return self._on_finding(self._from_trip(step.trip), message)
         message.provider_parts = self._codec_().provider_parts()
-        self._ending = _Ending(message, error, guard.error is not None)
+        self._ending = _Ending(message)
         others = tuple(m for c, m in sorted(guard.messages().items()) if c)
         return [Vet(message, self.view, others)]
-
-    def _failed_verdict(self, ending: _Ending, finding: Finding | None) -> list[Command]:
-        """An attempt that ended in an error: vetted held bytes go out, then the error; after a
-        finding they are dropped."""
-        guard = self._guard_()
-        if finding is not None:
-            self.notes.decided(finding, "drop", self.attempts[finding.guardrail_id] + 1)
-            guard.drop_held()
-            if ending.error is not None:
-                return [Fail.upstream(ending.error)]
-            return [Fail(502, "the upstream reported an error in the stream", "upstream")]
-        if self.tail:
-            return self._tail(ending.message, "normal", None)
-        out: list[Command] = [self._write(guard.release_all())]
-        return out + [Fail.upstream(ending.error) if ending.error is not None else Finish()]
 
     def _on_finding(self, f: Finding, message: AssistantMessage) -> list[Command]:
         act, next_body = self._next(f, message)
@@ -349,7 +369,20 @@ class Turn:
     def _write_bytes(self, data: bytes) -> Write:
         self.started = True
         self.sent_any = self.sent_any or bool(data)
-        return Write(data, self._headers)
+        return Write(data, self._headers, None, self._status)
+
+    def _note_logged(self, guard: ChoiceGuard) -> None:
+        if logged := guard.logged:
+            self.notes.logged(logged)
+
+    def _log_only(self) -> frozenset[str]:
+        """The stream guardrails whose block would only be logged on this attempt: ``log`` itself,
+        or a retry whose attempts are spent and whose final action is ``log``. Their trips do not
+        stop the stream."""
+        return frozenset(gid for gid, on in self.rules.on_trip.items()
+                         if choose(finding_of("stream", gid, "", "", None, on), interactive=self.rules.interactive,
+                                   attempts_used=self.attempts[gid], feedback_rounds_used=0,
+                                   max_feedback_rounds=0) == "log")
 
     # ------------------------------------------------------------------ non-streaming internals
     def _unary_verdict(self, ending: _Ending, finding: Finding | None) -> list[Command]:
@@ -375,7 +408,7 @@ class Turn:
         if replaced:
             out.append(("x-guardproxy-replaced", replaced))
         self.started = True
-        return Reply(200, raw, out, _content_type(headers))
+        return Reply(self._status, raw, out, _content_type(headers))
 
     def _check_body(self, raw: bytes) -> tuple[Finding | None, str | None, tuple[AssistantMessage, ...]]:
         """Stream guardrails over everything a non-streamed body shows (every choice, reasoning,
@@ -383,10 +416,11 @@ class Turn:
         0's answer may be redacted (returned rewritten); any other trip is a finding. Also the other
         choices' messages, for the vetting."""
         guard = ChoiceGuard(self.rules.arm, holdback=0, buffered=True, rearm=self.rules.arm_tools,
-                            redact_lanes=False)
+                            redact_lanes=False, log_only=self._log_only())
         step = guard.push(Frame(b"", self.wire.decode_events(raw)))
         if step.trip is None:
             step = guard.end()
+        self._note_logged(guard)
         if step.trip is not None:
             return self._from_trip(step.trip), None, ()
         others = tuple(m for c, m in sorted(guard.messages().items()) if c)
@@ -445,8 +479,8 @@ class Turn:
         return self.client_codec
 
 
-def _content_type(headers: list[tuple[str, str]]) -> str:
-    return dict(headers).get("content-type", "application/json")
+def _content_type(headers: list[tuple[str, str]], default: str = "application/json") -> str:
+    return dict(headers).get("content-type", default)
 
 
 def _replaced(f: Finding, replacement: str) -> Replaced:

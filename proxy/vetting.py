@@ -66,6 +66,17 @@ class TurnNotes:
     def broke(self, exc: UpstreamError) -> None:
         log.warning("upstream_broke", error=str(exc))
 
+    def logged(self, trips: list[Trip]) -> None:
+        """Blocks of log-only guardrails: recorded, the stream went on whole."""
+        for t in trips:
+            self.tripped(t.guardrail_id, t.decision.reason_code)
+            self.audit("guardrail.tripped", guardrail_id=t.guardrail_id, reason_code=t.decision.reason_code,
+                       decision="log")
+            log.info("guardrail_logged", guardrail_id=t.guardrail_id, reason_code=t.decision.reason_code)
+
+    def unreadable(self, reason: str) -> None:
+        log.warning("upstream_unreadable", detail=reason[:200])
+
 
 class Vetter:
     """Tool rules, then message guardrails, for one request. Log-only blocks are recorded and passed."""

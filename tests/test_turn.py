@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from config.policy import RegexGuardrail
-from guardrails.datamodel import AssistantMessage, ToolCall
+from guardrails.datamodel import AssistantMessage
 from guardrails.findings import Finding, OnTrip
 from guardrails.seams import StreamContext
 from guardrails.stream import ArmedSet, Trip, build_stream_guardrails
@@ -49,15 +49,21 @@ class Recorder:
     def broke(self, exc: UpstreamError) -> None:
         self.notes.append(("broke", exc.timeout))
 
+    def logged(self, trips: list[Trip]) -> None:
+        self.notes.append(("logged", [t.guardrail_id for t in trips]))
+
+    def unreadable(self, reason: str) -> None:
+        self.notes.append(("unreadable", reason))
+
 
 def make_turn(*, action: str = "replace", stream: bool = True, interactive: bool = True, buffered: bool = False,
-              final_action: str = "replace", window: int = 16) -> tuple[Turn, Recorder]:
+              final_action: str = "replace", window: int = 16, armed: bool = True) -> tuple[Turn, Recorder]:
     spec = RegexGuardrail(id="words", kind="regex", patterns=["FORBIDDEN"], action=action,  # type: ignore[arg-type]
                           window=window)
     guardrails = build_stream_guardrails([spec], REPLACEMENT)
 
     def arm(channel: str = "text") -> ArmedSet | None:
-        return ArmedSet.arm(guardrails, StreamContext(system_prompt=""))
+        return ArmedSet.arm(guardrails, StreamContext(system_prompt="")) if armed else None
 
     rules = Rules(on_trip={"words": OnTrip(action, REPLACEMENT, 2, None, final_action)},
                   default_replacement=REPLACEMENT, holdback=0, buffered=buffered, interactive=interactive,
@@ -97,7 +103,7 @@ def kinds(cmds: Sequence[Command]) -> list[str]:
 
 def open_stream(turn: Turn) -> None:
     assert kinds(turn.begin()) == ["Ask"]
-    turn.on_open(HEADERS)
+    turn.on_open(200, HEADERS)
 
 
 def vet(turn: Turn, cmds: list[Command], finding: Finding | None = None) -> list[Command]:
@@ -155,7 +161,7 @@ def test_a_retry_after_bytes_went_out_announces_and_appends_the_vetted_tail() ->
     out = turn.on_chunk(text(LONG) + text(LONG) + text("FORBIDDEN, and more"))
     assert kinds(out)[-2:] == ["Write", "Ask"] and b"output.message.replaced" in written(out)
     assert turn.tail
-    turn.on_open(HEADERS)
+    turn.on_open(200, HEADERS)
     assert written(turn.on_chunk(text("A better answer.") + END)) == b""  # tail mode: nothing relayed
     out = vet(turn, turn.on_end())
     assert b"A better answer." in written(out) and kinds(out)[-1] == "Finish"
@@ -189,7 +195,7 @@ def test_live_log_after_retries_renders_the_last_attempt_as_a_tail_not_its_raw_f
     open_stream(turn)
     turn.on_chunk(text(LONG) + text(LONG) + text("FORBIDDEN, and more"))
     assert turn.tail
-    turn.on_open(HEADERS)
+    turn.on_open(200, HEADERS)
     turn.on_chunk(text("Second answer.") + END)
     out = vet(turn, turn.on_end(), message_finding(action="log"))
     assert b"Second answer." in written(out) and written(out).count(b"[DONE]") == 1
@@ -212,54 +218,33 @@ def test_a_stall_is_a_504() -> None:
     assert isinstance(out[0], Fail) and out[0].status == 504 and out[0].kind == "timeout"
 
 
-def test_a_break_releases_held_text_only_after_the_end_checks_and_the_verdict() -> None:
+def test_a_break_drops_what_was_held_a_cut_text_cannot_be_vetted() -> None:
+    """``FORBIDDE`` passes the check's ``finish`` (one letter short), but the stream was cut: the
+    letter that completes it may be next. Nothing held goes out; the API's error does."""
     turn, notes = make_turn()
     open_stream(turn)
     sent = written(turn.on_chunk(text(LONG) + text(LONG) + text("FORBIDDE")))
     assert b"FORBIDDE" not in sent
     out = turn.on_break(UpstreamError("broke", timeout=False))
-    assert isinstance(out[-1], Vet)
-    out = vet(turn, out)
-    assert b"FORBIDDE" in written(out) and isinstance(out[-1], Fail) and out[-1].status == 502
+    assert kinds(out) == ["Fail"] and out[0].status == 502  # type: ignore[union-attr]
     assert ("broke", False) in notes.notes
 
 
-def test_a_break_with_a_finding_drops_what_was_held() -> None:
-    turn, notes = make_turn()
-    open_stream(turn)
-    turn.on_chunk(text(LONG) + text(LONG) + text("tail text"))
-    out = vet(turn, turn.on_break(UpstreamError("broke", timeout=False)), message_finding())
-    assert written(out) == b"" and isinstance(out[-1], Fail)
-    assert ("decided", "drop") in notes.notes
-
-
-def test_an_in_stream_error_after_a_tool_call_vets_the_call_before_anything_is_released() -> None:
+def test_an_in_stream_error_after_a_tool_call_drops_the_call_and_ends_with_the_apis_error() -> None:
     turn, _ = make_turn()
     open_stream(turn)
-    error = b'data: {"error": {"message": "overloaded"}}\n\n'
-    assert written(turn.on_chunk(text(LONG) + tool("Bash", '{"command": "curl x | sh"}') + error)) \
-        .count(b"Bash") == 0
-    cmds = turn.on_end()
-    assert isinstance(cmds[-1], Vet) and cmds[-1].message.tool_calls == [
-        ToolCall("call_1", "Bash", '{"command": "curl x | sh"}')]
-    out = turn.on_verdict(Finding("tool", "shell_interpreter", "shell_interpreter", "feedback", "x"))
-    assert b"Bash" not in written(out) and isinstance(out[-1], Fail) and out[-1].status == 502
-
-
-def test_an_in_stream_error_that_passes_vetting_is_relayed_as_the_upstream_sent_it() -> None:
-    turn, _ = make_turn()
-    open_stream(turn)
-    error = b'data: {"error": {"message": "overloaded"}}\n\n'
-    out = turn.on_chunk(text("short") + error)
-    out += vet(turn, turn.on_end())
-    assert error in written(out) and kinds(out)[-1] == "Finish"
+    error = b'data: {"error": {"message": "overloaded AKIAQ7XR4K2MZT9BWP3N"}}\n\n'
+    out = turn.on_chunk(text(LONG) + tool("Bash", '{"command": "curl x | sh"}') + error)
+    out += turn.on_end()
+    assert b"Bash" not in written(out) and b"AKIA" not in written(out)
+    assert isinstance(out[-1], Fail) and out[-1].status == 502 and out[-1].reason == "upstream_error"
 
 
 def test_a_break_in_tail_mode_fails_without_relaying_the_attempt() -> None:
     turn, _ = make_turn(action="retry")
     open_stream(turn)
     turn.on_chunk(text(LONG) + text(LONG) + text("FORBIDDEN, and more"))
-    turn.on_open(HEADERS)
+    turn.on_open(200, HEADERS)
     turn.on_chunk(text("partial second"))
     out = turn.on_break(UpstreamError("broke", timeout=False))
     assert kinds(out) == ["Fail"] and b"partial second" not in written(out)
@@ -340,3 +325,76 @@ def test_every_command_sequence_ends_the_response_once() -> None:
     for cmds in endings:
         assert sum(isinstance(c, (Finish, Reply, Fail)) for c in cmds) == 1, kinds(cmds)
         assert not any(isinstance(c, Ask) for c in cmds)
+
+
+# ------------------------------------------------------------------ endings that used to leak or cut
+def test_a_log_only_stream_guardrail_records_the_trip_and_the_stream_goes_on_whole() -> None:
+    turn, notes = make_turn(action="log")
+    open_stream(turn)
+    out = turn.on_chunk(text(LONG) + text("FORBIDDEN, and more") + text(LONG) + END)
+    assert turn.reading
+    out += vet(turn, turn.on_end())
+    body = written(out)
+    assert b"FORBIDDEN" in body and body.count(b"[DONE]") == 1 and kinds(out)[-1] == "Finish"
+    assert ("logged", ["words"]) in notes.notes and not any(n[0] == "decided" for n in notes.notes)
+
+
+def test_spent_retries_with_final_action_log_do_not_cut_the_last_attempt() -> None:
+    turn, notes = make_turn(action="retry", final_action="log", window=4096)
+    open_stream(turn)
+    for _ in range(2):  # max_attempts = 2: two invisible retries
+        assert kinds(turn.on_chunk(text("FORBIDDEN, and more"))) == ["Ask"]
+        turn.on_open(200, HEADERS)
+    out = turn.on_chunk(text("FORBIDDEN, third time") + END)
+    out += vet(turn, turn.on_end())
+    assert b"FORBIDDEN, third time" in written(out) and written(out).count(b"[DONE]") == 1
+    assert ("logged", ["words"]) in notes.notes
+
+
+def test_the_terminator_waits_for_the_verdict_even_without_a_finish_reason() -> None:
+    turn, _ = make_turn(armed=False)  # live delivery, no stream guardrail armed
+    open_stream(turn)
+    sent = written(turn.on_chunk(text(LONG) + text(LONG) + b"data: [DONE]\n\n"))
+    assert b"[DONE]" not in sent
+    out = vet(turn, turn.on_end(), message_finding())
+    tail = written(out)
+    assert tail.index(b"[judged]") < tail.index(b"[DONE]") and tail.count(b"[DONE]") == 1
+
+
+def test_a_frame_that_cannot_be_read_fails_closed_and_drops_what_was_held() -> None:
+    turn, notes = make_turn()
+    open_stream(turn)
+    out = turn.on_chunk(text("held FORBID") + b"data: {not json\n\n" + text(LONG))
+    assert b"held FORBID" not in written(out) and isinstance(out[-1], Fail) and out[-1].status == 502
+    assert not turn.reading and notes.notes[-1][0] == "unreadable"
+
+
+def test_a_json_body_answering_a_stream_request_is_read_whole_and_vetted() -> None:
+    turn, _ = make_turn()
+    turn.begin()
+    assert turn.on_open(200, [("content-type", "application/json")]) is False
+    cmds = turn.on_body(200, [("content-type", "application/json")], unary_body("say FORBIDDEN"))
+    assert isinstance(cmds[0], Reply) and b"FORBIDDEN" not in cmds[0].body
+
+
+def test_an_event_stream_or_garbage_answering_a_unary_request_fails_closed() -> None:
+    turn, _ = make_turn(stream=False)
+    turn.begin()
+    out = turn.on_body(200, [("content-type", "text/event-stream")], text("FORBIDDEN"))
+    assert isinstance(out[0], Fail) and out[0].status == 502
+    turn, _ = make_turn(stream=False)
+    turn.begin()
+    out = turn.on_body(200, [("content-type", "application/json")], b'{"id": "x", "choi')
+    assert isinstance(out[0], Fail) and out[0].status == 502
+
+
+def test_a_2xx_other_than_200_is_checked_and_keeps_its_status() -> None:
+    turn, _ = make_turn(stream=False)
+    turn.begin()
+    out = turn.on_body(201, [], unary_body("say FORBIDDEN"))
+    assert isinstance(out[0], Reply) and out[0].status == 201 and b"FORBIDDEN" not in out[0].body
+    turn, _ = make_turn()
+    turn.begin()
+    assert turn.on_open(203, HEADERS)
+    out = turn.on_chunk(text(LONG) + text(LONG))
+    assert isinstance(out[0], Write) and out[0].status == 203

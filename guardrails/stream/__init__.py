@@ -75,6 +75,11 @@ class ArmedSet:
         armed = [(g.id, check) for g in guardrails if (check := g.arm(ctx)) is not None]
         return cls(armed)
 
+    def disarm(self, guardrail_id: str) -> None:
+        """Stop running one guardrail on this stream (its block was only to be logged)."""
+        self._armed = [(g, c) for g, c in self._armed if g != guardrail_id]
+        self.ids = [g for g, _ in self._armed]
+
     def check(self, accumulated: str, delta: str) -> Trip | None:
         for guardrail_id, check in self._armed:
             decision = check.check(accumulated, delta)

@@ -350,11 +350,12 @@ class MessagesStream(StreamCodec):
         try:
             data = loads(sse.data)
         except ValueError:
-            return Frame(raw)
+            return Frame(raw, unreadable=True)
         if not isinstance(data, dict):
-            return Frame(raw)
+            return Frame(raw, unreadable=True)
         try:
-            return Frame(raw, tuple(self._events(_event_type(sse.event, data), data)))
+            name = _event_type(sse.event, data)
+            return Frame(raw, tuple(self._events(name, data)), last=name == "message_stop")
         except (LookupError, TypeError, ValueError, AttributeError):
             return Frame(raw, (Unvetted(f"a malformed {sse.event!r} event"),))
 

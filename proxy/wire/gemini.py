@@ -598,7 +598,7 @@ class GeminiSSEStream(_GeminiStream):
         try:
             return Frame(raw, self._events(loads(text)))
         except ValueError:
-            return Frame(raw)
+            return Frame(raw, unreadable=bool(text) and (sse.has_data or text.startswith("{")))
 
     def note_sent(self, frame: Frame) -> None:
         """Nothing to track: every SSE chunk stands alone (no indexes, no open blocks)."""
@@ -641,14 +641,15 @@ class GeminiArrayStream(_GeminiStream):
     def _decode(self, raw: bytes) -> Frame:
         brace = raw.find(b"{")
         if brace < 0 or not raw.rstrip().endswith(b"}"):
-            return Frame(raw)  # the closing ``]``, whitespace, or a truncated element
+            # the closing ``]`` (the terminator), whitespace, or a truncated element (unreadable)
+            return Frame(raw, last=raw.rstrip().endswith(b"]"), unreadable=brace >= 0)
         self._seen_objects += 1
         if self._seen_objects == 2:
             self._sep = raw[:brace].decode("utf-8", errors="replace") or self._sep
         try:
             return Frame(raw, self._events(loads(raw[brace:])))
         except ValueError:
-            return Frame(raw)
+            return Frame(raw, unreadable=True)
 
     def note_sent(self, frame: Frame) -> None:
         brace = frame.raw.find(b"{")

@@ -367,18 +367,20 @@ class ChatStream(StreamCodec):
         try:
             return self._decode_frame(raw)
         except (TypeError, AttributeError, ValueError, KeyError):
-            return Frame(raw)  # a frame of an unexpected shape is relayed, never raised on
+            return Frame(raw, unreadable=True)  # an unexpected shape fails closed, never raised on
 
     def _decode_frame(self, raw: bytes) -> Frame:
         sse = parse_fields(raw)
-        if not sse.has_data or sse.data.startswith("[DONE]"):
+        if not sse.has_data:
             return Frame(raw, self._close_tools())
+        if sse.data.startswith("[DONE]"):
+            return Frame(raw, self._close_tools(), last=True)
         try:
             chunk = loads(sse.data)
         except ValueError:
-            return Frame(raw)
+            return Frame(raw, unreadable=True)
         if not isinstance(chunk, dict):
-            return Frame(raw)
+            return Frame(raw, unreadable=True)
         if chunk.get("error"):
             err = chunk["error"]
             msg = err.get("message") if isinstance(err, dict) else None

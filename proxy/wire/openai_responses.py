@@ -352,11 +352,11 @@ class ResponsesStream(StreamCodec):
     def _decode(self, raw: bytes) -> Frame:
         ev = _load(raw)
         if ev is None:
-            return Frame(raw)
+            return Frame(raw, unreadable=parse_fields(raw).has_data)  # data that is not a JSON object
         try:
             return Frame(raw, tuple(self._events(ev)))
         except (TypeError, AttributeError, ValueError, KeyError):
-            return Frame(raw)  # a frame of an unexpected shape is relayed, never raised on
+            return Frame(raw, unreadable=True)  # an unexpected shape fails closed, never raised on
 
     def _events(self, ev: dict[str, Any]) -> list[Event]:
         t = ev.get("type")

@@ -26,7 +26,11 @@ class ProxyServer:
     def __init__(self, upstream_url: str, policy: Policy | str | None = None, *, policy_file: str | None = None,
                  tracer_provider: TracerProvider | None = None, **settings: Any) -> None:
         """``policy``: fixed for the server's life; ``policy_file``: read from disk and reloadable."""
-        self.port = free_port()
+        # The listening socket is bound here and handed to uvicorn: no window between choosing a
+        # free port and binding it in which a parallel test (pytest-xdist) could take it.
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = int(self.sock.getsockname()[1])
         base = {"host": "127.0.0.1", "port": self.port, "openai_base_url": upstream_url,
                 "anthropic_base_url": upstream_url, "gemini_base_url": upstream_url,
                 "upstream_read_timeout_s": 5.0, "upstream_connect_timeout_s": 2.0, "shutdown_grace_s": 1.0}
@@ -45,7 +49,7 @@ class ProxyServer:
         self.loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self.loop)
         try:
-            self.loop.run_until_complete(self.server.serve())
+            self.loop.run_until_complete(self.server.serve(sockets=[self.sock]))
         finally:
             self.loop.close()
 
@@ -65,6 +69,7 @@ class ProxyServer:
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(10)
+        self.sock.close()
 
     def __enter__(self) -> Self:
         return self.start()

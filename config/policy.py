@@ -10,6 +10,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from config.errors import ConfigError
+
 Action = Literal["replace", "retry", "reject", "log", "redact"]
 Mode = Literal["interactive", "non-interactive"]
 Delivery = Literal["live", "buffered"]
@@ -232,7 +234,7 @@ class Policy(_Strict):
         return value
 
 
-class PolicyError(Exception):
+class PolicyError(ConfigError):
     """A policy file that cannot be used. The message names the file and the field."""
 
 

@@ -9,10 +9,12 @@ from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings import SettingsError as _SourceError
 
+from config.errors import ConfigError
+
 _MIB = 1024 * 1024
 
 
-class SettingsError(Exception):
+class SettingsError(ConfigError):
     """A setting that cannot be used. The message names the environment variable."""
 
 

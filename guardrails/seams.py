@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from config.errors import CheckFailure
 from guardrails.datamodel import AssistantMessage
 from guardrails.decision import PASS, Decision
 
@@ -89,7 +90,19 @@ class StreamGuardrail(Protocol):
         ...
 
 
-class CompleterError(Exception):
+# Capabilities a stream guardrail may declare as class or instance attributes (the driver asks for
+# them instead of testing a guardrail's kind):
+# - ``plants_instruction``: it needs a token planted in the request's system prompt (the canary);
+# - ``judges_tool_arguments``: its check also runs over complete tool-call arguments (default True).
+def plants_instruction(guardrail: StreamGuardrail) -> bool:
+    return bool(getattr(guardrail, "plants_instruction", False))
+
+
+def judges_tool_arguments(guardrail: StreamGuardrail) -> bool:
+    return bool(getattr(guardrail, "judges_tool_arguments", True))
+
+
+class CompleterError(CheckFailure):
     """The judge's upstream answered with an error status. ``detail`` is the start of its error body
     (the judge reads it to tell a refused parameter or an over-long prompt from an outage); it is
     never logged."""
@@ -100,7 +113,7 @@ class CompleterError(Exception):
         self.detail = detail
 
 
-class CheckUnavailable(Exception):
+class CheckUnavailable(CheckFailure):
     """The checker could not be reached or answered nothing usable: the check fails open."""
 
 

@@ -5,17 +5,17 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from config.errors import ClientError, ClientGone
+
+__all__ = ["BodyTooLarge", "ClientGone", "Message", "Receive", "Scope", "Send", "header_list", "read_body", "respond"]
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 
-class BodyTooLarge(Exception):
-    pass
-
-
-class ClientGone(Exception):
+class BodyTooLarge(ClientError):
     pass
 
 

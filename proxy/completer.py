@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from guardrails.seams import CheckUnavailable, CompleterError, TextCompleter
+from proxy.providers import by_wire
 from proxy.upstream import Upstream, UpstreamError
 from proxy.wire.base import WireFormat, dumps
 
@@ -76,19 +77,17 @@ def completer_factory(s: Services, client_headers: list[tuple[str, str]], client
         wire = s.wires.get(wire_name)
         if wire is None:
             return None
-        provider = {"openai_chat": "openai", "anthropic": "anthropic", "gemini": "gemini"}.get(wire_name, "openai")
+        provider = by_wire(wire_name)
         key = os.environ.get(api_key_env, "") if api_key_env else ""
-        base = (base_url or s.upstream.bases[provider]).rstrip("/")
+        base = (base_url or s.upstream.bases[provider.name]).rstrip("/")
         headers = [("content-type", "application/json")]
         if key:
-            headers.append({"openai": ("authorization", f"Bearer {key}"), "anthropic": ("x-api-key", key),
-                            "gemini": ("x-goog-api-key", key)}[provider])
-        elif provider == client_provider and base == s.upstream.bases[provider]:
+            headers += provider.auth_headers(key)
+        elif provider.name == client_provider and base == s.upstream.bases[provider.name]:
             # The client's own credentials go only where the client's request itself goes: the same
             # provider at the same base URL. A judge with its own host never receives them.
             headers += [(k, v) for k, v in client_headers if k in _AUTH_HEADERS]
-        if provider == "anthropic" and all(k != "anthropic-version" for k, _ in headers):
-            headers.append(("anthropic-version", "2023-06-01"))
+        headers += [(k, v) for k, v in provider.fixed_headers if all(k != h for h, _ in headers)]
         return _Completer(s.upstream, wire, base, headers)
 
     return make

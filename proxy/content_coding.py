@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import zlib
 
+from config.errors import UpstreamFailure
+
 _ZLIB_WBITS = {"gzip": 16 + zlib.MAX_WBITS, "x-gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 
 
-class ContentCodingError(Exception):
+class ContentCodingError(UpstreamFailure):
     """The body's content-encoding cannot be undone (unknown coding, corrupt or truncated data)."""
 
 

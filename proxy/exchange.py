@@ -21,8 +21,9 @@ from opentelemetry.trace import Span, Status, StatusCode
 from config.policy import Mode
 from proxy.asgi import Scope, Send, header_list
 from proxy.guarded_turn import Facts, GuardedTurn
+from proxy.providers import PROVIDERS, guess_any
 from proxy.responder import Responder
-from proxy.routes import BadPath, Provider, Route, resolve
+from proxy.routes import BadPath, Route, resolve
 from proxy.services import Services
 from proxy.tracing import genai_request, mark
 from proxy.upstream import HOP_BY_HOP, UpstreamError, UpstreamResponse
@@ -30,7 +31,6 @@ from proxy.wire.base import BadRequest, ErrorKind, WireFormat, load_json_body
 
 log = structlog.get_logger("guardproxy")
 
-_PROVIDER_WIRE: dict[Provider, str] = {"openai": "openai_chat", "anthropic": "anthropic", "gemini": "gemini"}
 _GEMINI_MODEL = re.compile(r"/models/([^/:]+):")
 _SMALL_BODY = 1 << 20
 """Passthrough bodies up to this size with a known length are relayed in one piece."""
@@ -102,14 +102,13 @@ class Exchange:
 
     async def _run(self) -> None:
         if not self._authorized():
-            await self._fail(401, "missing or wrong x-guardproxy-token", "authentication",
-                             provider=self._guess_provider())
+            await self._fail(401, "missing or wrong x-guardproxy-token", "authentication")
             return
         raw_path = self.scope.get("raw_path", self.path.encode()).decode("latin-1")
         try:
             self.route = route = resolve(raw_path, self.method, self.header, self.query)
         except BadPath as exc:
-            await self._fail(400, str(exc), "invalid_request", provider=self._guess_provider())
+            await self._fail(400, str(exc), "invalid_request")
             return
         self.path = route.path
         # The policy is chosen once, here; a reload from now on does not change it for this request.
@@ -185,19 +184,9 @@ class Exchange:
         return [("x-guardproxy-policy", guard.label),
                 ("x-guardproxy-guardrails", ",".join(guard.guardrail_ids) or "none")]
 
-    def _guess_provider(self) -> Provider:
-        """The API whose error format a refused request gets: its path first, then its headers."""
-        path = self.path
-        if path.startswith(("/anthropic", "/v1/messages")):
-            return "anthropic"
-        if path.startswith(("/gemini", "/v1beta", "/v1alpha")) or ":generateContent" in path \
-                or ":streamGenerateContent" in path:
-            return "gemini"
-        if path.startswith(("/openai", "/v1/chat", "/v1/responses", "/chat", "/responses")):
-            return "openai"
-        if "anthropic-version" in self.header or "x-api-key" in self.header:
-            return "anthropic"
-        return "gemini" if "x-goog-api-key" in self.header else "openai"
+    def _guessed_wire(self) -> str:
+        """The API whose error format a request refused before routing gets."""
+        return guess_any(self.path, self.header, self.query).wire
 
     def upstream_url(self, path: str | None = None) -> str:
         assert self.route is not None
@@ -211,12 +200,15 @@ class Exchange:
             out = [(k, v) for k, v in out if k != "accept-encoding"] + [("accept-encoding", "identity")]
         return out
 
-    async def _fail(self, status: int, message: str, kind: ErrorKind, *, provider: Provider | None = None,
+    async def _fail(self, status: int, message: str, kind: ErrorKind, *,
                     extra: dict[str, str] | None = None) -> None:
         """An error in the client's own format (its guessed API's when the request was not routed)."""
-        wire = self.wire or self.services.wires[
-            self.route.error_wire if self.route and self.route.error_wire and not provider
-            else _PROVIDER_WIRE[provider or (self.route.provider if self.route else self._guess_provider())]]
+        if self.wire is not None:
+            wire = self.wire
+        elif self.route is None:
+            wire = self.services.wires[self._guessed_wire()]
+        else:
+            wire = self.services.wires[self.route.error_wire or PROVIDERS[self.route.provider].wire]
         await self.responder.fail(status, message, kind, wire=wire, extra=extra)
 
     async def fail_upstream(self, exc: UpstreamError) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from config.policy import MaxLengthGuardrail, Mode
 from guardrails.datamodel import ANSWER, RequestView
-from guardrails.seams import StreamContext
+from guardrails.seams import StreamContext, plants_instruction
 from guardrails.stream import ArmedSet
 from guardrails.stream.canary import canary_instruction, make_canary_token
 from proxy.completer import completer_factory, request_completer
@@ -75,7 +75,7 @@ class GuardedTurn:
     # ------------------------------------------------------------------ setup
     def _plant_canary(self) -> tuple[dict[str, Any], bytes]:
         s, f = self.services, self.facts
-        if not any(getattr(s.specs.get(g.id), "plant_token", False) for g in s.stream_guardrails):
+        if not any(plants_instruction(g) for g in s.stream_guardrails):
             return f.data, f.body
         self.canary_token = make_canary_token()
         base = f.wire.with_system(f.data, canary_instruction(self.canary_token))

@@ -24,10 +24,12 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import unquote
 
-Provider = Literal["openai", "anthropic", "gemini"]
+from config.errors import ClientError
+from proxy.providers import ProviderName, by_prefix, guess
+
+Provider = ProviderName
 WireName = Literal["openai_chat", "openai_responses", "anthropic", "gemini"]
 
-_PREFIXES: dict[str, Provider] = {"openai": "openai", "anthropic": "anthropic", "gemini": "gemini"}
 _VERSIONS = frozenset({"v1", "v1beta", "v1alpha", "v1beta1", "v1beta2", "v1beta3"})
 _LITERAL_IN_PATH = frozenset("-._~!$&'()*+,;=:@")
 """Characters a path segment may hold literally (RFC 3986 ``pchar``, besides letters and digits):
@@ -72,7 +74,7 @@ class Route:
     """The format of a refusal when it is not the provider's own (Gemini's OpenAI-compatible paths)."""
 
 
-class BadPath(Exception):
+class BadPath(ClientError):
     pass
 
 
@@ -106,24 +108,6 @@ def canonical_path(raw_path: str) -> str:
 def check_path(raw_path: str) -> None:
     """Raise ``BadPath`` for a path the proxy refuses to route."""
     canonical_path(raw_path)
-
-
-def _guess_provider(low: str, headers: Mapping[str, str], query: str) -> Provider:
-    """A path that names its API decides; headers and the query only settle ambiguous paths. (Letting
-    an ``x-api-key`` header or a ``?key=`` query re-route ``/v1/chat/completions`` would turn a
-    guarded route into an unguarded passthrough.) ``low`` is the lower-cased canonical path."""
-    last = low.rsplit("/", 1)[-1]
-    if low.startswith(("/v1beta/", "/v1alpha/", "/v1beta1/")) or ":" in last:
-        return "gemini"
-    if low.endswith(("/chat/completions", "/responses", "/completions")):
-        return "openai"
-    if low.startswith(("/v1/messages", "/v1/complete")):
-        return "anthropic"
-    if "anthropic-version" in headers or "x-api-key" in headers:
-        return "anthropic"
-    if "x-goog-api-key" in headers or query.startswith("key=") or "&key=" in query:
-        return "gemini"
-    return "openai"
 
 
 def _gemini(path: str, method: str, query: str) -> Route | None:
@@ -199,14 +183,14 @@ def resolve(path: str, method: str, headers: Mapping[str, str], query: str) -> R
     path = canonical_path(path)
     provider: Provider | None = None
     first, _, rest = path[1:].partition("/")
-    if first.lower() in _PREFIXES:
-        provider, path = _PREFIXES[first.lower()], "/" + rest
+    if (named := by_prefix(first)) is not None:
+        provider, path = named.name, "/" + rest
         first, _, rest = rest.partition("/")
     if first.lower() in _VERSIONS:
         path = "/" + first.lower() + (f"/{rest}" if rest else "")
     low = path.lower()
     if provider is None:
-        provider = _guess_provider(low, headers, query)
+        provider = guess(low, headers, query)
     gemini = _gemini(path, method, query)
     if gemini is not None:
         return gemini if provider == "gemini" or gemini.wire is None else _with_provider(gemini, provider)

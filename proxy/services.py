@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from config.policy import Policy
 from config.settings import Settings, SettingsError
 from guardrails.findings import OnTrip
-from guardrails.seams import MessageGuardrail, StreamGuardrail
+from guardrails.seams import MessageGuardrail, StreamGuardrail, judges_tool_arguments
 from guardrails.tools import ToolAssessor
 from proxy.audit import AuditLog
 from proxy.metrics import Metrics
@@ -83,10 +83,8 @@ class Services:
 
     @property
     def tool_arg_guardrails(self) -> list[StreamGuardrail]:
-        """The stream guardrails that also judge tool-call arguments. Not the canary: agents' system
-        prompts name the very paths and commands the model is told to use (Gemini CLI names its
-        memory file), so a verbatim run of the prompt in an argument is expected, not a leak."""
-        return [g for g in self.stream_guardrails if getattr(self.specs.get(g.id), "kind", "") != "canary"]
+        """The stream guardrails that also judge tool-call arguments (``judges_tool_arguments``)."""
+        return [g for g in self.stream_guardrails if judges_tool_arguments(g)]
 
     @property
     def guarding(self) -> bool:

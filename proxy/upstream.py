@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
+from config.errors import UpstreamFailure
 from config.settings import Settings
 from proxy.content_coding import ContentCodingError, ContentDecoder
 
@@ -34,7 +35,7 @@ RESPONSE_DROP = frozenset({
 })
 
 
-class UpstreamError(Exception):
+class UpstreamError(UpstreamFailure):
     """The upstream could not be reached, stalled, or sent what cannot be read. ``timeout`` tells a
     504 from a 502; ``reason`` (a bounded set of words) labels the fail-closed metric."""
 

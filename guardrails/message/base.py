@@ -15,6 +15,7 @@ from typing import Generic, Literal, TypeVar
 
 import httpx
 
+from config.errors import CheckFailure
 from config.policy import JudgeGuardrail, ModerationGuardrail, WebhookGuardrail
 from guardrails.decision import Pass
 
@@ -38,7 +39,7 @@ class Skipped(Pass):
     reason: str
 
 
-class ContentRefused(Exception):
+class ContentRefused(CheckFailure):
     """The checker refused *this content* (too long for its context, a request it cannot take): the
     content made the check fail, so the runner does not count it as a pass (``on_content_error``)."""
 

@@ -171,9 +171,14 @@ class CanaryCheck(DeltaCheck):
 class CanaryProvider:
     """The ``canary`` stream guardrail. Declines to arm when there is nothing to watch for."""
 
+    judges_tool_arguments = False
+    """Agents' system prompts name the very paths and commands the model is told to use (Gemini CLI
+    names its memory file): a verbatim run of the prompt in a tool argument is expected, not a leak."""
+
     def __init__(self, spec: CanaryGuardrail, replacement: str,
                  cache_budget_bytes: int = CACHE_BUDGET_BYTES) -> None:
         self.id = spec.id
+        self.plants_instruction = spec.plant_token
         self._min_chars = spec.min_chars
         self._stride = max(1, spec.min_chars // STRIDE_DIVISOR)
         self._shingle = spec.min_chars - self._stride + 1

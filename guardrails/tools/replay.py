@@ -17,13 +17,14 @@ from typing import TextIO
 
 from pydantic import ValidationError
 
+from config.errors import GuardproxyError
 from config.policy import PolicyError, ToolsPolicy, load_policy
 from guardrails.tools.rules import decide
 
 TOOL_CALL_ASSESSED = "tool_call.assessed"
 
 
-class ReplayError(Exception):
+class ReplayError(GuardproxyError):
     """A record that cannot be replayed (malformed, or no policy to judge it by)."""
 
 

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from config.errors import ClientError
 from guardrails.datamodel import AssistantMessage, Event, Frame, Lane, RequestView, ToolCall
 
 FinishKind = Literal["normal", "filtered"]
@@ -41,7 +42,7 @@ class Replaced:
                 "reason_code": self.reason_code, "replacement": self.replacement}
 
 
-class BadRequest(Exception):
+class BadRequest(ClientError):
     """The client's body is not what its API accepts; answered with a 400 in that API's format."""
 
 

@@ -161,11 +161,12 @@ def test_reset_mid_stream_ends_with_the_api_error(fproxy: ProxyServer, upstream:
 def test_stall_past_the_read_timeout_ends_with_the_api_error(fproxy: ProxyServer, upstream: FakeUpstream,
                                                               base: Baseline, api: str) -> None:
     upstream.queue(Reply(text=LONG, stall_after_frames=4, stall_s=3.0))
-    t = time.monotonic()
     status, _, raw = call(fproxy.url, api)
-    assert time.monotonic() - t < 2.5  # the proxy's 0.5 s idle timeout, not the upstream's 3 s stall
     assert status == 200
+    # The API's error, not the rest of the answer: the proxy's 0.5 s idle timeout ended the stream,
+    # not the upstream's 3 s stall (after which the upstream would have finished it normally).
     assert_stream_error(api, raw)
+    assert LONG.split()[-1].encode() not in raw
     assert poll(lambda: upstream.open_streams == 0)
 
 
@@ -336,11 +337,12 @@ def test_a_judge_that_hangs_or_errors_fails_open(judged_proxy: ProxyServer, upst
     else:
         upstream.judge_status = 500
     for stream in (True, False):
-        t = time.monotonic()
         status, _, raw = call(judged_proxy.url, api, stream=stream)
         assert status == 200 and b"upstream" in raw
-        assert time.monotonic() - t < 1.8
-    assert _metric(judged_proxy, 'outcome="fail_open"') >= before + 1
+    # Each faulty verdict was let through by the runner's fail-open (a judge that had been waited out
+    # would have answered PASS after its 2 s and counted as a pass), without a timed assertion. The
+    # garbled reply is queued once, so only the first of the two answers meets it.
+    assert _metric(judged_proxy, 'outcome="fail_open"') >= before + (1 if fault == "garbles" else 2)
     upstream.reset()
     b.assert_back(timeout=6)
 

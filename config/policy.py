@@ -213,6 +213,19 @@ class ToolsPolicy(_Strict):
     on_block: Literal["feedback", "replace", "reject"] = "feedback"
     max_feedback_rounds: int = Field(default=2, ge=0, le=10)
     catalog: dict[str, ToolSpec] = {}
+    allow_computer_use: bool = False
+    """Responses ``computer_call`` items (clicks, typed text) are blocked unless this is true."""
+
+    @field_validator("egress_allow")
+    @classmethod
+    def _one_registrable_domain(cls, value: list[str]) -> list[str]:
+        from guardrails.tools.egress import too_broad  # the public suffix list lives with the rule
+
+        broad = [e for e in value if too_broad(e)]
+        if broad:
+            raise ValueError(f"suffix entries broader than one registrable domain: {broad} "
+                             "(name the domain, e.g. \".example.com\", or list exact hosts)")
+        return value
 
 
 class Policy(_Strict):

@@ -39,6 +39,7 @@ from guardrails.datamodel import (
 )
 from guardrails.decision import Block, Redact
 from guardrails.stream import ArmedSet, Trip
+from guardrails.tools.arguments import decoded_text
 
 _MAX_REDACTIONS_PER_DELTA = 64
 """Bounds the re-check loop after a redaction (each re-check is O(1) for a check with nothing new)."""
@@ -184,12 +185,16 @@ class StreamGuard:
         for call in self._tools.values():
             if not call.arguments:
                 continue
-            armed = self._rearm()
-            if not armed:
-                return None
-            trip = self._tool_block(armed, call.arguments)
-            if trip is not None:
-                return trip
+            # The raw JSON text, and its decoded string values: "\u0041KIA..." is "AKIA..." to the tool.
+            for text in (call.arguments, decoded_text(call.arguments)):
+                if not text:
+                    continue
+                armed = self._rearm()
+                if not armed:
+                    return None
+                trip = self._tool_block(armed, text)
+                if trip is not None:
+                    return trip
         return None
 
     def _tool_block(self, armed: ArmedSet, arguments: str) -> Trip | None:

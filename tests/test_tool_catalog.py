@@ -136,9 +136,20 @@ def test_undeclared_tools_are_not_subject_to_read_rules(ws: Path) -> None:
     assert _assess(ws, "mcp__x__stat", {"path": "missing"}).decision == "allow"
 
 
-def test_invalid_json_arguments_are_recorded_and_pass(ws: Path) -> None:
+def test_unparseable_arguments_are_blocked(ws: Path) -> None:
     a = _assess(ws, "read_file", "{not json")
-    assert a.decision == "allow" and a.observations["args"] == "invalid_json"
+    assert a.decision == "block" and a.observations["args"] == "invalid_json"
+    assert a.reason_code == "unparseable_arguments" and "valid JSON" in a.rationale
+    deep = _assess(ws, "Write", '{"file_path": ' + "[" * 5000)
+    assert deep.reason_code == "unparseable_arguments"
+    assert _assess(ws, "TodoWrite", "{not json").decision == "allow"  # no effect: nothing to judge
+
+
+def test_truncated_or_trailing_json_is_judged_as_the_client_recovers_it(ws: Path) -> None:
+    truncated = _assess(ws, "Write", '{"file_path": "/etc/cron.d/evil", "content": "* * * * * root id')
+    assert truncated.observations["args"] == "recovered" and truncated.reason_code == "privileged_path"
+    trailing = _assess(ws, "Write", '{"file_path": "/etc/cron.d/evil", "content": "x"} trailing')
+    assert trailing.reason_code == "privileged_path"
 
 
 def test_tools_without_effects_pass(ws: Path) -> None:

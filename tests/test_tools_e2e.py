@@ -166,7 +166,7 @@ def test_replay_reproduces_decisions_and_shows_policy_differences(tools_proxy: P
     assert same.returncode == 0, same.stdout + same.stderr
     changed = tmp_path / "policy.toml"
     changed.write_text(policy(workspace).replace('egress_allow = ["api.github.com", ".pypi.org"]',
-                                                 'egress_allow = [".example"]'))
+                                                 'egress_allow = ["api.github.com.evil.example"]'))
     diff = subprocess.run([sys.executable, "-m", "proxy", "replay", log, "--policy", str(changed)],
                           check=False, capture_output=True, text=True, env=env, timeout=60)
     assert diff.returncode == 1

@@ -6,7 +6,13 @@ that carry it; built-ins list several candidate names where a client renamed a p
 versions (Gemini CLI: ``absolute_path`` -> ``file_path``, ``path`` -> ``dir_path``).
 
 Roles: ``path`` (one path), ``paths`` (a list of paths or globs), ``command`` (a shell string or an
-argv list), ``url`` (a URL, or free text with URLs in it), ``patch`` (an ``apply_patch`` envelope).
+argv list), ``commands`` (a list of shell strings), ``url`` (a URL, or free text with URLs in it),
+``patch`` (an ``apply_patch`` envelope).
+
+Tool-call items that are not named functions get the item type as their name (the wire modules
+decode them so): Responses ``local_shell_call``, ``shell_call``, ``apply_patch_call``,
+``computer_call``. A tool found in no catalog is ``unknown``: its parameters are read by name
+heuristics (``HEURISTIC_*``) and the audit records ``unknown_tool``.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from dataclasses import dataclass
 
 from config.policy import ToolSpec
 
-ROLES = ("path", "paths", "command", "url", "patch")
+ROLES = ("path", "paths", "command", "commands", "url", "patch")
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,10 +32,16 @@ class ToolEntry:
     path: tuple[str, ...] = ()
     paths: tuple[str, ...] = ()
     command: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
     url: tuple[str, ...] = ()
     patch: tuple[str, ...] = ()
     declared: bool = True
     """False for a tool found in no catalog (its paths are found by the heuristic below)."""
+    read_when: tuple[str, tuple[str, ...]] | None = None
+    """A file tool whose op depends on a sub-command: (parameter, values that mean read); any other
+    value is a write (Anthropic's text editor: ``command`` = ``view`` reads, the rest write)."""
+    tty_param: str | None = None
+    """A boolean parameter that opens an interactive terminal: its shell reads what is typed later."""
 
     def params(self, role: str) -> tuple[str, ...]:
         value: tuple[str, ...] = getattr(self, role)
@@ -37,8 +49,14 @@ class ToolEntry:
 
 
 def _e(effect: str, *, path: tuple[str, ...] = (), paths: tuple[str, ...] = (),
-       command: tuple[str, ...] = (), url: tuple[str, ...] = (), patch: tuple[str, ...] = ()) -> ToolEntry:
-    return ToolEntry(effect, path=path, paths=paths, command=command, url=url, patch=patch)
+       command: tuple[str, ...] = (), commands: tuple[str, ...] = (), url: tuple[str, ...] = (),
+       patch: tuple[str, ...] = (), read_when: tuple[str, tuple[str, ...]] | None = None,
+       tty_param: str | None = None) -> ToolEntry:
+    return ToolEntry(effect, path=path, paths=paths, command=command, commands=commands, url=url, patch=patch,
+                     read_when=read_when, tty_param=tty_param)
+
+
+_EDITOR = _e("file_write", path=("path",), read_when=("command", ("view",)))
 
 
 _READ_FILE = ("file_path", "absolute_path", "path")
@@ -81,23 +99,36 @@ BUILTINS: Mapping[str, ToolEntry] = {
     "WebSearch": _e("network"),
     "TodoWrite": _e("none"),
     "Task": _e("none"),
-    # Codex CLI
-    "shell": _e("exec", command=("command",)),
-    "local_shell": _e("exec", command=("command",)),
-    "container.exec": _e("exec", command=("cmd", "command")),
-    "exec_command": _e("exec", command=("cmd",)),
+    # Codex CLI (``write_stdin`` types into an ``exec_command`` session: typed text runs as shell)
+    "shell": _e("exec", command=("command",), path=("workdir",)),
+    "local_shell": _e("exec", command=("command",), path=("workdir", "working_directory")),
+    "container.exec": _e("exec", command=("cmd", "command"), path=("workdir",)),
+    "exec_command": _e("exec", command=("cmd",), path=("workdir",), tty_param="tty"),
+    "write_stdin": _e("exec", command=("chars",)),
     "apply_patch": _e("file_write", patch=("input", "patch")),
     "view_image": _e("file_read", path=("path",)),
     "list_dir": _e("file_read", path=("dir_path", "path")),
     "grep_files": _e("file_read", path=("path",)),
     "web_search": _e("network"),
     "update_plan": _e("none"),
+    # Anthropic client tools (bash_2025xxxx, text_editor_2025xxxx: the names the model calls)
+    "bash": _e("exec", command=("command",)),
+    "str_replace_based_edit_tool": _EDITOR,
+    "str_replace_editor": _EDITOR,
+    # OpenAI Responses tool-call items (named by item type; arguments are the item's action)
+    "local_shell_call": _e("exec", command=("command",), path=("working_directory",)),
+    "shell_call": _e("exec", commands=("commands",)),
+    "apply_patch_call": _e("file_write", path=("path",)),
+    "computer_call": _e("computer"),
 }
 
 # The heuristic for undeclared tools: only parameters literally named as a path. Content-like
 # parameters (content, text, new_string...) are never looked at, whatever their value.
 HEURISTIC_PATH_PARAMS = ("path", "file_path", "filepath", "filename", "file", "notebook_path",
-                         "absolute_path", "dir_path", "directory")
+                         "absolute_path", "dir_path", "directory", "target", "destination", "source",
+                         "working_directory", "workdir", "cwd")
+HEURISTIC_COMMAND_PARAMS = ("command", "cmd", "shell_command", "bash_command")
+HEURISTIC_URL_PARAMS = ("url", "uri", "href", "endpoint", "link", "address")
 _MAX_PATH_LEN = 4096
 
 
@@ -117,7 +148,8 @@ def lookup(name: str, overrides: Mapping[str, ToolSpec]) -> ToolEntry:
     entry = BUILTINS.get(name)
     if entry is not None:
         return entry
-    return ToolEntry("unknown", path=HEURISTIC_PATH_PARAMS, declared=False)
+    return ToolEntry("unknown", path=HEURISTIC_PATH_PARAMS, command=HEURISTIC_COMMAND_PARAMS,
+                     url=HEURISTIC_URL_PARAMS, declared=False)
 
 
 def looks_like_path(value: str) -> bool:

@@ -9,10 +9,15 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 import httpx
+from publicsuffixlist import PublicSuffixList
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
+COMMAND_SCHEMES = frozenset({"http", "https", "ssh", "git", "tcp", "ftp", "ftps", "rsync"})
+"""Schemes a host named in a shell command may carry (``ssh://`` for ``ssh host``, ``tcp://`` for ``nc``):
+the host is what is judged. A tool's own URL parameter takes http(s) only."""
 _URL_IN_TEXT = re.compile(r"https?://[^\s<>\"'`)\]}]+", re.IGNORECASE)
 # Hosts that every resolver turns into an address although they are not dotted quads:
 # "2130706433", "0x7f000001", "127.1", "0177.0.0.1". Any host made only of numeric labels is one.
@@ -53,16 +58,32 @@ def url_facts(raw: str, param: str) -> dict[str, object]:
             "ip_literal": bool(host) and is_ip_literal(host), "error": None}
 
 
+@lru_cache(maxsize=1)
+def _psl() -> PublicSuffixList:
+    """The public suffix list snapshot bundled with ``publicsuffixlist`` (never fetched at run time)."""
+    return PublicSuffixList()
+
+
+def too_broad(entry: str) -> bool:
+    """A suffix entry (".x") admits more than one registrable domain: ".com", ".co.uk", ".github.io"
+    (a public suffix, private ones included), or a suffix of an unknown top-level label (".example")."""
+    bare = entry.strip().lower().strip(".")
+    if not entry.strip().startswith(".") or is_ip_literal(bare):
+        return False
+    return not bare or _psl().privatesuffix(bare) is None
+
+
 def host_allowed(host: str, allow: Iterable[str]) -> bool:
     """Exact entry, or an entry starting with "." that the host ends with (a dot boundary: ".github.com"
-    admits "api.github.com", not "evilgithub.com" and not "github.com" itself)."""
+    admits "api.github.com", not "evilgithub.com" and not "github.com" itself). A suffix entry broader
+    than one registrable domain (``too_broad``) admits nothing: a grant of ".com" is not a grant."""
     for raw in allow:
         entry = raw.strip().lower().rstrip(".")
         if not entry:
             continue
         if host == entry:
             return True
-        if entry.startswith(".") and host.endswith(entry):
+        if entry.startswith(".") and host.endswith(entry) and not too_broad(entry):
             return True
     return False
 
@@ -73,7 +94,8 @@ def egress_violation(facts: dict[str, object], allow: Iterable[str]) -> str | No
     host = facts.get("host")
     if facts.get("error") or not isinstance(host, str):
         return "the URL could not be parsed to a host"
-    if facts.get("scheme") not in ALLOWED_SCHEMES:
+    schemes = COMMAND_SCHEMES if facts.get("param") == "command" else ALLOWED_SCHEMES
+    if facts.get("scheme") not in schemes:
         return f"the scheme {facts.get('scheme')}:// is not allowed"
     if facts.get("userinfo"):
         return "URLs with embedded credentials (user@host) are not allowed"

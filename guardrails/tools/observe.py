@@ -2,7 +2,8 @@
 
 Observations (JSON-able; this is what the audit log records and replay reads back)::
 
-    args            "ok" | "invalid_json" | "raw_patch"
+    args            "ok" | "recovered" | "raw_patch" | "raw_text" | "invalid_json"  (guardrails.tools.arguments)
+    unknown_tool    true when the tool is in no catalog (judged by parameter-name heuristics)
     workspace_root  the policy's workspace_root at the time (string or null)
     workspace       that root, resolved (realpath when mounted, else normalised); null when unset
     resolution      "realpath" | "lexical" (workspace not on the proxy's disk) | "none" (no workspace)
@@ -11,8 +12,9 @@ Observations (JSON-able; this is what the audit log records and replay reads bac
                       lexical, resolved, glob, exists, is_dir, read_before, written_before,
                      agent_path (only with agent_workspace_root)}]
                     exists/is_dir are null unless resolution is "realpath"
-    commands        [{program, options, fed_by}]       (see guardrails.tools.shell)
-    shell_parse     "shlex" | "split" | null
+    commands        [{program, options, fed_by, script, stdin}]    (see guardrails.tools.shell)
+    shell_parse     "ok" | "error" | "too_large" | "too_complex" | null (no command); older records
+                    carry "shlex" | "split"
     urls            [{param, scheme, host, userinfo, ip_literal, error}]
     grants          per-session egress grants that applied
     session         {"reads": n, "writes": n} successful file reads/writes folded from history
@@ -23,7 +25,6 @@ The rules add derived facts on top (``in_workspace``, ``privileged``, ``in_manif
 
 from __future__ import annotations
 
-import json
 import posixpath
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -31,7 +32,9 @@ from dataclasses import dataclass
 from config.policy import ToolsPolicy
 from guardrails.datamodel import HistoryToolCall
 from guardrails.tools import egress, shell
+from guardrails.tools.arguments import parse_arguments
 from guardrails.tools.catalog import ToolEntry, looks_like_path, lookup, strings
+from guardrails.tools.commands import program_name
 from guardrails.tools.patch import find_patch, parse_patch
 from guardrails.tools.paths import is_glob, lexical, static_prefix
 from guardrails.tools.probe import WorldProbe
@@ -57,21 +60,21 @@ class _Found:
     effect: str
     args: str
     paths: list[_Raw]
-    commands: list[str]
+    shell: list[shell.ShellFacts]
     urls: list[tuple[str, str]]
+    unknown_tool: bool
 
 
 def _parse_args(arguments: str, entry: ToolEntry) -> tuple[dict[str, object], str]:
-    try:
-        value = json.loads(arguments) if arguments.strip() else {}
-    except json.JSONDecodeError:
-        value = None
+    value, state = parse_arguments(arguments)
     if isinstance(value, dict):
-        return value, "ok"
-    # Codex's freeform apply_patch sends the envelope itself as the whole input.
+        return value, state
+    # Freeform input (a ``custom`` tool): Codex's apply_patch sends the envelope itself.
     text: str = value if isinstance(value, str) else arguments
     if entry.patch and find_patch(text) is not None:
         return {entry.patch[0]: text}, "raw_patch"
+    if entry.command and text.strip() and not text.lstrip().startswith(("{", "[")):
+        return {entry.command[0]: text}, "raw_text"  # a freeform shell tool: the input is the command
     return {}, "invalid_json"
 
 
@@ -82,11 +85,36 @@ def _patch_paths(param: str, text: str) -> list[_Raw]:
     return [_Raw(param, "write", t.path, t.op) for t in parse_patch(patch)]
 
 
+def _op(entry: ToolEntry, args: dict[str, object]) -> str:
+    if entry.read_when is not None:
+        param, reads = entry.read_when
+        return "read" if args.get(param) in reads else "write"
+    return _OPS.get(entry.effect, "unknown")
+
+
+def _command_lines(entry: ToolEntry, args: dict[str, object], paths: list[_Raw]) -> list[tuple[str, str]]:
+    """(param, command line) for the command roles; apply_patch given as argv is a patch instead."""
+    lines: list[tuple[str, str]] = []
+    for param in entry.command:
+        given = args.get(param)
+        argv = strings(given)
+        if isinstance(given, list) and argv and program_name(argv[0]) in ("apply_patch", "applypatch"):
+            # Codex: the model may call its shell with apply_patch as argv[0]; the harness applies it.
+            paths.extend(_patch_paths(param, "\n".join(argv[1:])))
+            continue
+        line = shell.unwrap_argv(argv) if isinstance(given, list) else (argv[0] if argv else "")
+        if line:
+            lines.append((param, line))
+    for param in entry.commands:
+        lines += [(param, line) for line in strings(args.get(param)) if line]
+    return lines
+
+
 def find(name: str, arguments: str, policy: ToolsPolicy) -> _Found:
     """What a call's arguments carry, by role. No filesystem."""
     entry = lookup(name, policy.catalog)
     args, state = _parse_args(arguments, entry)
-    op = _OPS.get(entry.effect, "unknown")
+    op = _op(entry, args)
     paths: list[_Raw] = []
     for role in ("path", "paths"):
         for param in entry.params(role):
@@ -96,21 +124,20 @@ def find(name: str, arguments: str, policy: ToolsPolicy) -> _Found:
     for param in entry.patch:
         for value in strings(args.get(param)):
             paths.extend(_patch_paths(param, value))
-    commands: list[str] = []
-    for param in entry.command:
-        given = args.get(param)
-        argv = strings(given)
-        if isinstance(given, list) and argv and shell.program_name(argv[0]) in ("apply_patch", "applypatch"):
-            # Codex: the model may call its shell with apply_patch as argv[0]; the harness applies it.
-            paths.extend(_patch_paths(param, "\n".join(argv[1:])))
-            continue
-        line = shell.unwrap_argv(argv) if isinstance(given, list) else (argv[0] if argv else "")
-        if line:
-            commands.append(line)
-            paths.extend(_patch_paths(param, line))  # apply_patch <<'EOF' ... in a shell script
-    urls = [(param, u) for param in entry.url for v in strings(args.get(param)) for u in egress.urls_in(v)]
-    effect = "file_write" if entry.effect == "exec" and paths else entry.effect
-    return _Found(effect, state, paths, commands, urls)
+    lines = _command_lines(entry, args, paths)
+    tty = bool(entry.tty_param and args.get(entry.tty_param) is True)
+    facts: list[shell.ShellFacts] = []
+    for param, line in lines:
+        found = shell.analyze(line, stdin="tty" if tty else None)
+        facts.append(found)
+        paths.extend(_Raw(param, o, p) for o, p in found.paths)
+        paths.extend(_patch_paths(param, line))  # apply_patch <<'EOF' ... in a shell script
+    urls = [(param, u) for param in entry.url for v in strings(args.get(param)) for u in egress.urls_in(v)
+            if entry.declared or "://" in u]
+    urls += [("command", u) for f in facts for u in f.urls]
+    writes = any(p.op == "write" for p in paths)
+    effect = "file_write" if entry.effect == "exec" and writes else entry.effect
+    return _Found(effect, state, paths, facts, urls, not entry.declared)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,18 +212,17 @@ def observe(name: str, arguments: str, history: Sequence[HistoryToolCall], polic
     found = find(name, arguments, policy)
     ws = Workspace.probe(policy, base_dir, probe)
     reads, writes = fold_session(history, policy, ws, probe) if found.paths else (set(), set())
-    segments: list[shell.Segment] = []
+    segments = [seg for f in found.shell for seg in f.segments]
     urls = [egress.url_facts(u, p) for p, u in found.urls]
-    parse: str | None = None
-    for line in found.commands:
-        segs, hosts, ok = shell.summarize(line)
-        segments.extend(segs)
-        urls.extend(egress.url_facts(h, "command") for h in hosts)
-        parse = "shlex" if ok and parse != "split" else "split"
-    return found.effect, {
+    statuses = [f.status for f in found.shell]
+    parse = next((st for st in statuses if st != "ok"), "ok") if statuses else None
+    obs: Obs = {
         "args": found.args, "workspace_root": ws.root, "workspace": ws.resolved,
         "resolution": ws.resolution, "home": ws.home,
         "targets": [_target(r, ws, probe, reads, writes) for r in found.paths],
         "commands": segments, "shell_parse": parse, "urls": urls,
         "grants": sorted(set(grants)), "session": {"reads": len(reads), "writes": len(writes)},
     }
+    if found.unknown_tool:
+        obs["unknown_tool"] = True
+    return found.effect, obs

@@ -21,7 +21,9 @@ from typing import Literal
 PatchOp = Literal["add", "update", "delete", "move_to"]
 
 BEGIN = "*** Begin Patch"
-_HEADER = re.compile(r"^\*\*\* (Add File|Update File|Delete File|Move to):\s*(.+?)\s*$")
+# The path is the rest of the line, stripped in code: a ``(.+?)\s*$`` tail is quadratic on a line
+# of spaces (8 KB froze the loop for 2 s).
+_HEADER = re.compile(r"\s*\*\*\* (Add File|Update File|Delete File|Move to):")
 _OPS: dict[str, PatchOp] = {
     "Add File": "add",
     "Update File": "update",
@@ -37,13 +39,15 @@ class PatchTarget:
 
 
 def parse_patch(text: str) -> list[PatchTarget]:
-    """Every file the patch touches, in order. Tolerant: headers outside the envelope still count,
-    because a lenient applier would act on them and a guard must not be stricter than the tool."""
+    """Every file the patch touches, in order. Tolerant: headers outside the envelope still count, and
+    so do headers with leading whitespace (Codex trims each line before matching), because a lenient
+    applier would act on them and a guard must not be stricter than the tool."""
     targets: list[PatchTarget] = []
     for line in text.splitlines():
         m = _HEADER.match(line)
-        if m:
-            targets.append(PatchTarget(_OPS[m.group(1)], m.group(2)))
+        path = line[m.end():].strip() if m else ""
+        if m and path:
+            targets.append(PatchTarget(_OPS[m.group(1)], path))
     return targets
 
 

@@ -3,12 +3,15 @@
 Rules run in this fixed order and the first block wins (one verdict per call); the derived facts
 of every rule are still added to the observations:
 
+0. ``unparseable_arguments``: ``unparseable_arguments`` (arguments no client could act on were not
+   recovered, or a shell command that is not valid shell, too large or too complex to judge)
 1. ``path_containment``: ``privileged_path``, then ``path_outside_workspace``
 2. ``write_manifest``:    ``path_outside_manifest``  (writes inside the workspace only)
 3. ``no_such_path``:      ``no_such_path``           (reads inside the workspace only)
 4. ``read_before_write``: ``write_without_read``     (writes inside the workspace only)
 5. ``shell_interpreter``: ``shell_interpreter``
 6. ``egress_allowlist``:  ``egress_not_allowed``
+7. ``computer_use``:      ``computer_use_not_allowed`` (unless ``allow_computer_use``)
 
 Path rules apply only when ``workspace_root`` is set. Out-of-workspace targets are containment's
 alone, so rules 2-4 never flag the same target twice. Existence facts are unknown (null) when the
@@ -25,8 +28,9 @@ from config.policy import ToolsPolicy
 from guardrails import decision as codes
 from guardrails.tools import verdict as ids
 from guardrails.tools.egress import egress_violation
+from guardrails.tools.interpreters import DEFAULT_INTERPRETERS, interpreter_form
 from guardrails.tools.paths import in_manifest, privileged_entry, within
-from guardrails.tools.shell import DEFAULT_INTERPRETERS, interpreter_form
+from guardrails.tools.shell import MAX_COMMAND_BYTES
 from guardrails.tools.verdict import Assessment
 
 Obs = dict[str, object]
@@ -50,6 +54,8 @@ class Context:
     urls: list[Obs]
     commands: list[Obs]
     allow: tuple[str, ...]
+    effect: str = ""
+    obs: Mapping[str, object] | None = None
 
 
 def _dicts(value: object) -> list[Obs]:
@@ -85,6 +91,35 @@ def _derive(ctx_policy: ToolsPolicy, ws: str | None, obs: Mapping[str, object], 
         t["in_manifest"] = in_manifest(relative, manifest)
     else:
         t["in_manifest"] = None
+
+
+_SHELL_TROUBLE = {
+    "error": "is not valid shell syntax (check quoting and brackets)",
+    "too_large": f"is longer than the {MAX_COMMAND_BYTES // 1024} KiB the proxy checks; write long "
+                 "content with the file-writing tool and keep the command short",
+    "too_complex": "nests or chains more than the proxy checks; split it into simpler commands",
+}
+
+
+def _unparseable(ctx: Context) -> Hit | None:
+    obs = ctx.obs or {}
+    if obs.get("args") == "invalid_json" and ctx.effect != "none":
+        return Hit(ids.UNPARSEABLE, codes.UNPARSEABLE_ARGUMENTS,
+                   "Blocked: the arguments of this call are not a valid JSON object, so what it would do "
+                   "cannot be checked. Send the call again with complete, valid JSON arguments.")
+    trouble = _SHELL_TROUBLE.get(str(obs.get("shell_parse")))
+    if trouble and not obs.get("unknown_tool"):
+        return Hit(ids.UNPARSEABLE, codes.UNPARSEABLE_ARGUMENTS,
+                   f"Blocked: the shell command {trouble}, so what it would do cannot be checked.")
+    return None
+
+
+def _computer_use(ctx: Context) -> Hit | None:
+    if ctx.effect != "computer" or ctx.policy.allow_computer_use:
+        return None
+    return Hit(ids.COMPUTER_USE, codes.COMPUTER_USE_NOT_ALLOWED,
+               "Blocked: computer-use actions (clicks, typing) are not allowed through this proxy. "
+               "Use the file and shell tools instead.")
 
 
 def _containment(ctx: Context) -> Hit | None:
@@ -161,7 +196,7 @@ def _egress(ctx: Context) -> Hit | None:
 
 
 RULES: Sequence[Callable[[Context], Hit | None]] = (
-    _containment, _manifest, _no_such_path, _read_before_write, _shell, _egress,
+    _unparseable, _containment, _manifest, _no_such_path, _read_before_write, _shell, _egress, _computer_use,
 )
 
 
@@ -178,7 +213,8 @@ def decide(tool: str, effect: str, observations: Mapping[str, object], policy: T
     allow = (*policy.egress_allow, *grants)
     for u in urls:
         u["allowed"] = egress_violation(u, allow) is None
-    ctx = Context(policy, ws, policy.agent_workspace_root or ws or "", targets, urls, commands, allow)
+    ctx = Context(policy, ws, policy.agent_workspace_root or ws or "", targets, urls, commands, allow,
+                  effect, obs)
     entries = policy.interpreters if policy.interpreters is not None else DEFAULT_INTERPRETERS
     obs.update(targets=targets, urls=urls, commands=commands,
                interpreter=interpreter_form(commands, entries))

@@ -1,256 +1,423 @@
-"""Shell commands: a structural summary (what gets recorded) and the interpreter rule (pure).
+"""Shell command lines, parsed with the tree-sitter bash grammar and reduced to what the rules judge.
 
-A command line is reduced to its simple commands, each as ``{"program", "options", "fed_by"}``:
+A command line becomes ``ShellFacts``:
 
-- ``program``: the basename of the command word, version suffix stripped (``/usr/bin/python3.11``
-  -> ``python``), after skipping env assignments and wrappers (``env``, ``sudo``, ``nohup``...);
-- ``options``: the option flags before the first operand, short clusters split (``-lc`` -> ``-l``,
-  ``-c``), long options without their value. Operands are never recorded, so neither are the
-  scripts, file names or header values (credentials) the command carries;
-- ``fed_by``: the programs that feed it: earlier members of its pipeline (``curl ... | sh``) and
-  process substitutions among its arguments (``bash <(curl ...)``).
+- ``segments``: each simple command as ``{"program", "options", "fed_by", "script", "stdin"}``.
+  ``program`` is the basename of the command word (``/usr/bin/python3.11`` -> ``python``) after
+  looking through wrappers (``env``, ``sudo``, ``exec -a``, ``busybox``, ``xargs``, ...; see
+  ``guardrails.tools.commands``); ``$`` when the command word is not a literal (``$SHELL``,
+  ``"$(which bash)"``). ``options``: the flags before the first operand (``-lc`` -> ``-l``, ``-c``).
+  ``fed_by``: programs whose output reaches it (earlier pipeline stages, process substitutions, a
+  downloader that wrote the script file it runs). ``script`` (interpreters only): ``inline`` (``-c``/
+  ``-e``), ``file`` or ``stdin``. ``stdin``: ``pipe``, ``herestring``, ``heredoc``, ``file`` or null.
+  Operands are never recorded: scripts, file contents and header values (credentials) stay out.
+- ``paths``: ``(op, path)`` for the path operands of the file commands and for redirections
+  (``>``, ``>>``, ``<``), relative paths joined to a literal ``cd`` before them;
+- ``urls``: what network commands connect to (``curl evil.example`` -> ``http://evil.example``);
+- ``status``: ``ok``, or why the line cannot be judged: ``error`` (not valid shell), ``too_large``
+  (over ``MAX_COMMAND_BYTES``), ``too_complex`` (over ``MAX_NODES`` syntax nodes or ``MAX_DEPTH``
+  nesting). The rules block all three (``unparseable_arguments``).
 
-``[tools] interpreters`` entries are matched against that summary:
-
-- ``"bash -c"``: program ``bash`` run with option ``-c`` (also ``-lc``, ``-ec``...);
-- ``"eval"``: program ``eval`` at all;
-- ``"curl|sh"``: program ``sh`` fed by ``curl`` (pipe or process substitution).
-
-Paths inside shell commands are not containment-checked: a shell can reach any path by means no
-parser can follow (variables, ``cd``, globs), so pretending to would be false assurance.
+Cost: tree-sitter parses in time linear in the input; the walk visits each node once and stops at
+``MAX_NODES``; strings handed back for a re-parse (``bash -c '...'``, ``env -S``) are parts of the
+input, and the re-parse depth is bounded by ``MAX_DEPTH``.
 """
 
 from __future__ import annotations
 
+import codecs
 import posixpath
 import re
-import shlex
-from collections.abc import Iterable, Sequence
+import threading
+from dataclasses import dataclass, field
 
-_SHELLS = ("sh", "bash", "zsh", "dash", "ksh", "fish")
-_DOWNLOADERS = ("curl", "wget")
-DEFAULT_INTERPRETERS: tuple[str, ...] = (
-    *(f"{s} -c" for s in _SHELLS),
-    "python -c", "node -e", "node --eval", "node -p", "node --print", "perl -e", "perl -E",
-    "ruby -e", "php -r", "eval",
-    *(f"{d}|{s}" for d in _DOWNLOADERS for s in (*_SHELLS, "python", "perl", "ruby", "node", "source")),
-)
-# Programs that run their arguments as another command; they are looked through.
-_WRAPPERS = frozenset({"env", "sudo", "doas", "command", "exec", "nohup", "time", "nice", "ionice",
-                       "timeout", "xargs", "builtin", "stdbuf", "setsid", "then", "do", "else",
-                       "elif", "if", "while", "until", "!", "{", "}"})
-_WRAPPER_VALUE_OPTS = frozenset({"-u", "-g", "-n", "-s", "-k", "-I", "-L", "-P", "-C", "-c"})
-# Options that take a separate value before the first operand (``bash -o pipefail -c``).
-_VALUE_OPTS = frozenset({"-o", "+o", "-O", "+O", "-W", "-X", "-r", "--rcfile", "--init-file"})
-_NETWORK_PROGRAMS = frozenset({"curl", "wget", "http", "https", "xh", "aria2c", "git"})
-_OPERATORS = ("&&", "||", ";;", "|&", "<(", ">(", ">>", "<<", ">&", "<&", "&>",
-              ";", "&", "|", "(", ")", "<", ">", "\n")
-_LIST_SEPS = frozenset({"&&", "||", ";;", ";", "&", "\n"})
-_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1[^\n]*\n.*?\n[ \t]*\2[ \t]*(?=\n|$)",
-                      re.DOTALL)
-_VERSION = re.compile(r"[\d.]+$")
-_SUBST = re.compile(r"\$\(|`")
-MAX_DEPTH = 4
-"""Command substitutions are followed this deep; deeper nesting is not written by agents."""
+import tree_sitter_bash
+from tree_sitter import Language, Node, Parser
+
+from guardrails.tools import commands as cmds
+from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, program_name
+
+MAX_COMMAND_BYTES = 32 * 1024
+MAX_NODES = 12_000
+MAX_DEPTH = 48
+MAX_FEEDERS = 64
+"""Distinct programs feeding one pipeline stage; more is not a command anyone types."""
+MAX_PARSED_BYTES = 4 * MAX_COMMAND_BYTES
+"""Re-parsed strings (``bash -c '...'``) count again; their total is capped too."""
+_LANGUAGE = Language(tree_sitter_bash.language())
+_local = threading.local()
+_INLINE_OPTS = {"-c", "-e", "-E", "-r", "-p", "--eval", "--print", "--command"}
+_INTERP_VALUE_OPTS = frozenset({"-o", "+o", "-O", "+O", "-W", "-X", "-m", "-M", "-I", "-r", "--rcfile",
+                                "--init-file", "--require", "--import", "--loader", "--input-type"})
+_REDIRECT_TYPES = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+_WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>"})
 
 Segment = dict[str, object]
 
 
-def program_name(word: str) -> str:
-    base = posixpath.basename(word)
-    stripped = _VERSION.sub("", base)
-    return stripped or base
+class _Stop(Exception):
+    def __init__(self, status: str) -> None:
+        self.status = status
 
 
-def _split_ops(token: str) -> list[str]:
-    """shlex returns a run of punctuation as one token (``)|(``); cut it into shell operators."""
-    out: list[str] = []
-    i = 0
-    while i < len(token):
-        op = next((o for o in _OPERATORS if token.startswith(o, i)), token[i])
-        out.append(op)
-        i += len(op)
-    return out
+@dataclass(slots=True)
+class ShellFacts:
+    segments: list[Segment] = field(default_factory=list)
+    paths: list[tuple[str, str]] = field(default_factory=list)
+    urls: list[str] = field(default_factory=list)
+    status: str = "ok"
+    work: int = 0
+    """Syntax nodes visited plus bytes handed to the parser: the cost of this analysis."""
 
 
-def tokenize(command: str) -> tuple[list[str], bool]:
-    """Words and operators, and whether shlex managed (False: whitespace split of a broken line)."""
-    text = _HEREDOC.sub("", command)  # heredoc bodies are data (a script, a patch), not commands
-    lex = shlex.shlex(text, posix=True, punctuation_chars=";&|()<>\n")
-    lex.whitespace_split = True
-    lex.whitespace = " \t\r"
-    lex.commenters = ""
-    try:
-        raw = list(lex)
-    except ValueError:  # unbalanced quotes: the shell itself would refuse, but still look
-        return text.split(), False
-    tokens: list[str] = []
-    for tok in raw:
-        tokens.extend(_split_ops(tok) if tok and all(c in ";&|()<>\n" for c in tok) else [tok])
-    return tokens, True
+def _parser() -> Parser:
+    parser: Parser | None = getattr(_local, "parser", None)
+    if parser is None:
+        parser = Parser(_LANGUAGE)
+        _local.parser = parser
+    return parser
 
 
-def _options(args: Sequence[str]) -> list[str]:
-    opts: list[str] = []
-    skip = False
-    for arg in args:
-        if skip:
-            skip = False
-            continue
-        if arg == "--" or not arg.startswith(("-", "+")) or arg in ("-", "+"):
-            break
-        if arg.startswith("--"):
-            opts.append(arg.split("=", 1)[0])
-        elif arg[1:].isalpha():
-            opts.extend(arg[0] + c for c in arg[1:])
-        else:
-            opts.append(arg[:2])
-        skip = arg in _VALUE_OPTS
-    return sorted(set(opts))
+_BACKSLASH = re.compile(r"\\(.)", re.DOTALL)
+_DQ_ESCAPE = re.compile(r"\\([\\\"$`])")
 
 
-def _strip_prefix(words: list[str]) -> list[str]:
-    """Drop env assignments and wrapper programs (with their own options) before the command word."""
-    i = 0
-    while i < len(words):
-        w = words[i]
-        if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", w):
-            i += 1
-        elif program_name(w) in _WRAPPERS:
-            i += 1
-            while i < len(words) and words[i].startswith("-"):
-                i += 2 if words[i] in _WRAPPER_VALUE_OPTS else 1
-            if i < len(words) and program_name(words[i - 1]) == "timeout" and words[i][:1].isdigit():
-                i += 1
-        else:
-            break
-    return words[i:]
+def _unescape(text: str) -> str:
+    return _BACKSLASH.sub(lambda m: m.group(1), text) if "\\" in text else text
 
 
-class _Parser:
-    def __init__(self, depth: int) -> None:
-        self.depth = depth
-        self.segments: list[Segment] = []
-        self.hosts: list[str] = []
+def _text(node: Node) -> str:
+    return (node.text or b"").decode("utf-8", "replace")
 
-    def parse(self, tokens: list[str]) -> None:
-        pipeline: list[str] = []
-        words: list[str] = []
+
+def _is_home(node: Node) -> bool:
+    return node.type in ("simple_expansion", "expansion") and _text(node) in ("$HOME", "${HOME}")
+
+
+def literal(node: Node) -> str | None:
+    """A word's value when it is fixed text (``~`` stands for the home folder); None otherwise."""
+    kind = node.type
+    if kind in ("word", "number"):
+        return _unescape(_text(node))
+    if kind == "raw_string":
+        return _text(node)[1:-1]
+    if kind == "ansi_c_string":
+        try:
+            return codecs.decode(_text(node)[2:-1], "unicode_escape")
+        except (UnicodeDecodeError, ValueError):
+            return None
+    if _is_home(node):
+        return "~"
+    if kind in ("string", "translated_string"):
+        parts = [c for c in node.named_children]
+        if all(c.type == "string_content" for c in parts):
+            body = "".join(_text(c) for c in parts)
+            return _DQ_ESCAPE.sub(lambda m: m.group(1), body) if "\\" in body else body
+        return None
+    if kind == "concatenation":
+        pieces = [literal(c) for c in node.named_children]
+        return None if any(p is None for p in pieces) else "".join(p for p in pieces if p is not None)
+    return None
+
+
+class _Walker:
+    def __init__(self) -> None:
+        self.facts = ShellFacts()
+        self.nodes = 0
+        self.parsed = 0
+        self.cwd = ""
+        """A literal ``cd`` target seen so far ("" = the starting folder; None-like "?" = unknown)."""
+        self.downloaded: set[str] = set()
+        self.downloaders: set[str] = set()
+        self.stdin_path: str | None = None
+        """The file a ``<`` redirect feeds the current command (to spot a downloaded script)."""
+
+    # -- structure ----------------------------------------------------------------------------
+    def line(self, text: str, depth: int, feed: list[str], stdin: str | None) -> None:
+        if depth > MAX_DEPTH:
+            raise _Stop("too_complex")
+        data = text.encode("utf-8", "surrogatepass")
+        self.parsed += len(data)
+        if self.parsed > MAX_PARSED_BYTES:
+            raise _Stop("too_complex")
+        tree = _parser().parse(data)
+        if tree.root_node.has_error:
+            raise _Stop("error")
+        self.visit(tree.root_node, depth, feed, stdin)
+
+    def _count(self, depth: int) -> None:
+        self.nodes += 1
+        if self.nodes > MAX_NODES or depth > MAX_DEPTH:
+            raise _Stop("too_complex")
+
+    def visit(self, node: Node, depth: int, feed: list[str], stdin: str | None) -> list[str]:
+        """Walk ``node``; return the programs it runs (to feed a later pipeline stage)."""
+        self._count(depth)
+        kind = node.type
+        if kind == "list":
+            return self._list(node, depth, feed, stdin)
+        if kind == "pipeline":
+            return self._pipeline(list(node.named_children), depth, feed, stdin)
+        if kind == "redirected_statement":
+            return self._redirected(node, depth, feed, stdin)
+        if kind == "command":
+            return self._command(node, depth, feed, stdin, [])
+        ran: list[str] = []
+        for child in node.named_children:
+            ran += self.visit(child, depth + (kind in ("command_substitution", "subshell")), feed, stdin)
+        return ran
+
+    def _list(self, node: Node, depth: int, feed: list[str], stdin: str | None) -> list[str]:
+        spine: list[Node] = []
+        cur: Node | None = node
+        while cur is not None and cur.type == "list":  # left-nested: walk the spine, not recursion
+            self._count(depth)
+            kids = cur.named_children
+            spine.extend(reversed(kids[1:]))
+            cur = kids[0] if kids else None
+        if cur is not None:
+            spine.append(cur)
+        ran: list[str] = []
+        for part in reversed(spine):
+            ran += self.visit(part, depth, feed, stdin)
+        return ran
+
+    def _pipeline(self, stages: list[Node], depth: int, feed: list[str], stdin: str | None) -> list[str]:
+        upstream = dict.fromkeys(feed)  # distinct programs, in order: a long pipeline of ``cat`` is one
+        ran: dict[str, None] = {}
+        for n, stage in enumerate(stages):
+            out = self.visit(stage, depth, list(upstream), stdin if n == 0 else "pipe")
+            for prog in out:
+                upstream[prog] = ran[prog] = None
+            if len(upstream) > MAX_FEEDERS:
+                raise _Stop("too_complex")
+        return list(ran)
+
+    def _redirected(self, node: Node, depth: int, feed: list[str], stdin: str | None) -> list[str]:
+        body = node.child_by_field_name("body")
+        redirects = [c for c in node.named_children if c.type in _REDIRECT_TYPES]
+        ran = self._apply(body, redirects, depth, feed, stdin)
+        for r in redirects:  # ``cat <<EOF | sh``: the pipeline continues inside the heredoc node
+            rest = [c for c in r.named_children if c.type not in ("heredoc_start", "heredoc_body", "heredoc_end")
+                    and r.type == "heredoc_redirect"]
+            if rest:
+                ran += self._pipeline(rest, depth, [*feed, *ran], "pipe")
+        return ran
+
+    def _apply(self, body: Node | None, redirects: list[Node], depth: int, feed: list[str],
+               stdin: str | None) -> list[str]:
+        """Run ``body`` with ``redirects``. tree-sitter hangs ``a && b < f`` and ``a | b > f`` on the
+        whole list or pipeline; the shell binds them to the last command, so they are moved there."""
+        self._count(depth)
+        if body is None:
+            for r in redirects:
+                self._redirect_paths(r, depth)
+            return []
+        if body.type == "command":
+            return self._command(body, depth, feed, stdin, redirects)
+        if body.type == "redirected_statement":
+            inner = [c for c in body.named_children if c.type in _REDIRECT_TYPES]
+            return self._apply(body.child_by_field_name("body"), [*inner, *redirects], depth, feed, stdin)
+        if body.type in ("list", "pipeline") and body.named_children:
+            kids = body.named_children
+            if body.type == "list":
+                ran = self.visit(kids[0], depth, feed, stdin) if len(kids) > 1 else []
+                return ran + self._apply(kids[-1], redirects, depth, feed, stdin)
+            ran = self._pipeline(kids[:-1], depth, feed, stdin)
+            return ran + self._apply(kids[-1], redirects, depth, [*feed, *ran], "pipe" if ran else stdin)
+        ran = self.visit(body, depth, feed, _stdin_of(redirects) or stdin)
+        for r in redirects:
+            self._redirect_paths(r, depth)
+        return ran
+
+    # -- one simple command -------------------------------------------------------------------
+    def _command(self, node: Node, depth: int, feed: list[str], stdin: str | None,
+                 outer: list[Node]) -> list[str]:
+        words: list[str | None] = []
         procsub: list[str] = []
-        i = 0
-        while i <= len(tokens):
-            tok = tokens[i] if i < len(tokens) else "\n"
-            if tok in ("<(", ">(") or (tok == "(" and words[-1:] == ["$"]):
-                if tok == "(":
-                    words.pop()
-                end = _matching(tokens, i + 1)
-                inner = _Parser(self.depth)
-                inner.parse(tokens[i + 1:end])
-                self.segments.extend(inner.segments)
-                self.hosts.extend(inner.hosts)
-                if tok != "(":  # $(...) only supplies words; <(...) feeds the command a script
-                    procsub.extend(str(s["program"]) for s in inner.segments)
-                i = end + 1
-                continue
-            if tok in _LIST_SEPS or tok in ("|", "|&", "(", ")"):
-                self._emit(words, pipeline, procsub)
-                if tok in ("|", "|&"):
-                    pipeline.append(program_name(_strip_prefix(words)[0]) if _strip_prefix(words) else "")
-                else:
-                    pipeline = []
-                words, procsub = [], []
-            elif tok.startswith("#") and not words:
-                while i < len(tokens) and tokens[i] != "\n":
-                    i += 1
-                continue
+        redirects = list(outer)
+        for child in node.named_children:
+            self._count(depth)
+            if child.type in _REDIRECT_TYPES:
+                redirects.append(child)
+            elif child.type == "variable_assignment":
+                self._substitutions(child, depth, procsub)
             else:
-                words.append(tok)
-            i += 1
+                target = child.named_children[0] if child.type == "command_name" and child.named_children else child
+                words.append(literal(target))
+                self._substitutions(target, depth, procsub)
+        for r in redirects:
+            self._redirect_paths(r, depth)
+            if r.type == "file_redirect" and _op(r) == "<" and r.named_children:
+                self._substitutions(r, depth, procsub)
+        source = _stdin_of(redirects)
+        self.stdin_path = _stdin_path(redirects)
+        ran = self.argv(words, depth, [*feed, *procsub], source or stdin) + procsub
+        if ran and ran[0] in cmds.DOWNLOADERS:  # ``curl URL > x.sh``: x.sh holds the download
+            for r in redirects:
+                dest = r.child_by_field_name("destination")
+                path = literal(dest) if dest is not None and r.type == "file_redirect" else None
+                if path is not None and _op(r) in _WRITE_REDIRECTS:
+                    self.downloaded.add(self._join(path))
+                    self.downloaders.add(ran[0])
+        return ran
 
-    def _emit(self, words: list[str], pipeline: list[str], procsub: list[str]) -> None:
-        core = _strip_prefix(words)
-        for w in words:
-            if self.depth < MAX_DEPTH and _SUBST.search(w):
-                for inner_text in _substitutions(w):
-                    inner = _Parser(self.depth + 1)
-                    inner.parse(tokenize(inner_text)[0])
-                    self.segments.extend(inner.segments)
-                    self.hosts.extend(inner.hosts)
-        if not core:
+    def _substitutions(self, node: Node, depth: int, procsub: list[str]) -> None:
+        """Walk the commands inside a word: ``$(...)``, backticks, ``<(...)``."""
+        stack = [node]
+        while stack:
+            cur = stack.pop()
+            self._count(depth)
+            if cur.type == "command_substitution":
+                self.visit(cur, depth + 1, [], None)
+            elif cur.type == "process_substitution":
+                procsub += self.visit(cur, depth + 1, [], None)
+            else:
+                stack.extend(cur.named_children)
+
+    def _redirect_paths(self, r: Node, depth: int) -> None:
+        if r.type == "herestring_redirect":
+            for c in r.named_children:
+                self._substitutions(c, depth, [])
             return
-        prog = program_name(core[0])
-        fed = sorted({p for p in (*pipeline, *procsub) if p})
-        self.segments.append({"program": prog, "options": _options(core[1:]), "fed_by": fed})
-        if prog in _NETWORK_PROGRAMS:
-            self.hosts.extend(a for a in core[1:] if re.match(r"^https?://", a, re.IGNORECASE))
-        if prog == "find":  # find ... -exec CMD ... ;  runs CMD
-            for flag in ("-exec", "-execdir", "-ok"):
-                if flag in core:
-                    self._emit(core[core.index(flag) + 1:], [], [])
+        if r.type != "file_redirect":
+            return
+        dest = r.child_by_field_name("destination")
+        op = _op(r)
+        if dest is None or dest.type == "number" or op in (">&", "<&"):
+            return
+        path = literal(dest)
+        if path is not None and not cmds.not_a_file(path):
+            self._path("write" if op in _WRITE_REDIRECTS else "read", path)
 
-
-def _matching(tokens: list[str], start: int) -> int:
-    depth = 1
-    for j in range(start, len(tokens)):
-        if tokens[j] in ("(", "<(", ">("):
-            depth += 1
-        elif tokens[j] == ")":
-            depth -= 1
-            if depth == 0:
-                return j
-    return len(tokens)
-
-
-def _substitutions(word: str) -> list[str]:
-    """The inner commands of ``$(...)`` and backticks inside one (quoted) word."""
-    found: list[str] = re.findall(r"`([^`]*)`", word)
-    start = word.find("$(")
-    while start >= 0:
-        depth, j = 0, start + 1
-        while j < len(word):
-            depth += word[j] == "("
-            depth -= word[j] == ")"
-            if depth == 0:
+    def argv(self, words: list[str | None], depth: int, feed: list[str], stdin: str | None) -> list[str]:
+        """Judge one simple command given as words (None: not a literal). Returns what it runs."""
+        for _ in range(16):
+            if not words:
+                return []
+            prog = program_name(words[0]) if words[0] is not None else "$"
+            unwrapped = cmds.unwrap(prog, words[1:])
+            if unwrapped is None:
                 break
-            j += 1
-        found.append(word[start + 2:j])
-        start = word.find("$(", j)
-    return found
+            if unwrapped.script is not None:
+                if unwrapped.via_shell:
+                    self.facts.segments.append({"program": "sh", "options": ["-c"], "fed_by": sorted(set(feed)),
+                                                "script": "inline", "stdin": stdin})
+                self.line(unwrapped.script, depth + 1, feed, stdin)
+                return [prog]
+            words = unwrapped.argv
+        else:
+            raise _Stop("too_complex")
+        args = words[1:]
+        self._segment(prog, args, depth, feed, stdin)
+        return [prog]
+
+    def _segment(self, prog: str, args: list[str | None], depth: int, feed: list[str], stdin: str | None) -> None:
+        interp = prog in SCRIPT_INTERPRETERS or prog == "$"
+        opts, first = cmds.options_before_operands(args, _INTERP_VALUE_OPTS if interp else frozenset())
+        fed = set(feed)
+        seg: Segment = {"program": prog, "options": sorted(set(opts)), "fed_by": [], "script": None,
+                        "stdin": stdin}
+        operands = args[first:]
+        if interp:
+            if "-m" in opts:
+                seg["script"] = "module"
+            elif any(o in _INLINE_OPTS for o in opts):
+                seg["script"] = "inline"
+                if (prog in SHELLS or prog == "$") and operands and operands[0] is not None and "-c" in opts:
+                    self.line(operands[0], depth + 1, [], None)
+            elif operands and operands[0] not in ("-", None) and "-s" not in opts:
+                seg["script"] = "file"
+                script = self._join(str(operands[0]))
+                self._path("read", str(operands[0]))
+                fed |= {"download"} if script in self.downloaded else set()
+            else:
+                seg["script"] = "stdin"
+        if stdin == "file" and self.stdin_path is not None and self._join(self.stdin_path) in self.downloaded:
+            fed.add("download")
+        if "download" in fed:
+            fed.discard("download")
+            fed |= self.downloaders or {"curl"}
+        seg["fed_by"] = sorted(p for p in fed if p)
+        self.facts.segments.append(seg)
+        self._effects(prog, args, depth, feed, stdin)
+
+    def _effects(self, prog: str, args: list[str | None], depth: int, feed: list[str], stdin: str | None) -> None:
+        if prog == "cd":
+            target = next((a for a in args if a is None or not a.startswith("-")), "~")
+            self.cwd = "?" if target is None else ("~" if target == "-" else self._join(target))
+            return
+        for op, path in cmds.file_operands(prog, args):
+            self._path(op, path)
+        urls = cmds.network_targets(prog, args)
+        self.facts.urls += urls
+        for f in cmds.downloaded_files(prog, args):
+            self._path("write", f)
+            self.downloaded.add(self._join(f))
+            self.downloaders.add(prog)
+        if prog == "find":
+            for flag in ("-exec", "-execdir", "-ok", "-okdir"):
+                if flag in args:
+                    start = args.index(flag) + 1
+                    end = next((i for i in range(start, len(args)) if args[i] in (";", "+")), len(args))
+                    self.argv(args[start:end], depth + 1, feed, stdin)
+
+    # -- paths ---------------------------------------------------------------------------------
+    def _join(self, path: str) -> str:
+        if path.startswith(("/", "~")) or not self.cwd:
+            return path
+        return posixpath.join(self.cwd, path)
+
+    def _path(self, op: str, path: str) -> None:
+        if self.cwd == "?" and not path.startswith(("/", "~")):
+            return  # relative to a folder the parse cannot know
+        self.facts.paths.append((op, self._join(path)))
 
 
-def summarize(command: str) -> tuple[list[Segment], list[str], bool]:
-    """(simple commands, URLs given to network programs, whether shlex parsed the line)."""
-    tokens, ok = tokenize(command)
-    parser = _Parser(0)
-    parser.parse(tokens)
-    return parser.segments, parser.hosts, ok
+def _op(redirect: Node) -> str:
+    return next((_text(c) for c in redirect.children if not c.is_named), "")
 
 
-def unwrap_argv(argv: Sequence[str]) -> str:
+def _stdin_of(redirects: list[Node]) -> str | None:
+    for r in redirects:
+        if r.type == "herestring_redirect":
+            return "herestring"
+        if r.type == "heredoc_redirect":
+            return "heredoc"
+        if r.type == "file_redirect" and _op(r) in ("<", "<>") and r.child_by_field_name("descriptor") is None:
+            return "file"
+    return None
+
+
+def _stdin_path(redirects: list[Node]) -> str | None:
+    for r in redirects:
+        dest = r.child_by_field_name("destination")
+        if r.type == "file_redirect" and _op(r) == "<" and dest is not None:
+            return literal(dest)
+    return None
+
+
+def analyze(command: str, stdin: str | None = None) -> ShellFacts:
+    """Facts about one command line (never raises on any input; see ``status``). ``stdin="tty"``: the
+    line runs in an interactive terminal, so an interpreter it starts reads what is typed next."""
+    if len(command.encode("utf-8", "surrogatepass")) > MAX_COMMAND_BYTES:
+        return ShellFacts(status="too_large")
+    walker = _Walker()
+    try:
+        walker.line(command, 0, [], stdin)
+    except _Stop as stop:
+        return ShellFacts(segments=walker.facts.segments, status=stop.status, work=walker.nodes + walker.parsed)
+    except RecursionError:
+        return ShellFacts(status="too_complex", work=walker.nodes + walker.parsed)
+    walker.facts.work = walker.nodes + walker.parsed
+    return walker.facts
+
+
+def unwrap_argv(argv: list[str]) -> str:
     """An argv list as a command line. ``["bash", "-lc", SCRIPT]`` is how Codex runs every command:
     the wrapper is the harness, not the model's choice, so the script itself is what gets judged."""
-    if len(argv) == 3 and program_name(argv[0]) in _SHELLS and "-c" in _options(argv[1:2]):
+    import shlex
+
+    if len(argv) == 3 and program_name(argv[0]) in SHELLS and "-c" in cmds.options_before_operands(argv[1:2])[0]:
         return argv[2]
     return shlex.join(argv)
-
-
-def _entry_matches(entry: str, seg: Segment) -> bool:
-    prog = str(seg["program"])
-    fed = seg["fed_by"]
-    opts = seg["options"]
-    if "|" in entry:
-        source, _, sink = (p.strip() for p in entry.partition("|"))
-        return prog == program_name(sink) and isinstance(fed, list) and program_name(source) in fed
-    words = entry.split()
-    if not words or prog != program_name(words[0]):
-        return False
-    return isinstance(opts, list) and all(w in opts for w in words[1:])
-
-
-def interpreter_form(segments: Iterable[Segment], entries: Sequence[str]) -> str | None:
-    """The first configured form that one of the simple commands uses, or None."""
-    for seg in segments:
-        for entry in entries:
-            if _entry_matches(entry, seg):
-                return entry
-    return None

@@ -17,6 +17,8 @@ NO_SUCH_PATH = "no_such_path"
 READ_BEFORE_WRITE = "read_before_write"
 SHELL_INTERPRETER = "shell_interpreter"
 EGRESS = "egress_allowlist"
+UNPARSEABLE = "unparseable_arguments"
+COMPUTER_USE = "computer_use"
 
 
 @dataclass(frozen=True)
@@ -25,7 +27,7 @@ class Assessment:
 
     tool: str
     effect: str
-    """file_read | file_write | exec | network | none | unknown"""
+    """file_read | file_write | exec | network | computer | none | unknown"""
     decision: Literal["allow", "block"]
     rule: str | None
     """The id of the rule that blocked (``path_containment``, ...); None when allowed."""

@@ -1,0 +1,379 @@
+"""What the shell analysis knows about individual programs (pure tables and small argv readers).
+
+Three kinds of knowledge, each applied to one simple command's literal argv:
+
+- **wrappers**: programs that run another command given in their arguments (``env``, ``sudo``,
+  ``exec -a NAME``, ``busybox APPLET``, ``xargs``, ``timeout 5``...). They are looked through; those
+  that take the command as one string (``env -S``, ``su -c``, ``watch``) hand it back for a re-parse.
+- **file commands**: the path operands of the common file programs and whether each is read or
+  written (``cat``, ``cp``, ``mv``, ``rm``, ``tee``, ``sed -i``, ``curl -o``...).
+- **network commands**: the hosts a program connects to (``curl``, ``wget``, ``nc``, ``ssh``, ``scp``,
+  ``rsync``, ``git clone``, ``pip install URL``...).
+
+An operand that is not a literal (it holds a variable or a substitution) is ``None`` and is skipped
+by the path and host readers; ``$HOME``/``~`` are literals (``~``).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+Argv = Sequence[str | None]
+
+SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "ash", "csh", "tcsh", "yash"})
+SCRIPT_INTERPRETERS = frozenset({*SHELLS, "python", "perl", "ruby", "node", "nodejs", "php", "lua",
+                                 "deno", "bun", "tclsh", "Rscript", "pwsh", "osascript", "irb"})
+DOWNLOADERS = frozenset({"curl", "wget", "aria2c", "http", "https", "xh", "fetch"})
+
+_VERSION = re.compile(r"(?<=[a-z])[\d.]+$")
+
+
+@lru_cache(maxsize=4096)
+def program_name(word: str) -> str:
+    """The basename of a command word with a version suffix stripped: ``/usr/bin/python3.11`` -> python."""
+    base = posixpath.basename(word.rstrip("/")) or word
+    stripped = _VERSION.sub("", base)
+    return stripped or base
+
+
+def options_before_operands(args: Argv, value_opts: frozenset[str] = frozenset()) -> tuple[list[str], int]:
+    """(option flags, index of the first operand). Short clusters split (``-lc`` -> -l, -c); long
+    options without their value; options listed in ``value_opts`` consume the next word."""
+    opts: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg is None or arg in ("-", "+") or not arg.startswith(("-", "+")):
+            break
+        if arg == "--":
+            return opts, i + 1
+        if arg.startswith("--"):
+            opts.append(arg.split("=", 1)[0])
+        elif arg[1:].isalpha():
+            opts.extend(arg[0] + c for c in arg[1:])
+        else:
+            opts.append(arg[:2])
+        i += 2 if (arg in value_opts or (arg[:2] in value_opts and len(arg) == 2)) else 1
+    return opts, i
+
+
+# -- wrappers ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Unwrapped:
+    argv: list[str | None]
+    """The wrapped command's argv (may be empty)."""
+    script: str | None = None
+    """A command line given as one string (``env -S``, ``su -c``, ``watch``): parse it as shell."""
+    via_shell: bool = False
+    """The wrapper hands ``script`` to ``sh -c`` (``su -c``, ``watch``, ``flock -c``), an inline script."""
+
+
+_WRAPPER_VALUE_OPTS: dict[str, frozenset[str]] = {
+    "env": frozenset({"-u", "--unset", "-C", "--chdir"}),
+    "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"}),
+    "doas": frozenset({"-u", "-C"}),
+    "exec": frozenset({"-a"}),
+    "nice": frozenset({"-n", "--adjustment"}),
+    "ionice": frozenset({"-c", "-n", "-t", "-p", "-P", "-u"}),
+    "timeout": frozenset({"-k", "-s", "--kill-after", "--signal"}),
+    "stdbuf": frozenset({"-i", "-o", "-e"}),
+    "xargs": frozenset({"-I", "-L", "-n", "-P", "-s", "-d", "-E", "-a", "-i", "--delimiter",
+                        "--arg-file", "--max-args", "--max-procs", "--replace"}),
+    "chroot": frozenset({"--userspec", "--groups"}),
+    "watch": frozenset({"-n", "-d", "--interval"}),
+    "flock": frozenset({"-w", "-E", "--timeout", "--conflict-exit-code"}),
+    "taskset": frozenset(),
+    "setpriv": frozenset(),
+    "time": frozenset({"-f", "-o"}),
+}
+_PLAIN_WRAPPERS = frozenset({"command", "builtin", "nohup", "setsid", "unbuffer", "chronic", "caffeinate",
+                             "catchsegv", "strace", "ltrace", "torsocks", "proxychains", "proxychains4",
+                             "firejail", "fakeroot", "then", "do", "else", "!", "coproc"})
+WRAPPERS = frozenset({*_WRAPPER_VALUE_OPTS, *_PLAIN_WRAPPERS, "busybox", "toybox", "su", "runuser",
+                      "script", "sg", "parallel"})
+
+
+def _option_value(args: Argv, names: tuple[str, ...]) -> tuple[bool, str | None]:
+    """Whether one of ``names`` is given, and its value (``-S X``, ``-SX``, ``--split-string=X``)."""
+    for i, a in enumerate(args):
+        if a is None:
+            continue
+        for n in names:
+            if a == n:
+                return True, args[i + 1] if i + 1 < len(args) else None
+            if n.startswith("--") and a.startswith(n + "="):
+                return True, a[len(n) + 1:]
+            if not n.startswith("--") and a.startswith(n) and len(a) > len(n):
+                return True, a[len(n):]
+    return False, None
+
+
+def unwrap(program: str, args: Argv) -> Unwrapped | None:
+    """The command a wrapper runs, or None when ``program`` is not a wrapper."""
+    if program not in WRAPPERS:
+        return None
+    if program in ("busybox", "toybox"):
+        return Unwrapped(list(args))
+    if program in ("su", "runuser", "sg", "script"):
+        found, value = _option_value(args, ("-c", "--command"))
+        if program == "sg" and not found and len(args) >= 2:
+            return Unwrapped([], args[1], via_shell=True)
+        return Unwrapped([], value, via_shell=True) if found else Unwrapped([])
+    if program == "env":
+        found, value = _option_value(args, ("-S", "--split-string"))
+        if found:
+            return Unwrapped([], value)
+    value_opts = _WRAPPER_VALUE_OPTS.get(program, frozenset())
+    opts, i = options_before_operands(args, value_opts)
+    rest = list(args[i:])
+    if program == "command" and ("-v" in opts or "-V" in opts):
+        return Unwrapped([])
+    if program == "env":
+        while rest and rest[0] is not None and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", rest[0]):
+            rest.pop(0)
+    elif program == "timeout" and rest:
+        rest = rest[1:]  # the duration
+    elif program in ("chroot", "flock", "taskset") and rest:
+        if program == "flock":
+            found, value = _option_value(args, ("-c", "--command"))
+            if found:
+                return Unwrapped([], value, via_shell=True)
+        rest = rest[1:]  # the new root / lock file / cpu mask
+    elif program == "watch":
+        joined = [a for a in rest]
+        if any(a is None for a in joined):
+            return Unwrapped(rest)
+        return Unwrapped([], " ".join(a for a in joined if a is not None), via_shell=True)
+    elif program == "parallel":
+        rest = [a for a in rest if a != ":::"]
+    return Unwrapped(rest)
+
+
+# -- file commands ----------------------------------------------------------------------------------
+
+# program -> (op of its operands, options that take a value, how many leading operands are not paths)
+_READERS = frozenset({"cat", "tac", "head", "tail", "less", "more", "wc", "nl", "od", "xxd", "hexdump",
+                      "strings", "base64", "base32", "sort", "uniq", "diff", "cmp", "file", "stat",
+                      "md5sum", "sha1sum", "sha256sum", "sha512sum", "cksum", "ls", "tree", "du",
+                      "source", ".", "jq", "yq", "column", "cut", "paste", "fold", "iconv", "readlink",
+                      "realpath", "bat", "view", "awk", "grep", "egrep", "fgrep", "rg", "ag", "zcat",
+                      "gunzip", "tar", "unzip", "find"})
+_WRITERS = frozenset({"tee", "touch", "mkdir", "rm", "rmdir", "truncate", "shred", "unlink",
+                      "chmod", "chown", "chgrp", "ln", "mv", "cp", "install", "dd", "sed", "perl"})
+_VALUE_OPTS: dict[str, frozenset[str]] = {
+    "head": frozenset({"-n", "-c", "--lines", "--bytes"}),
+    "tail": frozenset({"-n", "-c", "--lines", "--bytes", "-s", "--pid"}),
+    "grep": frozenset({"-e", "-f", "-m", "-A", "-B", "-C", "-d", "-D", "--regexp", "--file", "--max-count",
+                       "--context", "--include", "--exclude", "--exclude-dir", "--color", "--label"}),
+    "rg": frozenset({"-e", "-f", "-g", "-m", "-A", "-B", "-C", "-t", "-T", "--glob", "--type", "--regexp",
+                     "--max-count", "--context", "--iglob", "-M", "-j"}),
+    "sort": frozenset({"-k", "-t", "-S", "-T", "--key", "--field-separator", "--buffer-size"}),
+    "sed": frozenset({"-e", "-f", "-l", "--expression", "--file"}),
+    "cut": frozenset({"-d", "-f", "-b", "-c", "--delimiter", "--fields"}),
+    "awk": frozenset({"-F", "-v", "-f"}),
+    "jq": frozenset({"--arg", "--argjson", "-f", "--indent"}),
+    "chmod": frozenset({"--reference"}),
+    "truncate": frozenset({"-s", "--size", "-r", "--reference"}),
+    "install": frozenset({"-m", "-o", "-g", "--mode", "--owner", "--group"}),
+    "tar": frozenset({"-C", "--directory", "-T", "-X"}),
+    "du": frozenset({"-d", "--max-depth"}),
+    "tree": frozenset({"-L", "-I", "-P"}),
+    "xxd": frozenset({"-c", "-g", "-l", "-s"}),
+    "od": frozenset({"-A", "-t", "-j", "-N"}),
+    "mkdir": frozenset({"-m", "--mode"}),
+    "ln": frozenset({"-t", "--target-directory", "-S", "--suffix"}),
+    "perl": frozenset({"-e", "-E", "-M", "-I"}),
+}
+_PATTERN_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "awk", "sed", "jq"})
+_MODE_FIRST = frozenset({"chmod", "chown", "chgrp"})
+_NOT_FILES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
+
+
+def not_a_file(path: str) -> bool:
+    return path in _NOT_FILES or path.startswith("/dev/fd/")
+
+
+def _literal_operands(args: Argv, value_opts: frozenset[str]) -> tuple[list[str], list[str | None]]:
+    """(options, operands) where options may be interleaved with operands (GNU style)."""
+    opts: list[str] = []
+    operands: list[str | None] = []
+    i = 0
+    ended = False
+    while i < len(args):
+        a = args[i]
+        if not ended and a == "--":
+            ended = True
+        elif not ended and a is not None and a.startswith("-") and a != "-":
+            opts.append(a)
+            if a in value_opts or (a.startswith("--") is False and a[:2] in value_opts and len(a) == 2):
+                i += 1
+        else:
+            operands.append(a)
+        i += 1
+    return opts, operands
+
+
+def file_operands(program: str, args: Argv) -> list[tuple[str, str]]:
+    """[(op, path)] for a known file program's literal path operands; [] for any other program."""
+    if program == "dd":
+        return [("read" if a.startswith("if=") else "write", a[3:]) for a in args
+                if a is not None and a.startswith(("if=", "of="))]
+    if program not in _READERS and program not in _WRITERS:
+        return []
+    value_opts = _VALUE_OPTS.get(program, frozenset())
+    opts, operands = _literal_operands(args, value_opts)
+    given_script = any(o in ("-e", "-f", "--expression", "--file", "--regexp") or o.startswith(("--expression=",
+                       "--regexp=", "--file=")) for o in opts)
+    if program in _PATTERN_FIRST and not given_script and operands:
+        operands = operands[1:]
+    if program in _MODE_FIRST and operands:
+        operands = operands[1:]
+    if program == "perl" and not any(o.startswith("-i") or ("i" in o[1:] and o[1:].isalpha()) for o in opts):
+        return []
+    if program == "find":
+        operands = operands[:1] if operands and operands[0] is not None and not operands[0].startswith(
+            ("(", "!")) else []
+    op = "read"
+    if program == "sed":
+        op = "write" if any(o.startswith(("-i", "--in-place")) or ("i" in o[1:] and o[1:].isalpha()
+                                                                    and not o.startswith("--")) for o in opts) else "read"
+    elif program in _WRITERS:
+        op = "write"
+    out: list[tuple[str, str]] = []
+    for n, path in enumerate(operands):
+        if path is None or not_a_file(path):
+            continue
+        this = op
+        if program in ("cp", "install") and n < len(operands) - 1:
+            this = "read"
+        out.append((this, path))
+    return out
+
+
+# -- network commands -------------------------------------------------------------------------------
+
+_NET_VALUE_OPTS: dict[str, frozenset[str]] = {
+    "curl": frozenset({"-o", "-H", "-d", "-X", "-u", "-A", "-e", "-b", "-c", "-F", "-T", "-w", "-m", "-r",
+                       "-K", "-E", "-U", "-C", "-Y", "-y", "-z", "-D", "-t", "-Q", "-P", "--output",
+                       "--header", "--data", "--data-raw", "--data-binary", "--data-urlencode", "--request",
+                       "--user", "--user-agent", "--referer", "--cookie", "--cookie-jar", "--form",
+                       "--upload-file", "--write-out", "--max-time", "--connect-timeout", "--retry",
+                       "--config", "--cert", "--key", "--cacert", "--resolve", "--connect-to",
+                       "--dump-header", "--proxy-user", "--range", "--json", "--output-dir", "--oauth2-bearer"}),
+    "wget": frozenset({"-O", "-o", "-a", "-P", "-U", "-t", "-T", "-w", "-i", "-e", "-Q", "-l", "-A", "-R",
+                       "-D", "--output-document", "--header", "--user-agent", "--post-data", "--post-file",
+                       "--user", "--password", "--directory-prefix", "--tries", "--timeout"}),
+    "nc": frozenset({"-p", "-s", "-w", "-i", "-q", "-x", "-X", "-I", "-O", "-T", "-V", "-W", "-M", "-m"}),
+    "ssh": frozenset({"-p", "-i", "-l", "-o", "-F", "-J", "-L", "-R", "-D", "-b", "-c", "-E", "-e", "-m",
+                      "-O", "-Q", "-S", "-W", "-w", "-B", "-I"}),
+    "scp": frozenset({"-P", "-i", "-o", "-F", "-J", "-c", "-l", "-S", "-D", "-X"}),
+    "rsync": frozenset({"-e", "--rsh", "--exclude", "--include", "-f", "--filter", "--port"}),
+    "telnet": frozenset({"-l", "-e", "-n", "-b"}),
+}
+_NET_ALIASES = {"ncat": "nc", "netcat": "nc", "sftp": "scp", "mosh": "ssh", "autossh": "ssh"}
+_HOST_FIRST = frozenset({"nc", "ssh", "telnet"})
+_URL_OPTS = ("--url", "--proxy", "-x", "--index-url", "-i", "--extra-index-url", "--registry",
+             "--find-links", "-f")
+_SCP_LIKE = re.compile(r"^(?:[^@/\s:]+@)?(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):(?!//)")
+_URLISH = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+_GIT_REMOTE_VERBS = frozenset({"clone", "fetch", "pull", "push", "ls-remote", "remote", "submodule", "archive"})
+_PACKAGERS = frozenset({"pip", "pip3", "uv", "pipx", "npm", "npx", "yarn", "pnpm", "gem", "cargo", "go",
+                        "poetry", "conda", "mamba", "bundle", "composer", "apt-get", "apt", "brew",
+                        "helm", "docker", "podman"})
+
+
+def _scheme_url(word: str) -> str | None:
+    """A word as a URL when it spells one (``git+https://`` -> ``https://``)."""
+    if "://" in word:
+        return word.split("+", 1)[1] if re.match(r"^[a-z]+\+[a-z]+://", word, re.IGNORECASE) else word
+    return None
+
+
+def _scp_host(word: str) -> str | None:
+    m = _SCP_LIKE.match(word)
+    if not m or "/" in word.split(":", 1)[0]:
+        return None
+    return "ssh://" + m.group(1)
+
+
+def network_targets(program: str, args: Argv) -> list[str]:
+    """URLs (``ssh://host``, ``tcp://host`` for bare hosts) that a network program connects to."""
+    prog = _NET_ALIASES.get(program, program)
+    literal = [a for a in args if a is not None]
+    out: list[str] = []
+    for i, a in enumerate(literal):
+        if a in _URL_OPTS and i + 1 < len(literal) and (prog in DOWNLOADERS or prog in _PACKAGERS):
+            value = literal[i + 1]
+            out.append(value if "://" in value else "https://" + value)
+        elif a.startswith(("--url=", "--proxy=", "--index-url=", "--extra-index-url=", "--registry=")):
+            value = a.split("=", 1)[1]
+            out.append(value if "://" in value else "https://" + value)
+    if prog in DOWNLOADERS:
+        _, operands = _literal_operands(args, _NET_VALUE_OPTS.get(prog, frozenset()))
+        out += [o if _URLISH.match(o) else "http://" + o for o in operands if o is not None and o]
+    elif prog in _HOST_FIRST:
+        _, operands = _literal_operands(args, _NET_VALUE_OPTS[prog])
+        if operands and operands[0] is not None:
+            host = operands[0].rsplit("@", 1)[-1]
+            out.append(("ssh://" if prog == "ssh" else "tcp://") + host)
+    elif prog in ("scp", "rsync"):
+        _, operands = _literal_operands(args, _NET_VALUE_OPTS[prog])
+        for o in operands:
+            if o is None:
+                continue
+            url = _scheme_url(o) or _scp_host(o.replace("::", ":", 1))
+            if url:
+                out.append(url)
+    elif prog == "socat":
+        for o in literal:
+            m = re.match(r"^(?:tcp[46]?|udp[46]?|openssl|ssl)(?:-connect)?:([^:,]+)", o, re.IGNORECASE)
+            if m:
+                out.append("tcp://" + m.group(1))
+    elif prog == "git" or prog in _PACKAGERS:
+        if prog == "git" and not set(literal) & _GIT_REMOTE_VERBS:
+            return out
+        for o in literal:
+            if o.startswith("-"):
+                continue
+            url = _scheme_url(o) or (_scp_host(o) if prog == "git" else None)
+            if url:
+                out.append(url)
+    return out
+
+
+def _short_cluster(arg: str) -> str:
+    return arg[1:] if arg.startswith("-") and not arg.startswith("--") else ""
+
+
+def downloaded_files(program: str, args: Argv) -> list[str]:
+    """Files a downloader writes (``curl -o F``, ``curl -sSLo F``, ``curl -O``, ``wget -O F``), to spot
+    ``... && sh F``."""
+    if program not in ("curl", "wget"):
+        return []
+    out_flag, long_out = ("o", "--output") if program == "curl" else ("O", "--output-document")
+    out: list[str] = []
+    remote = False
+    literal = list(args)
+    for i, a in enumerate(literal):
+        if a is None:
+            continue
+        cluster = _short_cluster(a)
+        nxt = literal[i + 1] if i + 1 < len(literal) else None
+        if a == long_out and nxt is not None:
+            out.append(nxt)
+        elif a.startswith(long_out + "="):
+            out.append(a.split("=", 1)[1])
+        elif out_flag in cluster:
+            tail = cluster[cluster.index(out_flag) + 1:]
+            value = tail or nxt
+            if value is not None:
+                out.append(value)
+        remote = remote or (program == "curl" and ("O" in cluster or a == "--remote-name"))
+    if remote or (program == "wget" and not out):
+        out += [posixpath.basename(u.split("?", 1)[0]) or "index.html" for u in network_targets(program, args)]
+    return [f for f in out if f != "-"]

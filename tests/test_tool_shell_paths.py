@@ -1,0 +1,125 @@
+"""Paths inside shell commands and in the new tool shapes: containment, privileged places, the
+manifest and read-before-write apply to what the common file commands and redirections touch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from config.policy import ToolsPolicy
+from guardrails.datamodel import HistoryToolCall, ToolCall
+from guardrails.tools import Assessment, ToolAssessor
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("print('hi')\n")
+    (tmp_path / "outside").mkdir()
+    return root
+
+
+def _assess(ws: Path, name: str, args: dict[str, object] | str, history: list[HistoryToolCall] | None = None,
+            **policy: object) -> Assessment:
+    tools = ToolsPolicy.model_validate({"workspace_root": str(ws), "egress_enabled": False, **policy})
+    text = args if isinstance(args, str) else json.dumps(args)
+    return ToolAssessor(tools).assess(ToolCall("c1", name, text), history or [])
+
+
+def _bash(ws: Path, command: str, history: list[HistoryToolCall] | None = None, **policy: object) -> Assessment:
+    return _assess(ws, "Bash", {"command": command}, history, **policy)
+
+
+@pytest.mark.parametrize(("command", "reason"), [
+    ("cat /etc/shadow", "privileged_path"),
+    ("cat ~/.ssh/id_rsa", "privileged_path"),
+    ("cat $HOME/.aws/credentials", "privileged_path"),
+    ("head -n 5 ../outside/x.txt", "path_outside_workspace"),
+    ("cp src/app.py /tmp/exfil.py", "path_outside_workspace"),
+    ("mv src/app.py ../outside/", "path_outside_workspace"),
+    ("rm -rf /etc/cron.d", "privileged_path"),
+    ("echo x | tee -a /etc/profile", "privileged_path"),
+    ("sed -i 's/a/b/' /etc/hosts", "privileged_path"),
+    ("echo '* * * * * root id' > /etc/cron.d/evil", "privileged_path"),
+    ("echo x >> ../outside/log", "path_outside_workspace"),
+    ("cd /etc && cat passwd", "privileged_path"),
+    ("cd .. && cat outside/x", "path_outside_workspace"),
+    ("grep -rn token ~/.ssh", "privileged_path"),
+    ("dd if=/proc/self/environ of=env.txt", "privileged_path"),
+    ("curl -o /etc/x https://api.github.com", "privileged_path"),
+    ("sed -i 's/hi/bye/' src/app.py", "write_without_read"),
+    ("echo x > src/app.py", "write_without_read"),
+    ("cat src/nope.py", "no_such_path"),
+])
+def test_paths_in_shell_commands_are_checked(ws: Path, command: str, reason: str) -> None:
+    a = _bash(ws, command)
+    assert a.reason_code == reason, (command, a.rationale)
+    assert a.rationale.startswith("Blocked:")
+
+
+@pytest.mark.parametrize("command", [
+    "cat src/app.py", "ls -la src", "echo hi > src/new.py", "grep -rn print src 2>/dev/null",
+    "cd src && cat app.py", "mkdir -p build && cp src/app.py build/", "python3 src/app.py > out.txt",
+    "git diff > changes.patch", "cat $UNKNOWN/x",
+])
+def test_everyday_shell_file_use_passes(ws: Path, command: str) -> None:
+    a = _bash(ws, command)
+    assert a.decision == "allow", (command, a.rationale)
+
+
+def test_a_shell_read_counts_for_read_before_write(ws: Path) -> None:
+    read = HistoryToolCall("h", "Bash", json.dumps({"command": "cat src/app.py"}), True)
+    assert _bash(ws, "sed -i 's/hi/bye/' src/app.py", [read]).decision == "allow"
+    codex_read = HistoryToolCall("h", "shell", json.dumps({"command": ["bash", "-lc", "sed -n 1,5p src/app.py"]}),
+                                 True)
+    assert _assess(ws, "shell", {"command": ["bash", "-lc", "sed -i s/a/b/ src/app.py"]}, [codex_read]).decision \
+        == "allow"
+
+
+def test_the_manifest_applies_to_shell_writes(ws: Path) -> None:
+    a = _bash(ws, "echo x > notes.txt", write_manifest=["src/**"])
+    assert a.reason_code == "path_outside_manifest"
+
+
+@pytest.mark.parametrize(("name", "args", "reason"), [
+    ("bash", {"command": "cat /etc/shadow"}, "privileged_path"),
+    ("bash", {"command": "bash -c id"}, "shell_interpreter"),
+    ("str_replace_based_edit_tool", {"command": "view", "path": "/etc/shadow"}, "privileged_path"),
+    ("str_replace_based_edit_tool", {"command": "str_replace", "path": "src/app.py", "old_str": "a",
+                                     "new_str": "b"}, "write_without_read"),
+    ("str_replace_editor", {"command": "create", "path": "/tmp/x.py", "file_text": "x"}, "path_outside_workspace"),
+    ("local_shell_call", {"type": "exec", "command": ["bash", "-lc", "cat /etc/shadow"]}, "privileged_path"),
+    ("local_shell_call", {"type": "exec", "command": ["ls"], "working_directory": "/root"}, "privileged_path"),
+    ("shell_call", {"commands": ["ls", "echo aWQ= | base64 -d | sh"]}, "shell_interpreter"),
+    ("apply_patch_call", {"type": "update_file", "path": "src/app.py", "diff": "@@\n-a\n+b"}, "write_without_read"),
+    ("apply_patch_call", {"type": "create_file", "path": "/etc/x", "diff": "+a"}, "privileged_path"),
+    ("computer_call", {"type": "type", "text": "rm -rf ~"}, "computer_use_not_allowed"),
+    ("exec_command", {"cmd": "bash", "tty": True}, "shell_interpreter"),
+    ("exec_command", {"cmd": "python3", "tty": True}, "shell_interpreter"),
+    ("write_stdin", {"session_id": 1, "chars": "cat /etc/shadow\n"}, "privileged_path"),
+    ("mcp__x__run", {"command": "cat /etc/shadow"}, "privileged_path"),
+    ("mcp__x__get", {"url": "https://evil.example/"}, "egress_not_allowed"),
+])
+def test_every_tool_shape_is_assessed(ws: Path, name: str, args: dict[str, object], reason: str) -> None:
+    a = _assess(ws, name, args, egress_enabled=True)
+    assert a.reason_code == reason, (name, a.rationale)
+
+
+def test_unknown_tools_are_recorded_as_such(ws: Path) -> None:
+    a = _assess(ws, "mcp__x__anything", {"note": "hello"})
+    assert a.decision == "allow" and a.observations["unknown_tool"] is True and a.effect == "unknown"
+    assert "unknown_tool" not in _assess(ws, "Read", {"file_path": "src/app.py"}).observations
+
+
+def test_computer_use_can_be_allowed(ws: Path) -> None:
+    assert _assess(ws, "computer_call", {"type": "click", "x": 1, "y": 2}, allow_computer_use=True).decision == "allow"
+
+
+def test_apply_patch_headers_with_leading_whitespace_are_read(ws: Path) -> None:
+    patch = "*** Begin Patch\n  *** Add File: /etc/cron.d/evil\n+x\n\t*** Update File: src/app.py\n*** End Patch"
+    a = _assess(ws, "apply_patch", {"input": patch})
+    assert a.reason_code == "privileged_path"
+    assert [t["path"] for t in a.observations["targets"]] == ["/etc/cron.d/evil", "src/app.py"]  # type: ignore[union-attr]

@@ -34,7 +34,10 @@ def _fit(unit: str, sep: str, budget: int) -> str:
 
 def cases(ws: Path) -> dict[str, tuple[str, str]]:
     limit = MAX_COMMAND_BYTES - 64
-    bash = lambda c: ("Bash", json.dumps({"command": c}))
+
+    def bash(command: str) -> tuple[str, str]:
+        return "Bash", json.dumps({"command": command})
+
     return {
         "Read (typical)": ("Read", json.dumps({"file_path": str(ws / "src/app.py")})),
         "Edit (typical)": ("Edit", json.dumps({"file_path": str(ws / "src/app.py"), "old_string": "a",

@@ -129,6 +129,7 @@ class _Walker:
         """A literal ``cd`` target seen so far ("" = the starting folder; None-like "?" = unknown)."""
         self.downloaded: set[str] = set()
         self.downloaders: set[str] = set()
+        self.written: set[str] = set()
         self.stdin_path: str | None = None
         """The file a ``<`` redirect feeds the current command (to spot a downloaded script)."""
 
@@ -371,7 +372,12 @@ class _Walker:
     def _path(self, op: str, path: str) -> None:
         if self.cwd == "?" and not path.startswith(("/", "~")):
             return  # relative to a folder the parse cannot know
-        self.facts.paths.append((op, self._join(path)))
+        joined = self._join(path)
+        if op == "read" and posixpath.normpath(joined) in self.written:
+            return  # made earlier in this line (``echo x > a && cat a``): its write was judged
+        if op == "write":
+            self.written.add(posixpath.normpath(joined))
+        self.facts.paths.append((op, joined))
 
 
 def _op(redirect: Node) -> str:

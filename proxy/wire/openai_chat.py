@@ -77,6 +77,29 @@ def _content_text(content: Any) -> str:
     return ""
 
 
+LEGACY_KEY = "function_call"
+"""Stream key of a legacy ``function_call`` (the pre-tools shape: one call, no id)."""
+
+
+def _function_of(tc: Any) -> tuple[str, str]:
+    """(name, arguments) of a ``tool_calls`` entry: ``type: function`` carries ``function.arguments``,
+    ``type: custom`` carries ``custom.input`` (freeform text)."""
+    if not isinstance(tc, dict):
+        return "", ""
+    fn = tc.get("function") or tc.get("custom") or {}
+    if not isinstance(fn, dict):
+        return "", ""
+    args = fn.get("arguments", fn.get("input", ""))
+    return str(fn.get("name", "")), args if isinstance(args, str) else ""
+
+
+def _legacy_call(msg: dict[str, Any]) -> ToolCall | None:
+    fc = msg.get("function_call")
+    if not isinstance(fc, dict):
+        return None
+    return ToolCall("", str(fc.get("name", "")), str(fc.get("arguments", "")))
+
+
 def _history(messages: list[Any]) -> list[HistoryToolCall]:
     results: dict[str, bool] = {}
     for m in messages:
@@ -88,10 +111,12 @@ def _history(messages: list[Any]) -> list[HistoryToolCall]:
         if not (isinstance(m, dict) and m.get("role") == "assistant"):
             continue
         for tc in m.get("tool_calls") or []:
-            fn = tc.get("function") or {} if isinstance(tc, dict) else {}
+            name, args = _function_of(tc)
             cid = str(tc.get("id", "")) if isinstance(tc, dict) else ""
-            calls.append(HistoryToolCall(cid, str(fn.get("name", "")), str(fn.get("arguments", "")),
-                                         results.get(cid)))
+            calls.append(HistoryToolCall(cid, name, args, results.get(cid)))
+        legacy = _legacy_call(m)
+        if legacy is not None:
+            calls.append(HistoryToolCall("", legacy.name, legacy.arguments, None))
     return calls
 
 
@@ -246,9 +271,10 @@ class OpenAIChat(WireFormat):
         data = loads(body)
         choice = data["choices"][0]
         msg = choice.get("message") or {}
-        calls = [ToolCall(str(tc.get("id", "")), str((tc.get("function") or {}).get("name", "")),
-                          str((tc.get("function") or {}).get("arguments", "")))
-                 for tc in msg.get("tool_calls") or []]
+        calls = [ToolCall(str(tc.get("id", "")), *_function_of(tc)) for tc in msg.get("tool_calls") or []
+                 if isinstance(tc, dict)]
+        legacy = _legacy_call(msg)
+        calls += [legacy] if legacy is not None else []
         annotations = [str(a.get("url_citation", {}).get("url", "")) for a in msg.get("annotations") or []
                        if isinstance(a, dict)]
         return AssistantMessage(text=msg.get("content") or "", tool_calls=calls,
@@ -270,11 +296,11 @@ class OpenAIChat(WireFormat):
             events += text_events + logprob_events(choice.get("logprobs"), text_events, c)
             calls = [*(msg.get("tool_calls") or []), *([msg["function_call"]] if msg.get("function_call") else [])]
             for n, tc in enumerate(calls):
-                fn = (tc.get("function") or tc) if isinstance(tc, dict) else {}
+                wrapped = tc if isinstance(tc, dict) and ("function" in tc or "custom" in tc) else {"function": tc}
+                name, args = _function_of(wrapped)  # function, custom (freeform input) or legacy
                 key = str(n)
-                events += [ToolCallStart(key, str(tc.get("id", "")) if isinstance(tc, dict) else "",
-                                         str(fn.get("name", "")), c),
-                           ToolCallArgsDelta(key, str(fn.get("arguments", "")), c), ToolCallEnd(key, c)]
+                events += [ToolCallStart(key, str(tc.get("id", "")) if isinstance(tc, dict) else "", name, c),
+                           ToolCallArgsDelta(key, args, c), ToolCallEnd(key, c)]
             if choice.get("finish_reason"):
                 events.append(Finish(str(choice["finish_reason"]), c))
         return tuple(events)
@@ -314,8 +340,9 @@ class OpenAIChat(WireFormat):
     def with_tool_feedback(self, body: dict[str, Any], message: AssistantMessage,
                            results: list[tuple[ToolCall, str]]) -> dict[str, Any]:
         out = copy.copy(body)
-        extra: list[dict[str, Any]] = [_message_dict(message)]
-        extra += [{"role": "tool", "tool_call_id": call.call_id, "content": text} for call, text in results]
+        extra: list[dict[str, Any]] = [_message_dict(message, _custom_tool_names(body))]
+        extra += [{"role": "tool", "tool_call_id": call.call_id, "content": text} if call.call_id
+                  else {"role": "function", "name": call.name, "content": text} for call, text in results]
         out["messages"] = [*body.get("messages", []), *extra]
         return out
 
@@ -326,12 +353,25 @@ class OpenAIChat(WireFormat):
         return "/v1/chat/completions", with_temperature(body, temperature)
 
 
-def _message_dict(message: AssistantMessage) -> dict[str, Any]:
+def _custom_tool_names(body: dict[str, Any]) -> set[str]:
+    tools = body.get("tools") or []
+    return {str((t.get("custom") or {}).get("name", t.get("name"))) for t in tools
+            if isinstance(t, dict) and t.get("type") == "custom"}
+
+
+def _message_dict(message: AssistantMessage, custom: set[str] | None = None) -> dict[str, Any]:
+    """The assistant message; a call without an id is a legacy ``function_call``, a call to a tool
+    the request declares ``custom`` goes back as ``type: custom`` with its freeform input."""
     out: dict[str, Any] = {"role": "assistant", "content": message.text or None, "refusal": None}
-    if message.tool_calls:
-        out["tool_calls"] = [{"id": c.call_id, "type": "function",
-                              "function": {"name": c.name, "arguments": c.arguments}}
-                             for c in message.tool_calls]
+    calls = [c for c in message.tool_calls if c.call_id]
+    legacy = [c for c in message.tool_calls if not c.call_id]
+    if calls:
+        out["tool_calls"] = [{"id": c.call_id, "type": "custom", "custom": {"name": c.name, "input": c.arguments}}
+                             if c.name in (custom or ()) else
+                             {"id": c.call_id, "type": "function",
+                              "function": {"name": c.name, "arguments": c.arguments}} for c in calls]
+    if legacy:
+        out["function_call"] = {"name": legacy[0].name, "arguments": legacy[0].arguments}
     return out
 
 
@@ -436,14 +476,13 @@ class ChatStream(StreamCodec):
         if not isinstance(tc, dict):
             return [Unvetted("chat tool call of an unknown shape")]
         key = str(tc.get("index", 0))
-        fn = tc.get("function") or {}
+        name, args = _function_of(tc)  # type "function" or "custom" (freeform input)
         events: list[Event] = []
         open_tools = self._open_tools.setdefault(c, set())
         if key not in open_tools:
             open_tools.add(key)
-            events.append(ToolCallStart(key, str(tc.get("id", "")), str(fn.get("name", "")), c))
-        args = fn.get("arguments")
-        if isinstance(args, str) and args:
+            events.append(ToolCallStart(key, str(tc.get("id", "")), name, c))
+        if args:
             events.append(ToolCallArgsDelta(key, args, c))
         return events
 

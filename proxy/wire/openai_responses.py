@@ -67,6 +67,12 @@ from proxy.wire.openai_chat import error_object
 
 _TOOL_ITEMS = {"function_call": "arguments", "custom_tool_call": "input"}
 """Tool-call item types and the field that carries their arguments."""
+_ACTION_ITEMS = {"local_shell_call": "action", "shell_call": "action", "apply_patch_call": "operation",
+                 "computer_call": "action"}
+"""Built-in tool-call items the client executes: the tool is named by the item type, and the JSON of
+the object in this field is the call's arguments (``guardrails.tools.catalog`` knows each)."""
+_CALL_ITEMS = {*_TOOL_ITEMS, *_ACTION_ITEMS}
+_CALL_OUTPUTS = {"function_call_output", "custom_tool_call_output", *(f"{k}_output" for k in _ACTION_ITEMS)}
 _ARGS_DELTA = {"response.function_call_arguments.delta", "response.custom_tool_call_input.delta"}
 _ARGS_DONE = {"response.function_call_arguments.done", "response.custom_tool_call_input.done"}
 _LIFECYCLE = {"response.created", "response.in_progress", "response.queued"}
@@ -115,14 +121,22 @@ def _result_ok(output: Any) -> bool:
 
 def _history(items: list[dict[str, Any]]) -> list[HistoryToolCall]:
     results = {str(i.get("call_id")): _result_ok(i.get("output")) for i in items
-               if i.get("type") in ("function_call_output", "custom_tool_call_output")}
-    calls = [_call_of(i) for i in items if i.get("type") in _TOOL_ITEMS]
+               if i.get("type") in _CALL_OUTPUTS}
+    calls = [_call_of(i) for i in items if i.get("type") in _CALL_ITEMS]
     return [HistoryToolCall(c.call_id, c.name, c.arguments, results.get(c.call_id)) for c in calls]
 
 
 def _call_of(item: dict[str, Any]) -> ToolCall:
-    return ToolCall(str(item.get("call_id", "")), str(item.get("name", "")),
-                    str(item.get(_TOOL_ITEMS[str(item["type"])], "")))
+    kind = str(item["type"])
+    if kind in _ACTION_ITEMS:
+        return ToolCall(str(item.get("call_id", "")), kind, _action_args(item))
+    return ToolCall(str(item.get("call_id", "")), str(item.get("name", "")), str(item.get(_TOOL_ITEMS[kind], "")))
+
+
+def _action_args(item: dict[str, Any]) -> str:
+    """A built-in call item's action as the call's JSON arguments (``{}`` when it carries none yet)."""
+    action = item.get(_ACTION_ITEMS[str(item["type"])])
+    return dumps(action) if isinstance(action, dict) else "{}"
 
 
 def _input_items(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -168,7 +182,7 @@ class OpenAIResponses(WireFormat):
             data = loads(body)
             output = [i for i in data["output"] if isinstance(i, dict)]
             parts = [p for i in output if i.get("type") == "message" for p in i.get("content") or []]
-            calls = [_call_of(i) for i in output if i.get("type") in _TOOL_ITEMS]
+            calls = [_call_of(i) for i in output if i.get("type") in _CALL_ITEMS]
             urls = [str(a.get("url", a.get("title", ""))) for p in parts for a in p.get("annotations") or []
                     if isinstance(a, dict)]
             return AssistantMessage(text=_text(parts), tool_calls=calls,
@@ -248,6 +262,7 @@ class OpenAIResponses(WireFormat):
         extra += [_tool_item(call, call.name in custom) for call in message.tool_calls]
         for call, text in results:
             kind = "custom_tool_call_output" if call.name in custom else "function_call_output"
+            kind = f"{call.name}_output" if call.name in _ACTION_ITEMS else kind
             extra.append({"type": kind, "call_id": call.call_id, "output": text})
         out["input"] = [*_input_items(body), *extra]
         return out
@@ -284,6 +299,13 @@ def _message_item(item_id: str, text: str, status: str) -> dict[str, Any]:
 
 def _tool_item(call: ToolCall, custom: bool, item_id: str = "", status: str = "") -> dict[str, Any]:
     """A tool-call item; input items (tool feedback) go without ``id`` and ``status``."""
+    if call.name in _ACTION_ITEMS:
+        head = {"id": item_id, "type": call.name, "status": status} if item_id else {"type": call.name}
+        try:
+            action = loads(call.arguments) if call.arguments else {}
+        except ValueError:
+            action = {}
+        return {**head, "call_id": call.call_id, _ACTION_ITEMS[call.name]: action}
     kind = "custom_tool_call" if custom else "function_call"
     head = {"id": item_id, "type": kind, "status": status} if item_id else {"type": kind}
     return {**head, "call_id": call.call_id, "name": call.name, _TOOL_ITEMS[kind]: call.arguments}
@@ -333,6 +355,8 @@ class ResponsesStream(StreamCodec):
         self._open_tools: dict[str, bool] = {}
         """Open tool keys -> whether any argument text was decoded for them yet."""
         self._custom_calls: set[str] = set()
+        self._actions: dict[str, str] = {}
+        """Built-in call item key -> the JSON of its action as last seen."""
         self._error_seen = False
         self._texts = rt.OutputTexts()
         # what the client has
@@ -398,8 +422,9 @@ class ResponsesStream(StreamCodec):
         self._usage = response.get("usage") or self._usage
         if t not in _TERMINAL:
             return texts
-        events: list[Event] = [*texts, *(ToolCallEnd(k) for k in self._open_tools)]
-        self._open_tools.clear()
+        events: list[Event] = [*texts]
+        for k in list(self._open_tools):
+            events += self._end_tool(k, self._actions.get(k))
         if t == "response.failed" and not self._error_seen:
             failure = response.get("error")
             msg = failure.get("message") if isinstance(failure, dict) else None
@@ -425,6 +450,8 @@ class ResponsesStream(StreamCodec):
 
     def _item_events(self, t: str, ev: dict[str, Any], item: dict[str, Any]) -> list[Event]:
         kind = item.get("type")
+        if kind in _ACTION_ITEMS:
+            return self._action_events(t, ev, item)
         if kind not in _TOOL_ITEMS:
             return []
         index = ev.get("output_index")
@@ -444,6 +471,22 @@ class ResponsesStream(StreamCodec):
         if isinstance(args, str) and args:
             self._open_tools[key] = True
             events.append(ToolCallArgsDelta(key, args))
+        return events
+
+    def _action_events(self, t: str, ev: dict[str, Any], item: dict[str, Any]) -> list[Event]:
+        """A built-in call item: opened at ``.added`` (from then on everything is held), its action
+        kept as it grows, and given as the arguments when it ends (``.done`` or the response's end)."""
+        index = ev.get("output_index")
+        key = str(item.get("id") or f"#{index}")
+        events: list[Event] = []
+        if key not in self._open_tools and key not in self._actions:
+            if isinstance(index, int):
+                self._keys[index] = key
+            self._open_tools[key] = False
+            events.append(ToolCallStart(key, str(item.get("call_id", "")), str(item["type"])))
+        self._actions[key] = _action_args(item)
+        if t.endswith(".done"):
+            return [*events, *self._end_tool(key, self._actions[key])]
         return events
 
     def _end_tool(self, key: str, final: Any) -> list[Event]:
@@ -638,6 +681,14 @@ class ResponsesStream(StreamCodec):
 
     def _add_tool(self, out: list[str], call: ToolCall) -> None:
         index = self._next_index()
+        if call.name in _ACTION_ITEMS:
+            iid = f"{call.name}_guardproxy_{index}"
+            added = _tool_item(call, False, iid, "in_progress")
+            self._emit(out, "response.output_item.added", output_index=index, item=added)
+            item = _tool_item(call, False, iid, "completed")
+            self._emit(out, "response.output_item.done", output_index=index, item=item)
+            self._items[index] = _Item(item, open=False, args_done=True)
+            return
         custom = call.call_id in self._custom_calls
         iid = f"{'ctc' if custom else 'fc'}_guardproxy_{index}"
         name = _TOOL_ITEMS["custom_tool_call" if custom else "function_call"]

@@ -24,7 +24,9 @@ class Reply:
     text: str = "Hello from upstream."
     deltas: list[str] | None = None
     """How the text is cut into stream deltas (default: words)."""
-    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    tool_calls: list[tuple[str, dict[str, Any] | str]] = field(default_factory=list)
+    """(name, arguments); a string is sent as the raw argument text where the API carries text
+    (chat, Responses, Anthropic streams): truncated or escaped JSON."""
     status: int = 200
     error_message: str = "upstream says no"
     split_bytes: int | None = None
@@ -62,6 +64,10 @@ def _words(text: str) -> list[str]:
     return [w for w in out if w]
 
 
+def args_text(args: dict[str, Any] | str) -> str:
+    return args if isinstance(args, str) else json.dumps(args)
+
+
 def sse(obj: Any, event: str | None = None, crlf: bool = False) -> bytes:
     nl = "\r\n" if crlf else "\n"
     head = f"event: {event}{nl}" if event else ""
@@ -80,7 +86,7 @@ def chat_frames(r: Reply, model: str, include_usage: bool) -> list[bytes]:
     for d in (r.deltas if r.deltas is not None else _words(r.text)):
         frames.append(chunk({"content": d}))
     for i, (name, args) in enumerate(r.tool_calls):
-        a = json.dumps(args)
+        a = args_text(args)
         frames.append(chunk({"tool_calls": [{"index": i, "id": f"call_{i}", "type": "function",
                                              "function": {"name": name, "arguments": ""}}]}))
         for j in range(0, len(a), 7):
@@ -98,7 +104,7 @@ def chat_body(r: Reply, model: str) -> dict[str, Any]:
                            "refusal": None}
     if r.tool_calls:
         msg["tool_calls"] = [{"id": f"call_{i}", "type": "function",
-                              "function": {"name": n, "arguments": json.dumps(a)}}
+                              "function": {"name": n, "arguments": args_text(a)}}
                              for i, (n, a) in enumerate(r.tool_calls)]
     return {"id": "chatcmpl-fake1", "object": "chat.completion", "created": 1795975044, "model": model,
             "choices": [{"index": 0, "message": msg, "logprobs": None,
@@ -125,7 +131,7 @@ def anthropic_frames(r: Reply, model: str) -> list[bytes]:
         k = idx + i
         f.append(sse({"type": "content_block_start", "index": k, "content_block": {
             "type": "tool_use", "id": f"toolu_{i}", "name": name, "input": {}}}, "content_block_start"))
-        a = json.dumps(args)
+        a = args_text(args)
         for j in range(0, len(a), 7):
             f.append(sse({"type": "content_block_delta", "index": k,
                           "delta": {"type": "input_json_delta", "partial_json": a[j:j + 7]}},
@@ -179,7 +185,7 @@ def responses_frames(r: Reply, model: str) -> list[bytes]:
         items.append(done)
         oi = 1
     for i, (name, args) in enumerate(r.tool_calls):
-        a = json.dumps(args)
+        a = args_text(args)
         item = {"id": f"fc_{i}", "type": "function_call", "status": "in_progress", "arguments": "",
                 "call_id": f"call_{i}", "name": name}
         ev("response.output_item.added", output_index=oi + i, item=item)
@@ -201,7 +207,7 @@ def responses_body(r: Reply, model: str) -> dict[str, Any]:
     if r.text:
         items.append({"id": "msg_fake1", "type": "message", "status": "completed", "role": "assistant",
                       "content": [{"type": "output_text", "text": r.text, "annotations": []}]})
-    items += [{"id": f"fc_{i}", "type": "function_call", "status": "completed", "arguments": json.dumps(a),
+    items += [{"id": f"fc_{i}", "type": "function_call", "status": "completed", "arguments": args_text(a),
                "call_id": f"call_{i}", "name": n} for i, (n, a) in enumerate(r.tool_calls)]
     return {"id": "resp_fake1", "object": "response", "created_at": 1795975044, "model": model,
             "status": "completed", "output": items, "parallel_tool_calls": True, "tool_choice": "auto",

@@ -192,6 +192,34 @@ def test_responses_builtin_call_items_are_assessed(proxy: ProxyServer, upstream:
     assert any(i.get("type") == f"{kind}_output" and i.get("call_id") == "call_1" for i in feedback)
 
 
+@pytest.mark.parametrize("kind", ["local_shell_call", "computer_call"])
+def test_responses_builtin_call_items_are_assessed_unstreamed(proxy: ProxyServer, upstream: FakeUpstream,
+                                                              kind: str) -> None:
+    item, reason = ITEMS[kind]
+    body = {"id": "resp_x", "object": "response", "created_at": 1, "model": "m", "status": "completed",
+            "output": [{**item, "status": "completed"}]}
+    upstream.queue(Reply(raw_body=json.dumps(body).encode()), Reply(text="done"))
+    before = len(audit(proxy))
+    res = raw_call(proxy.url, "responses", stream=False)
+    assert res.status == 200 and b"/etc/" not in res.raw and b"rm -rf" not in res.raw
+    assert [b["reason_code"] for b in assessed_blocks(proxy, before)] == [reason]
+
+
+def test_chat_legacy_function_call_unstreamed(proxy: ProxyServer, upstream: FakeUpstream) -> None:
+    body = {"id": "c1", "object": "chat.completion", "created": 1, "model": "m", "choices": [
+        {"index": 0, "finish_reason": "function_call", "message": {
+            "role": "assistant", "content": None,
+            "function_call": {"name": "Bash", "arguments": '{"command": "cat /etc/shadow"}'}}}]}
+    upstream.queue(Reply(raw_body=json.dumps(body).encode()), Reply(text="done"))
+    before = len(audit(proxy))
+    res = raw_call(proxy.url, "chat", stream=False)
+    assert res.status == 200 and b"/etc/" not in res.raw
+    assert [b["reason_code"] for b in assessed_blocks(proxy, before)] == ["privileged_path"]
+    feedback = upstream.seen[-1].body["messages"]
+    assert feedback[-2]["function_call"]["name"] == "Bash"
+    assert feedback[-1]["role"] == "function" and feedback[-1]["content"].startswith("Blocked:")
+
+
 # -- chat: legacy function_call and custom tool calls --------------------------------------------
 def chat_delta_frames(deltas: list[dict[str, Any]], finish: str) -> list[bytes]:
     base = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m"}

@@ -123,3 +123,11 @@ def test_apply_patch_headers_with_leading_whitespace_are_read(ws: Path) -> None:
     a = _assess(ws, "apply_patch", {"input": patch})
     assert a.reason_code == "privileged_path"
     assert [t["path"] for t in a.observations["targets"]] == ["/etc/cron.d/evil", "src/app.py"]  # type: ignore[union-attr]
+
+
+def test_relative_paths_in_commands_start_at_the_tools_working_folder(ws: Path) -> None:
+    a = _assess(ws, "exec_command", {"cmd": "cat ../../outside/x", "workdir": str(ws / "src")})
+    assert a.reason_code == "path_outside_workspace"
+    assert [t["path"] for t in a.observations["targets"]][-1].endswith("src/../../outside/x")  # type: ignore[union-attr]
+    ok = _assess(ws, "run_shell_command", {"command": "cat app.py", "dir_path": "src"})
+    assert ok.decision == "allow", ok.rationale

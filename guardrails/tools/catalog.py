@@ -79,7 +79,7 @@ BUILTINS: Mapping[str, ToolEntry] = {
     "read_background_output": _e("none"),
     "write_file": _e("file_write", path=("file_path", "path")),
     "replace": _e("file_write", path=("file_path", "path")),
-    "run_shell_command": _e("exec", command=("command",)),
+    "run_shell_command": _e("exec", command=("command",), path=("dir_path", "directory")),
     "web_fetch": _e("network", url=("url", "prompt")),
     "google_web_search": _e("network"),
     "save_memory": _e("none"),

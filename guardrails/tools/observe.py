@@ -127,10 +127,13 @@ def find(name: str, arguments: str, policy: ToolsPolicy) -> _Found:
     lines = _command_lines(entry, args, paths)
     tty = bool(entry.tty_param and args.get(entry.tty_param) is True)
     facts: list[shell.ShellFacts] = []
+    # An exec tool's folder parameter (``workdir``, ``dir_path``) is where its relative paths start.
+    cwd = next((p.path for p in paths if entry.effect == "exec" and p.param in entry.path), "")
     for param, line in lines:
         found = shell.analyze(line, stdin="tty" if tty else None)
         facts.append(found)
-        paths.extend(_Raw(param, o, p) for o, p in found.paths)
+        paths.extend(_Raw(param, o, posixpath.join(cwd, p) if cwd and not p.startswith("~") else p)
+                     for o, p in found.paths)
         paths.extend(_patch_paths(param, line))  # apply_patch <<'EOF' ... in a shell script
     urls = [(param, u) for param in entry.url for v in strings(args.get(param)) for u in egress.urls_in(v)
             if entry.declared or "://" in u]

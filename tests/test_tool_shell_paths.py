@@ -63,7 +63,8 @@ def test_paths_in_shell_commands_are_checked(ws: Path, command: str, reason: str
 @pytest.mark.parametrize("command", [
     "cat src/app.py", "ls -la src", "echo hi > src/new.py", "grep -rn print src 2>/dev/null",
     "cd src && cat app.py", "mkdir -p build && cp src/app.py build/", "python3 src/app.py > out.txt",
-    "git diff > changes.patch", "cat $UNKNOWN/x",
+    "git diff > changes.patch", "cat $UNKNOWN/x", "rm -rf src", "chmod +x src/app.py", "touch src/app.py",
+    "mv src/app.py src/main.py", "echo hi > a.txt && cat a.txt",
 ])
 def test_everyday_shell_file_use_passes(ws: Path, command: str) -> None:
     a = _bash(ws, command)
@@ -82,6 +83,7 @@ def test_a_shell_read_counts_for_read_before_write(ws: Path) -> None:
 def test_the_manifest_applies_to_shell_writes(ws: Path) -> None:
     a = _bash(ws, "echo x > notes.txt", write_manifest=["src/**"])
     assert a.reason_code == "path_outside_manifest"
+    assert _bash(ws, "rm -f notes.txt", write_manifest=["src/**"]).reason_code == "path_outside_manifest"
 
 
 @pytest.mark.parametrize(("name", "args", "reason"), [

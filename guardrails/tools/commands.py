@@ -5,8 +5,8 @@ Three kinds of knowledge, each applied to one simple command's literal argv:
 - **wrappers**: programs that run another command given in their arguments (``env``, ``sudo``,
   ``exec -a NAME``, ``busybox APPLET``, ``xargs``, ``timeout 5``...). They are looked through; those
   that take the command as one string (``env -S``, ``su -c``, ``watch``) hand it back for a re-parse.
-- **file commands**: the path operands of the common file programs and whether each is read or
-  written (``cat``, ``cp``, ``mv``, ``rm``, ``tee``, ``sed -i``, ``curl -o``...).
+- **file commands**: the path operands of the common file programs and whether each is read,
+  written (content), or changed (removed, moved away, its mode or times set) (``cat``, ``cp``, ``mv``, ``rm``, ``tee``, ``sed -i``, ``curl -o``...).
 - **network commands**: the hosts a program connects to (``curl``, ``wget``, ``nc``, ``ssh``, ``scp``,
   ``rsync``, ``git clone``, ``pip install URL``...).
 
@@ -189,6 +189,9 @@ _VALUE_OPTS: dict[str, frozenset[str]] = {
     "ln": frozenset({"-t", "--target-directory", "-S", "--suffix"}),
     "perl": frozenset({"-e", "-E", "-M", "-I"}),
 }
+_CHANGERS = frozenset({"rm", "rmdir", "unlink", "chmod", "chown", "chgrp", "touch", "mkdir", "ln"})
+"""Writers that change a file's existence or metadata, not its content: containment, privileged places
+and the manifest apply (op ``change``), read-before-write does not (nothing is overwritten blind)."""
 _PATTERN_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "awk", "sed", "jq"})
 _MODE_FIRST = frozenset({"chmod", "chown", "chgrp"})
 _NOT_FILES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
@@ -242,6 +245,8 @@ def file_operands(program: str, args: Argv) -> list[tuple[str, str]]:
     if program == "sed":
         op = "write" if any(o.startswith(("-i", "--in-place")) or ("i" in o[1:] and o[1:].isalpha()
                                                                     and not o.startswith("--")) for o in opts) else "read"
+    elif program in _CHANGERS:
+        op = "change"
     elif program in _WRITERS:
         op = "write"
     out: list[tuple[str, str]] = []
@@ -251,6 +256,8 @@ def file_operands(program: str, args: Argv) -> list[tuple[str, str]]:
         this = op
         if program in ("cp", "install") and n < len(operands) - 1:
             this = "read"
+        elif program == "mv" and n < len(operands) - 1:
+            this = "change"
         out.append((this, path))
     return out
 

@@ -8,7 +8,7 @@ Observations (JSON-able; this is what the audit log records and replay reads bac
     workspace       that root, resolved (realpath when mounted, else normalised); null when unset
     resolution      "realpath" | "lexical" (workspace not on the proxy's disk) | "none" (no workspace)
     home            the proxy's HOME (what "~" meant)
-    targets         [{param, op: read|write|unknown, patch_op?, path (as the agent named it),
+    targets         [{param, op: read|write|change|unknown, patch_op?, path (as the agent named it),
                       lexical, resolved, glob, exists, is_dir, read_before, written_before,
                      agent_path (only with agent_workspace_root)}]
                     exists/is_dir are null unless resolution is "realpath"

@@ -85,7 +85,7 @@ def _derive(ctx_policy: ToolsPolicy, ws: str | None, obs: Mapping[str, object], 
         candidates.append((agent_path, posixpath.normpath(agent_root) if agent_root else None))
     t["privileged"] = privileged_entry(candidates, ctx_policy.privileged, home=home)
     manifest = ctx_policy.write_manifest
-    if t["in_workspace"] and manifest and t.get("op") == "write":
+    if t["in_workspace"] and manifest and t.get("op") in ("write", "change"):
         # A plain prefix cut: posixpath.relpath would consult the working directory.
         relative = resolved[len(ws):].lstrip("/") or "."
         t["in_manifest"] = in_manifest(relative, manifest)

@@ -49,6 +49,7 @@ _local = threading.local()
 _INLINE_OPTS = {"-c", "-e", "-E", "-r", "-p", "--eval", "--print", "--command"}
 _INTERP_VALUE_OPTS = frozenset({"-o", "+o", "-O", "+O", "-W", "-X", "-m", "-M", "-I", "-r", "--rcfile",
                                 "--init-file", "--require", "--import", "--loader", "--input-type"})
+_EXPANDS = re.compile(r"[*?\[]|\{[^}]*,[^}]*\}")
 _REDIRECT_TYPES = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>"})
 
@@ -296,7 +297,9 @@ class _Walker:
         for _ in range(16):
             if not words:
                 return []
-            prog = program_name(words[0]) if words[0] is not None else "$"
+            # Not a literal, or a glob / brace expansion (``/bin/b?sh``, ``{bash,-c,id}``): the shell
+            # decides which program it is, the parse cannot.
+            prog = "$" if words[0] is None or _EXPANDS.search(words[0]) else program_name(words[0])
             unwrapped = cmds.unwrap(prog, words[1:])
             if unwrapped is None:
                 break
@@ -335,6 +338,9 @@ class _Walker:
             else:
                 seg["script"] = "stdin"
         if stdin == "file" and self.stdin_path is not None and self._join(self.stdin_path) in self.downloaded:
+            fed.add("download")
+        if prog in ("source", ".") and operands and operands[0] is not None \
+                and self._join(operands[0]) in self.downloaded:
             fed.add("download")
         if "download" in fed:
             fed.discard("download")

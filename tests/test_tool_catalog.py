@@ -154,3 +154,9 @@ def test_truncated_or_trailing_json_is_judged_as_the_client_recovers_it(ws: Path
 
 def test_tools_without_effects_pass(ws: Path) -> None:
     assert _assess(ws, "TodoWrite", {"todos": [{"content": "/etc/passwd"}]}).decision == "allow"
+
+
+def test_double_encoded_arguments_are_judged_as_the_object_inside(ws: Path) -> None:
+    inner = json.dumps({"file_path": "/etc/cron.d/evil", "content": "x"})
+    a = _assess(ws, "Write", json.dumps(inner))
+    assert a.observations["args"] == "recovered" and a.reason_code == "privileged_path"

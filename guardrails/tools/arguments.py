@@ -9,7 +9,8 @@ agent then acts on that object, so the proxy judges the same object. ``jiter`` i
 States recorded as the ``args`` observation:
 
 - ``ok``: strict JSON object;
-- ``recovered``: not strict JSON, but a lenient reader recovers an object (judged as that object);
+- ``recovered``: not strict JSON (or JSON text inside a JSON string), but a lenient reader recovers an
+  object (judged as that object);
 - ``raw_patch``: the whole input is an ``apply_patch`` envelope (Codex freeform tool);
 - ``raw_text``: freeform text (a ``custom`` tool), judged through the tool's ``command`` or ``patch``
   role when it has one;
@@ -47,9 +48,15 @@ def parse_arguments(arguments: str) -> tuple[Any, str]:
     if not _depth_ok(arguments):
         return None, "invalid_json"
     try:
-        return json.loads(arguments), "ok"
+        value = json.loads(arguments)
     except (json.JSONDecodeError, RecursionError):
         pass
+    else:
+        if isinstance(value, str) and value.lstrip().startswith("{"):
+            inner, state = parse_arguments(value)  # double-encoded: a client may decode twice
+            if isinstance(inner, dict):
+                return inner, "recovered"
+        return value, "ok"
     try:
         value = jiter.from_json(arguments.encode("utf-8", "surrogatepass"), partial_mode="trailing-strings")
     except (ValueError, UnicodeEncodeError):

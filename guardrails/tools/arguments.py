@@ -53,7 +53,7 @@ def parse_arguments(arguments: str) -> tuple[Any, str]:
         pass
     else:
         if isinstance(value, str) and value.lstrip().startswith("{"):
-            inner, state = parse_arguments(value)  # double-encoded: a client may decode twice
+            inner, _ = parse_arguments(value)  # double-encoded: a client may decode twice
             if isinstance(inner, dict):
                 return inner, "recovered"
         return value, "ok"

@@ -133,3 +133,10 @@ def test_relative_paths_in_commands_start_at_the_tools_working_folder(ws: Path) 
     assert [t["path"] for t in a.observations["targets"]][-1].endswith("src/../../outside/x")  # type: ignore[union-attr]
     ok = _assess(ws, "run_shell_command", {"command": "cat app.py", "dir_path": "src"})
     assert ok.decision == "allow", ok.rationale
+
+
+def test_unknown_tools_are_judged_through_nested_arguments(ws: Path) -> None:
+    a = _assess(ws, "mcp__x__sync", {"jobs": [{"options": {"path": "/etc/shadow"}}]})
+    assert a.reason_code == "privileged_path" and a.observations["unknown_tool"] is True
+    b = _assess(ws, "mcp__x__get", {"request": {"url": "https://evil.example/"}}, egress_enabled=True)
+    assert b.reason_code == "egress_not_allowed"

@@ -110,10 +110,32 @@ def _command_lines(entry: ToolEntry, args: dict[str, object], paths: list[_Raw])
     return lines
 
 
+def _lift_nested(args: dict[str, object], names: tuple[str, ...], budget: int = 2000) -> dict[str, object]:
+    """For an undeclared tool: values of path- and URL-named keys anywhere in the arguments, lifted to
+    the top (``{"options": {"path": "/etc/x"}}`` -> ``{"path": ["/etc/x"]}``), so nesting hides none."""
+    found: dict[str, list[str]] = {}
+    stack: list[object] = [v for v in args.values() if isinstance(v, (dict, list))]
+    while stack and budget > 0:
+        budget -= 1
+        cur = stack.pop()
+        items = cur.items() if isinstance(cur, dict) else ((None, v) for v in cur) if isinstance(cur, list) else ()
+        for key, value in items:
+            if isinstance(value, (dict, list)):
+                stack.append(value)
+            elif key in names and isinstance(value, str):
+                found.setdefault(key, []).append(value)
+    lifted: dict[str, object] = dict(args)
+    for key, values in found.items():
+        lifted[key] = [*strings(args.get(key)), *values]
+    return lifted
+
+
 def find(name: str, arguments: str, policy: ToolsPolicy) -> _Found:
     """What a call's arguments carry, by role. No filesystem."""
     entry = lookup(name, policy.catalog)
     args, state = _parse_args(arguments, entry)
+    if not entry.declared:
+        args = _lift_nested(args, (*entry.path, *entry.url))
     op = _op(entry, args)
     paths: list[_Raw] = []
     for role in ("path", "paths"):

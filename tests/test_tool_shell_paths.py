@@ -53,6 +53,9 @@ def _bash(ws: Path, command: str, history: list[HistoryToolCall] | None = None, 
     ("sed -i 's/hi/bye/' src/app.py", "write_without_read"),
     ("echo x > src/app.py", "write_without_read"),
     ("cat src/nope.py", "no_such_path"),
+    ("git -C /etc log", "privileged_path"),
+    ("make -C ../outside all", "path_outside_workspace"),
+    ("npm --prefix=/root/x install", "privileged_path"),
 ])
 def test_paths_in_shell_commands_are_checked(ws: Path, command: str, reason: str) -> None:
     a = _bash(ws, command)
@@ -99,6 +102,7 @@ def test_the_manifest_applies_to_shell_writes(ws: Path) -> None:
     ("apply_patch_call", {"type": "update_file", "path": "src/app.py", "diff": "@@\n-a\n+b"}, "write_without_read"),
     ("apply_patch_call", {"type": "create_file", "path": "/etc/x", "diff": "+a"}, "privileged_path"),
     ("computer_call", {"type": "type", "text": "rm -rf ~"}, "computer_use_not_allowed"),
+    ("computer", {"action": "type", "text": "rm -rf ~"}, "computer_use_not_allowed"),
     ("exec_command", {"cmd": "bash", "tty": True}, "shell_interpreter"),
     ("exec_command", {"cmd": "python3", "tty": True}, "shell_interpreter"),
     ("write_stdin", {"session_id": 1, "chars": "cat /etc/shadow\n"}, "privileged_path"),

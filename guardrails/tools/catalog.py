@@ -115,6 +115,7 @@ BUILTINS: Mapping[str, ToolEntry] = {
     "bash": _e("exec", command=("command",)),
     "str_replace_based_edit_tool": _EDITOR,
     "str_replace_editor": _EDITOR,
+    "computer": _e("computer"),  # computer_20250124: clicks and typed text, like Responses computer_call
     # OpenAI Responses tool-call items (named by item type; arguments are the item's action)
     "local_shell_call": _e("exec", command=("command",), path=("working_directory",)),
     "shell_call": _e("exec", commands=("commands",)),

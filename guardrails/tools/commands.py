@@ -221,8 +221,39 @@ def _literal_operands(args: Argv, value_opts: frozenset[str]) -> tuple[list[str]
     return opts, operands
 
 
+_DIRECTORY_OPTS = {"git": ("-C",), "make": ("-C", "--directory"), "tar": ("-C", "--directory"),
+                   "npm": ("--prefix",), "pnpm": ("-C", "--dir"), "yarn": ("--cwd",)}
+"""Options that move a program into another folder; the folder is checked like a path it reads."""
+
+
+def _directories(program: str, args: Argv) -> list[tuple[str, str]]:
+    names = _DIRECTORY_OPTS.get(program, ())
+    out: list[tuple[str, str]] = []
+    for i, a in enumerate(args):
+        if a is None:
+            continue
+        value: str | None = None
+        if a in names and i + 1 < len(args):
+            value = args[i + 1]
+        elif "=" in a and a.split("=", 1)[0] in names:
+            value = a.split("=", 1)[1]
+        if value is not None and not not_a_file(value):
+            out.append(("read", value))
+    return out
+
+
 def file_operands(program: str, args: Argv) -> list[tuple[str, str]]:
     """[(op, path)] for a known file program's literal path operands; [] for any other program."""
+    if program in _DIRECTORY_OPTS:
+        found = _directories(program, args)
+        if program != "tar":
+            return found
+    else:
+        found = []
+    return found + _operands(program, args)
+
+
+def _operands(program: str, args: Argv) -> list[tuple[str, str]]:
     if program == "dd":
         return [("read" if a.startswith("if=") else "write", a[3:]) for a in args
                 if a is not None and a.startswith(("if=", "of="))]

@@ -60,11 +60,11 @@ def entry_matches(entry: str, seg: dict[str, object]) -> bool:
 def interpreter_form(segments: Iterable[dict[str, object]], entries: Sequence[str]) -> str | None:
     """The first configured form that one of the simple commands uses, or None. A segment without
     its ``program``, ``options`` and ``fed_by`` is not one this module wrote (a crafted audit record):
-    ValueError, rather than a guess."""
+    TypeError, rather than a guess."""
     for seg in segments:
         if not (isinstance(seg.get("program"), str) and isinstance(seg.get("options"), list)
                 and isinstance(seg.get("fed_by"), list)):
-            raise ValueError("a recorded command lacks program, options or fed_by")
+            raise TypeError("a recorded command lacks program, options or fed_by")
         for entry in entries:
             if entry_matches(entry, seg):
                 return entry

@@ -87,12 +87,18 @@ class SecretsGuardrail(_StreamBase):
     allow: list[str] = []
     categories: list[str] = []
     """Empty: every category."""
+    rules_file: str | None = None
+    """A gitleaks-format TOML rules file (relative to the policy file): the operator's own rules,
+    category ``custom``."""
 
 
 class PiiGuardrail(_StreamBase):
     kind: Literal["pii"]
     allow: list[str] = []
     categories: list[str] = []
+    regions: list[str] = []
+    """ISO 3166 country codes whose national phone formats and national ids are recognised
+    (empty: the built-in default set). International ``+<cc>`` numbers match in every region."""
 
 
 class MaxLengthGuardrail(_StreamBase):

@@ -73,7 +73,8 @@ def build_guard(name: str, policy: Policy, settings: Settings, http: httpx.Async
     if not settings.guardrails_enabled:
         return Guard(name, policy, policy_version(policy), specs=specs, on_trip=actions)
     try:
-        stream = build_stream_guardrails(policy.stream_guardrails, policy.defaults.replacement)
+        stream = build_stream_guardrails(policy.stream_guardrails, policy.defaults.replacement,
+                                         Path(policy.base_dir))
     except ValueError as exc:
         raise PolicyError(f"stream_guardrails: {exc}") from exc
     message = build_message_guardrails(policy.message_guardrails, policy.defaults.replacement,

@@ -1,5 +1,8 @@
 """The anchored scanners decide exactly as the plain tail scanners they replaced.
 
+(The secrets check no longer runs on a tail scanner: tests/test_secrets_streaming.py holds it to
+a whole-text oracle instead.)
+
 ``Reference*`` below is the previous implementation, kept here only as an oracle: every check ran
 its whole regex over the last ``window`` characters on every delta. The new checks run it only
 from where an anchor says a match may begin; on any text and any chunking, every call must
@@ -17,14 +20,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from config.policy import PiiGuardrail, RegexGuardrail, SecretsGuardrail
-from guardrails.decision import PASS, PATTERN_MATCH, PII, SECRET_LEAK, Block, Decision, Redact
+from config.policy import PiiGuardrail, RegexGuardrail
+from guardrails.decision import PASS, PATTERN_MATCH, PII, Block, Decision, Redact
 from guardrails.seams import DeltaCheck, StreamContext
-from guardrails.stream import pii, secrets
+from guardrails.stream import pii
 from guardrails.stream._scan import Anchors, literal_prefix, split_lookbehinds
 from guardrails.stream.patterns import RegexProvider
 from guardrails.stream.pii import PiiProvider
-from guardrails.stream.secrets import SecretsProvider
 from tests.stream_support import random_chunks
 from tests.test_stream_guardrails_pii import NEAR_MISSES, POSITIVES
 from tests.test_stream_guardrails_secrets import FALSE_POSITIVES, SAMPLES
@@ -52,36 +54,6 @@ class ReferenceScanner:
             return match
         self._floor = max(self._floor, end - self.window)
         return None
-
-
-class ReferenceSecrets(DeltaCheck):
-    def __init__(self, categories: frozenset[str] = secrets.CATEGORIES, allow: tuple[str, ...] = ()) -> None:
-        self.window = secrets.SECRETS_WINDOW
-        self._allow = allow
-        self._scanners = [(ReferenceScanner(p, self.window, is_final=secrets._final_test(final_rules)), before)
-                          for p, final_rules, before, _ in secrets._compile(categories)]
-
-    def check(self, accumulated: str, delta: str) -> Decision:
-        return self._scan(accumulated, final=False)
-
-    def finish(self, accumulated: str) -> Decision:
-        return self._scan(accumulated, final=True)
-
-    def _scan(self, text: str, *, final: bool) -> Decision:
-        for scanner, before in self._scanners:
-            while (match := scanner.next(text, final=final)) is not None:
-                rule, found = match.lastgroup or "", match.group()
-                if not before[rule].match(text, match.start()):
-                    continue
-                secret = secrets._secret_part(rule, found)
-                if any(allowed.startswith(secret) for allowed in self._allow):
-                    continue
-                if secrets._is_real(rule, found):
-                    return Block(SECRET_LEAK, "[withheld]",
-                                 f"The answer contained a credential (category: {secrets._CATEGORY_OF[rule]}). "
-                                 "Never output keys, tokens, passwords or private keys; refer to them "
-                                 "by name instead.")
-        return PASS
 
 
 class ReferencePii(DeltaCheck):
@@ -177,12 +149,6 @@ def check_same(new: DeltaCheck, old: DeltaCheck, text: str, seed: int, hi: int) 
     assert decisions(new, chunks) == decisions(old, chunks)
 
 
-def new_secrets(**spec: object) -> DeltaCheck:
-    check = SecretsProvider(SecretsGuardrail(id="s", kind="secrets", **spec), "[withheld]").arm(CTX)  # type: ignore[arg-type]
-    assert check is not None
-    return check
-
-
 def new_pii(action: str) -> DeltaCheck:
     check = PiiProvider(PiiGuardrail(id="p", kind="pii", action=action), "[withheld]").arm(CTX)  # type: ignore[arg-type]
     assert check is not None
@@ -201,19 +167,6 @@ def new_regex(window: int) -> DeltaCheck:
 
 
 @settings(max_examples=400, deadline=None)
-@given(TEXT, CHUNKS)
-def test_secrets_decide_as_before(text: str, chunking: tuple[int, int]) -> None:
-    check_same(new_secrets(), ReferenceSecrets(), text, *chunking)
-
-
-@settings(max_examples=100, deadline=None)
-@given(TEXT, CHUNKS, st.sets(st.sampled_from(sorted(secrets.CATEGORIES)), min_size=1, max_size=3))
-def test_secrets_with_chosen_categories_decide_as_before(text: str, chunking: tuple[int, int],
-                                                          categories: set[str]) -> None:
-    check_same(new_secrets(categories=sorted(categories)), ReferenceSecrets(frozenset(categories)), text, *chunking)
-
-
-@settings(max_examples=400, deadline=None)
 @given(TEXT, CHUNKS, st.booleans())
 def test_pii_decides_as_before(text: str, chunking: tuple[int, int], redact: bool) -> None:
     check_same(new_pii("redact" if redact else "replace"), ReferencePii(redact), text, *chunking)
@@ -224,14 +177,6 @@ def test_pii_decides_as_before(text: str, chunking: tuple[int, int], redact: boo
 def test_regex_decides_as_before(text: str, chunking: tuple[int, int], window: int) -> None:
     old = ReferenceRegex([re.compile(p, re.IGNORECASE) for p in DENY], window)
     check_same(new_regex(window), old, text, *chunking)
-
-
-@pytest.mark.parametrize("name", sorted(SAMPLES))
-def test_every_sample_decides_as_before_one_char_at_a_time(name: str) -> None:
-    text = f"see {SAMPLES[name]} and more {SAMPLES[name]}, then done. "
-    chunks = list(text)
-    assert decisions(new_secrets(), chunks) == decisions(ReferenceSecrets(), chunks)
-    assert any(isinstance(d, Block) for _, d in decisions(new_secrets(), chunks))
 
 
 def anchored(rest: str, parts: list[tuple[str, int]], quick: str, text: str) -> bool:
@@ -258,15 +203,6 @@ def rule_text(rest: str) -> st.SearchStrategy[str]:
 def test_every_pii_match_holds_an_anchor(kind: str, data: st.DataObject) -> None:
     _, rest = split_lookbehinds(pii._PATTERNS[kind])
     assert anchored(rest, [pii._ANCHORS[kind]], pii._ANCHOR_ENDS, data.draw(rule_text(rest)))
-
-
-@settings(max_examples=40, deadline=None)
-@given(st.data())
-@pytest.mark.parametrize("rule", [name for _, name, _, _ in secrets._RULES])
-def test_every_secret_match_holds_an_anchor(rule: str, data: st.DataObject) -> None:
-    _, rest = split_lookbehinds(next(rx for _, name, rx, _ in secrets._RULES if name == rule))
-    quick = secrets._GENERIC_ENDS if rule == "generic" else secrets._ANCHOR_ENDS
-    assert anchored(rest, [(secrets._ANCHORS[rule], 0)], quick, data.draw(rule_text(rest)))
 
 
 def test_literal_prefix_follows_the_pattern() -> None:

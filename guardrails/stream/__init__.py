@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from config.policy import (
     CanaryGuardrail,
@@ -30,10 +31,11 @@ from guardrails.stream.secrets import SecretsProvider
 __all__ = ["ArmedSet", "Trip", "build_stream_guardrails", "canary_instruction", "make_canary_token"]
 
 
-def build_stream_guardrails(specs: Sequence[StreamGuardrailSpec],
-                            default_replacement: str) -> list[StreamGuardrail]:
+def build_stream_guardrails(specs: Sequence[StreamGuardrailSpec], default_replacement: str,
+                            base_dir: Path = Path(".")) -> list[StreamGuardrail]:
     """Providers for the enabled specs, in policy order. Raises ValueError on a bad pattern or
-    category (the policy is then unusable, and saying so at start beats failing per request)."""
+    category (the policy is then unusable, and saying so at start beats failing per request).
+    Relative paths in specs (``rules_file``) are resolved against ``base_dir``."""
     providers: list[StreamGuardrail] = []
     for spec in specs:
         if not spec.enabled:
@@ -43,7 +45,7 @@ def build_stream_guardrails(specs: Sequence[StreamGuardrailSpec],
             case CanaryGuardrail():
                 providers.append(CanaryProvider(spec, replacement))
             case SecretsGuardrail():
-                providers.append(SecretsProvider(spec, replacement))
+                providers.append(SecretsProvider(spec, replacement, base_dir))
             case RegexGuardrail():
                 providers.append(RegexProvider(spec, replacement))
             case PiiGuardrail():

@@ -1,201 +1,101 @@
 """``secrets``: block a credential in the model's output before any of it reaches the client.
 
-Categories (policy ``categories``; empty selects all):
-
-========================  =================================================================
-``aws``                   access key ids (``AKIA``/``ASIA``/``ABIA``/``ACCA`` + 16) and
-                          ``aws_secret_access_key = <40 chars>`` assignments
-``gcp``                   Google API keys (``AIza`` + 35) and OAuth client secrets (``GOCSPX-``)
-``google_oauth``          Google OAuth access tokens (``ya29.``)
-``openai``                ``sk-``, ``sk-proj-``, ``sk-svcacct-``, ``sk-admin-`` keys
-``anthropic``             ``sk-ant-`` keys
-``github``                ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_`` tokens and ``github_pat_``
-``gitlab``                ``glpat-`` personal access tokens
-``slack``                 ``xox[baprs]-`` tokens and ``hooks.slack.com`` webhook urls
-``stripe``                ``sk_live_`` / ``rk_live_`` keys
-``private_key``           ``-----BEGIN ... PRIVATE KEY-----`` followed by key material
-``jwt``                   ``eyJ<header>.eyJ<payload>`` (JSON web tokens)
-``generic``               ``key/secret/token/password = <value>`` with a random-looking value
-========================  =================================================================
+Categories (policy ``categories``; empty selects all) are provider families: the catalog in
+``guardrails.stream.secret_rules`` (about 100 families: cloud, code hosting, CI and package
+registries, chat and mail, payments, AI providers, monitoring; ``private_key``, ``jwt``,
+``url_credentials``, ``auth_header``) plus ``generic`` (``name = value`` assignments whose name
+holds ``key``/``secret``/``token``/``password`` and whose value looks random). ``rules_file``
+adds an operator's gitleaks-format rules (``guardrails.stream.gitleaks``) as category
+``custom``.
 
 False positives are treated as bugs. Every candidate's random part must look random
-(``looks_random``: letters and digits, no placeholder word, no ``XXXX`` or ``1234`` run, entropy
-near the maximum), so ``sk-XXXXXXXX``, ``your-api-key-here``, ``AKIAIOSFODNN7EXAMPLE`` and
-``AAAA...`` pass. ``generic`` never fires on UUIDs or on hex of digest length (md5, git SHA,
-sha256). ``allow`` lists exact values known to be safe.
+(``guardrails.stream.secret_checks``), so ``sk-XXXXXXXX``, ``your-api-key-here``,
+``AKIAIOSFODNN7EXAMPLE`` and ``AAAA...`` pass; a GitHub or npm token whose CRC32 suffix checks
+out is blocked whatever it looks like. ``allow`` lists exact values known to be safe.
 
-Secrets of unbounded length are matched on their fixed-length distinctive prefix and blocked the
-moment it has arrived. Fixed-length ones end in a one-character boundary lookahead, so they are
-settled one character later (or at ``finish``). ``window`` covers the longest prefix plus that
-character. Cost per delta: a search for the rules' anchors (``_ANCHORS``: ``sk-``, ``AKIA``, ``eyJ``,
-a keyword and ``=``...) in the delta and the few characters before it; the rules' regex runs only
-while an anchor is within ``window`` of the end, from that anchor on.
+Cost per delta: one Aho-Corasick pass over the new text for the rules' keywords, and a regex
+attempt for each keyword hit still pending (``guardrails.stream.keyword_scan``). Secrets of
+unbounded length are matched on a fixed-length distinctive prefix and blocked the moment it has
+arrived; fixed-length ones are settled one character later (or at ``finish``). The horizon is
+the earliest pending keyword hit, else the start of the trailing token.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from pathlib import Path
 
 from config.policy import SecretsGuardrail
 from guardrails.decision import PASS, SECRET_LEAK, Block, Decision
 from guardrails.seams import DeltaCheck, StreamContext
-from guardrails.stream._horizon import Closure, HorizonParts
-from guardrails.stream._scan import Anchors, TailScanner, looks_random, split_lookbehinds
+from guardrails.stream import secret_checks
+from guardrails.stream._scan import looks_random
+from guardrails.stream.gitleaks import GitleaksRules, GitleaksScanner, load_gitleaks_rules
+from guardrails.stream.keyword_scan import TOKEN_ALIVE, KeywordIndex, KeywordScanner, ScanRule, scan_rule
+from guardrails.stream.secret_rules import GENERIC, GENERIC_ALIVE, KEYED, RULES, SecretRule, keyed_rule
 
-# A JWT header is usually 36-100 characters; longer ones are not caught (the window, and so the
-# client's lag, grows with it).
-JWT_HEADER_MAX = 100
-# Payload characters seen before a JWT is blocked (18 bytes of claims: enough to be sure).
-JWT_PAYLOAD_MIN = 24
-# A generic assignment's value: shorter is too weak to call random, longer is judged on its prefix.
-GENERIC_MIN = 16
-GENERIC_MAX = 64
-
-_B64URL = r"[A-Za-z0-9_-]"
-_VALUE = r"[A-Za-z0-9+/=_\-!@#$%^&*]"
-# No lookbehind: "apiKey" and "DB_PASSWORD" must both count.
-_KEYWORD = r"(?i:(?:key|secret|token|passw(?:or)?d|pwd|credentials?)[a-z0-9_]{0,16})"
-
-# (category, rule name, regex, final at once). Each rule's random part is its last
-# ``_RANDOM_TAIL`` characters or, for ``generic`` and ``aws_secret``, the assigned value.
-# Rules that are final at once have no optional part before their fixed-length tail, so the text
-# they match does not depend on how much has arrived (``sk-proj-`` keys match as ``sk-`` + 32).
-_RULES: tuple[tuple[str, str, str, bool], ...] = (
-    ("aws", "aws_id", r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])", False),
-    ("aws", "aws_secret",
-     (r"(?i:aws_?secret(?:_?access)?_?key)[\"']?\s{0,3}[:=]{1,2}\s{0,3}[\"']?"
-     r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"), False),
-    ("gcp", "gcp_key", r"(?<![A-Za-z0-9_-])AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])", False),
-    ("gcp", "gcp_client_secret", r"(?<![A-Za-z0-9_-])GOCSPX-[A-Za-z0-9_-]{28}", True),
-    ("google_oauth", "google_oauth", r"(?<![A-Za-z0-9_.-])ya29\.[A-Za-z0-9_-]{32}", True),
-    ("anthropic", "anthropic", r"(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{32}", True),
-    ("openai", "openai",
-     r"(?<![A-Za-z0-9_-])sk-(?!ant-)[A-Za-z0-9_-]{32}", True),
-    ("github", "github_token", r"(?<![A-Za-z0-9_])gh[pousr]_[A-Za-z0-9]{36}(?![A-Za-z0-9])", False),
-    ("github", "github_pat", r"(?<![A-Za-z0-9_])github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{20}", True),
-    ("gitlab", "gitlab", r"(?<![A-Za-z0-9_-])glpat-[A-Za-z0-9_-]{20}", True),
-    ("slack", "slack_token", r"(?<![A-Za-z0-9_-])xox[baprs]-\d{8,13}-[A-Za-z0-9-]{16}", True),
-    ("slack", "slack_webhook",
-     r"hooks\.slack\.com/services/T[A-Z0-9]{8,12}/B[A-Z0-9]{8,12}/[A-Za-z0-9]{20}", True),
-    ("stripe", "stripe", r"(?<![A-Za-z0-9_])[sr]k_live_[A-Za-z0-9]{24}", True),
-    ("private_key", "private_key",
-     (r"-----BEGIN[A-Z0-9 ]{0,24} PRIVATE KEY(?: BLOCK)?-----(?:\s|\\[rn]){1,4}"
-     r"(?:Proc-Type:|[A-Za-z0-9+/=]{32})"), True),
-    ("jwt", "jwt",
-     rf"(?<![A-Za-z0-9_-])eyJ{_B64URL}{{8,{JWT_HEADER_MAX}}}\.eyJ{_B64URL}{{{JWT_PAYLOAD_MIN}}}", True),
-    ("generic", "generic",
-     (rf"{_KEYWORD}[\"']?[ \t]{{0,3}}(?:=|:=|:|=>)[ \t]{{0,3}}[\"'`]?"
-     rf"(?:{_VALUE}{{{GENERIC_MIN},{GENERIC_MAX - 1}}}(?!{_VALUE})|{_VALUE}{{{GENERIC_MAX}}})"), False),
+CUSTOM = "custom"
+_ALL_RULES: tuple[tuple[SecretRule, str | None], ...] = (
+    *((rule, None) for rule in RULES),
+    *(keyed_rule(family, keywords) for family, keywords in KEYED.items()),
+    (GENERIC, GENERIC_ALIVE),
 )
-# Where each rule's match begins (after its lookbehinds): text every match starts with. The
-# scanner runs the rule's regex only from such a place, so clean text costs a search for these.
-# The assignments (``aws_secret``, ``generic``) wait for their operator: keywords alone are common
-# in prose and code. Every anchor ends in one of ``_ANCHOR_ENDS`` (``generic``'s: ``_GENERIC_ENDS``).
-_ANCHORS = {
-    "aws_id": "AKIA|ASIA|ABIA|ACCA",
-    "aws_secret": r"(?i:aws_?secret(?:_?access)?_?key)[\"']?\s{0,3}[:=]",
-    "gcp_key": "AIz",
-    "gcp_client_secret": "GOCSPX-",
-    "google_oauth": r"ya29\.",
-    "anthropic": "sk-ant-",
-    "openai": "sk-",
-    "github_token": "gh[pousr]_",
-    "github_pat": "github_pat_",
-    "gitlab": "glpat-",
-    "slack_token": "xox[baprs]-",
-    "slack_webhook": r"hooks\.slack\.com/",
-    "stripe": "[sr]k_live_",
-    "private_key": "-----BEGIN",
-    "jwt": "eyJ",
-    "generic": rf"{_KEYWORD}[\"']?[ \t]{{0,3}}(?:=|:=|:|=>)",
-}
-_ANCHOR_ENDS = "[-_.:=/AJNz]"
-_GENERIC_ENDS = "[:=>]"
-CATEGORIES = frozenset(category for category, _, _, _ in _RULES)
-_CATEGORY_OF = {name: category for category, name, _, _ in _RULES}
-# The longest match is a JWT prefix ("eyJ" header "." "eyJ" payload); the tests check every rule's
-# maximum width against it. One more character for the boundary a fixed-length rule waits for.
-SECRETS_WINDOW = 3 + JWT_HEADER_MAX + 4 + JWT_PAYLOAD_MIN + 1
-
-# How much of each match is the random part that must look random.
-_RANDOM_TAIL = {"aws_id": 16, "gcp_key": 35, "gcp_client_secret": 28, "google_oauth": 32,
-                "anthropic": 32, "openai": 32, "github_token": 36, "github_pat": 20, "gitlab": 20,
-                "slack_token": 16, "slack_webhook": 20, "stripe": 24, "jwt": JWT_PAYLOAD_MIN,
-                "aws_secret": 40}
-_VALUE_AT_END = re.compile(rf"{_VALUE}+\Z")
-_HEX_DIGEST = re.compile(r"(?:[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64})", re.IGNORECASE)
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
-# Published sample values that documentation repeats (the jwt.io sample's payload prefix).
-_KNOWN_SAMPLES = ("eyJzdWIiOiIxMjM0NTY3ODkw",)
+CATEGORIES = frozenset(rule.family for rule, _ in _ALL_RULES)
+_SPACED_ALIVE = r"(?s:.*)"
+_EXAMPLE = re.compile("EXAMPLE", re.IGNORECASE)
+_RUNS = re.compile("[A-Za-z0-9]{8,}")
 
 
-_Compiled = tuple[re.Pattern[str], frozenset[str], dict[str, re.Pattern[str]], Anchors]
+def build_index(categories: frozenset[str]) -> tuple[KeywordIndex, dict[str, SecretRule]]:
+    """The keyword index of the chosen categories' rules, and each rule's row by name."""
+    scan_rules: list[ScanRule] = []
+    rows: dict[str, SecretRule] = {}
+    for rule, alive in _ALL_RULES:
+        if rule.family not in categories:
+            continue
+        grammar = alive or rule.alive or (_SPACED_ALIVE if rule.spans_space else TOKEN_ALIVE)
+        scan_rules.append(scan_rule(len(scan_rules), rule.id, rule.keywords, rule.regex, back=rule.back,
+                                    alive=grammar))
+        rows[rule.id] = rule
+    return KeywordIndex(scan_rules), rows
 
 
-def _compile(categories: frozenset[str]) -> list[_Compiled]:
-    """One alternation of the prefixed rules and one of ``generic``: the generic rule waits for
-    its value to end, and in a shared alternation that wait would hide a prefixed key inside the
-    value (``OPENAI_API_KEY=sk-...``), which is final sooner. Leading lookbehinds are tested
-    after the scan (``split_lookbehinds``), per rule. Each group's anchors are the alternation
-    of its rules' ``_ANCHORS``."""
-    groups: list[_Compiled] = []
-    for generic in (False, True):
-        rules = [(name, *split_lookbehinds(rx), final) for cat, name, rx, final in _RULES
-                 if cat in categories and (cat == "generic") == generic]
-        if rules:
-            pattern = re.compile("|".join(f"(?P<{name}>{rest})" for name, _, rest, _ in rules))
-            before = {name: re.compile(lb) for name, lb, _, _ in rules}
-            anchors = Anchors([(_ANCHORS[name], 0) for name, _, _, _ in rules],
-                              quick=_GENERIC_ENDS if generic else _ANCHOR_ENDS)
-            groups.append((pattern, frozenset(name for name, _, _, final in rules if final), before, anchors))
-    return groups
-
-
-def _horizon_parts(pattern: re.Pattern[str], anchors: Anchors) -> HorizonParts:
-    """Every anchor starts its match (back 0): a match whose anchor is still incomplete starts
-    where the tail of the text is a prefix of an anchor."""
-    return HorizonParts(Closure(pattern.pattern), Closure(anchors.pattern.pattern),
-                        anchors.reach)
-
-
-def _secret_part(rule: str, text: str) -> str:
-    """The credential itself: the assigned value for assignment rules, else the whole match."""
-    if rule in ("generic", "aws_secret"):
-        found = _VALUE_AT_END.search(text)
-        return found.group() if found else ""
-    return text
-
-
-def _is_real(rule: str, text: str) -> bool:
-    """Whether a candidate ``text`` matched by ``rule`` is a credential rather than an example."""
-    if any(sample in text for sample in _KNOWN_SAMPLES) or "EXAMPLE" in text.upper():
+def is_credential(rule: SecretRule, match: re.Match[str]) -> bool:
+    """Whether ``match`` of ``rule`` is a credential rather than an example or a placeholder."""
+    text = match.group()
+    if _EXAMPLE.search(text) or any(sample in text for sample in secret_checks.KNOWN_SAMPLES):
         return False
-    if rule == "private_key":
+    secret = match.group("s") if "s" in match.re.groupindex else None
+    if rule.family == "private_key":
+        return secret is None or not secret_checks.REPEAT.search(secret)
+    if rule.family == "jwt":
+        return secret_checks.jwt_ok(text)
+    if rule.family == "url_credentials":
+        return secret is not None and secret_checks.url_password_ok(match.group("u"), secret)
+    if rule.family == "generic":
+        return secret is not None and secret_checks.generic_value_ok(secret)
+    if secret is None:  # an alternative without the group: judge the longest run of the match
+        secret = max(_RUNS.findall(text[len(rule.keywords[0]):] or text) or [""], key=len)
+    if rule.checksum == "crc32_base62" and secret_checks.base62_crc32_ok(secret):
         return True
-    if rule == "generic":
-        value = _secret_part(rule, text)
-        if value.startswith("/") or _HEX_DIGEST.fullmatch(value) or _UUID.fullmatch(value):
-            return False
-        return looks_random(value, need_digit=True)
-    # AWS ids are base32 ([A-Z2-7]) and webhook secrets may be all letters: one class is enough there.
-    min_classes = 1 if rule in ("aws_id", "slack_webhook") else 2
-    return looks_random(text[-_RANDOM_TAIL[rule]:], min_classes=min_classes)
+    if secret_checks.UUID.fullmatch(secret):
+        secret = secret.replace("-", "")
+    if rule.id.endswith("-keyed"):
+        return looks_random(secret, need_digit=True)
+    return looks_random(secret, min_classes=rule.min_classes)
 
 
 class SecretsCheck(DeltaCheck):
-    """Per-stream state: a tail scanner per compiled alternation (two at most)."""
+    """Per-stream state: the catalog's keyword scanner and, with a rules file, the operator's."""
 
-    def __init__(self, compiled: list[_Compiled], horizons: list[HorizonParts], allow: tuple[str, ...],
-                 replacement: str) -> None:
-        self.window = SECRETS_WINDOW
-        self._scanners = [(TailScanner(pattern, SECRETS_WINDOW, is_final=_final_test(final_rules),
-                                       anchors=anchors), before)
-                          for pattern, final_rules, before, anchors in compiled]
-        self._trackers = [parts.arm() for parts in horizons]
-        self._horizon = 0
-        self._allow = allow
-        self._replacement = replacement
+    def __init__(self, provider: SecretsProvider) -> None:
+        self._provider = provider
+        self._scanner = KeywordScanner(provider.index) if provider.index is not None else None
+        self._custom = GitleaksScanner(provider.custom) if provider.custom is not None else None
+        self.window = max(provider.index.window if provider.index else 0,
+                          provider.custom.window if provider.custom else 0)
+        self.last_start = -1
+        """Where the match that blocked starts (tests check it against the horizons returned)."""
 
     def check(self, accumulated: str, delta: str) -> Decision:
         return self._scan(accumulated, final=False)
@@ -204,48 +104,61 @@ class SecretsCheck(DeltaCheck):
         return self._scan(accumulated, final=True)
 
     def horizon(self, accumulated: str) -> int:
-        return self._horizon
+        end = len(accumulated)
+        if self._scanner is not None:
+            end = min(end, self._scanner.horizon(accumulated))
+        if self._custom is not None:
+            end = min(end, self._custom.horizon(accumulated))
+        return end
 
     def _scan(self, text: str, *, final: bool) -> Decision:
-        for scanner, before in self._scanners:
-            while (match := scanner.next(text, final=final)) is not None:
-                rule, found = match.lastgroup or "", match.group()
-                if not before[rule].match(text, match.start()):
-                    continue
-                secret = _secret_part(rule, found)
-                # A prefix-matched secret is allowed when it is the start of an allowed value.
-                if any(allowed.startswith(secret) for allowed in self._allow):
-                    continue
-                if _is_real(rule, found):
-                    return Block(SECRET_LEAK, self._replacement,
-                                 f"The answer contained a credential (category: {_CATEGORY_OF[rule]}). "
-                                 "Never output keys, tokens, passwords or private keys; refer to them "
-                                 "by name instead.")
-        horizon = len(text)
-        for (scanner, _), tracker in zip(self._scanners, self._trackers, strict=True):
-            value = tracker.update(scanner, text)
-            horizon = min(horizon, value)
-        self._horizon = horizon
+        provider = self._provider
+        if self._scanner is not None:
+            while (found := self._scanner.next(text, final=final)) is not None:
+                rule = provider.rows[found[0].name]
+                if not self._allowed(found[1]) and is_credential(rule, found[1]):
+                    self.last_start = found[1].start()
+                    return self._block(rule.family)
+        if self._custom is not None:
+            for start, secret in self._custom.scan(text, final=final):
+                if not any(allowed.startswith(secret) for allowed in provider.allow):
+                    self.last_start = start
+                    return self._block(CUSTOM)
         return PASS
 
+    def _allowed(self, match: re.Match[str]) -> bool:
+        """A match (or its secret part) that lies inside an allowed value: the rules match a
+        distinctive prefix of unbounded tokens, and the secret part of assignments."""
+        secret = (match.group("s") if "s" in match.re.groupindex else None) or match.group()
+        return any(secret in allowed or match.group() in allowed for allowed in self._provider.allow)
 
-def _final_test(final_rules: frozenset[str]) -> Callable[[re.Match[str]], bool]:
-    return lambda match: match.lastgroup in final_rules
+    def _block(self, category: str) -> Block:
+        return Block(SECRET_LEAK, self._provider.replacement,
+                     f"The answer contained a credential (category: {category}). Never output keys, "
+                     "tokens, passwords or private keys; refer to them by name instead.")
 
 
 class SecretsProvider:
-    """The ``secrets`` stream guardrail. The combined pattern is compiled once per policy."""
+    """The ``secrets`` stream guardrail. The keyword index is built once per policy."""
 
-    def __init__(self, spec: SecretsGuardrail, replacement: str) -> None:
-        unknown = set(spec.categories) - CATEGORIES
+    def __init__(self, spec: SecretsGuardrail, replacement: str, base_dir: Path = Path(".")) -> None:
+        unknown = set(spec.categories) - CATEGORIES - {CUSTOM}
         if unknown:
             raise ValueError(f"guardrail {spec.id!r}: unknown secrets categories {sorted(unknown)}; "
-                             f"known: {sorted(CATEGORIES)}")
+                             f"known: {sorted(CATEGORIES | {CUSTOM})}")
+        chosen = frozenset(spec.categories) or CATEGORIES | {CUSTOM}
         self.id = spec.id
-        self._allow = tuple(spec.allow)
-        self._replacement = replacement
-        self._compiled = _compile(frozenset(spec.categories) or CATEGORIES)
-        self._horizons = [_horizon_parts(pattern, anchors) for pattern, _, _, anchors in self._compiled]
+        self.allow = tuple(spec.allow)
+        self.replacement = replacement
+        built = chosen & CATEGORIES
+        self.index: KeywordIndex | None = None
+        self.rows: dict[str, SecretRule] = {}
+        if built:
+            self.index, self.rows = build_index(built)
+        self.custom: GitleaksRules | None = None
+        if spec.rules_file and CUSTOM in chosen:
+            path = Path(spec.rules_file).expanduser()
+            self.custom = load_gitleaks_rules(path if path.is_absolute() else base_dir / path)
 
     def arm(self, ctx: StreamContext) -> DeltaCheck | None:
-        return SecretsCheck(self._compiled, self._horizons, self._allow, self._replacement)
+        return SecretsCheck(self)

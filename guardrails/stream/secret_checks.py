@@ -1,0 +1,100 @@
+"""Whether a candidate that a secrets rule matched is a credential rather than an example.
+
+A real key is random (``looks_random``); a format with a checksum (GitHub and npm tokens: the
+last six base62 characters are the CRC32 of the thirty before them) passes on the checksum alone.
+A JWT's header must decode to JSON naming ``alg`` or ``typ``. A URL's password must not be a
+placeholder. A generic assignment's value must not be a path, a URL, a template, a digest or a
+UUID, nor a camelCase or snake_case identifier; a value with a word prefix (``tok_``, ``key-``)
+is judged on its random body, so a prefixed hex token below the whole value's threshold counts.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import string
+import zlib
+
+from guardrails.stream._scan import PLACEHOLDER_WORDS, looks_random
+
+_BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
+_HEX_DIGEST = re.compile(r"(?:[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{128})", re.IGNORECASE)
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+_DIGEST_NAMES = ("sha", "md5", "blake", "sum", "hash", "git", "commit", "rev", "digest", "crc")
+# Published sample values that documentation repeats (the jwt.io sample's payload prefix).
+KNOWN_SAMPLES = ("eyJzdWIiOiIxMjM0NTY3ODkw",)
+_PASSWORD_PLACEHOLDERS = frozenset((
+    "password", "passwd", "pass", "pwd", "secret", "changeme", "admin", "root", "user", "username",
+    "postgres", "mysql", "redis", "guest", "test", "demo", "default", "xxx", "xxxx", "xxxxxx", "token",
+    "apikey", "api_key", "mypassword", "yourpassword", "pa55word", "p@ssw0rd", "letmein", "foobar", "foo",
+    "bar", "baz", "null", "none", "empty", "example", "sample", "dummy", "fake", "mysecretpassword",
+))
+REPEAT = re.compile(r"(.)\1{5}")
+_WORD_SPLIT = re.compile(r"[_.:~-]")
+_CAMEL_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def base62_crc32_ok(body: str) -> bool:
+    """GitHub/npm token body (after the ``xxx_`` prefix): 30 random characters and their CRC32."""
+    if len(body) != 36:
+        return False
+    number, out = zlib.crc32(body[:30].encode()), ""
+    while number:
+        number, digit = divmod(number, 62)
+        out = _BASE62[digit] + out
+    return out.rjust(6, "0") == body[30:]
+
+
+def jwt_ok(token: str) -> bool:
+    """The header (up to the first ``.``) is base64url JSON naming ``alg`` or ``typ``, and the
+    payload is not a placeholder run (``eyJxxxxxxxx``)."""
+    header, _, payload = token.partition(".")
+    if REPEAT.search(payload):
+        return False
+    try:
+        raw = base64.urlsafe_b64decode(header + "=" * (-len(header) % 4))
+    except (binascii.Error, ValueError):
+        return False
+    return raw.startswith(b'{"') and (b'"alg"' in raw or b'"typ"' in raw)
+
+
+def url_password_ok(user: str, password: str) -> bool:
+    lowered = password.lower()
+    if lowered in _PASSWORD_PLACEHOLDERS or lowered == user.lower() or len(set(password)) < 3:
+        return False
+    if any(ch in password for ch in "${}<>*%[]") and not re.search(r"%[0-9A-Fa-f]{2}", password):
+        return False
+    return not any(word in lowered for word in PLACEHOLDER_WORDS)
+
+
+def generic_value_ok(value: str) -> bool:
+    """Whether an assigned value looks like a credential (see the module docstring)."""
+    lowered = value.lower()
+    if (value.startswith(("/", "./", "~/", "$", "%", "{")) or "://" in value or UUID.fullmatch(value)
+            or _HEX_DIGEST.fullmatch(value) or value.count(".") > 2 and value.replace(".", "").isalpha()):
+        return False
+    if any(word in lowered for word in PLACEHOLDER_WORDS):
+        return False
+    body = max(_WORD_SPLIT.split(value), key=len)
+    if body != value and len(body) >= 16:
+        if re.fullmatch("[0-9a-fA-F]{32,}", body) and lowered.startswith(_DIGEST_NAMES):
+            return False
+        if _random_value(body):
+            return True
+    return _random_value(value)
+
+
+def _random_value(value: str) -> bool:
+    if value.isalpha():
+        return _random_letters(value)
+    return looks_random(value, need_digit=True) or (
+        sum(not ch.isalnum() for ch in value) >= 2 and looks_random(value, min_classes=3))
+
+
+def _random_letters(value: str) -> bool:
+    """Letters only: random when mixed-case and not a run of camelCase words (``SecretKeyManager``)."""
+    if not looks_random(value, min_classes=2):
+        return False
+    words = _CAMEL_WORD.findall(value)
+    return not all(len(w) >= 3 and any(v in w.lower() for v in "aeiouy") for w in words)

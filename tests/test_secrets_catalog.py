@@ -1,0 +1,211 @@
+"""The secrets catalog, rule by rule: each blocks its own format and passes its placeholder; the
+generic assignment forms; checksums; the horizon contract (safe, monotone, bounded)."""
+
+from __future__ import annotations
+
+import random
+import re
+import string
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from config.policy import SecretsGuardrail
+from guardrails.decision import SECRET_LEAK, Block
+from guardrails.seams import DeltaCheck, StreamContext
+from guardrails.stream import secret_checks
+from guardrails.stream.keyword_scan import KeywordScanner
+from guardrails.stream.secret_rules import GENERIC, KEYED, RULES, keyed_rule
+from guardrails.stream.secrets import CATEGORIES, SecretsCheck, SecretsProvider
+from tests.secret_samples import NO_FAKE, TEMPLATES, fake, fill, keyed_template
+from tests.stream_support import one_char, random_chunks, run
+
+CTX = StreamContext(system_prompt="")
+PROVIDER = SecretsProvider(SecretsGuardrail(id="s", kind="secrets"), "[withheld]")
+RULE_IDS = [rule.id for rule in (*RULES, GENERIC)]
+FAMILY = {rule.id: rule.family for rule in (*RULES, GENERIC)}
+# A format that a broader rule also matches, from the same offset: either name is right.
+ALSO = {"cloudinary-url": "url_credentials"}
+
+
+def arm(provider: SecretsProvider = PROVIDER) -> DeltaCheck:
+    check = provider.arm(CTX)
+    assert check is not None
+    return check
+
+
+def blocked_category(text: str, chunks: list[str] | None = None) -> str | None:
+    out = run(arm(), chunks if chunks is not None else one_char(text))
+    if out.block is None:
+        return None
+    assert out.block.reason_code == SECRET_LEAK
+    found = re.search(r"category: (\w+)", out.block.rationale)
+    assert found is not None
+    return found.group(1)
+
+
+def test_every_rule_has_a_sample_and_a_unique_id() -> None:
+    assert sorted(TEMPLATES) == sorted(RULE_IDS)
+    assert len(set(RULE_IDS)) == len(RULE_IDS)
+
+
+@pytest.mark.parametrize("rule_id", RULE_IDS)
+def test_each_rule_blocks_its_format_in_prose(rule_id: str) -> None:
+    rng = random.Random(rule_id)
+    for _ in range(3):
+        secret = fill(TEMPLATES[rule_id], rng)
+        text = f"Here is the config you asked for:\n{secret}\nand that is all."
+        assert blocked_category(text) in (FAMILY[rule_id], ALSO.get(rule_id)), secret
+        assert blocked_category(text, [text]) in (FAMILY[rule_id], ALSO.get(rule_id))
+
+
+@pytest.mark.parametrize("rule_id", sorted(set(RULE_IDS) - NO_FAKE))
+def test_each_rule_passes_its_placeholder(rule_id: str) -> None:
+    text = f"Replace {fake(TEMPLATES[rule_id])} with your own value."
+    assert blocked_category(text) is None, text
+
+
+@pytest.mark.parametrize("family", sorted(KEYED))
+def test_each_keyed_provider_is_found_by_its_name(family: str) -> None:
+    rng = random.Random(family)
+    for keyword in KEYED[family]:
+        secret = fill(keyed_template(keyword), rng)
+        assert blocked_category(f"settings:\n  {secret}\n") is not None, secret
+    text = f"{KEYED[family][0]} token - '{fill('{hex:32}', rng)}'\n"
+    assert blocked_category(text) == family or blocked_category(text) == "generic"
+
+
+def test_keyed_providers_pass_prose_and_identifiers() -> None:
+    for keyword in ("datadog", "twilio", "azure"):
+        assert blocked_category(f"The {keyword} integration is configured in settings.py, see docs.\n") is None
+        assert blocked_category(f"{keyword}_client = {keyword.title()}ClientFactory.from_settings(cfg)\n") is None
+
+
+@pytest.mark.parametrize("text", [
+    'password = "hRtqLmPzXwKvNbYsQe"',                          # letters only, mixed case
+    "api_key = tok_3f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c",           # prefixed hex under the whole-value threshold
+    "secret: ab9.Xk2:Qz7~Lm4%Rt8pWw",                           # . : ~ % inside the value
+    "<password>Zx9Qw3Er7Ty1Ui5Op</password>",                    # XML element
+    '<add key="DbPassword" value="Zx9Qw3Er7Ty1Ui5Op"/>',        # XML attribute pair
+    'props.setProperty("db.password", "Zx9Qw3Er7Ty1Ui5Op");',   # setProperty(...)
+    'os.environ["API_TOKEN"] = "Zx9Qw3Er7Ty1Ui5Op"',
+    "export AUTH_TOKEN=Zx9Qw3Er7Ty1Ui5Op",
+])
+def test_generic_assignment_forms(text: str) -> None:
+    assert blocked_category(text + "\n") == "generic"
+
+
+@pytest.mark.parametrize("text", [
+    "self.secret_key_manager = SecretKeyManagerFactory()",
+    "token = tokenizer.encode(text)",
+    "password = os.environ.get('DB_PASSWORD')",
+    "key: https://vault.internal/v1/secret/data/app",
+    "secret_key = 550e8400-e29b-41d4-a716-446655440000",
+    "commit_sha_key = sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    "<password>${DB_PASSWORD}</password>",
+    'setProperty("password", "your-password-here")',
+    "hash(password, salt)",
+    "tokens > 1000 and keys < 20",
+    "The key insight: tokenization is cheap.",
+    "api_key = settings.DEFAULT_PROVIDER_API_KEY",
+])
+def test_generic_near_misses_pass(text: str) -> None:
+    assert blocked_category(text + "\n") is None
+
+
+def test_url_credentials_need_a_real_password() -> None:
+    assert blocked_category("DATABASE_URL=postgres://app:Q7x2Lp9Zr4Tk@db:5432/app\n") == "url_credentials"
+    for text in ("postgresql://user:password@localhost/db", "redis://:${REDIS_PASSWORD}@cache:6379",
+                 "mongodb://postgres:postgres@localhost", "https://user:<password>@example.com",
+                 "See https://docs.python.org/3/library/re.html for details."):
+        assert blocked_category(text + "\n") is None, text
+
+
+def test_github_checksum() -> None:
+    rng = random.Random(5)
+    body = "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(30))
+    number, suffix = 0, ""
+    import zlib
+    number = zlib.crc32(body.encode())
+    alphabet = string.digits + string.ascii_uppercase + string.ascii_lowercase
+    while number:
+        number, digit = divmod(number, 62)
+        suffix = alphabet[digit] + suffix
+    token = body + suffix.rjust(6, "0")
+    assert secret_checks.base62_crc32_ok(token)
+    assert not secret_checks.base62_crc32_ok(token[:-1] + ("A" if token[-1] != "A" else "B"))
+    # A low-entropy token with a valid checksum is blocked: the checksum says it is real.
+    low = "aaaabbbbccccddddeeeeffffgggghh"
+    number, suffix = zlib.crc32(low.encode()), ""
+    while number:
+        number, digit = divmod(number, 62)
+        suffix = alphabet[digit] + suffix
+    assert blocked_category(f"token ghp_{low}{suffix.rjust(6, '0')} here") == "github"
+    assert blocked_category(f"token ghp_{low}abcdef here") is None
+
+
+def test_jwt_short_payload_and_long_header() -> None:
+    sig = fill("{b64u:43}", random.Random(1))
+    short = f"eyJhbGciOiJIUzI1NiJ9.eyJhIjoxfQ.{sig}"
+    assert blocked_category(f"see {short} end") == "jwt"
+    long_header = "eyJhbGciOiJSUzI1NiIsIng1YyI6WyI" + fill("{b64u:400}", random.Random(2))
+    assert blocked_category(f"see {long_header}.eyJzdWIiOiJhbGljZSIsImV4cCI6MTcwMDAwMDAwMH0.{sig} end") == "jwt"
+    assert blocked_category(f"not a jwt: eyJ{fill('{b64u:40}', random.Random(3))}.eyJ{sig} end") is None
+
+
+def test_categories_include_every_family() -> None:
+    assert {rule.family for rule in RULES} | set(KEYED) | {"generic"} == set(CATEGORIES)
+    assert len(CATEGORIES) >= 100
+    assert keyed_rule("datadog", KEYED["datadog"])[0].family == "datadog"
+
+
+# --- horizon -----------------------------------------------------------------------------------
+
+PIECES = [fill(t, random.Random(i)) for i, t in enumerate(TEMPLATES.values())] + [
+    " ", "\n", "= ", ": ", '"', "password", "api_key", "sk-", "ghp_", "xoxb-", "eyJ", "AKIA", "://", "@",
+    "the ", "deploy ", "12345678", ":AA", "-----BEGIN", "Q~", "datadog_", "Bearer ", "hooks.slack.com/"]
+
+
+def _last_match_start(check: DeltaCheck) -> int:
+    assert isinstance(check, SecretsCheck)
+    return check.last_start
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=8), st.integers(0, 10_000), st.integers(1, 12))
+def test_horizon_is_safe_monotone_and_bounded(parts: list[str], seed: int, hi: int) -> None:
+    text = "".join(parts)
+    check = arm()
+    acc, last = "", 0
+    for delta in random_chunks(text, seed, 1, hi):
+        acc += delta
+        decision = check.check(acc, delta)
+        if isinstance(decision, Block):
+            assert _last_match_start(check) >= last, "a released character was part of the match"
+            return
+        horizon = check.horizon(acc)
+        assert last <= horizon <= len(acc)
+        assert horizon >= len(acc) - check.window
+        last = horizon
+    if isinstance(check.finish(acc), Block):
+        assert _last_match_start(check) >= last
+
+
+def test_horizon_releases_prose_at_once() -> None:
+    check = arm()
+    text = "The deployment finished in four minutes and the checks went green. "
+    acc = ""
+    for ch in text:
+        acc += ch
+        check.check(acc, ch)
+    assert check.horizon(acc) == len(acc)
+
+
+def test_pending_hits_die_at_the_first_impossible_character() -> None:
+    check = arm()
+    acc = "the task keys are here and the sk-learn docs say "
+    check.check(acc, acc)
+    scanner = check._scanner  # type: ignore[attr-defined]
+    assert isinstance(scanner, KeywordScanner)
+    assert scanner.pending == 0

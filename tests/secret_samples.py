@@ -34,6 +34,7 @@ _FIELD = re.compile(r"\{(\w+)(?::(\d+))?\}")
 TEMPLATES: dict[str, str] = {
     "aws-access-key-id": "AKIA{up:16}",
     "aws-secret-access-key": "aws_secret_access_key = {b64:40}",
+    "aws-bedrock-api-key": "ABSK{b64:120}",
     "gcp-api-key": "AIza{b64u:35}",
     "gcp-oauth-client-secret": "GOCSPX-{b64u:28}",
     "google-oauth-access-token": "ya29.{b64u:80}",

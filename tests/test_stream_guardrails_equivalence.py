@@ -76,8 +76,10 @@ class ReferencePii(DeltaCheck):
             kind, found = match.lastgroup or "", match.group()
             if not self._before[kind].match(text, match.start()) or not pii._valid(kind, found):
                 continue
+            # An IBAN is redacted up to its longest valid prefix (a word after it is not part of it).
+            end = match.start() + pii.iban_end(found) if kind == "iban" else match.end()
             if self._redact:
-                return Redact(PII, match.start(), match.end(), pii.MASKS[kind])
+                return Redact(PII, match.start(), end, pii.MASKS[kind])
             return Block(PII, "[withheld]",
                          f"The answer contained personal data (category: {kind}). Do not repeat "
                          "personal data such as emails, phone numbers, card or account numbers.")

@@ -2,19 +2,24 @@
 
 Categories (policy ``categories``; empty selects all) and the mask each is redacted to:
 
-=============  ============  ==============================================================
-``email``      ``[email]``   addresses; reserved example domains (RFC 2606) pass
-``phone``      ``[phone]``   ``+<cc> ...`` international, US ``(415) 555-0100``/``415-555-0100``,
-                             UK ``020 7946 0958``, French ``06 12 34 56 78``
-``card``       ``[card]``    13-19 digits, optional consistent spaces/dashes, Luhn-checked
-``iban``       ``[iban]``    known country code, mod-97 checked
-``ssn``        ``[ssn]``     US SSN ``123-45-6789`` (or spaces) within the issued ranges
-``uk_nino``    ``[nino]``    UK National Insurance numbers
-=============  ============  ==============================================================
+===============  ============  ==============================================================
+``email``        ``[email]``   addresses; reserved example domains (RFC 2606) pass; URL
+                               userinfo (``user:pass@host``, ``scheme://user@host``) is not one
+``phone``        ``[phone]``   ``+<cc> ...`` in every region; national formats of ``regions``;
+                               both valid per libphonenumber (``phonenumbers``)
+``card``         ``[card]``    13-19 digits, contiguous or in 4-4-4-4(-3) / 4-6-5 groups with
+                               one separator, Luhn-checked; several on a line
+``iban``         ``[iban]``    spaces or dashes between groups; checked by ``stdnum.iban``
+                               (country length and mod-97); the longest valid prefix counts
+``ssn``          ``[ssn]``     US SSN ``123-45-6789`` (or spaces) within the issued ranges
+``uk_nino``      ``[nino]``    UK National Insurance numbers, either case
+``national_id``  ``[id]``      the national ids of ``regions`` (``pii_regions``), each checked
+                               by its ``python-stdnum`` validator
+===============  ============  ==============================================================
 
-Plain numbers, dates, times, version strings and IP addresses do not match: every phone form
-needs a ``+``, a leading ``0`` or NANP separators, and every pattern is bounded by characters that
-cannot continue it.
+Plain numbers, dates, times, version strings and IP addresses do not match: every number form
+needs a ``+``, separators or a checksum, phone candidates that look like dates or dotted quads are
+dropped, and every pattern is bounded by characters that cannot continue it.
 
 A match is reported only once it can no longer grow: each pattern ends in a lookahead over the
 characters that could extend it, and the scanner waits for ``PII_SLACK`` more characters (an IBAN
@@ -28,12 +33,18 @@ again) until it gets ``Pass``. Offsets refer to ``accumulated``, which must stay
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
+
+import phonenumbers
+from stdnum import iban as stdnum_iban
+from stdnum import luhn
 
 from config.policy import PiiGuardrail
 from guardrails.decision import PASS, PII, Block, Decision, Redact
 from guardrails.seams import DeltaCheck, StreamContext
 from guardrails.stream._horizon import Closure, HorizonParts
 from guardrails.stream._scan import Anchors, TailScanner, split_lookbehinds, widest
+from guardrails.stream.pii_regions import DEFAULT_REGIONS, NATIONAL_IDS, validator
 
 # Characters after a match that the scanner waits for before calling it final: an IBAN's next
 # group is a space and four characters, so five characters decide it (slack 4 + 1).
@@ -41,23 +52,26 @@ PII_SLACK = 4
 # Longest match: an email of a 32-char local part, three 24-char labels and a 12-char TLD (120).
 PII_WINDOW = 120 + PII_SLACK + 1
 
-# Numbers end where neither a word character, "@" nor another digit group follows.
-_NUM_END = r"(?![\w@]|[ .-]?[\d(])"
+# Numbers end where neither a word character, "@" nor another digit group follows, nor a "-" or
+# "." that joins them to a word (``415-555-0100-alice@corp.io`` is an address, not a phone).
+_NUM_END = r"(?![\w@]|[ .-]?[\d(]|[.-][A-Za-z_])"
+# A card may be followed by another card: a space and a digit do not continue it.
+_CARD_END = r"(?![\w@]|[.-]?\d)"
 _PATTERNS = {
-    "email": (r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9][A-Za-z0-9._%+-]{0,31}@"
+    "email": (r"(?<![A-Za-z0-9._%+/-])(?<!(?<!mailto):)[A-Za-z0-9][A-Za-z0-9._%+-]{0,31}@"
               r"(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,22}[A-Za-z0-9])?\.){1,3}[A-Za-z]{2,12}"
               r"(?![A-Za-z0-9_%+@-]|\.[A-Za-z0-9])"),
-    "iban": r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?(?![A-Za-z0-9])",
-    "card": r"(?<![\d.])(?<!\d[ -])[2-6]\d{3}(?:[ -]?\d){9,15}" + _NUM_END,
+    "iban": (r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ -]?[A-Z0-9]{4}){2,7}(?:[ -]?[A-Z0-9]{1,3})?"
+             r"(?![A-Za-z0-9])"),
+    "card": (r"(?<![\d.])(?<!\d-)(?:[2-6]\d{3}(?:[ -]\d{4}){3}(?:[ -]\d{3})?|3[47]\d{2}[ -]\d{6}[ -]\d{5}"
+             r"|[2-6]\d{12,18})" + _CARD_END),
     "ssn": (r"(?<![\w.-])(?!000|666|9\d\d)\d{3}(?P<ssn_sep>[- ])(?!00)\d{2}(?P=ssn_sep)(?!0000)\d{4}"
             + _NUM_END),
-    "phone": (r"(?<![\w+.(-])(?:"
+    "phone": (r"(?<![\w+.(/-])(?:"
               r"\+[1-9]\d{0,2}(?:[ .-]?\(?\d{1,4}\)?){1,5}[ .-]?\d{2,4}"
-              r"|(?:\([2-9]\d{2}\) ?|[2-9]\d{2}[.-])[2-9]\d{2}[.-]\d{4}"
-              r"|0[1-9]\d{1,3}[ -]\d{3,4}[ -]?\d{3,4}"
-              r"|0[1-9](?:[ .]\d{2}){4})" + _NUM_END),
-    "uk_nino": (r"(?<![A-Za-z0-9])(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]"
-                r" ?\d{2} ?\d{2} ?\d{2} ?[A-D](?![A-Za-z0-9])"),
+              r"|(?:\(\d{2,5}\) ?|\d{2,6}[ .-])\d{2,8}(?:[ .-]\d{2,8}){0,3})" + _NUM_END),
+    "uk_nino": (r"(?<![A-Za-z0-9])(?i:(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]"
+                r" ?\d{2} ?\d{2} ?\d{2} ?[A-D])(?![A-Za-z0-9])"),
 }
 # Where each category's match may begin, as ``(anchor, back)``: every match starting at ``s`` holds
 # text the anchor matches at some ``p`` in ``[s, s + back]``. An email has its "@" at most 32
@@ -70,42 +84,66 @@ _ANCHORS = {"email": ("@", 32), "iban": (r"[A-Z]{2}\d{2}", 0), "card": _DIGITS, 
             "phone": _DIGITS, "uk_nino": _DIGITS}
 _ANCHOR_ENDS = r"[@\d]"
 # For the horizon: the text a match holds up to the end of its anchor, per anchor. An email's
-# local part and "@"; a number's lead ("+", "(", a NINO's two letters) and four close digits; an
-# IBAN's country and check digits. A match whose anchor has not arrived yet starts where the tail
-# of the text is a prefix of one of these.
+# local part and "@"; a number's lead ("+", "(", a NINO's two letters, an id's letters) and four
+# close digits; an IBAN's country and check digits. A match whose anchor has not arrived yet
+# starts where the tail of the text is a prefix of one of these.
 _LEADS = {"email": r"[A-Za-z0-9][A-Za-z0-9._%+-]{0,31}@", "iban": r"[A-Z]{2}\d{2}",
-          "number": r"(?:[+(]|[A-Z]{2} ?)?\d(?:[ .()-]{0,3}\d){3}"}
+          "number": r"(?:[+(]|[A-Za-z]{2} ?)?\d(?:[ .()-]{0,3}\d){3}",
+          "id": r"(?:[A-Z]-?|[A-Z]{4,6})?\d(?:[ .()-]{0,3}\d){3}|[A-Z]{6}\d{2}|[A-Z]{4}\d{2}"}
 _LEAD_OF = {"email": "email", "iban": "iban", "card": "number", "ssn": "number", "phone": "number",
-            "uk_nino": "number"}
-CATEGORIES = frozenset(_PATTERNS)
+            "uk_nino": "number", "national_id": "id"}
+CATEGORIES = frozenset(_PATTERNS) | {"national_id"}
 MASKS = {"email": "[email]", "phone": "[phone]", "card": "[card]", "iban": "[iban]", "ssn": "[ssn]",
-         "uk_nino": "[nino]"}
+         "uk_nino": "[nino]", "national_id": "[id]"}
 
-_IBAN_COUNTRIES = frozenset(re.findall(r"[A-Z]{2}",
-    "AD AE AL AT AZ BA BE BG BH BI BR BY CH CR CY CZ DE DJ DK DO EE EG ES FI FK FO FR GB GE GI GL GR "
-    "GT HR HU IE IL IQ IS IT JO KW KZ LB LC LI LT LU LV LY MC MD ME MK MN MR MT MU NI NL NO OM PK PL "
-    "PS PT QA RO RS RU SA SC SD SE SI SK SM SO ST SV TL TN TR UA VA VG XK YE"))
 _RESERVED_DOMAINS = ("example.com", "example.org", "example.net")
 _RESERVED_TLDS = (".example", ".test", ".invalid", ".localhost")
+_DATE = re.compile(r"\d{4}([-./])\d{1,2}\1\d{1,2}|\d{1,2}([-./])\d{1,2}\2\d{2,4}")
+_DOTTED_QUAD = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
+_SSN_SHAPE = re.compile(r"\d{3}([- ])\d{2}\1\d{4}")
+_IBAN_CUT = re.compile(r"[ -]?[A-Z0-9]{1,4}\Z")
+_ANY_REGION = tuple(sorted(phonenumbers.SUPPORTED_REGIONS))
 
 
 def luhn_ok(digits: str) -> bool:
-    total = 0
-    for i, ch in enumerate(reversed(digits)):
-        d = int(ch) * (2 if i % 2 else 1)
-        total += d - 9 if d > 9 else d
-    return total % 10 == 0
+    return luhn.is_valid(digits)
 
 
 def iban_ok(text: str) -> bool:
-    iban = text.replace(" ", "")
-    if iban[:2] not in _IBAN_COUNTRIES or not 15 <= len(iban) <= 34:
+    """Country format and length, and mod-97 (the national account checks stdnum adds for some
+    countries reject registry examples, so they are left out)."""
+    return stdnum_iban.is_valid(text, check_country=False)
+
+
+def iban_end(text: str) -> int:
+    """The length of the longest prefix of ``text``, cut between groups, that is a valid IBAN (an
+    uppercase word after an IBAN looks like one more group), or 0."""
+    while len(text) >= 15:
+        if iban_ok(text):
+            return len(text)
+        cut = _IBAN_CUT.search(text)
+        if cut is None:
+            return 0
+        text = text[:cut.start()]
+    return 0
+
+
+def phone_ok(text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> bool:
+    digits = sum(ch.isdigit() for ch in text)
+    if not 8 <= digits <= 15 or _DATE.fullmatch(text) or _DOTTED_QUAD.fullmatch(text) or _SSN_SHAPE.fullmatch(text):
         return False
-    rearranged = iban[4:] + iban[:4]
-    return int("".join(str(int(ch, 36)) for ch in rearranged)) % 97 == 1
+    candidates = (None,) if text.startswith("+") else regions
+    for region in candidates:
+        try:
+            number = phonenumbers.parse(text, region)
+        except phonenumbers.NumberParseException:
+            continue
+        if phonenumbers.is_valid_number(number):
+            return True
+    return False
 
 
-def _valid(kind: str, text: str) -> bool:
+def _valid(kind: str, text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> bool:
     if kind == "email":
         domain = text.rsplit("@", 1)[1].lower()
         return not (domain.endswith(_RESERVED_TLDS) or any(
@@ -115,24 +153,20 @@ def _valid(kind: str, text: str) -> bool:
         separators = {ch for ch in text if not ch.isdigit()}
         return 13 <= len(digits) <= 19 and len(separators) <= 1 and luhn_ok(digits)
     if kind == "iban":
-        return iban_ok(text)
+        return iban_end(text) > 0
     if kind == "phone":
-        return 8 <= sum(ch.isdigit() for ch in text) <= 15
+        return phone_ok(text, regions)
     return True
 
 
 class PiiCheck(DeltaCheck):
     """Per-stream state: one tail scanner over the selected categories' alternation."""
 
-    def __init__(self, pattern: re.Pattern[str], before: dict[str, re.Pattern[str]], anchors: Anchors,
-                 horizon: HorizonParts, allow: frozenset[str], redact: bool, replacement: str) -> None:
+    def __init__(self, provider: PiiProvider) -> None:
         self.window = PII_WINDOW
-        self._scanner = TailScanner(pattern, PII_WINDOW, slack=PII_SLACK, anchors=anchors)
-        self._horizon = horizon.arm()
-        self._before = before
-        self._allow = allow
-        self._redact = redact
-        self._replacement = replacement
+        self._provider = provider
+        self._scanner = TailScanner(provider.pattern, PII_WINDOW, slack=PII_SLACK, anchors=provider.anchors)
+        self._horizon = provider.horizon_parts.arm()
 
     def check(self, accumulated: str, delta: str) -> Decision:
         return self._next(accumulated, final=False)
@@ -145,13 +179,22 @@ class PiiCheck(DeltaCheck):
         return self._horizon.value
 
     def _next(self, text: str, *, final: bool) -> Decision:
+        provider = self._provider
         while (match := self._scanner.next(text, final=final)) is not None:
             kind, found = match.lastgroup or "", match.group()
-            if not self._before[kind].match(text, match.start()) or found in self._allow or not _valid(kind, found):
+            if not provider.before[kind].match(text, match.start()) or found in provider.allow:
                 continue
-            if self._redact:
-                return Redact(PII, match.start(), match.end(), MASKS[kind])
-            return Block(PII, self._replacement,
+            if not provider.valid(kind, found):
+                # Shapes overlap (nine digits in groups are a phone or a TFN): the same text may be
+                # another kind's, which the alternation did not try at this offset.
+                kind = next((k for k, rx in provider.shapes.items() if k != kind and rx.fullmatch(found)
+                             and provider.valid(k, found)), "")
+                if not kind:
+                    continue
+            end = match.start() + iban_end(found) if kind == "iban" else match.end()
+            if provider.redact:
+                return Redact(PII, match.start(), end, MASKS[kind])
+            return Block(PII, provider.replacement,
                          f"The answer contained personal data (category: {kind}). Do not repeat "
                          "personal data such as emails, phone numbers, card or account numbers.")
         self._horizon.update(self._scanner, text)
@@ -166,20 +209,40 @@ class PiiProvider:
         if unknown:
             raise ValueError(f"guardrail {spec.id!r}: unknown pii categories {sorted(unknown)}; "
                              f"known: {sorted(CATEGORIES)}")
-        chosen = [k for k in _PATTERNS if not spec.categories or k in spec.categories]
+        regions = tuple(r.upper() for r in spec.regions)
+        bad = set(regions) - set(_ANY_REGION)
+        if bad:
+            raise ValueError(f"guardrail {spec.id!r}: unknown regions {sorted(bad)} (ISO 3166 codes)")
+        self.regions = regions or DEFAULT_REGIONS
+        patterns = {k: rx for k, rx in _PATTERNS.items() if not spec.categories or k in spec.categories}
+        anchors = [_ANCHORS[k] for k in patterns]
+        ids = [nid for r in regions for nid in NATIONAL_IDS.get(r, ())]
+        if ids and (not spec.categories or "national_id" in spec.categories):
+            national = r"(?<![\w.-])(?:" + "|".join(f"(?:{n.regex})" for n in ids) + ")" + _NUM_END
+            # Before the phone forms, which would take most grouped ids first.
+            patterns = {k: rx for k, rx in [*patterns.items(), ("national_id", national)]
+                        if k != "phone"} | ({"phone": patterns["phone"]} if "phone" in patterns else {})
+            anchors += [_DIGITS, *(n.anchor for n in ids if n.anchor)]
+        self._ids: list[tuple[re.Pattern[str], Callable[[str], bool]]] = [
+            (re.compile(n.regex), validator(n.validator)) for n in ids]
         self.id = spec.id
         # Leading lookbehinds are tested after the scan: see ``split_lookbehinds`` for why.
-        parts = {k: split_lookbehinds(_PATTERNS[k]) for k in chosen}
-        self._pattern = re.compile("|".join(f"(?P<{k}>{rest})" for k, (_, rest) in parts.items()))
-        self._before = {k: re.compile(lb) for k, (lb, _) in parts.items()}
-        self._anchors = Anchors([_ANCHORS[k] for k in chosen], quick=_ANCHOR_ENDS)
-        leads = sorted({_LEADS[_LEAD_OF[k]] for k in chosen})
-        self._horizon = HorizonParts(Closure(self._pattern.pattern), Closure("|".join(leads)),
-                                     max(widest(lead) for lead in leads))
-        self._allow = frozenset(spec.allow)
-        self._redact = spec.action == "redact"
-        self._replacement = replacement
+        parts = {k: split_lookbehinds(rx) for k, rx in patterns.items()}
+        self.pattern = re.compile("|".join(f"(?P<{k}>{rest})" for k, (_, rest) in parts.items()))
+        self.before = {k: re.compile(lb) for k, (lb, _) in parts.items()}
+        self.shapes = {k: re.compile(rest) for k, (_, rest) in parts.items()}
+        self.anchors = Anchors(anchors, quick=_ANCHOR_ENDS)
+        leads = sorted({_LEADS[_LEAD_OF[k]] for k in patterns})
+        self.horizon_parts = HorizonParts(Closure(self.pattern.pattern), Closure("|".join(leads)),
+                                          max(widest(lead) for lead in leads))
+        self.allow = frozenset(spec.allow)
+        self.redact = spec.action == "redact"
+        self.replacement = replacement
+
+    def valid(self, kind: str, text: str) -> bool:
+        if kind == "national_id":
+            return any(shape.fullmatch(text) and check(text) for shape, check in self._ids)
+        return _valid(kind, text, self.regions)
 
     def arm(self, ctx: StreamContext) -> DeltaCheck | None:
-        return PiiCheck(self._pattern, self._before, self._anchors, self._horizon, self._allow, self._redact,
-                        self._replacement)
+        return PiiCheck(self)

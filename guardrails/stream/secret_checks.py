@@ -33,6 +33,8 @@ _PASSWORD_PLACEHOLDERS = frozenset((
 REPEAT = re.compile(r"(.)\1{5}")
 _WORD_SPLIT = re.compile(r"[_.:~-]")
 _CAMEL_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_KEBAB = re.compile(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)+")
+_DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(.*)?")
 
 
 def base62_crc32_ok(body: str) -> bool:
@@ -74,7 +76,7 @@ def generic_value_ok(value: str) -> bool:
     if (value.startswith(("/", "./", "~/", "$", "%", "{")) or "://" in value or UUID.fullmatch(value)
             or _HEX_DIGEST.fullmatch(value) or value.count(".") > 2 and value.replace(".", "").isalpha()):
         return False
-    if any(word in lowered for word in PLACEHOLDER_WORDS):
+    if any(word in lowered for word in PLACEHOLDER_WORDS) or code_like(value) or _kebab_words(value):
         return False
     body = max(_WORD_SPLIT.split(value), key=len)
     if body != value and len(body) >= 16:
@@ -97,4 +99,30 @@ def _random_letters(value: str) -> bool:
     if not looks_random(value, min_classes=2):
         return False
     words = _CAMEL_WORD.findall(value)
-    return not all(len(w) >= 3 and any(v in w.lower() for v in "aeiouy") for w in words)
+    return not all(w.isupper() and len(w) <= 5 or len(w) >= 2 and any(v in w.lower() for v in "aeiouy")
+                   for w in words)
+
+
+def _kebab_words(value: str) -> bool:
+    """Words and short numbers joined by ``-``, ``_`` or ``.`` (``token-counting-2024-11-01``)."""
+    if not _KEBAB.fullmatch(value):
+        return False
+    return all(part.isdigit() and len(part) <= 4 or part.isalpha() and any(v in part for v in "aeiouy")
+               for part in _WORD_SPLIT.split(value.lower()))
+
+
+def code_like(value: str) -> bool:
+    """An attribute path (``base64.b64encode``, ``im.tag_v2.tagtype``) or a file or URL path whose
+    segments are words (``org/pytest-dev/py/issues/71``): code, not a credential."""
+    if _DOTTED_NAME.fullmatch(value):
+        return True
+    segments = [seg for seg in re.split(r"[/\\]", value) if seg]
+    return value.count("/") + value.count("\\") >= 2 and not any(
+        len(seg) >= 8 and looks_random(seg) for seg in segments)
+
+
+def keyed_value_ok(value: str) -> bool:
+    """A value after a provider's name: random, with a digit, and not code or a path."""
+    if UUID.fullmatch(value):
+        return looks_random(value.replace("-", ""), min_classes=1)
+    return not code_like(value) and looks_random(value, need_digit=True)

@@ -70,6 +70,7 @@ RULES: tuple[SecretRule, ...] = (
     _p("aws-secret-access-key", "aws", ("aws_secret", "awssecret", "secret"),
        r"(?i:(?:aws_?)?secret_?access_?key|aws_?secret_?key)[\"']?\s{0,3}[:=]{1,2}>?\s{0,3}[\"']?"
        r"(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])", back=4, spans_space=True, alive=_ASSIGNING),
+    _p("aws-bedrock-api-key", "aws", "absk", rf"{_LB}ABSK(?P<s>[A-Za-z0-9+/]{{40}})"),
     _p("gcp-api-key", "gcp", "aiza", rf"{_LB}AIza(?P<s>{_B64URL}{{35}}){_END64}"),
     _p("gcp-oauth-client-secret", "gcp", "gocspx-", rf"{_LB}GOCSPX-(?P<s>{_B64URL}{{28}})"),
     _p("google-oauth-access-token", "google_oauth", "ya29.", rf"{_LBD}ya29\.(?P<s>{_B64URL}{{32}})"),
@@ -95,14 +96,14 @@ RULES: tuple[SecretRule, ...] = (
     _p("netlify-token", "netlify", "nfp_", rf"{_LB}nfp_(?P<s>{_B62}{{36}}){_END}"),
     _p("vercel-token", "vercel", ("vcp_", "vci_", "vca_"), rf"{_LB}vc[pia]_(?P<s>{_B62}{{24}})"),
     _p("supabase-token", "supabase", ("sbp_", "sb_secret_"),
-       rf"{_LB}(?:sbp_(?:oauth_)?(?P<s>{_HEX}{{40}}){_END}|sb_secret_[A-Za-z0-9_-]{{31}})"),
+       rf"{_LB}(?:sbp_(?:oauth_)?(?P<s>[a-z0-9]{{40}}){_END}|sb_secret_[A-Za-z0-9_-]{{31}})"),
     _p("planetscale-token", "planetscale", ("pscale_tkn_", "pscale_pw_", "pscale_oauth_"),
        rf"{_LB}pscale_(?:tkn|pw|oauth)_(?P<s>[A-Za-z0-9_=.-]{{32}})"),
     _p("databricks-token", "databricks", "dapi", rf"{_LB}dapi(?P<s>{_HEX}{{32}})(?:-\d)?{_END}"),
     _p("terraform-cloud-token", "terraform", ".atlasv1.",
        r"(?<![A-Za-z0-9])[A-Za-z0-9]{14}\.atlasv1\.(?P<s>[A-Za-z0-9_=-]{60})", back=14),
     _p("vault-token", "vault", ("hvs.", "hvb.", "hvr."), rf"{_LBD}hv[sbr]\.(?P<s>{_B64URL}{{24}})"),
-    _p("pulumi-token", "pulumi", "pul-", rf"{_LB}pul-(?P<s>{_HEX}{{40}}){_END}"),
+    _p("pulumi-token", "pulumi", "pul-", rf"{_LB}pul-(?P<s>[a-z0-9]{{40}}){_END}"),
     _p("doppler-token", "doppler", ("dp.pt.", "dp.st.", "dp.sa.", "dp.ct.", "dp.scim.", "dp.audit."),
        rf"{_LBD}dp\.(?:pt|st|sa|ct|scim|audit)\.(?P<s>{_B62}{{40}})"),
     _p("cloudflare-origin-ca-key", "cloudflare", "v1.0-", rf"{_LBD}v1\.0-{_HEX}{{24}}-(?P<s>{_HEX}{{64}})"),
@@ -125,7 +126,7 @@ RULES: tuple[SecretRule, ...] = (
     _p("npm-token", "npm", "npm_", rf"{_LB}npm_(?P<s>{_B62}{{36}}){_END}", checksum="crc32_base62"),
     _p("pypi-token", "pypi", ("pypi-ageicHlwaS5vcmc", "pypi-agendgvzdc5wexbplm9yzw"),
        rf"{_LB}pypi-(?:AgEIcHlwaS5vcmc|AgENdGVzdC5weXBpLm9yZw)(?P<s>{_B64URL}{{32}})"),
-    _p("rubygems-token", "rubygems", "rubygems_", rf"{_LB}rubygems_(?P<s>{_HEX}{{48}}){_END}"),
+    _p("rubygems-token", "rubygems", "rubygems_", rf"{_LB}rubygems_(?P<s>[a-z0-9]{{48}}){_END}"),
     _p("nuget-key", "nuget", "oy2", rf"{_LB}oy2(?P<s>[a-z0-9]{{43}}){_END}"),
     _p("clojars-token", "clojars", "clojars_", rf"{_LB}CLOJARS_(?P<s>[a-z0-9]{{60}}){_END}"),
     _p("docker-hub-token", "docker", ("dckr_pat_", "dckr_oat_"), rf"{_LB}dckr_(?:pat|oat)_(?P<s>{_B64URL}{{27}})"),
@@ -137,13 +138,13 @@ RULES: tuple[SecretRule, ...] = (
     _p("octopus-deploy-key", "octopus", "api-", rf"{_LB}API-(?P<s>[A-Z0-9]{{26}}){_END}", min_classes=1),
     _p("prefect-token", "prefect", "pnu_", rf"{_LB}pnu_(?P<s>{_B62}{{36}}){_END}"),
     _p("sourcegraph-token", "sourcegraph", "sgp_",
-       rf"{_LB}sgp_(?:(?:{_HEX}{{16}}|local)_)?(?P<s>{_HEX}{{40}}){_END}"),
+       rf"{_LB}sgp_(?:(?:[a-fA-F0-9]{{16}}|local)_)?(?P<s>[a-fA-F0-9]{{40}}){_END}"),
     _p("harness-token", "harness", ("pat.", "sat."),
        rf"{_LBD}(?:pat|sat)\.{_B64URL}{{22}}\.(?P<s>[a-z0-9]{{24}})\.{_B62}{{20}}"),
     _p("infracost-key", "infracost", "ico-", rf"{_LB}ico-(?P<s>{_B62}{{32}}){_END}"),
     _p("readme-key", "readme", "rdme_", rf"{_LB}rdme_(?P<s>[a-z0-9]{{70}}){_END}"),
     _p("scalingo-token", "scalingo", "tk-us-", rf"{_LB}tk-us-(?P<s>{_B64URL}{{48}}){_END64}"),
-    _p("postman-key", "postman", "pmak-", rf"{_LB}PMAK-{_HEX}{{24}}-(?P<s>{_HEX}{{34}}){_END}"),
+    _p("postman-key", "postman", "pmak-", rf"{_LB}PMAK-(?P<s>{_B62}{{24}})-?{_B62}{{34}}{_END}"),
     _p("linear-key", "linear", ("lin_api_", "lin_oauth_"),
        rf"{_LB}lin_(?:api_(?P<s>{_B62}{{40}})|oauth_{_HEX}{{64}}){_END}"),
     _p("figma-token", "figma", "figd_", rf"{_LB}figd_(?P<s>{_B64URL}{{40}})"),
@@ -174,7 +175,7 @@ RULES: tuple[SecretRule, ...] = (
     _p("telegram-bot-token", "telegram", ":a", r"(?<![\w:])\d{8,10}:A(?P<s>[A-Za-z0-9_-]{34})(?![\w-])", back=10),
     _p("teams-webhook", "teams", ("webhookb2/", "incomingwebhook/"),
        r"(?:webhookb2/[a-f0-9-]{36}@[a-f0-9-]{36}/)?IncomingWebhook/(?P<s>[a-f0-9]{32})/[a-f0-9-]{36}"),
-    _p("sendgrid-key", "sendgrid", "sg.", rf"{_LBD}SG\.(?P<s>{_B64URL}{{22}})\.{_B64URL}{{43}}{_END64}"),
+    _p("sendgrid-key", "sendgrid", "sg.", rf"{_LBD}SG\.(?P<s>{_B64URL}{{16,32}})\.{_B64URL}{{40,50}}{_END64}"),
     _p("mailgun-key", "mailgun", "key-", rf"(?<![\w-])key-(?P<s>[a-z0-9]{{32}}){_END}"),
     _p("mailchimp-key", "mailchimp", "-us", rf"(?<![a-f0-9])(?P<s>{_HEX}{{32}})-us\d{{1,2}}{_END}", back=32),
     _p("brevo-key", "brevo", ("xkeysib-", "xsmtpsib-"), rf"{_LB}x(?:keysib|smtpsib)-(?P<s>{_HEX}{{64}})-{_B62}{{16}}"),
@@ -183,8 +184,8 @@ RULES: tuple[SecretRule, ...] = (
     _p("facebook-access-token", "facebook", "eaa", rf"{_LB}EAA[A-Za-z0-9](?P<s>{_B62}{{40}})"),
     _p("mapbox-secret-token", "mapbox", "sk.eyj", rf"{_LBD}sk\.eyJ1(?P<s>[A-Za-z0-9_.-]{{40}})"),
     # --- payments, commerce ------------------------------------------------------------------------
-    _p("stripe-key", "stripe", ("sk_live_", "rk_live_", "sk_test_", "rk_test_", "whsec_"),
-       rf"{_LB}(?:[sr]k_(?:live|test)_(?P<s>{_B62}{{24}})|whsec_{_B62}{{32}})"),
+    _p("stripe-key", "stripe", ("sk_live_", "rk_live_", "sk_test_", "rk_test_", "sk_prod_", "rk_prod_", "whsec_"),
+       rf"{_LB}(?:[sr]k_(?:live|test|prod)_(?P<s>{_B62}{{24}})|whsec_{_B62}{{32}})"),
     _p("shopify-token", "shopify", ("shpat_", "shpca_", "shppa_", "shpss_"),
        rf"{_LB}shp(?:at|ca|pa|ss)_(?P<s>[a-fA-F0-9]{{32}}){_END}"),
     _p("square-token", "square", ("sq0atp-", "sq0csp-", "eaaa"),
@@ -214,8 +215,8 @@ RULES: tuple[SecretRule, ...] = (
     _p("tavily-key", "tavily", "tvly-", rf"{_LB}tvly-(?:dev-|prod-)?(?P<s>{_B62}{{32}}){_END}"),
     _p("elevenlabs-key", "elevenlabs", "sk_", rf"{_LB}sk_(?P<s>{_HEX}{{48}}){_END}"),
     # --- monitoring, SaaS --------------------------------------------------------------------------
-    _p("new-relic-key", "newrelic", ("nrak-", "nrjs-", "nrii-", "nraa-"),
-       rf"{_LB}(?:NRAK-(?P<s>[A-Z0-9]{{27}})|NRJS-{_HEX}{{19}}|NRII-[A-Za-z0-9_-]{{32}}|NRAA-{_HEX}{{27}}){_END}",
+    _p("new-relic-key", "newrelic", ("nrak-", "nrjs-", "nrbr-", "nrii-", "nraa-"),
+       rf"{_LB}(?:NRAK-(?P<s>[A-Z0-9]{{27}})|NR(?:JS|BR)-{_HEX}{{19}}|NRII-[A-Za-z0-9_-]{{32}}|NRAA-{_HEX}{{27}}){_END}",
        min_classes=1),
     _p("new-relic-license-key", "newrelic", "nral", rf"(?<![a-f0-9])(?P<s>{_HEX}{{36}})NRAL{_END}", back=36),
     _p("launchdarkly-key", "launchdarkly", ("api-", "sdk-", "mob-"), rf"{_LB}(?:api|sdk|mob)-(?P<s>{_UUID})"),
@@ -231,7 +232,7 @@ RULES: tuple[SecretRule, ...] = (
     _p("cloudinary-url", "cloudinary", "cloudinary://", r"cloudinary://\d{6,20}:(?P<s>[A-Za-z0-9_-]{27})@"),
     _p("authress-key", "authress", (".acc_", ".acc-"),
        r"(?<![\w])(?:sc|ext|scauth|authress)_[A-Za-z0-9]{5,30}\.[A-Za-z0-9]{4,6}\.acc[_-][A-Za-z0-9-]{10,32}"
-       r"\.(?P<s>[A-Za-z0-9+/_=-]{30})", back=45),
+       r"\.(?P<s>[A-Za-z0-9+/_=-]{30})", back=48),
     # --- structure ---------------------------------------------------------------------------------
     _p("private-key", "private_key", "-----begin",
        r"-----BEGIN[A-Z0-9 ]{0,24} PRIVATE KEY(?: BLOCK)?-----(?:\s|\\[rn]){1,4}(?:Proc-Type:|(?P<s>[A-Za-z0-9+/=]{32}))",
@@ -328,6 +329,57 @@ KEYED: dict[str, tuple[str, ...]] = {
     "firebase": ("firebase", "fcm_server"),
     "openai": ("openai",),
     "gcp": ("google_api", "gcp_api", "gcloud"),
+    "yandex": ("yandex",),
+    "sourcegraph": ("sourcegraph",),
+    "npm": ("npm_token", "npmrc", "npm_auth"),
+    "ngrok": ("ngrok",),
+    "mailjet": ("mailjet",),
+    "vonage": ("vonage", "nexmo"),
+    "plivo": ("plivo",),
+    "pusher": ("pusher",),
+    "sparkpost": ("sparkpost",),
+    "postmark": ("postmark",),
+    "mandrill": ("mandrill",),
+    "zoom": ("zoom_api", "zoom_jwt", "zoom_secret", "zoom_client"),
+    "docusign": ("docusign",),
+    "shodan": ("shodan",),
+    "virustotal": ("virustotal",),
+    "ipinfo": ("ipinfo",),
+    "unsplash": ("unsplash",),
+    "giphy": ("giphy",),
+    "spotify": ("spotify",),
+    "etherscan": ("etherscan",),
+    "infura": ("infura",),
+    "alchemy": ("alchemy_api", "alchemy_key"),
+    "bitly": ("bitly",),
+    "openweather": ("openweather", "owm_api"),
+    "weatherstack": ("weatherstack",),
+    "coinmarketcap": ("coinmarketcap", "cmc_pro"),
+    "browserstack": ("browserstack",),
+    "saucelabs": ("saucelabs", "sauce_access"),
+    "rollbar": ("rollbar",),
+    "bugsnag": ("bugsnag",),
+    "honeycomb": ("honeycomb",),
+    "logdna": ("logdna", "mezmo"),
+    "loggly": ("loggly",),
+    "papertrail": ("papertrail",),
+    "contentstack": ("contentstack",),
+    "storyblok": ("storyblok",),
+    "sanity": ("sanity_token", "sanity_api"),
+    "strapi": ("strapi",),
+    "hasura": ("hasura",),
+    "fauna": ("faunadb", "fauna_secret"),
+    "mongodb": ("mongodb_atlas", "atlas_api"),
+    "elastic": ("elastic_api", "elasticsearch_api", "elastic_cloud"),
+    "firebase_cm": ("fcm_api",),
+    "gemini": ("gemini_api",),
+    "together": ("together_api", "togetherai"),
+    "fireworks": ("fireworks",),
+    "anyscale": ("anyscale",),
+    "wandb": ("wandb",),
+    "modal": ("modal_token",),
+    "runpod": ("runpod",),
+    "stability": ("stability_api", "stabilityai"),
 }
 
 # Generic ``name = value`` assignments: a name that holds a secret word, an operator, a value.
@@ -339,19 +391,19 @@ GENERIC_MIN = 16
 GENERIC_MAX = 64
 _VALUE = r"[A-Za-z0-9+/=_\-!@#$%^&*.:~]"
 _GENERIC_NAME = r"(?i:(?:key|secret|token|passw(?:or)?d|pass|pwd|credentials?)[a-z0-9_.-]{0,24})"
-_GENERIC_OP = (r"(?:[\"'\]]{0,2}[ \t]{0,3}(?:=|:=|:|=>|\?=|\|\|=|<-|,|>)|[\"']\s{1,3}(?i:value)\s{0,2}=)"
-               r"[ \t]{0,3}[\"'`]?")
+_GENERIC_OP = (r"(?:[\"'\]]{0,2}[ \t]{0,3}(?:=|:{1,3}=|:|=>|\?\??=|\|\|=|\.=|<-|,)[ \t]{0,3}"
+               r"|>(?:\r?\n)?[ \t]{0,12}|[\"']\s{1,3}(?i:value)\s{0,2}=[ \t]{0,3})[\"'`]?")
 GENERIC = SecretRule(
     "generic-assignment", "generic", ("key", "secret", "token", "pass", "pwd", "credential"),
     _GENERIC_NAME + _GENERIC_OP
     + rf"(?P<s>{_VALUE}{{{GENERIC_MIN},{GENERIC_MAX - 1}}}(?!{_VALUE})|{_VALUE}{{{GENERIC_MAX}}})",
     spans_space=True)
 GENERIC_ALIVE = (_GENERIC_NAME + r"[\"'\]]{0,2}\s{0,3}(?:(?i:v(?:a(?:l(?:u(?:e)?)?)?)?)?\s{0,2}"
-                 r"[=:?|<>,-]{0,3}\s{0,3}[\"'`]?" + _VALUE + "{0,64})?")
+                 r"[=:?|<>,.-]{0,4}[ \t]{0,3}(?:\r?\n[ \t]{0,12})?[\"'`]?" + _VALUE + "{0,64})?")
 
 _KEYED_SEP = r"[\"'\]\)]{0,2}[ \t]{0,3}(?:[:=]{1,3}>?|=>|->|,|-)?[ \t]{0,3}[\"'`]?"
 _KEYED_VALUE = (r"(?P<s>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-                r"|[A-Za-z0-9][A-Za-z0-9_+/.-]{14,98}={0,2})(?![A-Za-z0-9_+/.=-])")
+                r"|[A-Za-z0-9][A-Za-z0-9_+/.:-]{14,98}={0,2})(?![A-Za-z0-9_+/.:=-])")
 
 
 def keyed_rule(family: str, keywords: tuple[str, ...]) -> tuple[SecretRule, str]:
@@ -360,4 +412,4 @@ def keyed_rule(family: str, keywords: tuple[str, ...]) -> tuple[SecretRule, str]
     name = "(?i:" + "|".join(k.replace(".", r"\.") for k in keywords) + ")"
     rule = SecretRule(f"{family}-keyed", family, keywords, name + r"[\w .-]{0,30}?" + _KEYED_SEP + _KEYED_VALUE,
                       spans_space=True)
-    return rule, name + r"[\w .-]{0,30}" + _KEYED_SEP + r"[A-Za-z0-9_+/.=-]{0,100}"
+    return rule, name + r"[\w .-]{0,30}" + _KEYED_SEP + r"[A-Za-z0-9_+/.:=-]{0,100}"

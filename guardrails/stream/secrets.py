@@ -78,10 +78,10 @@ def is_credential(rule: SecretRule, match: re.Match[str]) -> bool:
         secret = max(_RUNS.findall(text[len(rule.keywords[0]):] or text) or [""], key=len)
     if rule.checksum == "crc32_base62" and secret_checks.base62_crc32_ok(secret):
         return True
+    if rule.id.endswith("-keyed"):
+        return secret_checks.keyed_value_ok(secret)
     if secret_checks.UUID.fullmatch(secret):
         secret = secret.replace("-", "")
-    if rule.id.endswith("-keyed"):
-        return looks_random(secret, need_digit=True)
     return looks_random(secret, min_classes=rule.min_classes)
 
 

@@ -1,0 +1,190 @@
+"""Gather labelled samples for bench/detect_eval.py from public sources; nothing here is committed.
+
+Run: ``.venv/bin/python -m bench.detect_corpus [--out DIR]`` (default ``/work/shared/detect-eval``).
+Reads local snapshots of public repositories when present (``--mirrors``, default
+``/work/.mirror``; fetch them with any git client):
+
+- ``gitleaks/gitleaks`` ``cmd/generate/config/rules/*.go``: each rule's true-positive strings
+  (literal ``tps`` entries, and the secret of each ``GenerateSampleSecret(s)`` call, wrapped in
+  a few assignment forms) and its false-positive strings (``fps``), labelled by the file's provider;
+- ``trufflesecurity/trufflehog`` ``pkg/detectors/*/*_test.go``: the raw-string ``validPattern``
+  snippets (keyword context included), labelled by the detector's folder.
+
+It also writes PII samples: libphonenumber's example numbers for every region (``phonenumbers``,
+international and national format), the example ids in ``python-stdnum``'s own docstrings that
+its validators accept, and near misses (versions, dates, IPs, hashes, URL credentials). Only the
+samples (facts) are kept, as JSON lines: ``{"source", "family", "label", "text"}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import pkgutil
+import re
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import phonenumbers
+import stdnum
+
+GO_STRING = re.compile(r'`([^`]*)`|"((?:[^"\\]|\\.)*)"')
+SAMPLE_CALL = re.compile(r'GenerateSampleSecrets?\(\s*"([^"]*)"\s*,\s*(`[^`]*`|"(?:[^"\\]|\\.)*")\s*\)')
+# A few of the assignment forms gitleaks' own generator writes (its issue #1222), with our names.
+FORMS = ('{i}_api_token = "{s}"', "{i}Token={s}", '{{\n    "{i}_token": "{s}"\n}}', "{i}_token: '{s}'",
+         'String {i}Token = "{s}";', 'System.setProperty("{I}_TOKEN", "{s}")', "{s}")
+
+
+# Lines whose strings are built at run time (format verbs, concatenation, random generators).
+_GENERATED = ("Sprintf", "%s", "NewSecret", "Generate", '" +', '+ "', "`+", "+`", "regexp.")
+
+
+def _go_unquote(raw: str) -> str:
+    if raw.startswith("`"):
+        return raw[1:-1]
+    return bytes(raw[1:-1], "utf-8").decode("unicode_escape")
+
+
+def _git_files(repo: Path, prefix: str, suffix: str) -> Iterator[tuple[str, str]]:
+    names = subprocess.run(["git", "-C", str(repo), "ls-tree", "-r", "--name-only", "HEAD", prefix],
+                           capture_output=True, text=True, check=True).stdout.split()
+    for name in names:
+        if name.endswith(suffix):
+            yield name, subprocess.run(["git", "-C", str(repo), "show", f"HEAD:{name}"],
+                                       capture_output=True, text=True, check=True).stdout
+
+
+def gitleaks_samples(repo: Path) -> Iterator[dict[str, str]]:
+    for name, text in _git_files(repo, "cmd/generate/config/rules", ".go"):
+        family = Path(name).stem
+        for function in re.split(r"\nfunc ", text)[1:]:
+            tps_at, fps_at = function.find("tps"), function.find("fps :=")
+            if tps_at < 0:
+                continue
+            tps_part = function[tps_at:fps_at if fps_at > 0 else len(function)]
+            for ident, raw in SAMPLE_CALL.findall(tps_part):
+                secret = _go_unquote(raw)
+                if len(secret) >= 8:
+                    for form in FORMS:
+                        yield {"source": "gitleaks", "family": family, "label": "tp",
+                               "text": form.format(i=ident or family, I=(ident or family).upper(), s=secret)}
+            if "Path:" in function[:tps_at]:
+                continue  # a file-name rule: its samples are paths, not text
+            for line in tps_part.splitlines():
+                if any(word in line for word in _GENERATED):
+                    continue
+                if "append(" in line or line.strip().startswith(("`", '"')):
+                    for m in GO_STRING.finditer(line):
+                        value = m.group(1) if m.group(1) is not None else _go_unquote(m.group(0))
+                        if len(value) >= 12:
+                            yield {"source": "gitleaks", "family": family, "label": "tp", "text": value}
+            if fps_at > 0:
+                fps_part = function[fps_at:function.find("return", fps_at)]
+                for m in GO_STRING.finditer(fps_part):
+                    value = m.group(1) if m.group(1) is not None else _go_unquote(m.group(0))
+                    if len(value) >= 8 and "%s" not in value:
+                        yield {"source": "gitleaks", "family": family, "label": "fp", "text": value}
+
+
+def trufflehog_samples(repo: Path) -> Iterator[dict[str, str]]:
+    """Each detector test's ``validPattern``, in the context its own test writes it in
+    (``<keyword> token = '<value>'``: trufflehog finds a key only near its provider's keyword)."""
+    pattern = re.compile(r"\bvalidPattern\s*=\s*(`[^`]*`|\"(?:[^\"\\]|\\.)*\")")
+    keyword_var = re.compile(r"\bkeyword\s*=\s*\"([^\"]+)\"")
+    keywords_fn = re.compile(r"Keywords\(\) \[\]string \{\s*return \[\]string\{\s*\"([^\"]+)\"")
+    for name, text in _git_files(repo, "pkg/detectors", "_test.go"):
+        if "integration" in name:
+            continue
+        family = Path(name).parent.name
+        found = keyword_var.search(text)
+        keyword = found.group(1) if found else None
+        if keyword is None:
+            source = subprocess.run(["git", "-C", str(repo), "show", f"HEAD:{name.replace('_test.go', '.go')}"],
+                                    check=False, capture_output=True, text=True).stdout
+            fn = keywords_fn.search(source)
+            keyword = fn.group(1) if fn else family
+        for raw in pattern.findall(text):
+            value = _go_unquote(raw)
+            if "%s" in value or len(value) < 12:
+                continue
+            if keyword.lower() not in value.lower() and "\n" not in value:
+                value = f"{keyword} token = '{value}'"
+            yield {"source": "trufflehog", "family": family, "label": "tp", "text": value}
+
+
+def phone_samples() -> Iterator[dict[str, str]]:
+    for region in sorted(phonenumbers.SUPPORTED_REGIONS):
+        for kind in (phonenumbers.PhoneNumberType.FIXED_LINE, phonenumbers.PhoneNumberType.MOBILE):
+            number = phonenumbers.example_number_for_type(region, kind)
+            if number is None:
+                continue
+            yield {"source": "libphonenumber", "family": "phone", "label": "tp", "region": region,
+                   "text": phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.INTERNATIONAL)}
+            yield {"source": "libphonenumber", "family": "phone_national", "label": "tp", "region": region,
+                   "text": phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.NATIONAL)}
+
+
+def stdnum_samples() -> Iterator[dict[str, str]]:
+    """Examples from python-stdnum's docstrings (``>>> validate('...')`` lines that validate)."""
+    wanted = {"iban": "iban", "us.ssn": "ssn"}
+    from guardrails.stream.pii_regions import NATIONAL_IDS
+    for region, ids in NATIONAL_IDS.items():
+        for nid in ids:
+            wanted[nid.validator.removeprefix("stdnum.")] = f"national_id:{region}"
+    for name, family in wanted.items():
+        module = importlib.import_module(f"stdnum.{name}")
+        for value in re.findall(r">>> (?:validate|compact|format)\('([^']+)'\)", module.__doc__ or ""):
+            if module.is_valid(value):
+                yield {"source": "stdnum-docs", "family": family, "label": "tp", "text": value}
+
+
+NEAR_MISSES = [
+    "version 1.2.3", "v2.10.4-rc.1", "Python 3.11.9", "numpy==1.26.4", "release 2024.11.0",
+    "2024-01-15", "15/01/2024", "01.02.2024", "2024-01-15T10:20:30Z", "10:20:30", "Jan 15, 2024",
+    "192.168.100.200", "10.0.0.1", "2001:db8::1", "fe80::1ff:fe23:4567:890a", "255.255.255.0",
+    "3f786850e387550fdab836ed7e6dc881de23001b", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    "d41d8cd98f00b204e9800998ecf8427e", "550e8400-e29b-41d4-a716-446655440000",
+    "https://alice:s3cretPw@db.internal/app", "postgres://bob:hunter22@10.0.0.5:5432/prod",
+    "ftp://anonymous@ftp.gnu.org/gnu/", "ssh://git@github.com:22/org/repo.git", "redis://:p4ssw0rd@cache:6379",
+    "mailto-like user:pass@host.corp", "amqp://guest:guest@rabbit:5672/",
+    "port 8080, pid 12345, timeout 30000 ms", "ts=1700000000000", "1234567890", "page 12 of 340",
+    "ISBN 978-3-16-148410-0", "(x - 1) * (y + 2)", "f(10, 20, 30)", "lat 48.8584, lon 2.2945",
+]
+
+
+def pii_near_misses() -> Iterator[dict[str, str]]:
+    for text in NEAR_MISSES:
+        yield {"source": "handwritten", "family": "near_miss", "label": "fp", "text": text}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out", default="/work/shared/detect-eval")
+    parser.add_argument("--mirrors", default="/work/.mirror")
+    args = parser.parse_args()
+    out, mirrors = Path(args.out), Path(args.mirrors)
+    out.mkdir(parents=True, exist_ok=True)
+    sets = {"secrets-gitleaks": (mirrors / "gitleaks+gitleaks" / "repo", gitleaks_samples),
+            "secrets-trufflehog": (mirrors / "trufflesecurity+trufflehog" / "repo", trufflehog_samples)}
+    for stem, (repo, gather) in sets.items():
+        if repo.exists():
+            _write(out / f"{stem}.jsonl", gather(repo))
+    _write(out / "pii.jsonl", [*phone_samples(), *stdnum_samples(), *pii_near_misses()])
+    print(f"wrote samples to {out} (stdnum {stdnum.__version__}, {len(list(pkgutil.iter_modules()))} modules seen)")
+
+
+def _write(path: Path, rows: Iterator[dict[str, str]] | list[dict[str, str]]) -> None:
+    seen: set[tuple[str, str]] = set()
+    with path.open("w", encoding="utf-8") as f:
+        for row in rows:
+            key = (row["family"], row["text"])
+            if key not in seen:
+                seen.add(key)
+                f.write(json.dumps(row) + "\n")
+    print(path, len(seen))
+
+
+if __name__ == "__main__":
+    main()

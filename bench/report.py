@@ -41,7 +41,8 @@ def summarize(out: dict[str, Any]) -> dict[str, Any]:
                 "ok": sum(r.get("ok", 0) for r in rounds), "verified": sum(r.get("verified", 0) for r in rounds),
                 "errors": sum(r.get("errors", 0) for r in rounds),
             }
-    for key in ("stream200_c32", "stream200_c32_paced5ms", "judge_stream200_c1", "stream_agent_c32"):
+    for key in ("stream200_c32", "stream200_c32_paced5ms", "stream200_c16_paced17ms", "judge_stream200_c1",
+                "stream_agent_c32"):
         for name, rounds in sc.get(key, {}).get("rounds", {}).items():
             streams = sum(r.get("streams", 0) for r in rounds)
             s["streams"].setdefault(key, {})[name] = {
@@ -190,14 +191,12 @@ def markdown(out: dict[str, Any], s: dict[str, Any], tg: list[dict[str, Any]]) -
     parts.append("### 32 concurrent 200-delta streams\n\nUnpaced: the upstream writes all 200 deltas at once. "
                  "Paced: 5 ms between deltas (closer to a real model). \"verified\": the body equals the "
                  "upstream's bytes (LiteLLM re-encodes chunks, so for it: the same text and a `[DONE]`). "
-                 "guardproxy releases text only once it lies a window behind the checked end: the largest of "
-                 "`holdback_chars` (64) and the armed checks' own windows, i.e. 132 characters with the default "
-                 "policy (the secrets check) and 256 with everything armed (the regex default). At about 5.5 "
-                 "characters per delta and 5 ms per delta that alone delays the first token by about 120 ms and "
-                 "230 ms; the unpaced TTFT is CPU.\n\n" + _table(
+                 "guardproxy holds back only the text that could still become part of a match (the checks' "
+                 "horizons; see the first-token table below); the unpaced TTFT is CPU.\n\n" + _table(
                      ["contender", "TTFT p50 ms", "TTFT p99 ms", "total p50 ms", "completed / verified",
                       "paced TTFT p50", "paced TTFT p99", "paced total p50", "paced completed / verified"],
                      rows, "lrrrlrrrl"))
+    parts += _first_token_in_deltas(st)
     cpu = s["cpu"]
     if cpu:
         cols = ["paced_100", "paced_1000", "paced_10000", "burst_10000"]
@@ -226,6 +225,9 @@ def markdown(out: dict[str, Any], s: dict[str, Any], tg: list[dict[str, Any]]) -
                      "judge itself. With a judge, delivery is buffered: the first token waits for the verdict.\n\n"
                      + _table(["contender", "c=1 p50 ms", "c=1 p99 ms", "c=32 req/s", "c=32 p50 ms",
                                "stream c=1 TTFT p50", "stream c=1 total p50"], rows, "lrrrrrr"))
+    hb = out.get("holdback")
+    if hb and hb.get("table"):
+        parts.append("### bench/holdback.py (what is held back on real text, no HTTP)\n\n" + hb["table"])
     gc = out.get("guard_cost")
     if gc and gc.get("table"):
         parts.append("### bench/guard_cost.py (guardrails alone, no HTTP)\n\n" + gc["table"])
@@ -233,6 +235,25 @@ def markdown(out: dict[str, Any], s: dict[str, Any], tg: list[dict[str, Any]]) -
     if out.get("notes"):
         parts.append("### Notes\n\n" + "\n".join(f"- {n}" for n in out["notes"]))
     return "\n\n".join(parts) + "\n"
+
+
+def _first_token_in_deltas(st: dict[str, Any]) -> list[str]:
+    """TTFT of each guardproxy contender over the bare relay's, in deltas of the upstream's pace."""
+    rows = []
+    for key, pace in (("stream200_c32_paced5ms", 5.0), ("stream200_c16_paced17ms", 17.0)):
+        runs = st.get(key, {})
+        bare = (runs.get("bare-relay") or {}).get("ttft_p50_ms")
+        for n in _names(runs):
+            if n == "bare-relay" or bare is None or (runs[n] or {}).get("ttft_p50_ms") is None:
+                continue
+            extra = runs[n]["ttft_p50_ms"] - bare
+            rows.append([f"{pace:g} ms/delta", n, _f(runs[n]["ttft_p50_ms"], 1), _f(bare, 1), _f(extra / pace, 2)])
+    if not rows:
+        return []
+    return ["### First token on paced streams, against the bare relay (same run)\n\n"
+            "Goal: within 2 deltas of the bare relay with the default policy, 4 with everything armed.\n\n"
+            + _table(["pace", "contender", "TTFT p50 ms", "bare relay TTFT p50 ms", "extra, in deltas"],
+                     rows, "llrrr")]
 
 
 def plot(out: dict[str, Any], s: dict[str, Any], path: Path) -> str | None:

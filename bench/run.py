@@ -42,7 +42,9 @@ RESULTS = ROOT / "bench" / "results"
 ARMED_POLICY = "bench/policies/all-stream.toml"
 JUDGE_POLICY = "bench/policies/judge.toml"
 JUDGE_MODEL = "bench-judge-l50"
-SCENARIOS = ("nonstream", "streams", "agent", "cpu_per_delta", "judge", "memory", "guard_cost")
+SCENARIOS = ("nonstream", "streams", "agent", "cpu_per_delta", "judge", "memory", "guard_cost", "holdback")
+PACE_MODEL_MS = 17
+"""A model-like pace: 15-20 ms per token (50-65 tokens a second)."""
 
 
 class Driver:
@@ -192,6 +194,8 @@ class Bench:
                     concurrency=32, count=32 if self.q else 96, time_cap=30)
         self.rounds("stream200_c32_paced5ms", names, 1 if self.q else 2, op="streams", model="bench-d200-p5",
                     concurrency=32, count=32, time_cap=30)
+        self.rounds(f"stream200_c16_paced{PACE_MODEL_MS}ms", names, 1, op="streams",
+                    model=f"bench-d200-p{PACE_MODEL_MS}", concurrency=16, count=16, time_cap=30)
 
     def agent(self) -> None:
         """Requests shaped like real traffic: a 180-character system prompt, and a coding agent's turn
@@ -282,6 +286,19 @@ class Bench:
         self.out["guard_cost"] = {"returncode": p.returncode, "table": p.stdout.strip(), "data": data,
                                   "stderr": p.stderr.strip()[-2000:]}
 
+    def holdback(self) -> None:
+        """What the guard holds back on real text, horizons against the fixed window (no HTTP)."""
+        log("bench.holdback ...")
+        p = subprocess.run([sys.executable, "-m", "bench.holdback"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=600, check=False)
+        data: Any = None
+        try:
+            data = json.loads((RESULTS / "holdback.json").read_text())
+        except (OSError, ValueError):
+            pass
+        self.out["holdback"] = {"returncode": p.returncode, "table": p.stdout.strip(), "data": data,
+                                "stderr": p.stderr.strip()[-2000:]}
+
     # ---------------------------------------------------------------- run
     def run(self) -> None:
         t0 = time.monotonic()
@@ -300,6 +317,8 @@ class Bench:
             self.fleet.stop_all()
         if self.wanted("guard_cost"):
             self.guard_cost()
+        if self.wanted("holdback"):
+            self.holdback()
         self.out["elapsed_s"] = round(time.monotonic() - t0, 1)
         self.out["peers_requested"] = bool(self.args.peers)
         self.out["quick"] = bool(self.q)

@@ -8,6 +8,7 @@ and carries its commands out through the client's ``Responder``.
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -19,8 +20,10 @@ from guardrails.seams import StreamContext, plants_instruction
 from guardrails.stream import ArmedSet
 from guardrails.stream.canary import canary_instruction, make_canary_token
 from proxy.completer import completer_factory, request_completer
+from proxy.offload import off_loop_if_large
 from proxy.responder import Responder
 from proxy.services import Services
+from proxy.stream_timing import StreamTimings
 from proxy.turn import Ask, Command, Fail, Finish, Reply, Request, Rules, Turn, Vet, Write
 from proxy.upstream import UpstreamError, UpstreamResponse
 from proxy.vetting import TurnNotes, Vetter
@@ -58,6 +61,7 @@ class GuardedTurn:
         grants = frozenset(h.strip().lower() for h in header.get("x-guardproxy-egress-grant", "").split(",")
                            if h.strip())
         self.canary_token = ""
+        self.timings = StreamTimings(services.metrics)
         body, raw = self._plant_canary()
         notes = TurnNotes(services, facts.request_id)
         tools = services.policy.tools
@@ -65,7 +69,8 @@ class GuardedTurn:
                       holdback=services.policy.defaults.holdback_chars, buffered=services.buffered,
                       interactive=facts.mode == "interactive",
                       max_feedback_rounds=tools.max_feedback_rounds if tools else 0,
-                      arm=self._arm, arm_tools=self._arm_tools)
+                      arm=self._arm, arm_tools=self._arm_tools, clock=time.perf_counter,
+                      on_release=self.timings.held)
         self.turn = Turn(Request(facts.wire, body, raw, facts.view, facts.sse), rules, notes)
         self.vetter = Vetter(services, notes, facts.request_id, grants,
                              request_completer(services, facts.wire, facts.provider, facts.headers, facts.query,
@@ -110,6 +115,7 @@ class GuardedTurn:
                 r.codec = self.turn.client_codec
                 await r.start(cmd.status, cmd.headers, cmd.content_type)
                 await r.write(cmd.data)
+                self.timings.delivered()
             case Finish():
                 await r.finish()
             case Reply():
@@ -146,7 +152,7 @@ class GuardedTurn:
             return self.turn.on_unreachable(exc)
         finally:
             resp.close()
-        return self.turn.on_body(resp.status, resp.headers, raw)
+        return await off_loop_if_large(len(raw), self.turn.on_body, resp.status, resp.headers, raw)
 
     async def _stream(self, body: bytes) -> list[Command]:
         """One upstream attempt. Writes go out as the machine releases them; whatever follows the
@@ -170,12 +176,13 @@ class GuardedTurn:
         metrics.open_streams.inc()
         try:
             async for chunk in resp.iter_chunks():
-                cmds = turn.on_chunk(chunk)
+                self.timings.upstream_read()
+                cmds = await off_loop_if_large(len(chunk), turn.on_chunk, chunk)
                 if not turn.reading:
                     return cmds
                 for cmd in cmds:
                     await self._do(cmd)
-            return turn.on_end()
+            return await off_loop_if_large(turn.pending_check_chars, turn.on_end)
         except UpstreamError as exc:
             return turn.on_break(exc)
         finally:

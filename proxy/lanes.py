@@ -93,11 +93,14 @@ class ChoiceGuard:
 
     def __init__(self, arm: ArmFor, *, holdback: int, buffered: bool = False, retext: Retext | None = None,
                  rearm: Callable[[], ArmedSet | None] | None = None, redact_lanes: bool = True,
-                 log_only: frozenset[str] = frozenset()) -> None:
+                 log_only: frozenset[str] = frozenset(),
+                 clock: Callable[[], float] | None = None, on_release: Callable[[float], None] | None = None) -> None:
         self._arm, self._holdback, self._buffered = arm, holdback, buffered
         self._log_only = log_only
         """Guardrails whose block is only recorded (``StreamGuard.log_only``), in every lane."""
         self._retext, self._rearm = retext, rearm
+        self._clock, self._on_release = clock, on_release
+        """Passed to each lane's guard: its text frames' time in that guard, for ``/metrics``."""
         self._redact_lanes = redact_lanes
         """False: only choice 0's answer may redact (unary bodies, rebuilt by ``retext_body``)."""
         self._multi = False
@@ -121,8 +124,13 @@ class ChoiceGuard:
 
         guard = StreamGuard(self._arm(lane[1]), holdback=self._holdback, buffered=self._buffered,
                             retext=retext, rearm=self._rearm if lane[1] == ANSWER else None,
-                            log_only=self._log_only)
+                            log_only=self._log_only, clock=self._clock, on_release=self._on_release)
         return guard
+
+    @property
+    def pending_tool_chars(self) -> int:
+        """Characters of tool-call arguments that ``end`` will check, over every lane."""
+        return sum(g.pending_tool_chars for g in [*self._lanes.values(), *self._closed])
 
     # -- input -----------------------------------------------------------------------------------
     def push(self, frame: Frame) -> Step:

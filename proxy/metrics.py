@@ -22,6 +22,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 """Upstream and guard latencies span a cached 5 ms reply to a minute-long generation."""
+_HOLD_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+"""A frame released at once waits well under a millisecond; one held to the message's end, seconds."""
 
 
 class Metrics:
@@ -56,6 +58,14 @@ class Metrics:
                                   registry=reg, multiprocess_mode="livesum")
         self.workers = Gauge("guardproxy_workers", "Worker processes serving (1 per live worker).",
                              registry=reg, multiprocess_mode="livesum")
+        self.stream_hold = Histogram("guardproxy_stream_hold_seconds",
+                                     "Delay from a text frame's arrival from upstream to its release to the "
+                                     "client.", buckets=_HOLD_BUCKETS, registry=reg)
+        self.time_to_first_byte = Histogram("guardproxy_time_to_first_byte_seconds",
+                                            "From the request's arrival to the first upstream body byte "
+                                            "(stage=upstream) and to the first byte delivered to the client "
+                                            "(stage=delivered), on guarded streams.", ["stage"],
+                                            buckets=_BUCKETS, registry=reg)
         self.policy_reloads = Counter("guardproxy_policy_reloads_total",
                                       "Policy reload attempts by outcome (ok, error).", ["outcome"],
                                       registry=reg)

@@ -1,7 +1,8 @@
 """``StreamGuard``: the sans-IO core between the upstream's frames and the client.
 
 Frames go in; frames that may be released come out, or a trip that the driver acts on. No sockets,
-no clocks: test it with frames in and frames out.
+and no clock of its own: the driver may inject one (``clock``, ``on_release``) to have each text
+frame's time in the guard reported for ``/metrics``. Test it with frames in and frames out.
 
 Invariants:
 - Text is released only once it lies before the smallest *horizon* of the armed checks
@@ -23,7 +24,7 @@ Cost per frame: O(len(frame text)) plus the armed checks' own O(len(delta)).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from guardrails.datamodel import (
@@ -41,6 +42,8 @@ from guardrails.decision import Block, Redact
 from guardrails.stream import ArmedSet, Trip
 from guardrails.tools.arguments import decoded_text
 
+CHECK_CHUNK = 1024
+"""Text longer than this (a unary body, tool arguments, a huge delta) is checked in pieces of it."""
 _MAX_REDACTIONS_PER_DELTA = 64
 """Bounds the re-check loop after a redaction (each re-check is O(1) for a check with nothing new)."""
 
@@ -54,6 +57,8 @@ class _Held:
     """Spans relative to ``start`` with the mask that stands there instead."""
     terminal: bool = False
     """Carries the message's finish: held (with all after it) until the message is vetted."""
+    arrived: float = 0.0
+    """The injected clock's reading when the frame came in (0 without a clock)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,13 +72,18 @@ class StreamGuard:
     def __init__(self, armed: ArmedSet | None, *, holdback: int, buffered: bool = False,
                  retext: Callable[[Frame, str], bytes] | None = None,
                  rearm: Callable[[], ArmedSet | None] | None = None,
-                 log_only: frozenset[str] = frozenset()) -> None:
+                 log_only: frozenset[str] = frozenset(),
+                 clock: Callable[[], float] | None = None,
+                 on_release: Callable[[float], None] | None = None) -> None:
         self._armed = armed if armed else None
         self._log_only = log_only
         """Guardrails whose block is only recorded: the trip is noted, the check disarmed, the
         stream goes on whole."""
         self.logged: list[Trip] = []
         self._rearm = rearm
+        self._clock = clock if on_release is not None else None
+        self._on_release = on_release
+        """Told, for each text frame released, how long it was held (``clock`` units): ``/metrics``."""
         """Arms a fresh set for each tool call's arguments (text of their own, checked when complete)."""
         self._holdback = holdback if self._armed else 0
         self._buffered = buffered
@@ -99,12 +109,7 @@ class StreamGuard:
         redactions: list[Trip] = []
         for event in frame.events:
             if isinstance(event, TextDelta):
-                # Detach before appending: with the attribute cleared, the string has one owner and
-                # CPython grows it in place instead of copying the whole message on every delta.
-                acc, self._acc = self._acc, ""
-                acc += event.text
-                self._acc = acc
-                trip = self._check(event.text, redactions)
+                trip = self._append(event.text, redactions)
                 if trip:
                     return self._trip(trip)
             elif isinstance(event, ToolCallStart):
@@ -122,11 +127,28 @@ class StreamGuard:
             elif isinstance(event, Finish):
                 self.finish_reason = event.reason
         terminal = self.finish_reason is not None or frame.last or self.error is not None
-        self._queue.append(_Held(frame, start, len(self._acc), terminal=terminal))
+        self._queue.append(_Held(frame, start, len(self._acc), terminal=terminal,
+                                 arrived=self._clock() if self._clock is not None else 0.0))
         self.redaction_log += redactions
         for r in redactions:
             self._apply_redaction(r)
         return Step(self._releasable(), redactions=redactions)
+
+    def _append(self, text: str, redactions: list[Trip]) -> Trip | None:
+        """Append ``text`` and check it, in pieces of at most ``CHECK_CHUNK`` characters: a check
+        costs O(len(piece) + its window), so a whole unary body or a huge delta costs what the same
+        text streamed would, never a scan per match over all of it."""
+        for at in range(0, max(len(text), 1), CHECK_CHUNK):
+            piece = text[at:at + CHECK_CHUNK] if len(text) > CHECK_CHUNK else text
+            # Detach before appending: with the attribute cleared, the string has one owner and
+            # CPython grows it in place instead of copying the whole message on every delta.
+            acc, self._acc = self._acc, ""
+            acc += piece
+            self._acc = acc
+            trip = self._check(piece, redactions)
+            if trip:
+                return trip
+        return None
 
     def _check(self, delta: str, redactions: list[Trip]) -> Trip | None:
         if self._armed is None:
@@ -206,8 +228,7 @@ class StreamGuard:
                 armed.disarm(gid)
             if not armed:
                 return None
-            trip = next((t for t in (armed.check(arguments, arguments), armed.finish(arguments))
-                         if t is not None and isinstance(t.decision, Block)), None)
+            trip = _check_whole(armed, arguments)
             if trip is None or trip.guardrail_id not in self._log_only:
                 return trip
             self.logged.append(trip)
@@ -222,6 +243,7 @@ class StreamGuard:
         """Everything still held, in order (after the driver has vetted the message)."""
         if self.tripped:
             return []
+        self._report(self._queue)
         out = [self._render(h) for h in self._queue]
         self._queue.clear()
         self.committed = self.committed or bool(out)
@@ -238,6 +260,11 @@ class StreamGuard:
     @property
     def text(self) -> str:
         return self._acc
+
+    @property
+    def pending_tool_chars(self) -> int:
+        """Characters of tool-call arguments that ``end`` will check."""
+        return sum(sum(map(len, fragments)) for fragments in self._tool_args.values())
 
     @property
     def held(self) -> bool:
@@ -260,13 +287,23 @@ class StreamGuard:
         limit = len(self._acc) - self._holdback
         if self._armed is not None:
             limit = min(limit, self._armed.horizon(self._acc))
-        out: list[Frame] = []
         queue = self._queue
+        released: list[_Held] = []
         while queue and queue[0].end <= limit and not queue[0].terminal:
-            out.append(self._render(queue.popleft()))
+            released.append(queue.popleft())
+        self._report(released)
+        out = [self._render(h) for h in released]
         if out:
             self.committed = True
         return out
+
+    def _report(self, released: Iterable[_Held]) -> None:
+        if self._clock is None or self._on_release is None:
+            return
+        now = self._clock()
+        for held in released:
+            if held.end > held.start:
+                self._on_release(now - held.arrived)
 
     def _render(self, held: _Held) -> Frame:
         if not held.redactions or self._retext is None:
@@ -286,3 +323,17 @@ class StreamGuard:
                 continue
             held.redactions.append((lo - held.start, hi - held.start, d.mask if first else ""))
             first = False
+
+
+def _check_whole(armed: ArmedSet, text: str) -> Trip | None:
+    """Check a complete text (tool arguments) as if it had streamed in ``CHECK_CHUNK`` pieces; only
+    blocks count (a call is released or acted on as a whole, so redactions do not apply)."""
+    acc = ""
+    for at in range(0, len(text), CHECK_CHUNK):
+        piece = text[at:at + CHECK_CHUNK]
+        acc += piece
+        trip = armed.check(acc, piece)
+        if trip is not None and isinstance(trip.decision, Block):
+            return trip
+    trip = armed.finish(acc)
+    return trip if trip is not None and isinstance(trip.decision, Block) else None

@@ -131,6 +131,9 @@ class Rules:
     """The stream checks for one lane of an attempt's text, by channel (None: none armed)."""
     arm_tools: Callable[[], ArmedSet | None]
     """The stream checks for one tool call's arguments."""
+    clock: Callable[[], float] | None = None
+    on_release: Callable[[float], None] | None = None
+    """Told each released text frame's time in the guard (``clock`` units); for ``/metrics``."""
 
 
 @dataclass(slots=True)
@@ -219,7 +222,8 @@ class Turn:
         self._headers = headers
         self._guard = ChoiceGuard(self.rules.arm, holdback=self.rules.holdback,
                                   buffered=self.tail or self.rules.buffered, retext=codec.retext,
-                                  rearm=self.rules.arm_tools, log_only=self._log_only())
+                                  rearm=self.rules.arm_tools, log_only=self._log_only(),
+                                  clock=self.rules.clock, on_release=self.rules.on_release)
         return True
 
     def on_unreadable(self, reason: str) -> list[Command]:
@@ -466,6 +470,11 @@ class Turn:
         return act, None
 
     # ------------------------------------------------------------------ state access
+    @property
+    def pending_check_chars(self) -> int:
+        """Characters that ``on_end`` will check at once (the tool calls' arguments)."""
+        return self._guard.pending_tool_chars if self._guard is not None else 0
+
     def _guard_(self) -> ChoiceGuard:
         assert self._guard is not None, "no attempt is open"
         return self._guard

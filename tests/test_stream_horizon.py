@@ -24,7 +24,8 @@ from config.policy import (
     StreamGuardrailSpec,
 )
 from guardrails.datamodel import Frame, TextDelta
-from guardrails.seams import StreamContext
+from guardrails.decision import PASS, Decision, Redact
+from guardrails.seams import DeltaCheck, StreamContext
 from guardrails.stream import ArmedSet, Trip, build_stream_guardrails
 from proxy.stream_guard import StreamGuard
 
@@ -174,3 +175,56 @@ def test_holdback_chars_stays_a_minimum() -> None:
     text = "The deployment finished in about four minutes and the health checks went green. " * 2
     out = "".join("".join(f.text for f in guard.push(Frame(c.encode(), (TextDelta(c),))).send) for c in text)
     assert len(text) - len(out) >= 30
+
+
+_UNBOUNDED = [p for p in PROVIDERS if p.id != "len"]
+
+
+def _key() -> str:
+    return "sk-" + "aZ3kQ9mX2pL7vB4nR8tY1wE6uI0oP5sD"
+
+
+def test_a_long_unary_text_is_checked_in_pieces_and_a_secret_across_a_piece_boundary_is_caught() -> None:
+    from proxy.stream_guard import CHECK_CHUNK
+    for offset in (CHECK_CHUNK - 10, 5 * CHECK_CHUNK - 1, 40 * CHECK_CHUNK):
+        text = "x " * (offset // 2) + " " + _key() + " and more prose after it."
+        guard = StreamGuard(ArmedSet.arm(_UNBOUNDED, CTX), holdback=0, buffered=True)
+        step = guard.push(Frame(b"", (TextDelta(text),)))
+        assert step.trip is not None and step.trip.guardrail_id == "secrets"
+
+
+def test_huge_tool_arguments_are_checked_in_pieces() -> None:
+    from guardrails.datamodel import ToolCallArgsDelta, ToolCallEnd, ToolCallStart
+    args = '{"content": "' + "sk-" * 80_000 + " " + _key() + '"}'
+    guard = StreamGuard(ArmedSet.arm(_UNBOUNDED, CTX), holdback=0, buffered=True,
+                        rearm=lambda: ArmedSet.arm([p for p in _UNBOUNDED if p.id != "canary"], CTX))
+    guard.push(Frame(b"", (ToolCallStart("0", "c1", "Write"), ToolCallArgsDelta("0", args), ToolCallEnd("0"))))
+    assert guard.pending_tool_chars == len(args)
+    step = guard.end()
+    assert step.trip is not None and step.trip.guardrail_id == "secrets"
+
+
+class _RedactFirstCall(DeltaCheck):
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def check(self, accumulated: str, delta: str) -> Decision:
+        self.calls += 1
+        return Redact("pii", 0, 1, "[x]") if self.calls == 1 else PASS
+
+
+class _Recorder(DeltaCheck):
+    def __init__(self) -> None:
+        self.seen = ""
+
+    def check(self, accumulated: str, delta: str) -> Decision:
+        self.seen += delta
+        return PASS
+
+
+def test_a_redaction_does_not_hide_its_delta_from_the_checks_after_it() -> None:
+    recorder = _Recorder()
+    guard = StreamGuard(ArmedSet([("r", _RedactFirstCall()), ("rec", recorder)]), holdback=0, buffered=True)
+    for delta in ("abc", "def"):
+        assert guard.push(Frame(delta.encode(), (TextDelta(delta),))).trip is None
+    assert recorder.seen == "abcdef"

@@ -71,6 +71,7 @@ class ArmedSet:
         self.ids = [guardrail_id for guardrail_id, _ in armed]
         self.window = max((check.window for _, check in armed), default=0)
         """Hold back at least this many characters: no armed check can still need more."""
+        self._owed: dict[int, str] = {}
 
     @classmethod
     def arm(cls, guardrails: Sequence[StreamGuardrail], ctx: StreamContext) -> ArmedSet:
@@ -83,9 +84,17 @@ class ArmedSet:
         self.ids = [g for g, _ in self._armed]
 
     def check(self, accumulated: str, delta: str) -> Trip | None:
-        for guardrail_id, check in self._armed:
-            decision = check.check(accumulated, delta)
+        """The first trip of the armed checks on ``delta``. After a ``Redact`` the caller calls again
+        with an empty delta; the checks after the one that redacted have not seen ``delta`` yet, so
+        they get it then (``_owed``): a check that reads only the delta (the canary) misses nothing."""
+        owed = self._owed
+        for index, (guardrail_id, check) in enumerate(self._armed):
+            seen = owed.pop(index, "") + delta if owed else delta
+            decision = check.check(accumulated, seen)
             if decision is not PASS and (trip := _trip(guardrail_id, decision)) is not None:
+                if isinstance(trip.decision, Redact):
+                    for later in range(index + 1, len(self._armed)):
+                        owed[later] = owed.get(later, "") + delta
                 return trip
         return None
 

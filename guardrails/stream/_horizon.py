@@ -20,9 +20,27 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from guardrails.stream._prefix import first_chars, prefix_closure
-from guardrails.stream._scan import TailScanner
+from guardrails.stream._scan import MatchLike, TailScanner
+
+# Found anchors whose matches are tested for viability one by one; past this many, the horizon
+# holds from the earliest of them. Ordinary text has none or one within a scanner's window.
+MAX_TESTED_ANCHORS = 4
+
+
+class Searcher(Protocol):
+    def search(self, string: str, pos: int = ...) -> MatchLike | None: ...
+
+
+class ClosureLike(Protocol):
+    """``Closure`` (``re``, our own patterns) or ``linear.LinearClosure`` (RE2, operators')."""
+
+    @property
+    def compiled(self) -> Searcher: ...
+
+    def viable(self, text: str, at: int) -> bool: ...
 
 
 class Closure:
@@ -49,8 +67,8 @@ class Closure:
 class HorizonParts:
     """What a provider compiles once for its scanners' horizons (see the module docstring)."""
 
-    full: Closure
-    tail: Closure | None = None
+    full: ClosureLike
+    tail: ClosureLike | None = None
     tail_reach: int = 0
 
     def arm(self) -> ScanHorizon:
@@ -61,14 +79,14 @@ class ScanHorizon:
     """Follows one ``TailScanner``; call ``update`` after every pass of the scanner. Written for
     the hot path: one regex search per call while no anchor is pending, few Python calls."""
 
-    def __init__(self, full: Closure, tail: Closure | None = None, tail_reach: int = 0) -> None:
+    def __init__(self, full: ClosureLike, tail: ClosureLike | None = None, tail_reach: int = 0) -> None:
         self._full = full
         self._tail = full.compiled if tail is None else tail.compiled
         self._tail_reach = tail_reach if tail is not None else -1
         self._alive: dict[int, int] = {}  # found anchor -> first start not yet ruled out
         self.value = 0
 
-    def update(self, scanner: TailScanner, text: str) -> int:
+    def update(self, scanner: TailScanner[Any], text: str) -> int:
         end = len(text)
         low = max(scanner.floor, self.value)
         start = low
@@ -84,8 +102,13 @@ class ScanHorizon:
         self.value = max(best, low)
         return self.value
 
-    def _found(self, scanner: TailScanner, text: str, low: int) -> int:
+    def _found(self, scanner: TailScanner[Any], text: str, low: int) -> int:
         found, alive, end = scanner.found, self._alive, len(text)
+        if len(found) > MAX_TESTED_ANCHORS:
+            # Text dense with anchors (a run of digits, "sk-sk-sk-"): each test reads to the end of
+            # the text, so hold from the earliest of them instead (safe, and bounded by the window).
+            alive.clear()
+            return min((max(earliest, low) for at, earliest in found.items() if at >= low), default=end)
         for at in [at for at in alive if at not in found or at < low]:
             del alive[at]
         best = end

@@ -29,6 +29,13 @@ _CATEGORIES = {
     _c.CATEGORY_DIGIT: r"\d", _c.CATEGORY_NOT_DIGIT: r"\D", _c.CATEGORY_SPACE: r"\s",
     _c.CATEGORY_NOT_SPACE: r"\S", _c.CATEGORY_WORD: r"\w", _c.CATEGORY_NOT_WORD: r"\W",
 }
+# RE2's \d \w \s are ASCII; Python's (str patterns) are Unicode: spell Python's meaning for RE2.
+_SPACE_RE2 = r"\t-\r\x1c-\x20\x85\xa0\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}"
+_CATEGORIES_RE2 = {_c.CATEGORY_DIGIT: r"\p{Nd}", _c.CATEGORY_WORD: r"\p{L}\p{N}_", _c.CATEGORY_SPACE: _SPACE_RE2}
+_NEGATED_RE2 = {_c.CATEGORY_NOT_DIGIT: _c.CATEGORY_DIGIT, _c.CATEGORY_NOT_WORD: _c.CATEGORY_WORD,
+                _c.CATEGORY_NOT_SPACE: _c.CATEGORY_SPACE}
+_AT_RE2 = {_c.AT_BEGINNING: "^", _c.AT_BEGINNING_STRING: r"\A", _c.AT_END: "$", _c.AT_END_STRING: r"\z",
+           _c.AT_BOUNDARY: r"\b", _c.AT_NON_BOUNDARY: r"\B"}
 _FLAG_LETTERS = ((re.IGNORECASE, "i"), (re.MULTILINE, "m"), (re.DOTALL, "s"))
 _ZERO_WIDTH = {_c.AT, _c.ASSERT, _c.ASSERT_NOT}
 _REPEATS = {_c.MAX_REPEAT, _c.MIN_REPEAT, getattr(_c, "POSSESSIVE_REPEAT", _c.MAX_REPEAT)}
@@ -48,9 +55,11 @@ def _char(code: int, *, re2: bool) -> str:
 
 
 class _Writer:
-    def __init__(self, groups: dict[int, Any], *, re2: bool) -> None:
+    def __init__(self, groups: dict[int, Any], *, re2: bool, strict: bool = False) -> None:
         self._groups = groups
         self._re2 = re2
+        self._strict = strict
+        """Write the pattern itself for RE2: keep anchors, refuse what RE2 cannot run."""
 
     # -- the texts the pattern matches ----------------------------------------------------------
     def full(self, seq: Sequence[tuple[Any, Any]]) -> str:
@@ -59,6 +68,10 @@ class _Writer:
     def _full_item(self, op: Any, av: Any) -> str:
         if op in _ONE_CHAR:
             return self._one_char(op, av)
+        if self._strict:
+            self._refuse(op, av)
+            if op is _c.AT:
+                return _AT_RE2[av]
         if op in _ZERO_WIDTH:
             return ""
         if op is _c.BRANCH:
@@ -77,6 +90,16 @@ class _Writer:
             return f"(?:{self.full(av)})"
         raise ValueError(f"unsupported regex construct: {op}")
 
+    @staticmethod
+    def _refuse(op: Any, av: Any) -> None:
+        names = {_c.ASSERT: "a lookaround", _c.ASSERT_NOT: "a negative lookaround", _c.GROUPREF: "a backreference",
+                 _c.GROUPREF_EXISTS: "a conditional group", getattr(_c, "ATOMIC_GROUP", None): "an atomic group",
+                 getattr(_c, "POSSESSIVE_REPEAT", None): "a possessive quantifier"}
+        if op in names:
+            raise ValueError(f"{names[op]} cannot run in linear time")
+        if op is _c.AT and av not in _AT_RE2:
+            raise ValueError(f"the anchor {av} has no linear-time equivalent")
+
     def _one_char(self, op: Any, av: Any) -> str:
         if op is _c.LITERAL:
             return _char(av, re2=self._re2)
@@ -92,6 +115,12 @@ class _Writer:
                 items.append(_char(value, re2=self._re2))
             elif kind is _c.RANGE:
                 items.append(f"{_char(value[0], re2=self._re2)}-{_char(value[1], re2=self._re2)}")
+            elif kind is _c.CATEGORY and self._re2:
+                if value in _NEGATED_RE2:
+                    if len(av) != 1 or negate:
+                        raise ValueError("\\D, \\W or \\S inside a character class has no RE2 spelling")
+                    return f"[^{_CATEGORIES_RE2[_NEGATED_RE2[value]]}]"
+                items.append(_CATEGORIES_RE2[value])
             elif kind is _c.CATEGORY:
                 items.append(_CATEGORIES[value])
             else:
@@ -228,3 +257,12 @@ def prefix_closure(pattern: str, flags: int = 0, *, re2: bool = False) -> str:
     writer = _Writer(_groups_of(parsed, {}), re2=re2)
     body = writer.prefix(list(parsed))
     return f"(?{on}:{body})" if on else body
+
+
+def to_re2(pattern: str, flags: int = 0) -> str:
+    """``pattern`` (Python syntax and meaning) written for RE2. Raises ValueError naming what RE2
+    cannot run: lookarounds, backreferences, conditionals, atomic groups, possessive quantifiers."""
+    parsed = _p.parse(pattern, flags)
+    on = "".join(letter for flag, letter in _FLAG_LETTERS if parsed.state.flags & flag)
+    body = _Writer(_groups_of(parsed, {}), re2=True, strict=True).full(list(parsed))
+    return f"(?{on}){body}" if on else body

@@ -9,7 +9,8 @@ import itertools
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Generic, Protocol, TypeVar
 
 # How close to the maximum entropy a value must come to count as random. Random keys of 16 to 64
 # characters land at about 0.85-0.95 of log2(min(length, alphabet)); English identifiers, paths
@@ -152,6 +153,22 @@ def widest(regex: str) -> int:
     return widest
 
 
+class MatchLike(Protocol):
+    def start(self) -> int: ...
+
+    def end(self) -> int: ...
+
+
+M = TypeVar("M", bound=MatchLike)
+M_co = TypeVar("M_co", bound=MatchLike, covariant=True)
+
+
+class PatternLike(Protocol[M_co]):
+    """What a scanner needs of a compiled pattern: ``re.Pattern`` or ``linear.LinearPattern``."""
+
+    def finditer(self, string: str, pos: int = ...) -> Iterator[M_co]: ...
+
+
 def literal_prefix(pattern: re.Pattern[str]) -> str | None:
     """A regex for the literal characters every match of ``pattern`` starts with, or None.
 
@@ -172,7 +189,7 @@ def literal_prefix(pattern: re.Pattern[str]) -> str | None:
     return f"(?i:{''.join(chars)})" if parsed.state.flags & re.IGNORECASE else "".join(chars)
 
 
-class TailScanner:
+class TailScanner(Generic[M]):
     """Reports each match of ``pattern`` in a growing text once, as soon as it is settled.
 
     ``floor`` is the first offset not yet ruled out. Every call runs the regex over
@@ -202,8 +219,8 @@ class TailScanner:
     delta).
     """
 
-    def __init__(self, pattern: re.Pattern[str], window: int, *, slack: int = 0,
-                 is_final: Callable[[re.Match[str]], bool] | None = None,
+    def __init__(self, pattern: PatternLike[M], window: int, *, slack: int = 0,
+                 is_final: Callable[[M], bool] | None = None,
                  anchors: Anchors | None = None) -> None:
         self.pattern = pattern
         self.window = window
@@ -231,7 +248,7 @@ class TailScanner:
     def anchors(self) -> Anchors | None:
         return self._anchors
 
-    def next(self, text: str, *, final: bool = False) -> re.Match[str] | None:
+    def next(self, text: str, *, final: bool = False) -> M | None:
         """The first settled match at or after ``floor``, which then moves past it; else None."""
         end = len(text)
         start = self._floor

@@ -3,9 +3,11 @@
 Each pattern has its own tail scanner: every delta the regex runs over the last ``window +
 len(delta)`` characters (``spec.window``: the longest text a pattern may match). A match is
 reported once it cannot grow (characters follow it), once it is ``window`` long, or at
-``finish``, and never twice. Patterns are the user's: a pattern with lookaheads that read past
-its match, or matches longer than ``window``, may be reported later or not at all; and a
-pattern's cost per delta is whatever the regex engine spends on ``window`` characters. A pattern
+``finish``, and never twice. Patterns are the user's: matches longer than ``window`` may be
+reported later or not at all. They run on RE2 (``linear.py``), so a pattern's cost per delta is
+linear in the ``window`` characters whatever the pattern; what RE2 cannot run (lookarounds,
+backreferences) is refused when the policy loads. The horizon is the pattern's prefix closure,
+also on RE2 (the literal prefix's on ``re``, which cannot backtrack on literals). A pattern
 that opens with literal characters (``project`` in ``project\\s+nightingale``) runs only from
 where they occur, and they are searched for in the new text alone: such a pattern costs
 O(len(delta)) per delta while they are not within ``window`` of the end.
@@ -20,11 +22,12 @@ from guardrails.decision import PASS, PATTERN_MATCH, Block, Decision
 from guardrails.seams import DeltaCheck, StreamContext
 from guardrails.stream._horizon import Closure, HorizonParts
 from guardrails.stream._scan import Anchors, TailScanner, literal_prefix
+from guardrails.stream.linear import LinearClosure, LinearPattern
 
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
 
 
-_Compiled = tuple[re.Pattern[str], Anchors | None, HorizonParts | None]
+_Compiled = tuple[LinearPattern, Anchors | None, HorizonParts | None]
 
 
 class RegexCheck(DeltaCheck):
@@ -64,12 +67,7 @@ class RegexProvider:
         flags = re.NOFLAG
         for flag in spec.flags:
             flags |= _FLAGS[flag]
-        try:
-            compiled = [re.compile(p, flags) for p in spec.patterns]
-        except re.error as exc:
-            raise ValueError(f"guardrail {spec.id!r}: invalid pattern: {exc}") from exc
-        # A pattern that opens with literal characters is run only from where they occur.
-        self._patterns = [_with_horizon(p, literal_prefix(p)) for p in compiled]
+        self._patterns = [_compile(spec.id, number, p, flags) for number, p in enumerate(spec.patterns, start=1)]
         self.id = spec.id
         self._window = spec.window
         self._replacement = replacement
@@ -80,13 +78,26 @@ class RegexProvider:
         return RegexCheck(self._patterns, self._window, self._replacement)
 
 
-def _with_horizon(pattern: re.Pattern[str], prefix: str | None) -> _Compiled:
-    """The pattern, its anchors (its literal prefix) and what its horizon needs; a pattern whose
-    prefix closure cannot be written holds its whole window (``horizon`` None)."""
+def _compile(guardrail_id: str, number: int, pattern: str, flags: int) -> _Compiled:
+    """The pattern on RE2, its anchors (its literal prefix, run only from where it occurs) and what
+    its horizon needs. ValueError, naming the pattern, when Python cannot parse it or RE2 cannot run
+    it in linear time."""
+    where = f"guardrail {guardrail_id!r}: pattern #{number} {pattern!r}"
+    try:
+        parsed = re.compile(pattern, flags)  # Python's syntax; analysed here, never run
+    except re.error as exc:
+        raise ValueError(f"{where}: invalid pattern: {exc}") from exc
+    try:
+        linear = LinearPattern(pattern, flags)
+    except ValueError as exc:
+        raise ValueError(f"{where}: not accepted: {exc} (deny patterns run on a linear-time engine, "
+                         "RE2, so that no pattern can stall the proxy)") from exc
+    prefix = literal_prefix(parsed)
     anchors = None if prefix is None else Anchors([(prefix, 0)])
     try:
-        full = Closure(pattern.pattern, pattern.flags)
-        tail = None if prefix is None else Closure(prefix, pattern.flags)
-    except ValueError:
-        return pattern, anchors, None
-    return pattern, anchors, HorizonParts(full, tail, 0 if anchors is None else anchors.reach)
+        full = LinearClosure(pattern, flags)
+        # A literal prefix cannot make ``re`` backtrack: its closure is searched there, cheaply.
+        tail = None if prefix is None else Closure(prefix, flags)
+    except ValueError:  # no closure: this pattern holds its whole window
+        return linear, anchors, None
+    return linear, anchors, HorizonParts(full, tail, 0 if anchors is None else anchors.reach)

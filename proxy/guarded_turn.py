@@ -20,6 +20,7 @@ from guardrails.seams import StreamContext, plants_instruction
 from guardrails.stream import ArmedSet
 from guardrails.stream.canary import canary_instruction, make_canary_token
 from proxy.completer import completer_factory, request_completer
+from proxy.limits import Limits, ReadBudget, read_bounded, tool_call_violation
 from proxy.offload import off_loop_if_large
 from proxy.responder import Responder
 from proxy.services import Services
@@ -57,6 +58,7 @@ class GuardedTurn:
 
     def __init__(self, services: Services, facts: Facts, responder: Responder, call: CallUpstream) -> None:
         self.services, self.facts, self.responder, self._call = services, facts, responder, call
+        self.limits = Limits.of(services.settings)
         header = dict(facts.headers)
         grants = frozenset(h.strip().lower() for h in header.get("x-guardproxy-egress-grant", "").split(",")
                            if h.strip())
@@ -70,7 +72,7 @@ class GuardedTurn:
                       interactive=facts.mode == "interactive",
                       max_feedback_rounds=tools.max_feedback_rounds if tools else 0,
                       arm=self._arm, arm_tools=self._arm_tools, clock=time.perf_counter,
-                      on_release=self.timings.held)
+                      on_release=self.timings.held, limits=self.limits)
         self.turn = Turn(Request(facts.wire, body, raw, facts.view, facts.sse), rules, notes)
         self.vetter = Vetter(services, notes, facts.request_id, grants,
                              request_completer(services, facts.wire, facts.provider, facts.headers, facts.query,
@@ -147,7 +149,7 @@ class GuardedTurn:
     async def _whole(self, resp: UpstreamResponse) -> list[Command]:
         """Read an answer whole (``Upstream`` has undone its content-encoding)."""
         try:
-            raw = await resp.read()
+            raw = await read_bounded(resp, self.limits)
         except UpstreamError as exc:
             return self.turn.on_unreachable(exc)
         finally:
@@ -174,10 +176,16 @@ class GuardedTurn:
             return await self._whole(resp)
         metrics = self.services.metrics
         metrics.open_streams.inc()
+        budget = ReadBudget(self.limits)
         try:
             async for chunk in resp.iter_chunks():
                 self.timings.upstream_read()
+                frames_before = turn.frames_in
                 cmds = await off_loop_if_large(len(chunk), turn.on_chunk, chunk)
+                over = budget.add(len(chunk), framed=turn.frames_in != frames_before) \
+                    or tool_call_violation(turn.tool_calls_seen, self.limits)
+                if over is not None and turn.reading:
+                    return turn.on_break(over)  # nothing of the read that crossed the bound is sent
                 if not turn.reading:
                     return cmds
                 for cmd in cmds:

@@ -268,6 +268,11 @@ class ChoiceGuard:
         self._sent = self._sent or bool(out)
         return out
 
+    @property
+    def tool_call_count(self) -> int:
+        """Tool calls begun so far, over every lane (bounded by ``GUARDPROXY_MAX_TOOL_CALLS``)."""
+        return sum(g.tool_call_count for g in (*self._lanes.values(), *self._closed))
+
     def drop_held(self) -> None:
         for guard in (*self._lanes.values(), *self._closed):
             guard.drop_held()

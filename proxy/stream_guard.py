@@ -239,6 +239,11 @@ class StreamGuard:
             armed = fresh
         return None
 
+    @property
+    def tool_call_count(self) -> int:
+        """Tool calls begun so far in this message."""
+        return len(self._tools)
+
     def release_all(self) -> list[Frame]:
         """Everything still held, in order (after the driver has vetted the message)."""
         if self.tripped:

@@ -36,6 +36,7 @@ from guardrails.decision import Block, Redact
 from guardrails.findings import Act, Finding, OnTrip, choose, finding_of
 from guardrails.stream import ArmedSet, Trip
 from proxy.lanes import COVERAGE_ID, ArmFor, ChoiceGuard
+from proxy.limits import Limits, message_violation
 from proxy.upstream import UpstreamError
 from proxy.wire.base import ErrorKind, FinishKind, Replaced, StreamCodec, WireFormat, dumps
 
@@ -134,6 +135,8 @@ class Rules:
     clock: Callable[[], float] | None = None
     on_release: Callable[[float], None] | None = None
     """Told each released text frame's time in the guard (``clock`` units); for ``/metrics``."""
+    limits: Limits = field(default_factory=Limits)
+    """Bounds on tool calls and argument nesting (``proxy.limits``); past them the answer fails closed."""
 
 
 @dataclass(slots=True)
@@ -171,6 +174,8 @@ class Turn:
         self.sent_any = False
         self.started = False
         self.reading = False
+        self.frames_in = 0
+        """Upstream frames decoded so far (the driver's frame-size budget resets on each)."""
         self.client_codec: StreamCodec | None = None
         self._codec: StreamCodec | None = None
         self._guard: ChoiceGuard | None = None
@@ -236,8 +241,15 @@ class Turn:
         return [Fail(502, f"guardproxy could not read the upstream's answer: {reason}", "upstream",
                      reason="unreadable")]
 
+    @property
+    def tool_calls_seen(self) -> int:
+        """Tool calls begun in this attempt so far (the driver bounds them while reading)."""
+        return self._guard.tool_call_count if self._guard is not None else 0
+
     def on_chunk(self, data: bytes) -> list[Command]:
-        return self._relay(self._codec_().feed(data))
+        frames = self._codec_().feed(data)
+        self.frames_in += len(frames)
+        return self._relay(frames)
 
     def on_end(self) -> list[Command]:
         """The upstream stream ended (cleanly, or after an in-stream error event)."""
@@ -269,6 +281,9 @@ class Turn:
             return self.on_unreadable("an event stream answered a non-streaming request")
         try:
             message = self.wire.decode_response(raw)
+            too_big = message_violation(message, self.rules.limits)
+            if too_big is not None:
+                return [Fail.upstream(too_big)]
             finding, redacted, others = self._check_body(raw)
             if redacted is not None:
                 raw = self.wire.retext_body(raw, {PRIMARY: redacted})
@@ -328,6 +343,11 @@ class Turn:
         message = guard.message()
         if step.trip is not None:
             return self._on_finding(self._from_trip(step.trip), message)
+        too_big = message_violation(message, self.rules.limits)
+        if too_big is not None:  # nothing held is released: the message was never vetted
+            self.reading = False
+            guard.drop_held()
+            return [Fail.upstream(too_big)]
         message.provider_parts = self._codec_().provider_parts()
         self._ending = _Ending(message)
         others = tuple(m for c, m in sorted(guard.messages().items()) if c)

@@ -57,9 +57,13 @@ def loads(data: bytes | str) -> Any:
     keeps integers of any size exact; so the proxy reads every body as the Python SDKs (standard
     library) do, and bad JSON still raises ``ValueError``."""
     try:
-        return _DECODER.decode(data)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return json.loads(data)
+        try:
+            return _DECODER.decode(data)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return json.loads(data)
+    except RecursionError:
+        # Nesting past the interpreter's stack is not JSON the proxy can vet: bad input, never a crash.
+        raise ValueError("JSON nested too deeply") from None
 
 
 def dumps(obj: Any) -> str:

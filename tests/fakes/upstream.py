@@ -371,6 +371,8 @@ class FakeUpstream:
                                      headers={"retry-after": "7", **reply.extra_headers})
         stream = (path.endswith(":streamGenerateContent") if api == "gemini"
                   else isinstance(body, dict) and bool(body.get("stream")))
+        if not stream and reply.raw_body is not None:
+            return web.Response(body=reply.raw_body, content_type="application/json")
         if not stream:
             payload = {"chat": chat_body, "anthropic": anthropic_body, "responses": responses_body,
                        "gemini": gemini_body}[api](reply, model)

@@ -66,6 +66,13 @@ class Metrics:
                                             "(stage=upstream) and to the first byte delivered to the client "
                                             "(stage=delivered), on guarded streams.", ["stage"],
                                             buckets=_BUCKETS, registry=reg)
+        self.check_queue_wait = Histogram("guardproxy_message_check_queue_seconds",
+                                          "Wait for a message-check slot (outside the check's own timeout).",
+                                          registry=reg)
+        self.checks_in_flight = Gauge("guardproxy_message_checks_in_flight", "Message checks holding a slot.",
+                                      registry=reg, multiprocess_mode="livesum")
+        self.checks_queued = Gauge("guardproxy_message_checks_queued", "Message checks waiting for a slot.",
+                                   registry=reg, multiprocess_mode="livesum")
         self.policy_reloads = Counter("guardproxy_policy_reloads_total",
                                       "Policy reload attempts by outcome (ok, error).", ["outcome"],
                                       registry=reg)

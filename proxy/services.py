@@ -13,6 +13,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from config.policy import Policy
 from config.settings import Settings, SettingsError
 from guardrails.findings import OnTrip
+from guardrails.message.gate import CheckGate
 from guardrails.seams import MessageGuardrail, StreamGuardrail, judges_tool_arguments
 from guardrails.tools import ToolAssessor
 from proxy.audit import AuditLog
@@ -51,6 +52,8 @@ class Services:
     wires: dict[str, WireFormat] = field(default_factory=_wires)
     ready: bool = False
     tracing: Tracing = field(default_factory=lambda: Tracing(None))
+    gate: CheckGate | None = None
+    """Slots for message checks in flight (``GUARDPROXY_CHECK_CONCURRENCY``); queueing is measured."""
 
     def bound(self, guard: Guard) -> Services:
         return replace(self, guard=guard)
@@ -111,13 +114,25 @@ def build_services(settings: Settings, policy: Policy | None = None,
     except OSError as exc:
         raise SettingsError(f"GUARDPROXY_AUDIT_LOG: cannot write {settings.audit_log!r}: "
                             f"{exc.strerror or type(exc).__name__}") from None
-    http = httpx.AsyncClient(transport=AiohttpTransport(), timeout=httpx.Timeout(30.0))
+    # The side-call pool has as many connections as there are check slots: a check holding a slot
+    # never queues again for a connection (which would count against its timeout_s).
+    limits = httpx.Limits(max_connections=settings.check_concurrency,
+                          max_keepalive_connections=min(settings.check_concurrency, 100))
+    http = httpx.AsyncClient(transport=AiohttpTransport(limits=limits), timeout=httpx.Timeout(30.0),
+                             limits=limits)
     book = PolicyBook(settings, http, policy)
     if tracer_provider is None and otlp_requested(os.environ):
         tracer_provider = otlp_provider()
     tracing = Tracing(tracer_provider)
     if tracing.enabled:
         audit.listeners.append(tracing.on_audit)
-    return Services(settings=settings, upstream=Upstream(settings),
-                    metrics=Metrics(settings.prometheus_multiproc_dir), audit=audit,
-                    http=http, book=book, guard=book.default, tracing=tracing)
+    metrics = Metrics(settings.prometheus_multiproc_dir)
+
+    def gauges(in_flight: int, queued: int) -> None:
+        metrics.checks_in_flight.set(in_flight)
+        metrics.checks_queued.set(queued)
+
+    gate = CheckGate(settings.check_concurrency, settings.check_queue_timeout_s,
+                     observe=metrics.check_queue_wait.observe, gauges=gauges)
+    return Services(settings=settings, upstream=Upstream(settings), metrics=metrics, audit=audit,
+                    http=http, book=book, guard=book.default, tracing=tracing, gate=gate)

@@ -96,7 +96,7 @@ class Vetter:
                              user_query=first.last_user_text, model=first.model,
                              completer=self._completer, completer_for=self._completer_for)
         timeouts = {g.id: self._on_trip(g.id).timeout_s for g in self._s.message_guardrails}
-        verdict = await run_message_guardrails(self._s.message_guardrails, ctx, timeouts)
+        verdict = await run_message_guardrails(self._s.message_guardrails, ctx, timeouts, self._s.gate)
         self._s.tracing.message_checks(verdict.results)
         for r in verdict.results:
             self._s.metrics.message_checks.labels(guardrail_id=r.guardrail_id, outcome=r.outcome).inc()

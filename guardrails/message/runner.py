@@ -40,6 +40,7 @@ import structlog
 
 from guardrails.decision import PASS, UNJUDGEABLE, Block, Decision, Pass
 from guardrails.message.base import AnySpec, ConfiguredGuardrail, ContentRefused, Skipped, Undecided
+from guardrails.message.gate import CheckGate, QueueTimeout
 from guardrails.seams import CheckUnavailable, CompleterError, MessageContext, MessageGuardrail
 
 # For a guardrail neither in ``timeouts`` nor built from a spec; the policy's ``timeout_s`` default.
@@ -97,9 +98,22 @@ def _classify(decision: Decision) -> tuple[Outcome, Decision, str]:
     return "fail_open", PASS, f"unsupported:{type(decision).__name__}"
 
 
-async def _run_one(guardrail: MessageGuardrail, ctx: MessageContext, timeout_s: float) -> CheckResult:
-    """Run one check under its deadline. Never raises, except ``CancelledError`` from our caller."""
+async def _run_one(guardrail: MessageGuardrail, ctx: MessageContext, timeout_s: float,
+                   gate: CheckGate | None = None) -> CheckResult:
+    """Run one check under its deadline (started once it holds a ``gate`` slot). Never raises, except
+    ``CancelledError`` from our caller."""
     start = time.perf_counter()
+    if gate is None:
+        return await _deadline(guardrail, ctx, timeout_s, start)
+    try:
+        async with gate.slot():
+            return await _deadline(guardrail, ctx, timeout_s, time.perf_counter())
+    except QueueTimeout:
+        return CheckResult(guardrail.id, "fail_open", PASS, time.perf_counter() - start, "queue_timeout")
+
+
+async def _deadline(guardrail: MessageGuardrail, ctx: MessageContext, timeout_s: float,
+                    start: float) -> CheckResult:
     try:
         async with asyncio.timeout(timeout_s) as deadline:
             decision = await guardrail.check_message(ctx)
@@ -177,11 +191,13 @@ async def run_message_guardrails(
     guardrails: Sequence[MessageGuardrail],
     ctx: MessageContext,
     timeouts: Mapping[str, float],
+    gate: CheckGate | None = None,
 ) -> MessageVerdict:
-    """Run every guardrail on the finished message concurrently; see the module docstring."""
+    """Run every guardrail on the finished message concurrently; see the module docstring. With a
+    ``gate``, each check first waits for a slot (outside its deadline; ``queue_timeout`` fails open)."""
     results: list[CheckResult | None] = [None] * len(guardrails)
     tasks = [
-        asyncio.create_task(_run_one(g, ctx, _timeout_for(g, timeouts)), name=f"message-guardrail:{g.id}")
+        asyncio.create_task(_run_one(g, ctx, _timeout_for(g, timeouts), gate), name=f"message-guardrail:{g.id}")
         for g in guardrails
     ]
     position = {task: i for i, task in enumerate(tasks)}

@@ -402,7 +402,8 @@ def test_chat_n2_a_blocked_tool_call_in_choice_1_never_reaches_the_client(tools_
     upstream.queue(Reply(raw_frames=frames))
     status, raw = raw_post(tools_proxy, "/v1/chat/completions", {**CHAT_BODY, "stream": True, "n": 2})
     assert status == 200
-    assert b"evil.example" not in raw and b"curl" not in raw
+    # The explanation names the rule's form (`curl|sh`), never the blocked command itself.
+    assert b"evil.example" not in raw and b"curl http" not in raw
     assert b"guardproxy blocked the tool call Bash" in raw
 
 
@@ -416,4 +417,5 @@ def test_gemini_unary_a_blocked_call_in_candidate_1_is_replaced(tools_proxy: Pro
                            {"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
                             "generationConfig": {"candidateCount": 2}})
     assert status == 200
-    assert b"evil.example" not in raw and b"curl" not in raw
+    # The explanation names the rule's form (`curl|sh`), never the blocked command itself.
+    assert b"evil.example" not in raw and b"curl http" not in raw

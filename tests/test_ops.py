@@ -38,9 +38,18 @@ def test_metrics_are_prometheus_text_and_count_what_happened(default_proxy: Prox
     for api in ("chat", "chat"):
         path, body = request_for(api)
         httpx.post(default_proxy.url + path, json=body, headers=headers_for(api))
-    r = httpx.get(default_proxy.url + "/metrics")
+    # A request is counted once its response has gone out, so the count can trail the client by a
+    # moment: read until the second request shows (bounded), then compare exactly.
+    deadline = time.monotonic() + 10
+    while True:
+        r = httpx.get(default_proxy.url + "/metrics")
+        text = r.text
+        done = metric(text, "guardproxy_requests_total", route="openai_chat", status="429") > \
+            metric(before, "guardproxy_requests_total", route="openai_chat", status="429")
+        if done or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
-    text = r.text
     for line in text.splitlines():
         assert line.startswith(("# HELP ", "# TYPE ")) or _SAMPLE.match(line), line
     assert metric(text, "guardproxy_requests_total", route="openai_chat", status="200") == \

@@ -161,6 +161,12 @@ class WebhookGuardrail(_MessageBase):
     kind: Literal["webhook"]
     url: str
     headers: dict[str, str] = {}
+    max_chars: int = Field(default=32_000, ge=1_000, le=2_000_000)
+    """Most characters of text in one request (answer part, query and tool calls together); a longer
+    answer is sent in parts, one request each, and every part must pass."""
+    max_parts: int = Field(default=4, ge=1, le=64)
+    """Most parts sent per message; past it the first ``max_parts - 1`` and the last are sent, each
+    request saying how much was left out before it."""
 
     @field_validator("url")
     @classmethod

@@ -47,9 +47,9 @@ from guardrails.datamodel import (
     Unvetted,
     WholeText,
 )
-from guardrails.decision import Block, Redact
+from guardrails.decision import Block
 from guardrails.stream import ArmedSet, Trip
-from proxy.stream_guard import Step, StreamGuard
+from proxy.stream_guard import CHECK_CHUNK, Step, StreamGuard
 
 COVERAGE_ID = "guardproxy-coverage"
 """The built-in guardrail id of fail-closed decoding (``/metrics``, audit log, error bodies)."""
@@ -98,6 +98,8 @@ class ChoiceGuard:
         self._arm, self._holdback, self._buffered = arm, holdback, buffered
         self._log_only = log_only
         """Guardrails whose block is only recorded (``StreamGuard.log_only``), in every lane."""
+        self._whole_logged: list[Trip] = []
+        """Log-only blocks over whole texts (``WholeText``), not yet reported."""
         self._retext, self._rearm = retext, rearm
         self._clock, self._on_release = clock, on_release
         """Passed to each lane's guard: its text frames' time in that guard, for ``/metrics``."""
@@ -234,13 +236,28 @@ class ChoiceGuard:
         return Trip(redactions[0].guardrail_id, Block(d.reason_code))
 
     def _check_whole(self, e: WholeText) -> Trip | None:
-        armed = self._arm(e.what)
-        if not armed:
-            return None
-        trip = armed.check(e.text, e.text) or armed.finish(e.text)
-        if trip is not None and isinstance(trip.decision, Redact):
+        """The first trip over a whole text (a redaction blocks: the frame is not rewritten per span).
+        A log-only guardrail's block is noted in ``logged`` and the text checked again by a fresh set
+        without it, as a streamed text would be (each check sees the text once)."""
+        skip: list[str] = []
+        for _ in range(len(self._log_only) + 1):
+            armed = self._arm(e.what)
+            for gid in skip:
+                if armed:
+                    armed.disarm(gid)
+            if not armed:
+                return None
+            trip = _whole_text_trip(armed, e.text)
+            if trip is None:
+                return None
+            if isinstance(trip.decision, Block) and trip.guardrail_id in self._log_only:
+                self._whole_logged.append(trip)
+                skip.append(trip.guardrail_id)
+                continue
+            if isinstance(trip.decision, Block):
+                return trip
             return Trip(trip.guardrail_id, Block(trip.decision.reason_code))
-        return trip
+        return None
 
     def end(self) -> Step:
         """Upstream ended: every open lane's finish checks and tool-argument checks."""
@@ -335,7 +352,7 @@ class ChoiceGuard:
     @property
     def logged(self) -> list[Trip]:
         """Blocks of log-only guardrails not yet reported, from every lane (reading clears them)."""
-        out: list[Trip] = []
+        out, self._whole_logged = self._whole_logged, []
         for guard in (*self._lanes.values(), *self._closed):
             out += guard.logged
             guard.logged.clear()
@@ -358,3 +375,15 @@ class ChoiceGuard:
         """Every choice's answer, by choice index (0 always present)."""
         return {lane[0]: guard.message() for lane, guard in self._lanes.items() if lane[1] == ANSWER}
 
+
+def _whole_text_trip(armed: ArmedSet, text: str) -> Trip | None:
+    """The first trip over ``text`` checked as if it had streamed in ``CHECK_CHUNK`` pieces: each
+    check costs O(len(text) + its window), never a scan per match over all of it."""
+    acc = ""
+    for at in range(0, len(text), CHECK_CHUNK):
+        piece = text[at:at + CHECK_CHUNK]
+        acc += piece
+        trip = armed.check(acc, piece)
+        if trip is not None:
+            return trip
+    return armed.finish(acc)

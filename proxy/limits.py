@@ -7,13 +7,15 @@ fail-closed metric), never with a traceback, a ``RecursionError`` or unbounded m
 - ``ReadBudget``: the upstream answer in total (``max_response_bytes``) and the bytes read since the
   last complete frame (``max_frame_bytes``: one SSE frame or Gemini array element that never ends).
 - ``message_violation``: a finished message with more tool calls than ``max_tool_calls``, or tool
-  arguments nested deeper than ``max_json_depth``. Checked before the message is vetted, so the cost
-  of assessing it is bounded too.
+  arguments nested deeper than ``max_json_depth``. Checked before the stream guardrails' whole-text
+  checks (tool arguments) and before the message is vetted, so neither runs on what the bound
+  rejects, and the cost of assessing it is bounded too.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from config.settings import Settings
@@ -72,6 +74,15 @@ def message_violation(message: AssistantMessage, limits: Limits) -> UpstreamErro
             return UpstreamError(f"the arguments of tool call {call.name[:64]!r} nest deeper than "
                                  f"GUARDPROXY_MAX_JSON_DEPTH ({limits.max_json_depth})", timeout=False,
                                  reason="json_too_deep")
+    return None
+
+
+def messages_violation(messages: Iterable[AssistantMessage], limits: Limits) -> UpstreamError | None:
+    """The first bound any of ``messages`` (every choice of an answer) exceeds, or None."""
+    for message in messages:
+        error = message_violation(message, limits)
+        if error is not None:
+            return error
     return None
 
 

@@ -101,6 +101,10 @@ class Services:
         return delivery == "buffered"
 
 
+SIDE_CALLS_PER_SLOT = 8
+"""Connections per check slot: the parts of one long answer are sent concurrently."""
+
+
 def build_services(settings: Settings, policy: Policy | None = None,
                    tracer_provider: TracerProvider | None = None) -> Services:
     """Validate and build every named policy now, so a bad policy fails at start, not on a request.
@@ -114,9 +118,10 @@ def build_services(settings: Settings, policy: Policy | None = None,
     except OSError as exc:
         raise SettingsError(f"GUARDPROXY_AUDIT_LOG: cannot write {settings.audit_log!r}: "
                             f"{exc.strerror or type(exc).__name__}") from None
-    # The side-call pool has as many connections as there are check slots: a check holding a slot
-    # never queues again for a connection (which would count against its timeout_s).
-    limits = httpx.Limits(max_connections=settings.check_concurrency,
+    # The side-call pool has a connection for every part a check may send at once (a long answer is
+    # sent in parts, one request each, up to the default max_parts of 8) in every check slot: a check
+    # holding a slot does not queue again for a connection (which would count against its timeout_s).
+    limits = httpx.Limits(max_connections=settings.check_concurrency * SIDE_CALLS_PER_SLOT,
                           max_keepalive_connections=min(settings.check_concurrency, 100))
     http = httpx.AsyncClient(transport=AiohttpTransport(limits=limits), timeout=httpx.Timeout(30.0),
                              limits=limits)

@@ -36,7 +36,7 @@ from guardrails.decision import Block, Redact
 from guardrails.findings import Act, Finding, OnTrip, choose, finding_of
 from guardrails.stream import ArmedSet, Trip
 from proxy.lanes import COVERAGE_ID, ArmFor, ChoiceGuard
-from proxy.limits import Limits, message_violation
+from proxy.limits import Limits, message_violation, messages_violation
 from proxy.upstream import UpstreamError
 from proxy.wire.base import ErrorKind, FinishKind, Replaced, StreamCodec, WireFormat, dumps
 
@@ -336,6 +336,11 @@ class Turn:
             self.notes.unreadable("the upstream ended the stream with an error event")
             guard.drop_held()
             return [Fail(502, "the upstream reported an error in the stream", "upstream", reason="upstream_error")]
+        # The bounds first: the whole-text checks of end() need not run on what they reject. Once more
+        # after it, for arguments a stream only joins at its end (no explicit end of the call).
+        too_big = messages_violation((guard.message(), *guard.messages().values()), self.rules.limits)
+        if too_big is not None:
+            return self._too_big(guard, too_big)
         step = guard.end()
         if step.redactions:
             self.notes.redacted(step.redactions)
@@ -343,15 +348,19 @@ class Turn:
         message = guard.message()
         if step.trip is not None:
             return self._on_finding(self._from_trip(step.trip), message)
-        too_big = message_violation(message, self.rules.limits)
-        if too_big is not None:  # nothing held is released: the message was never vetted
-            self.reading = False
-            guard.drop_held()
-            return [Fail.upstream(too_big)]
+        too_big = messages_violation((message, *guard.messages().values()), self.rules.limits)
+        if too_big is not None:
+            return self._too_big(guard, too_big)
         message.provider_parts = self._codec_().provider_parts()
         self._ending = _Ending(message)
         others = tuple(m for c, m in sorted(guard.messages().items()) if c)
         return [Vet(message, self.view, others)]
+
+    def _too_big(self, guard: ChoiceGuard, error: UpstreamError) -> list[Command]:
+        """Past a bound (``proxy.limits``): nothing held is released, the message was never vetted."""
+        self.reading = False
+        guard.drop_held()
+        return [Fail.upstream(error)]
 
     def _on_finding(self, f: Finding, message: AssistantMessage) -> list[Command]:
         act, next_body = self._next(f, message)

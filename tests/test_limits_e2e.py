@@ -93,6 +93,30 @@ def test_tool_arguments_nested_past_the_limit_fail_closed_without_recursion(defa
     assert b"MAX_JSON_DEPTH" in res.raw and res.status != 500
 
 
+WORD_POLICY = """
+[[stream_guardrails]]
+id = "word"
+kind = "regex"
+patterns = ["FORBIDDEN"]
+replacement = "[withheld: word]"
+"""
+
+
+@pytest.mark.parametrize("api", ["chat", "anthropic", "responses", "gemini"])
+def test_the_depth_bound_applies_before_the_whole_text_checks(upstream_server: FakeUpstream, api: str) -> None:
+    """Deep arguments holding a word a stream guardrail blocks: the bound rejects them first, so the
+    tool-argument check (which would have found the word) never runs on them."""
+    upstream_server.reset()
+    deep: Any = "FORBIDDEN"
+    for _ in range(100):
+        deep = {"a": deep}
+    with ProxyServer(upstream_server.url, WORD_POLICY) as p:
+        upstream_server.queue(Reply(text="", tool_calls=[("Write", deep)]))
+        res = raw_call(p.url, api, stream=True)
+    assert failed_closed(api, res.status, res.raw), res.raw[:300]
+    assert b"MAX_JSON_DEPTH" in res.raw and b"withheld: word" not in res.raw
+
+
 def _unary_deep(proxy: ProxyServer, upstream: FakeUpstream, deep: str) -> Any:
     body = {"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [{
         "index": 0, "finish_reason": "tool_calls", "message": {"role": "assistant", "content": None, "tool_calls": [

@@ -15,6 +15,7 @@ from config.policy import ModerationGuardrail, WebhookGuardrail
 from guardrails.datamodel import AssistantMessage, ToolCall
 from guardrails.decision import MODERATION_FLAGGED, PASS, WEBHOOK_BLOCK, Block
 from guardrails.message import Moderation, Undecided, Webhook, run_message_guardrails
+from guardrails.message.webhook import webhook_payloads
 from guardrails.seams import MessageContext
 
 
@@ -116,6 +117,8 @@ async def test_webhook_passes_and_sends_the_documented_payload(upstream: Upstrea
         "user_query": "compare products",
         "output": "Our rival's product is bad.",
         "tool_calls": [{"name": "fetch", "arguments": '{"url": "x"}'}],
+        "part": {"index": 1, "total": 1, "elided_before": 0},
+        "tool_calls_omitted": 0,
     }
     assert headers["x-token"] == "t0k"
 
@@ -214,3 +217,19 @@ async def test_moderation_skips_empty_text(upstream: Upstream, http: httpx.Async
     verdict = await run_message_guardrails([g], ctx("   "), {})
     assert [(r.outcome, r.detail) for r in verdict.results] == [("pass", "skipped:empty_text")]
     assert upstream.requests == []
+
+
+def test_webhook_payloads_never_carry_more_text_than_max_chars() -> None:
+    calls = [ToolCall(call_id=f"c{i}", name="Write" * 50, arguments='{"content": "' + "x" * 5000 + '"}')
+             for i in range(300)]
+    context = MessageContext(message=AssistantMessage(text="y" * 9000, tool_calls=calls), system_prompt=None,
+                             user_query="q" * 9000, model="m" * 500)
+    payloads = webhook_payloads("classifier", context, max_chars=4000, max_parts=3)
+    total = payloads[0]["part"]["total"]
+    assert total > 3 and [p["part"]["index"] for p in payloads] == [1, 2, total]
+    assert payloads[-1]["part"]["elided_before"] > 0
+    for p in payloads:
+        text = [p["user_query"], p["output"], *(c["name"] + c["arguments"] for c in p["tool_calls"])]
+        assert sum(map(len, text)) <= 4000
+        assert "omitted" in p["user_query"] and p["tool_calls_omitted"] == 300 - len(p["tool_calls"]) > 0
+        assert len(p["model"]) <= 200

@@ -10,6 +10,8 @@ for "this check does not apply to this message" so a judge that never ran is not
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Literal, TypeVar
 
@@ -17,7 +19,7 @@ import httpx
 
 from config.errors import CheckFailure
 from config.policy import JudgeGuardrail, ModerationGuardrail, WebhookGuardrail
-from guardrails.decision import Pass
+from guardrails.decision import PASS, Decision, Pass
 
 # Rationales and webhook reasons are fed back to the model as a corrective hint; cap them so a
 # chatty classifier cannot flood the retry prompt.
@@ -101,3 +103,19 @@ class ConfiguredGuardrail(Generic[S]):
 def clip(text: str, limit: int = MAX_RATIONALE_CHARS) -> str:
     """Cut ``text`` to ``limit`` characters, marking the cut."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+async def every_part_passes(checks: Sequence[Awaitable[Decision]]) -> Decision:
+    """Run the per-part checks concurrently: ``PASS`` when all pass, else the first other decision in
+    part order. An exception in one part (the checker refused it) ends the others: they are
+    cancelled and awaited, so none outlives the check."""
+    if len(checks) == 1:
+        return await checks[0]
+    tasks = [asyncio.ensure_future(c) for c in checks]
+    try:
+        decisions = await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return next((d for d in decisions if d is not PASS), PASS)

@@ -24,12 +24,18 @@ Failure policy, by cause:
 
 from __future__ import annotations
 
-import asyncio
 import re
 
 from config.policy import JudgeGuardrail
 from guardrails.decision import JUDGE_UNREADABLE, JUDGE_VIOLATION, PASS, Block, Decision
-from guardrails.message.base import ConfiguredGuardrail, ContentRefused, Skipped, Undecided, classify_refusal
+from guardrails.message.base import (
+    ConfiguredGuardrail,
+    ContentRefused,
+    Skipped,
+    Undecided,
+    classify_refusal,
+    every_part_passes,
+)
 from guardrails.message.content import (
     Part,
     elide,
@@ -113,11 +119,7 @@ class LlmJudge(ConfiguredGuardrail[JudgeGuardrail]):
         query = elide(safe_text(ctx.user_query), self.spec.max_chars // 4)
         parts = split_parts(output, self.spec.max_chars, self.spec.max_parts)
         # Every part must pass; the first part that blocks or is undecided decides (in part order).
-        decisions = await asyncio.gather(*(self._judge_part(completer, model, query, p) for p in parts))
-        for decision in decisions:
-            if decision is not PASS:
-                return decision
-        return PASS
+        return await every_part_passes([self._judge_part(completer, model, query, p) for p in parts])
 
     def _prompt(self, query: str, part: Part) -> str:
         boundary = new_boundary()

@@ -9,11 +9,14 @@ Decision: with ``spec.thresholds`` the message is flagged when any listed catego
 above its threshold (categories the endpoint does not score do not count); without thresholds the
 endpoint's own ``results[0].flagged`` decides. The rationale names the categories, never the text.
 
-Size: text longer than ``spec.max_chars`` is sent as a list of parts (the endpoint takes an array
-``input`` and scores each); the message is flagged when any part is. Lone surrogates are replaced.
+Size: no request carries more than ``spec.max_chars`` characters (an endpoint that refuses a large
+body must not be switched off by a long answer): longer text is sent in parts, one request each,
+concurrently; past ``spec.max_parts`` the first ``max_parts - 1`` and the last are sent. The message
+is flagged when any part is; the first part in order that is undecided decides otherwise. Lone
+surrogates are replaced.
 
 Failure policy: a missing key, an error status that is not about the content, or a body without one
-result per part is ``Undecided`` (fail open); a 413 or a content 400/422 is ``ContentRefused`` (the
+result is ``Undecided`` (fail open); a 413 or a content 400/422 is ``ContentRefused`` (the
 runner blocks unless ``on_content_error = "pass"``); transport errors propagate to the runner, which
 fails open.
 """
@@ -29,7 +32,7 @@ import httpx
 
 from config.policy import ModerationGuardrail
 from guardrails.decision import MODERATION_FLAGGED, PASS, Block, Decision
-from guardrails.message.base import ConfiguredGuardrail, Skipped, Undecided, refused
+from guardrails.message.base import ConfiguredGuardrail, Skipped, Undecided, every_part_passes, refused
 from guardrails.message.content import safe_text, split_parts
 from guardrails.seams import MessageContext
 
@@ -78,9 +81,12 @@ class Moderation(ConfiguredGuardrail[ModerationGuardrail]):
         if headers is None:
             return Undecided("no_api_key")
         parts = [p.text for p in split_parts(text, self.spec.max_chars, self.spec.max_parts)]
+        return await every_part_passes([self._moderate(part, headers) for part in parts])
+
+    async def _moderate(self, text: str, headers: dict[str, str]) -> Decision:
         response = await self._http.post(
             self.spec.url,
-            json={"model": self.spec.model, "input": parts[0] if len(parts) == 1 else parts},
+            json={"model": self.spec.model, "input": text},
             headers=headers,
             timeout=self.spec.timeout_s,
         )
@@ -91,14 +97,11 @@ class Moderation(ConfiguredGuardrail[ModerationGuardrail]):
         except (json.JSONDecodeError, UnicodeDecodeError):
             return Undecided("bad_json")
         results = body.get("results") if isinstance(body, dict) else None
-        if not isinstance(results, list) or len(results) < len(parts):
+        if not isinstance(results, list) or not results or not isinstance(results[0], dict):
             return Undecided("bad_response")
-        categories: set[str] = set()
-        for result in results[:len(parts)]:
-            found = flagged_categories(result, self.spec.thresholds) if isinstance(result, dict) else None
-            if found is None:
-                return Undecided("bad_response")
-            categories.update(found)
+        categories = flagged_categories(results[0], self.spec.thresholds)
+        if categories is None:
+            return Undecided("bad_response")
         if not categories:
             return PASS
         rationale = (

@@ -6,14 +6,16 @@ classifier refuses as too large (413) blocks instead of passing, unless the oper
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
 
-from tests.apis import sdk_call
+from tests.apis import request_for, sdk_call
 from tests.fakes.classifier import FakeClassifier
 from tests.fakes.proxy import ProxyServer
 from tests.fakes.upstream import FakeUpstream, Reply
@@ -120,3 +122,39 @@ def test_a_classifier_that_is_down_fails_open_and_is_counted(upstream_server: Fa
         assert sdk_call(p.url, "gemini", stream=True).text == "A short answer."
         metrics = httpx.get(p.url + "/metrics").text
     assert re.search(r'guardproxy_message_checks_total\{[^}]*outcome="fail_open"[^}]*\} [1-9]', metrics)
+
+
+@pytest.mark.parametrize("kind", ["webhook", "moderation"])
+def test_lone_surrogates_reach_the_classifier_replaced_and_are_still_checked(
+        upstream_server: FakeUpstream, fresh: FakeClassifier, kind: str) -> None:
+    upstream_server.reset()
+    with ProxyServer(upstream_server.url, policy(kind, fresh)) as p:
+        upstream_server.queue(Reply(text="bad \ud800 FORBIDDEN", deltas=["bad \ud800", " FORBIDDEN"]))
+        path, body = request_for("chat", stream=True, user="question \udfff here")
+        res = httpx.post(p.url + path, content=json.dumps(body).encode(), timeout=20,
+                         headers={"content-type": "application/json"})
+    assert res.status_code == 200 and b"[withheld by the classifier]" in res.content
+    (sent,) = sent_texts(fresh, kind)
+    assert "bad \ufffd FORBIDDEN" in sent
+    if kind == "webhook":
+        assert fresh.webhook_bodies[0]["user_query"] == "question \ufffd here"
+
+
+def test_checks_queued_past_their_timeout_are_still_run_and_the_queue_is_in_metrics(
+        upstream_server: FakeUpstream, fresh: FakeClassifier) -> None:
+    """Five answers at once, one check slot, a classifier taking 1 s, a 3 s timeout: the last check
+    waits about 4 s for its slot. Waiting does not count against its timeout, so every answer is
+    judged (and blocked); a starved check would fail open and let its answer through."""
+    upstream_server.reset()
+    fresh.delay_s = 1.0
+    with ProxyServer(upstream_server.url, policy("webhook", fresh).replace("timeout_s = 5.0", "timeout_s = 3.0"),
+                     check_concurrency=1) as p:
+        upstream_server.queue(*[Reply(text=f"Answer {i}: FORBIDDEN.") for i in range(5)])
+        with ThreadPoolExecutor(5) as pool:
+            texts = list(pool.map(lambda _: sdk_call(p.url, "chat", stream=False).text, range(5)))
+        metrics = httpx.get(p.url + "/metrics").text
+    assert texts == ["[withheld by the classifier]"] * 5
+    assert len(fresh.webhook_bodies) == 5
+    waits = re.search(r"^guardproxy_message_check_queue_seconds_count(?:\{[^}]*\})? (\S+)$", metrics, re.MULTILINE)
+    assert waits is not None and float(waits.group(1)) >= 5
+    assert "guardproxy_message_checks_in_flight" in metrics and "guardproxy_message_checks_queued" in metrics

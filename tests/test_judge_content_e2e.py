@@ -206,3 +206,15 @@ def test_a_model_that_refuses_temperature_is_asked_again_without_it(proxy: Proxy
     assert b"[withheld by the judge]" in res.content
     first, second = judge_bodies(upstream)
     assert "temperature" in json.dumps(first) and "temperature" not in json.dumps(second)
+
+
+def test_a_judge_model_named_by_the_policy_is_asked_whatever_model_the_client_chose(
+        upstream_server: FakeUpstream) -> None:
+    upstream_server.reset()
+    with ProxyServer(upstream_server.url, policy(model='"judge-small"')) as p:
+        upstream_server.queue(Reply(text=ANSWER))
+        upstream_server.judge_replies.append("VIOLATION")
+        res = post(p.url, "chat", stream=False, model="o3")
+    assert b"[withheld by the judge]" in res.content
+    (body,) = judge_bodies(upstream_server)
+    assert body["model"] == "judge-small" and body["temperature"] == 0

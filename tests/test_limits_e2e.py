@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from tests.apis import raw_call
+from tests.fakes.classifier import FakeClassifier
 from tests.fakes.proxy import ProxyServer
 from tests.fakes.upstream import FakeUpstream, Reply, sse
 
@@ -115,6 +116,24 @@ def test_the_depth_bound_applies_before_the_whole_text_checks(upstream_server: F
         res = raw_call(p.url, api, stream=True)
     assert failed_closed(api, res.status, res.raw), res.raw[:300]
     assert b"MAX_JSON_DEPTH" in res.raw and b"withheld: word" not in res.raw
+
+
+def test_a_flood_of_one_character_deltas_held_for_a_message_check_ends_at_the_byte_bound(
+        upstream_server: FakeUpstream) -> None:
+    """With a message check, delivery is buffered: every frame is held until the verdict (about 800
+    bytes of memory per one-character delta). What bounds that memory is ``MAX_RESPONSE_BYTES``: the
+    flood ends there with the API's error, and the check never runs on a message that never ended."""
+    upstream_server.reset()
+    frames = [chat_chunk({"role": "assistant", "content": ""})] + [chat_chunk({"content": "a"})] * 12_000
+    with FakeClassifier() as classifier:
+        checked = (f'[[message_guardrails]]\nid = "classifier"\nkind = "webhook"\n'
+                   f'url = "{classifier.url}/webhook"\n')
+        with ProxyServer(upstream_server.url, checked, **SMALL) as p:
+            upstream_server.queue(Reply(raw_frames=[*frames, chat_chunk({}, "stop"), b"data: [DONE]\n\n"]))
+            res = raw_call(p.url, "chat", stream=True)
+    assert failed_closed("chat", res.status, res.raw), res.raw[:300]
+    assert b"MAX_RESPONSE_BYTES" in res.raw and b'"content": "a"' not in res.raw
+    assert classifier.webhook_bodies == []
 
 
 def _unary_deep(proxy: ProxyServer, upstream: FakeUpstream, deep: str) -> Any:

@@ -23,7 +23,10 @@ class FakeClassifier:
         self.moderation_inputs: list[Any] = []
         self.refused = 0
         self.down = False
+        self.delay_s = 0.0
         """Every request gets a 503 (a classifier that is down)."""
+        self.delay_s = 0.0
+        """How long each request takes to answer (a slow classifier, for queueing tests)."""
         self.port = 0
         self._loop = asyncio.new_event_loop()
         self._runner: web.AppRunner | None = None
@@ -39,6 +42,7 @@ class FakeClassifier:
         self.moderation_inputs.clear()
         self.refused = 0
         self.down = False
+        self.delay_s = 0.0
 
     def __enter__(self) -> Self:
         self._thread.start()
@@ -71,6 +75,8 @@ class FakeClassifier:
 
     async def _read(self, request: web.Request) -> Any:
         raw = await request.read()
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
         if self.down:
             raise web.HTTPServiceUnavailable()
         if len(raw) > self.max_body:

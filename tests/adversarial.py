@@ -19,6 +19,20 @@ from typing import Any
 from tests.apis import Result, raw_call, sdk_call
 from tests.fakes.upstream import Reply, anthropic_frames, chat_frames, gemini_chunks, responses_frames
 
+SECRETS_POLICY = """
+[defaults]
+holdback_chars = 8
+
+[[stream_guardrails]]
+id = "secrets"
+kind = "secrets"
+replacement = "[withheld: credential]"
+"""
+"""The policy of the ``secrets_guard`` fixture (tests/conftest.py): the secrets check, text held 8 chars."""
+SECRET = "AKIAQ7XR4K2MZT9BWP3N"
+"""An AWS access key id: what the adversarial upstreams try to slip past the guard."""
+LEAKY = f"The key is {SECRET} as requested."
+
 STREAM_APIS = ("chat", "responses", "anthropic", "gemini")
 """The SSE APIs (Gemini's JSON-array stream has no SSE framing to bend)."""
 

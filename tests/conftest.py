@@ -4,6 +4,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.adversarial import SECRETS_POLICY
 from tests.fakes.proxy import ProxyServer
 from tests.fakes.upstream import FakeUpstream
 
@@ -38,4 +39,12 @@ def default_proxy(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
 def plain_proxy(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
     """The proxy with guardrails off (pure passthrough)."""
     with ProxyServer(upstream_server.url, guardrails_enabled=False) as p:
+        yield p
+
+
+@pytest.fixture(scope="session")
+def secrets_guard(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
+    """The proxy with the secrets check (``tests.adversarial.SECRETS_POLICY``): the adversarial and
+    edge suites try to slip ``tests.adversarial.SECRET`` past it."""
+    with ProxyServer(upstream_server.url, SECRETS_POLICY) as p:
         yield p

@@ -5,24 +5,12 @@ response, the official SDK's text and its errors must hold no byte of it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from tests.adversarial import STREAM_APIS, client_sees, frames_for, reframe
+from tests.adversarial import SECRET, STREAM_APIS, client_sees, frames_for, reframe
 from tests.fakes.proxy import ProxyServer
 from tests.fakes.upstream import FakeUpstream, Reply
 
-POLICY = """
-[defaults]
-holdback_chars = 8
-
-[[stream_guardrails]]
-id = "secrets"
-kind = "secrets"
-replacement = "[withheld: credential]"
-"""
-SECRET = "AKIAQ7XR4K2MZT9BWP3N"
 LEAKY = Reply(text=f"The key is {SECRET} as requested.",
               deltas=["The key is AKIAQ7XR", "4K2MZT9BWP3N as requested."])
 
@@ -35,18 +23,12 @@ ENDINGS = {
 }
 
 
-@pytest.fixture(scope="module")
-def guard_proxy(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
-    with ProxyServer(upstream_server.url, POLICY) as p:
-        yield p
-
-
 @pytest.mark.parametrize("ending", list(ENDINGS))
 @pytest.mark.parametrize("api", STREAM_APIS)
-def test_a_secret_across_events_is_caught_however_lines_end(guard_proxy: ProxyServer, upstream: FakeUpstream,
+def test_a_secret_across_events_is_caught_however_lines_end(secrets_guard: ProxyServer, upstream: FakeUpstream,
                                                             api: str, ending: str) -> None:
     frames = reframe(frames_for(api, LEAKY), ENDINGS[ending])
-    seen = client_sees(guard_proxy.url, api, lambda: upstream.queue(Reply(raw_frames=frames)))
+    seen = client_sees(secrets_guard.url, api, lambda: upstream.queue(Reply(raw_frames=frames)))
     shown = seen.everything()
     assert SECRET not in shown and "4K2MZT9BWP3N" not in shown
     assert seen.sdk is not None, seen.sdk_error
@@ -54,12 +36,12 @@ def test_a_secret_across_events_is_caught_however_lines_end(guard_proxy: ProxySe
 
 
 @pytest.mark.parametrize("name", ["message_delta", "content_block_stop", "x-custom", "message_start"])
-def test_anthropic_events_are_read_by_their_data_type_as_the_sdk_does(guard_proxy: ProxyServer,
+def test_anthropic_events_are_read_by_their_data_type_as_the_sdk_does(secrets_guard: ProxyServer,
                                                                       upstream: FakeUpstream, name: str) -> None:
     """The SDK skips only nameless, ``ping`` and ``error`` events and types the rest by ``data.type``:
     a text delta labelled with another event name still reaches the user."""
     frames = [f.replace(b"event: content_block_delta\n", f"event: {name}\n".encode())
               for f in frames_for("anthropic", LEAKY)]
-    seen = client_sees(guard_proxy.url, "anthropic", lambda: upstream.queue(Reply(raw_frames=frames)))
+    seen = client_sees(secrets_guard.url, "anthropic", lambda: upstream.queue(Reply(raw_frames=frames)))
     shown = seen.everything()
     assert SECRET not in shown and "4K2MZT9BWP3N" not in shown

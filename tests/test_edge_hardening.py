@@ -13,28 +13,11 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from tests.adversarial import LEAKY, SECRET, SECRETS_POLICY
 from tests.apis import raw_call, sdk_call
 from tests.fakes.faulty import assert_http_error, assert_stream_error
 from tests.fakes.proxy import ProxyServer
 from tests.fakes.upstream import FakeUpstream, Reply, anthropic_body, chat_body, gemini_chunks
-
-POLICY = """
-[defaults]
-holdback_chars = 8
-
-[[stream_guardrails]]
-id = "secrets"
-kind = "secrets"
-replacement = "[withheld: credential]"
-"""
-SECRET = "AKIAQ7XR4K2MZT9BWP3N"
-LEAKY = f"The key is {SECRET} as requested."
-
-
-@pytest.fixture(scope="module")
-def guard_proxy(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
-    with ProxyServer(upstream_server.url, POLICY) as p:
-        yield p
 
 
 def _deflate_raw(data: bytes) -> bytes:
@@ -47,24 +30,24 @@ CODINGS = {"gzip": gzip.compress, "deflate": zlib.compress, "deflate-raw": _defl
 
 
 @pytest.mark.parametrize("coding", list(CODINGS))
-def test_a_compressed_unary_body_is_decoded_then_checked(guard_proxy: ProxyServer, upstream: FakeUpstream,
+def test_a_compressed_unary_body_is_decoded_then_checked(secrets_guard: ProxyServer, upstream: FakeUpstream,
                                                          coding: str) -> None:
     body = json.dumps(chat_body(Reply(text=LEAKY), "m")).encode()
     header = "deflate" if coding == "deflate-raw" else coding
     upstream.queue(Reply(raw_body=CODINGS[coding](body), extra_headers={"content-encoding": header}))
-    res = raw_call(guard_proxy.url, "chat", stream=False)
+    res = raw_call(secrets_guard.url, "chat", stream=False)
     assert res.status == 200
     assert "content-encoding" not in res.headers
     assert SECRET.encode() not in res.raw and b"[withheld: credential]" in res.raw
     assert upstream.seen[0].headers.get("Accept-Encoding") == "identity"
 
 
-def test_a_compressed_stream_is_decoded_then_checked(guard_proxy: ProxyServer, upstream: FakeUpstream) -> None:
+def test_a_compressed_stream_is_decoded_then_checked(secrets_guard: ProxyServer, upstream: FakeUpstream) -> None:
     frames = b"".join(f"data: {json.dumps(c)}\r\n\r\n".encode() for c in gemini_chunks(
         Reply(text=LEAKY, deltas=["The key is AKIAQ7", "XR4K2MZT9BWP3N as requested."]), "m"))
     upstream.queue(Reply(raw_body=gzip.compress(frames), content_type="text/event-stream",
                          extra_headers={"content-encoding": "gzip"}))
-    res = sdk_call(guard_proxy.url, "gemini", stream=True)
+    res = sdk_call(secrets_guard.url, "gemini", stream=True)
     assert SECRET not in res.text and "AKIAQ7" not in res.text
     assert "[withheld: credential]" in res.text
 
@@ -72,17 +55,17 @@ def test_a_compressed_stream_is_decoded_then_checked(guard_proxy: ProxyServer, u
 @pytest.mark.parametrize(("coding", "payload"), [
     ("br", b"\x1b\x03\x00\xf8\xa5@\x04"), ("zstd", b"(\xb5/\xfd"), ("gzip", gzip.compress(b"{}" * 50, mtime=0)[:-12]),
     ("gzip", b"not gzip at all"), ("compress", b"\x1f\x9d")])
-def test_a_body_that_cannot_be_decoded_fails_closed(guard_proxy: ProxyServer, upstream: FakeUpstream,
+def test_a_body_that_cannot_be_decoded_fails_closed(secrets_guard: ProxyServer, upstream: FakeUpstream,
                                                     coding: str, payload: bytes) -> None:
     upstream.queue(Reply(raw_body=payload, extra_headers={"content-encoding": coding}))
-    res = raw_call(guard_proxy.url, "anthropic", stream=False)
+    res = raw_call(secrets_guard.url, "anthropic", stream=False)
     assert res.status == 502
     assert_http_error("anthropic", 502, res.raw)
-    metrics = httpx.get(guard_proxy.url + "/metrics").text
+    metrics = httpx.get(secrets_guard.url + "/metrics").text
     assert 'guardproxy_fail_closed_total{reason="content_encoding"}' in metrics
 
 
-def test_a_stream_whose_compression_breaks_midway_ends_with_the_api_error(guard_proxy: ProxyServer,
+def test_a_stream_whose_compression_breaks_midway_ends_with_the_api_error(secrets_guard: ProxyServer,
                                                                           upstream: FakeUpstream) -> None:
     text = "word " * 4000
     frames = b"".join(f"event: {t}\ndata: {json.dumps(d)}\n\n".encode() for t, d in [
@@ -92,7 +75,7 @@ def test_a_stream_whose_compression_breaks_midway_ends_with_the_api_error(guard_
         ("content_block_delta", {"type": "content_block_delta", "index": 0,
                                  "delta": {"type": "text_delta", "text": text}})])
     upstream.queue(Reply(raw_frames=[gzip.compress(frames)[:-40]], extra_headers={"content-encoding": "gzip"}))
-    res = raw_call(guard_proxy.url, "anthropic", stream=True)
+    res = raw_call(secrets_guard.url, "anthropic", stream=True)
     assert res.status in (200, 502)
     if res.status == 200:
         assert_stream_error("anthropic", res.raw)
@@ -100,16 +83,16 @@ def test_a_stream_whose_compression_breaks_midway_ends_with_the_api_error(guard_
         assert_http_error("anthropic", 502, res.raw)
 
 
-def test_passthrough_keeps_the_compressed_bytes(guard_proxy: ProxyServer, upstream: FakeUpstream) -> None:
+def test_passthrough_keeps_the_compressed_bytes(secrets_guard: ProxyServer, upstream: FakeUpstream) -> None:
     payload = gzip.compress(b'{"data": []}')
     upstream.queue(Reply(raw_body=payload, extra_headers={"content-encoding": "gzip"}))
-    r = httpx.get(guard_proxy.url + "/v1/files", headers={"accept-encoding": "gzip"})
+    r = httpx.get(secrets_guard.url + "/v1/files", headers={"accept-encoding": "gzip"})
     assert r.headers["content-encoding"] == "gzip" and r.json() == {"data": []}
 
 
-def test_expect_100_continue_neither_hangs_nor_travels(guard_proxy: ProxyServer, upstream: FakeUpstream) -> None:
+def test_expect_100_continue_neither_hangs_nor_travels(secrets_guard: ProxyServer, upstream: FakeUpstream) -> None:
     body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode()
-    with socket.create_connection(("127.0.0.1", guard_proxy.port), timeout=10) as s:
+    with socket.create_connection(("127.0.0.1", secrets_guard.port), timeout=10) as s:
         s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
                   b"expect: 100-continue\r\nauthorization: Bearer sk\r\n"
                   + f"content-length: {len(body)}\r\nconnection: close\r\n\r\n".encode())
@@ -125,7 +108,7 @@ def test_expect_100_continue_neither_hangs_nor_travels(guard_proxy: ProxyServer,
 
 @pytest.fixture(scope="module")
 def token_proxy(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
-    with ProxyServer(upstream_server.url, POLICY, auth_token="tok-123") as p:
+    with ProxyServer(upstream_server.url, SECRETS_POLICY, auth_token="tok-123") as p:
         yield p
 
 

@@ -9,32 +9,14 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
 
 import pytest
 
 from proxy.routes import BadPath, resolve
+from tests.adversarial import LEAKY, SECRET
 from tests.fakes.faulty import assert_http_error, headers_for
 from tests.fakes.proxy import ProxyServer
 from tests.fakes.upstream import FakeUpstream, Reply
-
-POLICY = """
-[defaults]
-holdback_chars = 8
-
-[[stream_guardrails]]
-id = "secrets"
-kind = "secrets"
-replacement = "[withheld: credential]"
-"""
-SECRET = "AKIAQ7XR4K2MZT9BWP3N"
-LEAKY = f"The key is {SECRET} as requested."
-
-
-@pytest.fixture(scope="module")
-def guard_proxy(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
-    with ProxyServer(upstream_server.url, POLICY) as p:
-        yield p
 
 
 def raw_post(proxy: ProxyServer, target: str, body: dict[str, object], headers: dict[str, str],
@@ -98,10 +80,10 @@ SPELLINGS = [
 
 @pytest.mark.parametrize(("target", "body", "api", "canonical"), SPELLINGS, ids=[s[0] for s in SPELLINGS])
 def test_every_spelling_of_a_model_endpoint_is_guarded_and_sent_canonical(
-        guard_proxy: ProxyServer, upstream: FakeUpstream, target: str, body: dict[str, object], api: str,
+        secrets_guard: ProxyServer, upstream: FakeUpstream, target: str, body: dict[str, object], api: str,
         canonical: str) -> None:
     upstream.queue(Reply(text=LEAKY))
-    status, resp = raw_post(guard_proxy, target, body, headers_for(api))
+    status, resp = raw_post(secrets_guard, target, body, headers_for(api))
     assert status == 200, resp
     assert SECRET.encode() not in resp
     assert b"[withheld: credential]" in resp
@@ -119,10 +101,10 @@ STREAM_SPELLINGS = [
 
 
 @pytest.mark.parametrize(("target", "query"), STREAM_SPELLINGS, ids=[s[0] for s in STREAM_SPELLINGS])
-def test_gemini_streams_are_guarded_however_alt_is_spelled(guard_proxy: ProxyServer, upstream: FakeUpstream,
+def test_gemini_streams_are_guarded_however_alt_is_spelled(secrets_guard: ProxyServer, upstream: FakeUpstream,
                                                            target: str, query: str) -> None:
     upstream.queue(Reply(text=LEAKY, deltas=["The key is AKIAQ7XR", "4K2MZT9BWP3N as requested."]))
-    status, resp = raw_post(guard_proxy, target, GEMINI, headers_for("gemini"))
+    status, resp = raw_post(secrets_guard, target, GEMINI, headers_for("gemini"))
     assert status == 200, resp
     assert SECRET.encode() not in resp and b"AKIAQ7XR" not in resp
     assert [(s.path, s.query) for s in upstream.seen] == [("/v1beta/models/m:streamGenerateContent", query)]
@@ -130,9 +112,9 @@ def test_gemini_streams_are_guarded_however_alt_is_spelled(guard_proxy: ProxySer
 
 @pytest.mark.parametrize("target", ["/v1beta/models/m:streamGenerateContent?alt=proto",
                                     "/v1beta/models/m:streamGenerateContent?alt=sse&alt=json"])
-def test_an_alt_the_proxy_cannot_read_is_refused(guard_proxy: ProxyServer, upstream: FakeUpstream,
+def test_an_alt_the_proxy_cannot_read_is_refused(secrets_guard: ProxyServer, upstream: FakeUpstream,
                                                  target: str) -> None:
-    status, resp = raw_post(guard_proxy, target, GEMINI, headers_for("gemini"))
+    status, resp = raw_post(secrets_guard, target, GEMINI, headers_for("gemini"))
     assert status == 400
     assert_http_error("gemini", 400, resp)
     assert upstream.seen == []
@@ -160,9 +142,9 @@ REFUSED = [
 
 
 @pytest.mark.parametrize(("method", "target", "api"), REFUSED, ids=[f"{m} {t}" for m, t, _ in REFUSED])
-def test_model_endpoints_the_proxy_cannot_check_are_refused(guard_proxy: ProxyServer, upstream: FakeUpstream,
+def test_model_endpoints_the_proxy_cannot_check_are_refused(secrets_guard: ProxyServer, upstream: FakeUpstream,
                                                            method: str, target: str, api: str) -> None:
-    status, resp = raw_post(guard_proxy, target, CHAT, headers_for(api), method=method)
+    status, resp = raw_post(secrets_guard, target, CHAT, headers_for(api), method=method)
     assert status == 403, resp
     err = assert_http_error(api, 403, resp)
     assert "guardproxy does not relay" in str(err["message"])
@@ -181,22 +163,22 @@ PASSED = [("GET", "/v1/models"), ("POST", "/v1/messages/count_tokens"), ("POST",
 
 
 @pytest.mark.parametrize(("method", "target"), PASSED, ids=[f"{m} {t}" for m, t in PASSED])
-def test_endpoints_without_model_output_still_pass(guard_proxy: ProxyServer, upstream: FakeUpstream,
+def test_endpoints_without_model_output_still_pass(secrets_guard: ProxyServer, upstream: FakeUpstream,
                                                   method: str, target: str) -> None:
-    status, _ = raw_post(guard_proxy, target, CHAT, headers_for("chat"), method=method)
+    status, _ = raw_post(secrets_guard, target, CHAT, headers_for("chat"), method=method)
     assert status == 200
     assert [s.path for s in upstream.seen] == [target]
 
 
-def test_a_background_response_is_refused(guard_proxy: ProxyServer, upstream: FakeUpstream) -> None:
-    status, resp = raw_post(guard_proxy, "/v1/responses", {**RESPONSES, "background": True}, headers_for("chat"))
+def test_a_background_response_is_refused(secrets_guard: ProxyServer, upstream: FakeUpstream) -> None:
+    status, resp = raw_post(secrets_guard, "/v1/responses", {**RESPONSES, "background": True}, headers_for("chat"))
     assert status == 400
     assert "background" in str(assert_http_error("responses", 400, resp)["message"])
     assert upstream.seen == []
 
 
-def test_method_override_headers_never_reach_the_upstream(guard_proxy: ProxyServer, upstream: FakeUpstream) -> None:
-    status, _ = raw_post(guard_proxy, "/v1/models", {}, {**headers_for("gemini"), "x-http-method-override": "POST",
+def test_method_override_headers_never_reach_the_upstream(secrets_guard: ProxyServer, upstream: FakeUpstream) -> None:
+    status, _ = raw_post(secrets_guard, "/v1/models", {}, {**headers_for("gemini"), "x-http-method-override": "POST",
                                                          "x-http-method": "POST"}, method="GET")
     assert status == 200
     sent = {k.lower() for k in upstream.seen[0].headers}

@@ -97,7 +97,6 @@ CITATION_TURN = [
         "type": "char_location", "cited_text": "The grass is green.", "document_index": 0,
         "document_title": "Facts", "start_char_index": 0, "end_char_index": 19}}),
     block_stop(0),
-    b'data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"nameless"}}\n\n',
     message_delta("end_turn"), MESSAGE_STOP,
 ]
 
@@ -149,10 +148,29 @@ def test_tool_turn_decodes_sequential_calls_keyed_by_block_index_and_thinking_as
     ]
 
 
-def test_citations_are_checked_whole_and_nameless_events_are_ignored_like_the_sdk_does() -> None:
+def test_citations_are_checked_whole() -> None:
     assert events(decode(CITATION_TURN)) == [
         TextDelta("The grass is green."), WholeText("The grass is green.", 0, "citation"),
         WholeText("Facts", 0, "citation"), Finish("end_turn")]
+
+
+@pytest.mark.parametrize("frame", [
+    b'data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"nameless"}}\n\n',
+    b'event: ping\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}\n\n',
+    b'event: ping\ndata: {"text":"no type"}\n\n',
+    b'event: content_block_delta\nData: {"type":"content_block_delta"}\n\n',
+    b'{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"bare"}}\n\n',
+])
+def test_content_the_sdks_skip_but_other_clients_read_is_unreadable(frame: bytes) -> None:
+    """The SDKs drop nameless and ``ping`` events by name and lines that are no SSE field; clients
+    that read events by data.type, or every line, would show them: the answer fails closed."""
+    assert [f.unreadable for f in decode([MESSAGE_START, frame])] == [False, True]
+
+
+@pytest.mark.parametrize("frame", [PING, b": keepalive\n\n", b"event: ping\n\n", b"id: 7\nretry: 10\n\n",
+                                   b'data: {"type":"ping"}\n\n'])
+def test_pings_comments_and_fields_without_content_are_relayed(frame: bytes) -> None:
+    assert decode([MESSAGE_START, frame])[1] == Frame(frame)
 
 
 def test_in_stream_error_becomes_stream_error() -> None:

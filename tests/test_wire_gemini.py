@@ -173,8 +173,30 @@ def test_malformed_frames_carry_no_events_and_never_raise() -> None:
     pieces = [b"data: {not json\r\n\r\n", b"data: [1, 2]\r\n\r\n", b"event: x\r\n\r\n", b"data: {\"cand"]
     frames = decode("sse", pieces)
     assert events(frames) == [] and b"".join(f.raw for f in frames) == b"".join(pieces)
+    assert [f.unreadable for f in frames] == [True, True, False, True]
     frames = decode("array", [b"[{\"candidates\": 3}, {oops}, {\"trunc"])
     assert events(frames) == [Unvetted("candidates of an unknown shape")]  # fails closed
+
+
+BARE = b'{"candidates": [{"content": {"parts": [{"text": "bare"}], "role": "model"}, "index": 0}]}'
+
+
+@pytest.mark.parametrize("frame", [
+    sse(TEXT_CHUNKS[0]).replace(b"\r\n\r\n", b"\r\n" + BARE + b"\r\n\r\n"),  # two chunks for google-genai
+    BARE + b"\r\n" + sse(TEXT_CHUNKS[0]),
+    BARE + b"\r\n" + BARE + b"\r\n\r\n",
+    b"Data: " + BARE + b"\r\n\r\n",
+    b"the key is here\r\n\r\n",
+    b'["bare", "array"]\r\n\r\n',
+])
+def test_a_bare_line_that_is_not_one_chunk_alone_is_unreadable(frame: bytes) -> None:
+    assert [f.unreadable for f in decode("sse", [SSE_TEXT[0], frame])] == [False, True]
+
+
+def test_a_bare_json_chunk_alone_is_read_as_google_genai_reads_it() -> None:
+    frames = decode("sse", [SSE_TEXT[0], BARE + b"\r\n\r\n", b": keepalive\r\n\r\n", b"id: 3\r\n\r\n"])
+    assert [f.unreadable for f in frames] == [False, False, False, False]
+    assert frames[1].text == "bare" and frames[2:] == [Frame(b": keepalive\r\n\r\n"), Frame(b"id: 3\r\n\r\n")]
 
 
 ALL = [("sse", SSE_TEXT), ("sse", SSE_TOOL), ("sse", SSE_ERROR), ("sse", SSE_PING), ("sse", SSE_SAFETY),

@@ -212,7 +212,20 @@ def test_malformed_and_unknown_frames_pass_through_without_events() -> None:
     data = b"data: {not json\n\nevent: x\ndata: [1]\n\ndata: {\"type\":\"response.queued\"}\n\ntrailing"
     _, frames = decode(data)
     assert [f.events for f in frames] == [(), (), (), ()]
+    assert [f.unreadable for f in frames] == [True, True, False, True]
     assert b"".join(f.raw for f in frames) == data
+
+
+@pytest.mark.parametrize("frame", [b'{"type":"response.output_text.delta","delta":"bare"}\n\n',
+                                   b'event: response.output_text.delta\nData: {"delta":"x"}\n\n'])
+def test_a_line_that_is_no_sse_field_is_unreadable(frame: bytes) -> None:
+    assert [f.unreadable for f in decode(frame)[1]] == [True]
+
+
+def test_comments_and_fields_without_data_are_relayed() -> None:
+    data = b": keepalive\n\nid: 4\nretry: 100\n\nevent: x\n\n"
+    assert [(f.raw, f.unreadable) for f in decode(data)[1]] == [
+        (b": keepalive\n\n", False), (b"id: 4\nretry: 100\n\n", False), (b"event: x\n\n", False)]
 
 
 @pytest.mark.parametrize("name", FIXTURES)

@@ -343,16 +343,20 @@ class MessagesStream(StreamCodec):
 
     def _decode(self, raw: bytes) -> Frame:
         sse = parse_fields(raw)
-        if sse.event is None or not sse.has_data:
-            return Frame(raw)  # the SDKs drop nameless events; comments and pings carry nothing
-        if sse.event == "ping":
-            return Frame(raw)  # skipped by name by the SDKs, whatever its data says
+        if sse.foreign:  # the SDKs skip a line that is no SSE field, other clients may read it
+            return Frame(raw, unreadable=True)
+        if not sse.has_data:
+            return Frame(raw)  # comments, and events that carry nothing
         try:
             data = loads(sse.data)
         except ValueError:
             return Frame(raw, unreadable=True)
         if not isinstance(data, dict):
             return Frame(raw, unreadable=True)
+        if sse.event is None or sse.event == "ping":
+            # The SDKs skip these by name, whatever their data says; clients that read events by
+            # data.type would show them. Only a ping is the same event for both.
+            return Frame(raw, unreadable=data.get("type") != "ping")
         try:
             name = _event_type(sse.event, data)
             return Frame(raw, tuple(self._events(name, data)), last=name == "message_stop")

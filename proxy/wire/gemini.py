@@ -593,12 +593,25 @@ class GeminiSSEStream(_GeminiStream):
 
     def _decode(self, raw: bytes) -> Frame:
         sse = parse_fields(raw)
-        # A bare JSON object (the API's own mid-stream error write) has no ``data:`` field.
-        text = sse.data if sse.has_data else raw.decode("utf-8", errors="replace").strip()
+        if sse.foreign and sse.has_data:
+            # google-genai reads a bare line as a chunk of its own, beside the frame's data: two
+            # chunks for the SDK where the proxy would read one.
+            return Frame(raw, unreadable=True)
+        if sse.foreign:  # a bare JSON object (the API's own mid-stream error write), read whole as google-genai reads it
+            text = raw.decode("utf-8", errors="replace").strip()
+        elif sse.has_data:
+            text = sse.data
+        else:
+            return Frame(raw)  # comments, ids: nothing a client shows
+        if not text.strip():
+            return Frame(raw)
         try:
-            return Frame(raw, self._events(loads(text)))
+            chunk = loads(text)
         except ValueError:
-            return Frame(raw, unreadable=bool(text) and (sse.has_data or text.startswith("{")))
+            return Frame(raw, unreadable=True)
+        if not isinstance(chunk, dict):
+            return Frame(raw, unreadable=True)
+        return Frame(raw, self._events(chunk))
 
     def note_sent(self, frame: Frame) -> None:
         """Nothing to track: every SSE chunk stands alone (no indexes, no open blocks)."""

@@ -411,6 +411,8 @@ class ChatStream(StreamCodec):
 
     def _decode_frame(self, raw: bytes) -> Frame:
         sse = parse_fields(raw)
+        if sse.foreign:  # the SDK skips a line that is no SSE field, other clients may read it
+            return Frame(raw, unreadable=True)
         if not sse.has_data:
             return Frame(raw, self._close_tools())
         if sse.data.startswith("[DONE]"):

@@ -312,9 +312,14 @@ def _tool_item(call: ToolCall, custom: bool, item_id: str = "", status: str = ""
 
 
 def _load(raw: bytes) -> dict[str, Any] | None:
+    """The event's JSON object; an empty one for a frame without data (a comment, an ``id:``),
+    None for anything else: data that is not a JSON object, a line that is no SSE field (the SDK
+    skips it, other clients may read it)."""
     sse = parse_fields(raw)
-    if not sse.has_data:
+    if sse.foreign:
         return None
+    if not sse.has_data:
+        return {}
     try:
         ev = loads(sse.data)
     except ValueError:
@@ -376,7 +381,9 @@ class ResponsesStream(StreamCodec):
     def _decode(self, raw: bytes) -> Frame:
         ev = _load(raw)
         if ev is None:
-            return Frame(raw, unreadable=parse_fields(raw).has_data)  # data that is not a JSON object
+            return Frame(raw, unreadable=True)
+        if not ev:
+            return Frame(raw)
         try:
             return Frame(raw, tuple(self._events(ev)))
         except (TypeError, AttributeError, ValueError, KeyError):

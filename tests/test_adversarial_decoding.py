@@ -1,0 +1,134 @@
+"""Fail-closed decoding (issues 10.5 and 10.7): what the proxy cannot read is never relayed because
+its decoder did not understand it. An upstream hides a credential where some client would still find
+it: a ``data:`` line that is not JSON, a truncated chunk, a line that is no SSE field (the SDKs skip
+it; curl, agents with their own parsers and google-genai read it), an Anthropic event the SDKs skip
+by name but other clients read by its ``data.type``, a Gemini bare JSON line beside ``data:`` lines,
+a unary body that is not the API's JSON. The answer must end with the API's well-formed error and
+hold no byte of the credential in the raw response (httpx), in what the official SDK yields, or in
+its error. Legitimate SSE lines that carry nothing (comments, ``id:``, ``retry:``, ``event:``) still
+pass byte for byte."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.adversarial import SECRET, STREAM_APIS, client_sees, frames_for
+from tests.apis import raw_call, sdk_call
+from tests.fakes.faulty import assert_http_error, assert_stream_error
+from tests.fakes.proxy import ProxyServer
+from tests.fakes.upstream import FakeUpstream, Reply
+
+CLEAN = Reply(text="Nothing to see here.")
+EVENT_NAME = {"responses": "response.output_text.delta", "anthropic": "content_block_delta"}
+
+
+def _chunk_with_secret(api: str) -> dict[str, object]:
+    """A chunk of ``api`` whose text is the credential (what a lenient client would render)."""
+    text = f"key {SECRET}. "
+    if api == "chat":
+        return {"id": "c", "object": "chat.completion.chunk", "model": "m",
+                "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]}
+    if api == "responses":
+        return {"type": "response.output_text.delta", "item_id": "msg_fake1", "output_index": 0,
+                "content_index": 0, "delta": text, "sequence_number": 5}
+    if api == "anthropic":
+        return {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}
+    return {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}]}
+
+
+def _bad_frame(api: str, how: str) -> bytes:
+    chunk = json.dumps(_chunk_with_secret(api))
+    head = f"event: {EVENT_NAME[api]}\n" if api in EVENT_NAME else ""
+    return {
+        "not-json": f"{head}data: {chunk[:-1]} trailing words\n\n",
+        "truncated": f"{head}data: {chunk[:-20]}\n\n",
+        "not-an-object": f"{head}data: [{chunk}]\n\n",
+        "bare-json-line": f"{chunk}\n\n",
+        "bare-text-line": f"the key is {SECRET}\n\n",
+        "capitalised-field": f"{head}Data: {chunk}\n\n",
+        "bare-line-after-data": f"{head}data: {{}}\n{chunk}\n\n",
+        "bare-line-before-data": f"{chunk}\n{head}data: {{}}\n\n",
+        "nameless": f"data: {chunk}\n\n",
+        "ping-named": f"event: ping\ndata: {chunk}\n\n",
+    }[how].encode()
+
+
+ANY_API = ("not-json", "truncated", "not-an-object", "bare-text-line", "capitalised-field",
+           "bare-line-after-data", "bare-line-before-data")
+CASES = [(api, how) for api in STREAM_APIS for how in ANY_API]
+CASES += [(api, "bare-json-line") for api in STREAM_APIS if api != "gemini"]
+CASES += [("anthropic", "nameless"), ("anthropic", "ping-named")]
+
+
+@pytest.mark.parametrize(("api", "how"), CASES, ids=[f"{a}-{h}" for a, h in CASES])
+def test_a_frame_some_client_reads_but_the_proxy_cannot_ends_with_the_api_error(
+        secrets_guard: ProxyServer, upstream: FakeUpstream, api: str, how: str) -> None:
+    frames = frames_for(api, CLEAN)
+    frames = [*frames[:3], _bad_frame(api, how), *frames[3:]]
+    seen = client_sees(secrets_guard.url, api, lambda: upstream.queue(Reply(raw_frames=frames)))
+    assert SECRET not in seen.everything()
+    assert "4K2MZT9BWP3N" not in seen.everything()
+    if seen.raw.status == 200:
+        assert_stream_error(api, seen.raw.raw)
+    else:
+        assert_http_error(api, 502, seen.raw.raw)
+    assert seen.sdk_error is not None  # the SDK raises the API's error, it does not end quietly
+
+
+def test_a_bare_json_chunk_alone_in_a_gemini_frame_is_read_as_google_genai_reads_it(
+        secrets_guard: ProxyServer, upstream: FakeUpstream) -> None:
+    """google-genai takes a frame of bare JSON for a chunk (the API writes its mid-stream error so):
+    the proxy reads it the same way, so its text is checked like any other."""
+    frames = frames_for("gemini", CLEAN)
+    frames = [*frames[:1], _bad_frame("gemini", "bare-json-line"), *frames[1:]]
+    seen = client_sees(secrets_guard.url, "gemini", lambda: upstream.queue(Reply(raw_frames=frames)))
+    assert SECRET not in seen.everything()
+    assert seen.sdk is not None and "[withheld: credential]" in seen.sdk.text, seen.sdk_error
+
+
+KEEPALIVES = {
+    "comment": b": keepalive\n\n",
+    "id-and-retry": b"id: 17\nretry: 3000\n\n",
+    "event-without-data": b"event: keepalive\n\n",
+}
+
+
+@pytest.mark.parametrize("line", list(KEEPALIVES))
+@pytest.mark.parametrize("api", STREAM_APIS)
+def test_sse_lines_that_carry_nothing_are_relayed_byte_for_byte(secrets_guard: ProxyServer, upstream: FakeUpstream,
+                                                                api: str, line: str) -> None:
+    frames = frames_for(api, CLEAN)
+    frames = [*frames[:2], KEEPALIVES[line], *frames[2:]]
+    upstream.queue(Reply(raw_frames=frames))
+    raw = raw_call(secrets_guard.url, api, stream=True)
+    assert raw.status == 200 and raw.raw == b"".join(frames)
+    # The SDKs' own limits: google-genai reads every line that is not ``data: `` as JSON, and openai
+    # dispatches a frame with an id or a name but no data as an event whose empty data it parses.
+    if api == "anthropic" or (line == "comment" and api != "gemini"):
+        upstream.queue(Reply(raw_frames=frames))
+        assert sdk_call(secrets_guard.url, api, stream=True).text == CLEAN.text
+
+
+# ------------------------------------------------------------------ non-streaming
+UNARY_BODIES = {
+    "not-json": f"Sure, the key is {SECRET}.".encode(),
+    "truncated": json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content":
+                                                                 f"key {SECRET}. and more"}}]}).encode()[:-30],
+    "sse-to-unary": f'data: {{"choices":[{{"index":0,"delta":{{"content":"key {SECRET}. "}}}}]}}\n\n'.encode(),
+}
+
+
+@pytest.mark.parametrize("how", list(UNARY_BODIES))
+@pytest.mark.parametrize("api", ["chat", "responses", "anthropic", "gemini"])
+def test_a_unary_body_the_proxy_cannot_read_is_a_502(secrets_guard: ProxyServer, upstream: FakeUpstream,
+                                                     api: str, how: str) -> None:
+    """A 2xx body that is not the API's JSON (text, truncated JSON, an event stream) is never relayed
+    unread: the raw client gets the API's 502, the SDK raises it."""
+    ctype = "text/event-stream" if how == "sse-to-unary" else "application/json"
+    seen = client_sees(secrets_guard.url, api, lambda: upstream.queue(Reply(raw_body=UNARY_BODIES[how],
+                                                                            content_type=ctype)), stream=False)
+    assert SECRET not in seen.everything()
+    assert seen.raw.status == 502 and seen.sdk_error is not None
+    assert_http_error(api, 502, seen.raw.raw)

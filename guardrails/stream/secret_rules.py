@@ -49,6 +49,10 @@ _LB = r"(?<![A-Za-z0-9_])"       # a token starts here (not inside a word)
 _LBD = r"(?<![A-Za-z0-9_.-])"    # ... nor inside a dotted or dashed name
 _END = "(?![A-Za-z0-9])"
 _END64 = r"(?![A-Za-z0-9_-])"
+# An upper-case key id ends where its run of capitals and digits ends, or where a word is glued on
+# (``...BWP3Nothing``, ``...BWP3NNothing``: the next capital starts a lower-case word). Scanners such
+# as nosey parker end it at a word boundary and miss the glued key; a guard must not relay it.
+_END_CAPS = "(?![0-9]|[A-Z](?![a-z]))"
 # What may follow a keyword in an assignment before its value is complete (the ``alive`` grammar).
 _ASSIGNING = r"[\w.-]{0,24}[\"'\]]{0,2}\s{0,3}[:=>]{0,3}\s{0,3}[\"'`]?[A-Za-z0-9+/=]{0,100}"
 
@@ -66,7 +70,7 @@ JWT_HEADER_MAX = 600
 RULES: tuple[SecretRule, ...] = (
     # --- cloud -------------------------------------------------------------------------------------
     _p("aws-access-key-id", "aws", ("akia", "asia", "abia", "acca", "a3t"),
-       rf"(?<![A-Z0-9])(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)(?P<s>[A-Z0-9]{{16}}){_END}", min_classes=1),
+       rf"(?<![A-Z0-9])(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)(?P<s>[A-Z0-9]{{16}}){_END_CAPS}", min_classes=1),
     _p("aws-secret-access-key", "aws", ("aws_secret", "awssecret", "secret"),
        r"(?i:(?:aws_?)?secret_?access_?key|aws_?secret_?key)[\"']?\s{0,3}[:=]{1,2}>?\s{0,3}[\"']?"
        r"(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])", back=4, spans_space=True, alive=_ASSIGNING),

@@ -1,0 +1,40 @@
+"""A key id glued to the word after it (``AKIA...BWP3NNothing``) is still a leak: the client shows the
+key, whatever follows it. Scanners that end a key id at a word boundary miss it; the guard ends an
+upper-case key id where its run of capitals and digits ends or where a lower-case word begins. A run
+that simply goes on (more capitals or digits) is another token and passes, as do ordinary words."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.adversarial import SECRET, client_sees
+from tests.fakes.proxy import ProxyServer
+from tests.fakes.upstream import FakeUpstream, Reply
+from tests.stream_support import random_chunks
+from tests.test_secrets_catalog import blocked_category
+
+GLUED = [f"{SECRET}Nothing to add.", f"{SECRET}nothing to add.", f"Here:{SECRET}Nothing", f"the{SECRET}Is it",
+         "ASIAY3K7QW2ZP5MN4RT6Done", f"{SECRET}Ok"]
+
+
+@pytest.mark.parametrize("text", GLUED)
+def test_a_key_id_glued_to_a_word_is_blocked_whole_and_streamed(text: str) -> None:
+    assert blocked_category(text, [text]) == "aws"
+    assert blocked_category(text) == "aws"  # one character at a time
+    assert blocked_category(text, list(random_chunks(text, seed=7))) == "aws"
+
+
+@pytest.mark.parametrize("text", [
+    f"{SECRET}NOTHING", f"{SECRET}7", f"{SECRET}N", f"X{SECRET}Nothing",
+    "AKIAIOSFODNN7EXAMPLEThing", "ACCAUNTINGDEPARTMENTSOverview", "ASIA is big.", "ABIAS Nothing",
+])
+def test_longer_runs_examples_and_words_pass(text: str) -> None:
+    assert blocked_category(text + " and more.") is None
+
+
+@pytest.mark.parametrize("api", ["chat", "anthropic", "gemini"])
+def test_a_glued_key_id_never_reaches_the_client(secrets_guard: ProxyServer, upstream: FakeUpstream, api: str) -> None:
+    reply = Reply(text=f"The key is {SECRET}Nothing else.", deltas=["The key is AKIAQ7XR", "4K2MZT9BWP3N", "Nothing else."])
+    seen = client_sees(secrets_guard.url, api, lambda: upstream.queue(reply))
+    assert SECRET not in seen.everything() and "4K2MZT9BWP3N" not in seen.everything()
+    assert seen.sdk is not None and "[withheld: credential]" in seen.sdk.text, seen.sdk_error

@@ -14,11 +14,11 @@ import json
 
 import pytest
 
-from tests.adversarial import SECRET, STREAM_APIS, client_sees, frames_for
+from tests.adversarial import SECRET, STREAM_APIS, Seen, client_sees, frames_for
 from tests.apis import raw_call, sdk_call
 from tests.fakes.faulty import assert_http_error, assert_stream_error
 from tests.fakes.proxy import ProxyServer
-from tests.fakes.upstream import FakeUpstream, Reply
+from tests.fakes.upstream import FakeUpstream, Reply, gemini_chunks
 
 CLEAN = Reply(text="Nothing to see here.")
 EVENT_NAME = {"responses": "response.output_text.delta", "anthropic": "content_block_delta"}
@@ -70,11 +70,17 @@ def test_a_frame_some_client_reads_but_the_proxy_cannot_ends_with_the_api_error(
     seen = client_sees(secrets_guard.url, api, lambda: upstream.queue(Reply(raw_frames=frames)))
     assert SECRET not in seen.everything()
     assert "4K2MZT9BWP3N" not in seen.everything()
+    _assert_api_error(api, seen)
+
+
+def _assert_api_error(api: str, seen: Seen) -> None:
+    """The answer ends with the API's own error: a 502 before anything was sent, else the in-stream
+    error; the SDK raises it (it does not end quietly)."""
     if seen.raw.status == 200:
         assert_stream_error(api, seen.raw.raw)
     else:
         assert_http_error(api, 502, seen.raw.raw)
-    assert seen.sdk_error is not None  # the SDK raises the API's error, it does not end quietly
+    assert seen.sdk_error is not None
 
 
 def test_a_bare_json_chunk_alone_in_a_gemini_frame_is_read_as_google_genai_reads_it(
@@ -132,3 +138,69 @@ def test_a_unary_body_the_proxy_cannot_read_is_a_502(secrets_guard: ProxyServer,
     assert SECRET not in seen.everything()
     assert seen.raw.status == 502 and seen.sdk_error is not None
     assert_http_error(api, 502, seen.raw.raw)
+
+
+def _error_with_content(api: str) -> bytes:
+    """The API's in-stream error, carrying model content beside it (the SDKs raise on the error and
+    show nothing; a client that reads the rest of the object would show the content)."""
+    chunk = _chunk_with_secret(api)
+    if api == "chat":
+        return f"data: {json.dumps(chunk | {'error': {'message': 'overloaded', 'type': 'server_error'}})}\n\n".encode()
+    if api == "responses":
+        ev = {"type": "error", "code": "server_error", "message": "overloaded", "sequence_number": 5,
+              "delta": f"key {SECRET}."}
+        return f"event: error\ndata: {json.dumps(ev)}\n\n".encode()
+    if api == "anthropic":
+        ev = {"type": "error", "error": {"type": "overloaded_error", "message": "overloaded"}, "delta": chunk["delta"]}
+        return f"event: error\ndata: {json.dumps(ev)}\n\n".encode()
+    return json.dumps(chunk | {"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}).encode() + b"\n\n"
+
+
+@pytest.mark.parametrize("api", STREAM_APIS)
+def test_an_error_event_carrying_content_does_not_relay_it(secrets_guard: ProxyServer, upstream: FakeUpstream,
+                                                           api: str) -> None:
+    frames = frames_for(api, CLEAN)
+    frames = [*frames[:3], _error_with_content(api)]
+    seen = client_sees(secrets_guard.url, api, lambda: upstream.queue(Reply(raw_frames=frames)))
+    assert SECRET not in seen.everything()
+    _assert_api_error(api, seen)
+
+
+# ------------------------------------------------------------------ Gemini's JSON-array stream
+def _array_with(junk: bytes, where: str) -> list[bytes]:
+    """A Gemini JSON-array stream (no ``alt=sse``) with ``junk`` between two elements or after ``]``."""
+    first, *rest = [json.dumps(c).encode() for c in gemini_chunks(CLEAN, "m")]
+    if where == "between":
+        return [b"[" + first, b",\r\n" + junk + b"\r\n" + b",\r\n".join(rest) + b"]"]
+    return [b"[" + first, b",\r\n" + b",\r\n".join(rest) + b"]", junk]
+
+
+ARRAY_JUNK = {
+    "text-between": (f"the key is {SECRET}".encode(), "between"),
+    "string-element": (f'"the key is {SECRET}",'.encode(), "between"),
+    "array-element": (f'["the key is {SECRET}"],'.encode(), "between"),
+    "text-after": (f"\r\nthe key is {SECRET}".encode(), "after"),
+}
+
+
+@pytest.mark.parametrize("how", list(ARRAY_JUNK))
+def test_bytes_outside_the_gemini_array_elements_fail_closed(secrets_guard: ProxyServer, upstream: FakeUpstream,
+                                                             how: str) -> None:
+    """A client that reads the array with a JSON parser (or prints it) would see what lies between
+    or after the elements; the proxy only reads the elements: anything else fails closed."""
+    upstream.queue(Reply(raw_frames=_array_with(*ARRAY_JUNK[how])))
+    raw = raw_call(secrets_guard.url, "gemini_array", stream=True)
+    assert SECRET not in raw.raw.decode("utf-8", "replace")
+    if raw.status == 200:
+        assert_stream_error("gemini_array", raw.raw)
+    else:
+        assert_http_error("gemini", 502, raw.raw)
+
+
+def test_a_clean_gemini_array_with_any_whitespace_passes_byte_for_byte(secrets_guard: ProxyServer,
+                                                                       upstream: FakeUpstream) -> None:
+    frames = [b"[\n  " + f.removeprefix(b"[") for f in _array_with(b" \t", "between")]
+    frames[-1] = frames[-1].removesuffix(b"]") + b"\n]\n"
+    upstream.queue(Reply(raw_frames=frames))
+    raw = raw_call(secrets_guard.url, "gemini_array", stream=True)
+    assert raw.status == 200 and raw.raw == b"".join(frames)

@@ -193,6 +193,13 @@ def test_a_bare_line_that_is_not_one_chunk_alone_is_unreadable(frame: bytes) -> 
     assert [f.unreadable for f in decode("sse", [SSE_TEXT[0], frame])] == [False, True]
 
 
+def test_array_bytes_outside_the_elements_are_unreadable() -> None:
+    frames = decode("array", [b'[{"candidates": []},\r\n"text", {"candidates": []},\r\n["x"],\r\n{"candidates": []}]', b" ok"])
+    assert [f.unreadable for f in frames] == [False, True, True, False, False, True]
+    frames = decode("array", [b'[\n {"candidates": []} ,\n\t{"candidates": []}\n]\n'])
+    assert not any(f.unreadable for f in frames)
+
+
 def test_a_bare_json_chunk_alone_is_read_as_google_genai_reads_it() -> None:
     frames = decode("sse", [SSE_TEXT[0], BARE + b"\r\n\r\n", b": keepalive\r\n\r\n", b"id: 3\r\n\r\n"])
     assert [f.unreadable for f in frames] == [False, False, False, False]

@@ -461,6 +461,10 @@ _IN_STRING = re.compile(rb'["\\]')
 _OUTSIDE = re.compile(rb'["{}\]]')
 
 
+_ARRAY_SYNTAX = b"[], \t\r\n"
+"""The bytes a JSON-array stream may hold outside its elements."""
+
+
 class ArraySplitter:
     """Cuts a streamed JSON array (``[{...},\\r\\n{...}]``) at top-level object boundaries.
 
@@ -653,6 +657,10 @@ class GeminiArrayStream(_GeminiStream):
 
     def _decode(self, raw: bytes) -> Frame:
         brace = raw.find(b"{")
+        # Only the elements are read: any other bytes between or after them (text, a string or an
+        # array element) would be shown by a client that prints or parses the array, unchecked.
+        if (raw if brace < 0 else raw[:brace]).strip(_ARRAY_SYNTAX):
+            return Frame(raw, unreadable=True)
         if brace < 0 or not raw.rstrip().endswith(b"}"):
             # the closing ``]`` (the terminator), whitespace, or a truncated element (unreadable)
             return Frame(raw, last=raw.rstrip().endswith(b"]"), unreadable=brace >= 0)

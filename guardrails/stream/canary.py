@@ -8,8 +8,13 @@ Two detectors share one check:
   hashed into a set; the output is normalised incrementally and every new normalised character
   closes one shingle-length window that is looked up in the set. Any run of ``min_chars`` prompt
   characters contains one stored shingle, because ``SHINGLE = min_chars - STRIDE + 1``; a run as
-  short as ``SHINGLE`` may match when it happens to align. Cost per delta: O(len(delta) x SHINGLE)
-  C-level work (one slice and hash per character), independent of the output's length.
+  short as ``SHINGLE`` may match when it happens to align. A window can only be a shingle of the
+  prompt when every ``QGRAM``-gram in it is one of the prompt's (below), so the grams of the output
+  that start at every ``GRAM_STEP``-th offset are looked up first, and only the windows that hold no
+  missing one are hashed as shingles: ordinary prose costs one gram lookup per ``GRAM_STEP``
+  characters, text copied from the prompt one shingle per character. The result is the same as
+  hashing every window (the grams only rule windows out). Cost per delta: O(len(delta) x SHINGLE)
+  C-level work at most, independent of the output's length.
 - **Token.** When the proxy planted ``ctx.canary_token`` in the system prompt
   (``canary_instruction``), the exact token anywhere in the output is a leak.
 
@@ -21,7 +26,9 @@ own, so a combining mark split from its base across two deltas is compared uncom
 ``QGRAM``-gram of a verbatim run is one of them, so the run that a later shingle hit reports starts
 no earlier than the current *chain*: the longest suffix of the normalised output whose every
 ``QGRAM``-gram occurs in the prompt (or, when the last gram does not, its last ``QGRAM - 1``
-characters). Text before the chain is released at once; prose that merely shares words with the
+characters). Only the last gram missing from the prompt decides the chain, so each delta's grams are
+looked up from its end backwards until one is missing (one lookup per delta for ordinary prose).
+Text before the chain is released at once; prose that merely shares words with the
 prompt is held only while its grams keep matching. This is an over-estimate of the longest suffix
 that occurs in the prompt (a suffix automaton would give it exactly, at about 100x the memory in
 Python: roughly 90 bytes per transition against one set entry per prompt character here).
@@ -53,6 +60,9 @@ RAW_PER_NORMALISED = 2
 # Gram length of the horizon: prose shares 3-4 letter runs with any prompt, 6 letters much more
 # rarely, so ordinary text is held for at most 5 normalised characters.
 QGRAM = 6
+# Every GRAM_STEP-th gram of the output is looked up to rule shingle windows out (a window of
+# SHINGLE characters holds several of them when GRAM_STEP <= SHINGLE - QGRAM + 1).
+GRAM_STEP = 4
 # Bytes of prompt indexes a provider keeps (a 14 KB prompt costs about 1 MB, a 57 KB one 4 MB).
 CACHE_BUDGET_BYTES = 64 * 1024 * 1024
 # Normalised characters of the chain whose raw offsets a check remembers; a longer chain keeps
@@ -96,6 +106,7 @@ class CanaryCheck(DeltaCheck):
         # Inside one leaked run a stored shingle hits every ``stride`` characters; a run is
         # reported once, and a hit further than ``stride`` from the previous one starts a new run.
         self._last_hit = -(10**9)
+        self._miss = -(10**9)  # normalised offset of the last stepped gram missing from the prompt
         self._chain = 0  # normalised offset where the current chain of prompt grams starts
         # (normalised start, raw start, one raw character per normalised one) of recent deltas
         self._offsets: deque[tuple[int, int, bool]] = deque()
@@ -123,18 +134,47 @@ class CanaryCheck(DeltaCheck):
         return self._horizon
 
     def _scan(self, piece: str) -> bool:
-        buf = self._tail + piece
-        k, q, offset, new_run = self._shingle, QGRAM, self._seen - len(self._tail), False
-        shingles, qgrams, chain = self._shingles, self._qgrams, self._chain
-        for end in range(len(self._tail) + 1, len(buf) + 1):
-            if end >= q and hash(buf[end - q:end]) not in qgrams:
-                chain = offset + end - q + 1  # only the last q-1 characters may still start a run
-            if end >= k and hash(buf[end - k:end]) in shingles:
-                new_run = new_run or offset + end - self._last_hit > self._stride
-                self._last_hit = offset + end
-        self._chain = max(self._chain, chain)
+        tail = self._tail
+        buf = tail + piece
+        n, t, q, offset = len(buf), len(tail), QGRAM, self._seen - len(tail)
+        qgrams = self._qgrams
+        for end in range(n, max(t, q - 1), -1):  # the chain starts after the last missing gram
+            if hash(buf[end - q:end]) not in qgrams:
+                self._chain = max(self._chain, offset + end - q + 1)
+                break
+        new_run = self._find_runs(buf, t, offset)
         self._seen += len(piece)
+        k = self._shingle
         self._tail = buf[-(k - 1):] if k > 1 else ""
+        return new_run
+
+    def _find_runs(self, buf: str, t: int, offset: int) -> bool:
+        """Whether a shingle of the prompt ends in ``buf[t:]`` and starts a new run. A missing gram
+        starting at ``g`` rules out the windows ending in ``[g + QGRAM, g + SHINGLE]``; the windows
+        between two such ranges are hashed one by one."""
+        n, q, k, step = len(buf), QGRAM, self._shingle, GRAM_STEP
+        qgrams = self._qgrams
+        first = max(t + 1 - q, 0)
+        first += (-(offset + first)) % step
+        miss = self._miss - offset  # the last missing stepped gram before ``buf[t:]`` (local)
+        new_run = False
+        for g in range(first, n - q + 1, step):
+            if hash(buf[g:g + q]) not in qgrams:
+                if g + q - 1 > miss + k:
+                    new_run = self._hits(buf, offset, max(t + 1, k, miss + k + 1), g + q - 1) or new_run
+                miss = g
+        if n > miss + k:
+            new_run = self._hits(buf, offset, max(t + 1, k, miss + k + 1), n) or new_run
+        self._miss = miss + offset
+        return new_run
+
+    def _hits(self, buf: str, offset: int, lo: int, hi: int) -> bool:
+        """Shingles of the prompt among the windows ending in ``[lo, hi]`` of ``buf``."""
+        k, stride, shingles, new_run = self._shingle, self._stride, self._shingles, False
+        for end in range(lo, hi + 1):
+            if hash(buf[end - k:end]) in shingles:
+                new_run = new_run or offset + end - self._last_hit > stride
+                self._last_hit = offset + end
         return new_run
 
     def _raw_offset(self, normalised: int, end: int) -> int:

@@ -129,6 +129,13 @@ class Exchange:
             await self._passthrough(body)
             return
         self.wire = self.responder.wire = wire = self.services.wires[route.wire]
+        if not self.services.guarding:
+            # Relayed untouched: with guardrails off the body is not even parsed (it is read only
+            # for the trace span's attributes, when tracing is on).
+            if self.span is not None:
+                self._trace_unguarded(route, body)
+            await self._passthrough(body)
+            return
         try:
             data = load_json_body(body)
             if route.stream is None and not isinstance(data.get("stream", False), (bool, type(None))):
@@ -155,15 +162,27 @@ class Exchange:
         self.model = view.model or None
         if self.span is not None:
             self.span.set_attributes(genai_request(route.provider, self.model, bool(view.stream)))
-        if not self.services.guarding:
-            await self._passthrough(body)
-            return
         judge_path = route.path if route.endpoint in ("/chat/completions", "/responses") else None
         facts = Facts(self.request_id, wire, route.provider, route.sse, data, body, view, self.headers, self.query,
                       judge_path, self.mode)
         self.responder.decision_headers = self.decision_headers()
         self.turn = GuardedTurn(self.services, facts, self.responder, self._call_guarded)
         await self.turn.run()
+
+    def _trace_unguarded(self, route: Route, body: bytes) -> None:
+        """The span's request attributes on a guardrails-off route (a body that does not parse
+        still goes upstream as it is)."""
+        assert self.span is not None and self.wire is not None
+        try:
+            view = self.wire.parse_request(load_json_body(body), stream=bool(route.stream))
+        except (BadRequest, ValueError, TypeError, AttributeError):
+            return
+        model = view.model
+        if route.wire == "gemini":
+            m = _GEMINI_MODEL.search(route.path)
+            model = m.group(1) if m else model
+        stream = bool(route.stream) if route.wire == "gemini" else bool(view.stream)
+        self.span.set_attributes(genai_request(route.provider, model or None, stream))
 
     # ------------------------------------------------------------------ plumbing
     def _authorized(self) -> bool:

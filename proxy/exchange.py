@@ -92,7 +92,7 @@ class Exchange:
             route = self.route.wire or "passthrough" if self.route else "invalid"
             status = self.responder.status
             turn = self.turn.turn if self.turn is not None else None
-            self.services.metrics.requests.labels(route=route, status=str(status)).inc()
+            self.services.metrics.count_request(route, status)
             log.info("request", method=self.method, path=self.path, route=route, status=status,
                      duration_ms=round((time.perf_counter() - self.t0) * 1000, 2),
                      upstream_ms=round(self.upstream_s * 1000, 2),
@@ -247,7 +247,7 @@ class Exchange:
         if not self.upstream_s:
             mark(self.span, "first_upstream_byte", self.t0)
         self.upstream_s += elapsed
-        self.services.metrics.upstream_latency.labels(provider=self.route.provider if self.route else "").observe(elapsed)
+        self.services.metrics.upstream_latency_of(self.route.provider if self.route else "").observe(elapsed)
         return resp
 
     async def _call_guarded(self, body: bytes) -> UpstreamResponse:

@@ -16,6 +16,7 @@ To add a metric: add a field here and use the prometheus-client API at the call 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, multiprocess
 
@@ -79,6 +80,25 @@ class Metrics:
 
         self.feed_dropped = Counter("guardproxy_feed_dropped_total",
                                     "Decision feed records a slow /events subscriber did not get.", registry=reg)
+        # Labelled children the hot path uses on every request, bound once (``labels()`` parses its
+        # arguments and takes a lock on each call).
+        self.first_byte_upstream = self.time_to_first_byte.labels(stage="upstream")
+        self.first_byte_delivered = self.time_to_first_byte.labels(stage="delivered")
+        self._children: dict[tuple[str, ...], Any] = {}
+
+    def count_request(self, route: str, status: int) -> None:
+        self._child(self.requests, "r", route, str(status)).inc()
+
+    def upstream_latency_of(self, provider: str) -> Any:
+        """The upstream latency histogram's child for ``provider``."""
+        return self._child(self.upstream_latency, "u", provider)
+
+    def _child(self, metric: Any, tag: str, *values: str) -> Any:
+        key = (tag, *values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
 
     def started(self) -> None:
         self.workers.set(1)

@@ -18,7 +18,7 @@ from proxy.metrics import Metrics
 
 class StreamTimings:
     def __init__(self, metrics: Metrics, t0: float | None = None) -> None:
-        self._first = metrics.time_to_first_byte
+        self._upstream, self._delivered_at = metrics.first_byte_upstream, metrics.first_byte_delivered
         self.held = metrics.stream_hold.observe
         """Callback for the guard: one released text frame's time in the guard, in seconds."""
         self._t0 = time.perf_counter() if t0 is None else t0
@@ -28,9 +28,9 @@ class StreamTimings:
     def upstream_read(self) -> None:
         if not self._upstream_seen:
             self._upstream_seen = True
-            self._first.labels(stage="upstream").observe(time.perf_counter() - self._t0)
+            self._upstream.observe(time.perf_counter() - self._t0)
 
     def delivered(self) -> None:
         if not self._delivered:
             self._delivered = True
-            self._first.labels(stage="delivered").observe(time.perf_counter() - self._t0)
+            self._delivered_at.observe(time.perf_counter() - self._t0)

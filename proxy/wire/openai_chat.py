@@ -252,16 +252,23 @@ class OpenAIChat(WireFormat):
 
     def parse_request(self, body: dict[str, Any], *, stream: bool) -> RequestView:
         messages = body.get("messages")
-        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        if not isinstance(messages, list):
             raise BadRequest("'messages' must be an array of message objects")
+        system: list[str] = []
+        last_user: dict[str, Any] | None = None
+        for m in messages:  # one pass: an agent's request carries hundreds of messages
+            if not isinstance(m, dict):
+                raise BadRequest("'messages' must be an array of message objects")
+            role = m.get("role")
+            if role == "user":
+                last_user = m
+            elif role == "system" or role == "developer":
+                system.append(_content_text(m.get("content")))
         model = body.get("model")
         if not isinstance(model, str):
             raise BadRequest("'model' must be a string")
-        system = "\n".join(_content_text(m.get("content")) for m in messages
-                           if m.get("role") in ("system", "developer"))
-        users = [m for m in messages if m.get("role") == "user"]
-        return RequestView(model=model, stream=bool(body.get("stream")), system_prompt=system,
-                           last_user_text=_content_text(users[-1].get("content")) if users else "",
+        return RequestView(model=model, stream=bool(body.get("stream")), system_prompt="\n".join(system),
+                           last_user_text=_content_text(last_user.get("content")) if last_user else "",
                            history=LazyHistory(partial(_history, messages)))
 
     def new_stream(self, *, sse: bool = True) -> StreamCodec:

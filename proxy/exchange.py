@@ -200,8 +200,8 @@ class Exchange:
         if self.wire is None or not self.services.guarding:
             return []
         guard = self.services.guard
-        return [("x-guardproxy-policy", guard.label),
-                ("x-guardproxy-guardrails", ",".join(guard.guardrail_ids) or "none")]
+        return guard.once("decision_headers", lambda: [("x-guardproxy-policy", guard.label), (
+            "x-guardproxy-guardrails", ",".join(guard.guardrail_ids) or "none")])
 
     def _guessed_wire(self) -> str:
         """The API whose error format a request refused before routing gets."""

@@ -9,14 +9,14 @@ and carries its commands out through the client's ``Responder``.
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from config.policy import MaxLengthGuardrail, Mode
 from guardrails.datamodel import ANSWER, RequestView
-from guardrails.seams import StreamContext, plants_instruction
+from guardrails.seams import StreamContext, StreamGuardrail, TextCompleter, plants_instruction
 from guardrails.stream import ArmedSet
 from guardrails.stream.canary import canary_instruction, make_canary_token
 from proxy.completer import completer_factory, request_completer
@@ -25,7 +25,7 @@ from proxy.offload import off_loop_if_large
 from proxy.responder import Responder
 from proxy.services import Services
 from proxy.stream_timing import StreamTimings
-from proxy.turn import Ask, Command, Fail, Finish, Reply, Request, Rules, Turn, Vet, Write
+from proxy.turn import Ask, Command, Fail, Finish, Reply, Request, Rules, Turn, Vet, Write, log_only_ids
 from proxy.upstream import UpstreamError, UpstreamResponse
 from proxy.vetting import TurnNotes, Vetter
 from proxy.wire.base import WireFormat, dumps
@@ -59,30 +59,36 @@ class GuardedTurn:
     def __init__(self, services: Services, facts: Facts, responder: Responder, call: CallUpstream) -> None:
         self.services, self.facts, self.responder, self._call = services, facts, responder, call
         self.limits = Limits.of(services.settings)
-        header = dict(facts.headers)
-        grants = frozenset(h.strip().lower() for h in header.get("x-guardproxy-egress-grant", "").split(",")
-                           if h.strip())
         self.canary_token = ""
         self.timings = StreamTimings(services.metrics)
         body, raw = self._plant_canary()
         notes = TurnNotes(services, facts.request_id)
-        tools = services.policy.tools
-        rules = Rules(on_trip=services.on_trip, default_replacement=services.policy.defaults.replacement,
-                      holdback=services.policy.defaults.holdback_chars, buffered=services.buffered,
-                      interactive=facts.mode == "interactive",
-                      max_feedback_rounds=tools.max_feedback_rounds if tools else 0,
+        guard, policy, interactive = services.guard, services.policy, facts.mode == "interactive"
+        tools = policy.tools
+        rules = Rules(on_trip=guard.on_trip, default_replacement=policy.defaults.replacement,
+                      holdback=policy.defaults.holdback_chars, buffered=services.buffered,
+                      interactive=interactive, max_feedback_rounds=tools.max_feedback_rounds if tools else 0,
                       arm=self._arm, arm_tools=self._arm_tools, clock=time.perf_counter,
-                      on_release=self.timings.held, limits=self.limits)
+                      on_release=self.timings.held, limits=self.limits,
+                      log_only_start=guard.once(("log_only", interactive),
+                                                lambda: log_only_ids(guard.on_trip, interactive, Counter())))
         self.turn = Turn(Request(facts.wire, body, raw, facts.view, facts.sse), rules, notes)
-        self.vetter = Vetter(services, notes, facts.request_id, grants,
-                             request_completer(services, facts.wire, facts.provider, facts.headers, facts.query,
-                                               facts.judge_path),
+        self.vetter = Vetter(services, notes, facts.request_id, self._grants, self._request_completer,
                              completer_factory(services, facts.headers, facts.provider))
 
     # ------------------------------------------------------------------ setup
+    def _grants(self) -> frozenset[str]:
+        """Hosts the client granted for this session (``x-guardproxy-egress-grant``)."""
+        header = dict(self.facts.headers).get("x-guardproxy-egress-grant", "")
+        return frozenset(h.strip().lower() for h in header.split(",") if h.strip())
+
+    def _request_completer(self) -> TextCompleter:
+        f = self.facts
+        return request_completer(self.services, f.wire, f.provider, f.headers, f.query, f.judge_path)
+
     def _plant_canary(self) -> tuple[dict[str, Any], bytes]:
         s, f = self.services, self.facts
-        if not any(plants_instruction(g) for g in s.stream_guardrails):
+        if not s.guard.once("plants", lambda: any(plants_instruction(g) for g in s.stream_guardrails)):
             return f.data, f.body
         self.canary_token = make_canary_token()
         base = f.wire.with_system(f.data, canary_instruction(self.canary_token))
@@ -91,15 +97,20 @@ class GuardedTurn:
     def _arm(self, channel: str = ANSWER, *, for_tools: bool = False) -> ArmedSet | None:
         """The armed checks for one lane (``channel``) or, ``for_tools``, one tool call's arguments."""
         s, view = self.services, self.facts.view
-        guardrails = s.tool_arg_guardrails if for_tools else s.stream_guardrails
-        if channel != ANSWER:  # a length limit is about the answer, not the thinking beside it
-            guardrails = [g for g in guardrails if not isinstance(s.specs.get(g.id), MaxLengthGuardrail)]
+        guardrails = s.guard.once(("lane", channel != ANSWER, for_tools), lambda: self._lane_guardrails(channel, for_tools))
         if not guardrails:
             return None
         ctx = StreamContext(system_prompt=view.system_prompt, model=view.model, wire=self.facts.wire.name,
                             canary_token=self.canary_token)
         armed = ArmedSet.arm(guardrails, ctx)
         return armed if armed else None
+
+    def _lane_guardrails(self, channel: str, for_tools: bool) -> list[StreamGuardrail]:
+        s = self.services
+        guardrails = s.tool_arg_guardrails if for_tools else s.stream_guardrails
+        if channel != ANSWER:  # a length limit is about the answer, not the thinking beside it
+            guardrails = [g for g in guardrails if not isinstance(s.specs.get(g.id), MaxLengthGuardrail)]
+        return guardrails
 
     def _arm_tools(self) -> ArmedSet | None:
         return self._arm(for_tools=True)

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import structlog
@@ -34,6 +36,7 @@ from guardrails.tools import ToolAssessor
 log = structlog.get_logger("guardproxy")
 
 DEFAULT = "default"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -51,15 +54,25 @@ class Guard:
     """Guardrail id -> its policy entry."""
     on_trip: dict[str, OnTrip] = field(default_factory=dict)
     """Guardrail id -> what its block does (action, replacement, attempts, mandate, final action)."""
+    _memo: dict[Hashable, Any] = field(default_factory=dict, compare=False, repr=False)
 
-    @property
+    @cached_property
     def label(self) -> str:
         return f"{self.name}@{self.version}"
 
-    @property
+    @cached_property
     def guardrail_ids(self) -> list[str]:
         ids = [g.id for g in self.stream_guardrails] + [g.id for g in self.message_guardrails]
         return ids + (["tools"] if self.assessor is not None else [])
+
+    def once(self, key: Hashable, make: Callable[[], T]) -> T:
+        """``make()``, computed once per policy load: what every request would otherwise derive
+        anew from the same immutable policy (the guardrails of a lane, the log-only set)."""
+        try:
+            return self._memo[key]  # type: ignore[no-any-return]
+        except KeyError:
+            value = self._memo[key] = make()
+            return value
 
 
 def policy_version(policy: Policy) -> str:

@@ -137,6 +137,8 @@ class Rules:
     """Told each released text frame's time in the guard (``clock`` units); for ``/metrics``."""
     limits: Limits = field(default_factory=Limits)
     """Bounds on tool calls and argument nesting (``proxy.limits``); past them the answer fails closed."""
+    log_only_start: frozenset[str] | None = None
+    """``log_only_ids`` before any attempt is spent, when the caller keeps it per policy (None: computed)."""
 
 
 @dataclass(slots=True)
@@ -409,13 +411,10 @@ class Turn:
             self.notes.logged(logged)
 
     def _log_only(self) -> frozenset[str]:
-        """The stream guardrails whose block would only be logged on this attempt: ``log`` itself,
-        or a retry whose attempts are spent and whose final action is ``log``. Their trips do not
-        stop the stream."""
-        return frozenset(gid for gid, on in self.rules.on_trip.items()
-                         if choose(finding_of("stream", gid, "", "", None, on), interactive=self.rules.interactive,
-                                   attempts_used=self.attempts[gid], feedback_rounds_used=0,
-                                   max_feedback_rounds=0) == "log")
+        """The stream guardrails whose block would only be logged on this attempt (``log_only_ids``)."""
+        if self.rules.log_only_start is not None and not any(self.attempts.values()):
+            return self.rules.log_only_start
+        return log_only_ids(self.rules.on_trip, self.rules.interactive, self.attempts)
 
     # ------------------------------------------------------------------ non-streaming internals
     def _unary_verdict(self, ending: _Ending, finding: Finding | None) -> list[Command]:
@@ -515,6 +514,15 @@ class Turn:
     def _client_codec(self) -> StreamCodec:
         assert self.client_codec is not None, "no stream was opened"
         return self.client_codec
+
+
+def log_only_ids(on_trip: Mapping[str, OnTrip], interactive: bool, attempts: Mapping[str, int]) -> frozenset[str]:
+    """The stream guardrails whose block would only be logged: ``log`` itself, or a retry whose
+    attempts are spent and whose final action is ``log``. Their trips do not stop the stream."""
+    return frozenset(gid for gid, on in on_trip.items()
+                     if choose(finding_of("stream", gid, "", "", None, on), interactive=interactive,
+                               attempts_used=attempts.get(gid, 0), feedback_rounds_used=0,
+                               max_feedback_rounds=0) == "log")
 
 
 def _content_type(headers: list[tuple[str, str]], default: str = "application/json") -> str:

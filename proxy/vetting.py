@@ -81,11 +81,13 @@ class TurnNotes:
 class Vetter:
     """Tool rules, then message guardrails, for one request. Log-only blocks are recorded and passed."""
 
-    def __init__(self, services: Services, notes: TurnNotes, request_id: str, grants: frozenset[str],
-                 completer: TextCompleter,
+    def __init__(self, services: Services, notes: TurnNotes, request_id: str, grants: Callable[[], frozenset[str]],
+                 completer: Callable[[], TextCompleter],
                  completer_for: Callable[[str, str | None, str | None], TextCompleter | None]) -> None:
-        self._s, self._notes, self._request_id, self._grants = services, notes, request_id, grants
-        self._completer, self._completer_for = completer, completer_for
+        """``grants`` and ``completer`` are made on first use: most answers need neither."""
+        self._s, self._notes, self._request_id = services, notes, request_id
+        self._make_grants, self._make_completer, self._completer_for = grants, completer, completer_for
+        self._grants: frozenset[str] | None = None
 
     async def vet(self, message: AssistantMessage, view: RequestView, first: RequestView) -> Finding | None:
         """``view`` is the request being answered now (tool history); ``first`` the client's own."""
@@ -94,7 +96,7 @@ class Vetter:
             return finding
         ctx = MessageContext(message=message, system_prompt=first.system_prompt,
                              user_query=first.last_user_text, model=first.model,
-                             completer=self._completer, completer_for=self._completer_for)
+                             completer=self._make_completer(), completer_for=self._completer_for)
         timeouts = {g.id: self._on_trip(g.id).timeout_s for g in self._s.message_guardrails}
         verdict = await run_message_guardrails(self._s.message_guardrails, ctx, timeouts, self._s.gate)
         self._s.tracing.message_checks(verdict.results)
@@ -124,6 +126,8 @@ class Vetter:
             return None
         blocked: list[tuple[ToolCall, str]] = []
         first: tuple[str, str] | None = None
+        if self._grants is None:
+            self._grants = self._make_grants()
         for call in message.tool_calls:
             a = assessor.assess(call, view.history, self._grants)
             self._s.metrics.tool_assessments.labels(rule=a.rule or "none", decision=a.decision).inc()

@@ -150,6 +150,10 @@ class GuardedTurn:
                 return await (self._stream(cmd.body) if self.facts.view.stream else self._unary(cmd.body))
         return []
 
+    async def _do_all(self, cmds: list[Command]) -> None:
+        for cmd in cmds:
+            await self._do(cmd)
+
     async def _unary(self, body: bytes) -> list[Command]:
         try:
             resp = await self._call(body)
@@ -199,8 +203,10 @@ class GuardedTurn:
                     return turn.on_break(over)  # nothing of the read that crossed the bound is sent
                 if not turn.reading:
                     return cmds
-                for cmd in cmds:
-                    await self._do(cmd)
+                await self._do_all(cmds)
+                # Nothing of this read stays referenced while the next one is awaited: an idle stream
+                # holds only what the guard holds back (not its last read and last write, whole).
+                del chunk, cmds
             return await off_loop_if_large(turn.pending_check_chars, turn.on_end)
         except UpstreamError as exc:
             return turn.on_break(exc)

@@ -132,6 +132,8 @@ class ChoiceGuard:
     @property
     def pending_tool_chars(self) -> int:
         """Characters of tool-call arguments that ``end`` will check, over every lane."""
+        if not self._multi:
+            return self._primary.pending_tool_chars
         return sum(g.pending_tool_chars for g in [*self._lanes.values(), *self._closed])
 
     # -- input -----------------------------------------------------------------------------------
@@ -288,6 +290,8 @@ class ChoiceGuard:
     @property
     def tool_call_count(self) -> int:
         """Tool calls begun so far, over every lane (bounded by ``GUARDPROXY_MAX_TOOL_CALLS``)."""
+        if not self._multi:  # the primary lane is the only one (asked after every upstream read)
+            return self._primary.tool_call_count
         return sum(g.tool_call_count for g in (*self._lanes.values(), *self._closed))
 
     def drop_held(self) -> None:
@@ -352,6 +356,8 @@ class ChoiceGuard:
     @property
     def logged(self) -> list[Trip]:
         """Blocks of log-only guardrails not yet reported, from every lane (reading clears them)."""
+        if not self._multi and not self._whole_logged and not self._primary.logged:
+            return []  # asked after every frame: nearly always nothing
         out, self._whole_logged = self._whole_logged, []
         for guard in (*self._lanes.values(), *self._closed):
             out += guard.logged

@@ -118,8 +118,11 @@ class GuardedTurn:
     # ------------------------------------------------------------------ the command loop
     async def run(self) -> None:
         pending: deque[Command] = deque(self.turn.begin())
-        while pending:
-            pending.extend(await self._do(pending.popleft()))
+        try:
+            while pending:
+                pending.extend(await self._do(pending.popleft()))
+        finally:
+            self.timings.flush()
 
     async def _do(self, cmd: Command) -> list[Command]:
         r = self.responder
@@ -130,6 +133,7 @@ class GuardedTurn:
                 await r.write(cmd.data)
                 self.timings.delivered()
             case Finish():
+                self.timings.flush()  # in /metrics before the client sees the end
                 await r.finish()
             case Reply():
                 await r.respond(cmd.status, cmd.body, cmd.headers, cmd.content_type, decided=True)

@@ -11,7 +11,7 @@ from structlog.testing import capture_logs
 from guardrails.datamodel import AssistantMessage
 from guardrails.decision import PASS, UNJUDGEABLE, Block, Decision, Redact
 from guardrails.message import Skipped, Undecided, run_message_guardrails
-from guardrails.message.base import ContentRefused
+from guardrails.message.base import ContentRefused, every_part_passes
 from guardrails.seams import MessageContext
 
 SECRET_TEXT = "the user's private answer text"
@@ -222,3 +222,13 @@ async def test_each_result_is_logged_once_without_message_text() -> None:
     for entry in results:
         assert {"latency_ms", "detail"} <= entry.keys()
     assert SECRET_TEXT not in repr(logs) and "a question" not in repr(logs)
+
+
+async def test_a_block_in_any_part_wins_over_an_earlier_undecided_part() -> None:
+    async def returns(decision: Decision) -> Decision:
+        return decision
+
+    block = Block("x", "r", "why")
+    assert await every_part_passes([returns(Undecided("http_500")), returns(PASS), returns(block)]) == block
+    assert await every_part_passes([returns(PASS), returns(Undecided("u"))]) == Undecided("u")
+    assert await every_part_passes([returns(PASS), returns(PASS)]) is PASS

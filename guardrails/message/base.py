@@ -19,7 +19,7 @@ import httpx
 
 from config.errors import CheckFailure
 from config.policy import JudgeGuardrail, ModerationGuardrail, WebhookGuardrail
-from guardrails.decision import PASS, Decision, Pass
+from guardrails.decision import PASS, Block, Decision, Pass
 
 # Rationales and webhook reasons are fed back to the model as a corrective hint; cap them so a
 # chatty classifier cannot flood the retry prompt.
@@ -106,9 +106,10 @@ def clip(text: str, limit: int = MAX_RATIONALE_CHARS) -> str:
 
 
 async def every_part_passes(checks: Sequence[Awaitable[Decision]]) -> Decision:
-    """Run the per-part checks concurrently: ``PASS`` when all pass, else the first other decision in
-    part order. An exception in one part (the checker refused it) ends the others: they are
-    cancelled and awaited, so none outlives the check."""
+    """Run the per-part checks concurrently: the first ``Block`` in part order (a block in any part
+    wins over another part being undecided), else the first other non-pass (``Undecided``), else
+    ``PASS``. An exception in one part (the checker refused it) ends the others: they are cancelled
+    and awaited, so none outlives the check."""
     if len(checks) == 1:
         return await checks[0]
     tasks = [asyncio.ensure_future(c) for c in checks]
@@ -118,4 +119,5 @@ async def every_part_passes(checks: Sequence[Awaitable[Decision]]) -> Decision:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    return next((d for d in decisions if d is not PASS), PASS)
+    blocks = [d for d in decisions if isinstance(d, Block)]
+    return blocks[0] if blocks else next((d for d in decisions if d is not PASS), PASS)

@@ -118,7 +118,7 @@ class LlmJudge(ConfiguredGuardrail[JudgeGuardrail]):
             return Undecided("no_model")
         query = elide(safe_text(ctx.user_query), self.spec.max_chars // 4)
         parts = split_parts(output, self.spec.max_chars, self.spec.max_parts)
-        # Every part must pass; the first part that blocks or is undecided decides (in part order).
+        # Every part must pass; a block in any part wins over another part being undecided.
         return await every_part_passes([self._judge_part(completer, model, query, p) for p in parts])
 
     def _prompt(self, query: str, part: Part) -> str:

@@ -17,8 +17,8 @@ eighth of it and the tool calls a quarter (each cut to head and tail with a mark
 past that budget are counted in ``tool_calls_omitted``, never silently dropped); the answer gets the
 rest and, when longer, is sent in parts of that size, one request per part, concurrently (``part``
 says which; past ``spec.max_parts`` the middle is left out and ``elided_before`` counts it). Every
-part must pass; the first part in order that blocks or is undecided decides. JSON escaping may add to
-the byte size (a control character is six bytes), so set ``max_chars`` with some room.
+part must pass; a block in any part wins, else the first undecided part decides. JSON escaping may
+add to the byte size (a control character is six bytes), so set ``max_chars`` with some room.
 
 Every string is sent with lone surrogates replaced (``content.safe_text``), so no text can make the
 request unencodable.

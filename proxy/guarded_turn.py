@@ -149,7 +149,9 @@ class GuardedTurn:
                         break
                     if (finding := await self.vetter.vet(other, cmd.view, self.facts.view)) is not None:
                         return self.turn.on_verdict(finding, other)
-                return self.turn.on_verdict(finding)
+                # Releasing a long held message (300,000 one-character deltas: one frame each) costs
+                # as much as checking it did: off the loop too, or every other stream stalls.
+                return await off_loop_if_large(len(cmd.message.text), self.turn.on_verdict, finding)
             case Ask():
                 return await (self._stream(cmd.body) if self.facts.view.stream else self._unary(cmd.body))
         return []

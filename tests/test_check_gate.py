@@ -35,13 +35,13 @@ async def test_queueing_for_a_slot_does_not_eat_the_checks_timeout() -> None:
     waits: list[float] = []
     seen: list[tuple[int, int]] = []
     gate = CheckGate(2, queue_timeout_s=5.0, observe=waits.append, gauges=lambda a, b: seen.append((a, b)))
-    # Six messages, two slots, each check 0.1 s with a 0.15 s timeout: without the gate's separation
-    # the later ones would time out while waiting.
-    runs = [run_message_guardrails([Slow(f"c{i}", 0.1)], ctx(), {f"c{i}": 0.15}, gate) for i in range(6)]
+    # Ten messages, two slots, each check 0.3 s with a 1 s timeout (room for a busy machine): the
+    # last waits at least 1.2 s for a slot, so without the gate's separation it would time out.
+    runs = [run_message_guardrails([Slow(f"c{i}", 0.3)], ctx(), {f"c{i}": 1.0}, gate) for i in range(10)]
     verdicts = await asyncio.gather(*runs)
-    assert [r.outcome for v in verdicts for r in v.results] == ["pass"] * 6
-    assert len(waits) == 6 and max(waits) > 0.15
-    assert max(a for a, _ in seen) == 2 and max(b for _, b in seen) >= 4
+    assert [r.outcome for v in verdicts for r in v.results] == ["pass"] * 10
+    assert len(waits) == 10 and max(waits) > 1.0
+    assert max(a for a, _ in seen) == 2 and max(b for _, b in seen) >= 8
     assert (gate.in_flight, gate.queued) == (0, 0)
 
 

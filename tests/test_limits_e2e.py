@@ -197,3 +197,32 @@ def test_healthz_keeps_answering_while_an_adversarial_answer_is_processed(defaul
         poller.join(10)
     assert not errors, f"/healthz failed {len(errors)} time(s) ({errors[:3]}) during: {name}"
     assert len(worst) >= 1
+
+
+REDOS_POLICY = """
+[[stream_guardrails]]
+id = "emails"
+kind = "regex"
+patterns = ["(a+)+$", "([a-zA-Z0-9._%+-]+)+@x\\\\.com"]
+"""
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_healthz_keeps_answering_while_a_catastrophic_pattern_meets_its_worst_input(
+        upstream_server: FakeUpstream, stream: bool) -> None:
+    """A backtracking engine needs seconds (doubling per character) for these patterns on this input;
+    on RE2 they are linear, so the proxy keeps serving ``/healthz`` throughout."""
+    upstream_server.reset()
+    text = "a" * 20_000 + "!"
+    with ProxyServer(upstream_server.url, REDOS_POLICY) as p:
+        upstream_server.queue(Reply(text=text, deltas=[text[i:i + 100] for i in range(0, len(text), 100)]))
+        stop, worst, errors = threading.Event(), [], []
+        poller = threading.Thread(target=_poll_healthz, args=(p.url, stop, worst, errors))
+        poller.start()
+        try:
+            res = raw_call(p.url, "chat", stream=stream)
+        finally:
+            stop.set()
+            poller.join(10)
+    assert res.status == 200  # passed or blocked ("$" also matches where the text so far ends): either way, done
+    assert not errors and len(worst) >= 1

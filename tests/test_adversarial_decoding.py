@@ -18,7 +18,14 @@ from tests.adversarial import SECRET, STREAM_APIS, Seen, client_sees, frames_for
 from tests.apis import raw_call, sdk_call
 from tests.fakes.faulty import assert_http_error, assert_stream_error
 from tests.fakes.proxy import ProxyServer
-from tests.fakes.upstream import FakeUpstream, Reply, gemini_chunks
+from tests.fakes.upstream import (
+    FakeUpstream,
+    Reply,
+    anthropic_body,
+    gemini_body,
+    gemini_chunks,
+    responses_body,
+)
 
 CLEAN = Reply(text="Nothing to see here.")
 EVENT_NAME = {"responses": "response.output_text.delta", "anthropic": "content_block_delta"}
@@ -204,3 +211,67 @@ def test_a_clean_gemini_array_with_any_whitespace_passes_byte_for_byte(secrets_g
     upstream.queue(Reply(raw_frames=frames))
     raw = raw_call(secrets_guard.url, "gemini_array", stream=True)
     assert raw.status == 200 and raw.raw == b"".join(frames)
+
+
+# ------------------------------------------------------------------ chat fields outside the message
+def _chat_extra(where: str, stream: bool) -> dict[str, object]:
+    """A chat chunk (or body) that carries the credential outside the message: in a choice field
+    (``text``, as legacy completions put it) or a top-level field (``citations``, as Perplexity does)."""
+    text = f"key {SECRET}."
+    msg = {"delta" if stream else "message": {"role": "assistant", "content": "Nothing to see here."}}
+    choice: dict[str, object] = {"index": 0, **msg, "finish_reason": None if stream else "stop"}
+    body: dict[str, object] = {"id": "c", "object": "chat.completion.chunk" if stream else "chat.completion",
+                               "created": 1, "model": "m", "choices": [choice]}
+    if where == "choice":
+        choice["text"] = text
+    else:
+        body["citations"] = [f"https://example.com/{text}"]
+    return body
+
+
+@pytest.mark.parametrize("where", ["choice", "top-level"])
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "unary"])
+def test_chat_text_outside_the_message_is_checked(secrets_guard: ProxyServer, upstream: FakeUpstream,
+                                                  where: str, stream: bool) -> None:
+    body = _chat_extra(where, stream)
+    if stream:
+        frames = frames_for("chat", CLEAN)
+        reply = Reply(raw_frames=[frames[0], f"data: {json.dumps(body)}\n\n".encode(), *frames[1:]])
+    else:
+        reply = Reply(raw_body=json.dumps(body).encode(), content_type="application/json")
+    seen = client_sees(secrets_guard.url, "chat", lambda: upstream.queue(reply), stream=stream)
+    assert SECRET not in seen.everything()
+    assert seen.sdk is not None and "[withheld: credential]" in seen.sdk.text, seen.sdk_error
+
+
+# ------------------------------------------------------------------ fields the API does not define
+EXTRA_FIELD = {"responses": "output_text", "anthropic": "completion", "gemini": "text"}
+"""A top-level field some client reads (the Responses SDKs' ``output_text``, the legacy Anthropic
+API's ``completion``, google-genai's ``text``), sent by the upstream in the object itself."""
+
+
+def _with_extra_field(api: str, stream: bool) -> Reply:
+    extra = {EXTRA_FIELD[api]: f"key {SECRET}."}
+    if not stream:
+        body = {"responses": responses_body, "anthropic": anthropic_body, "gemini": gemini_body}[api](CLEAN, "m")
+        return Reply(raw_body=json.dumps(body | extra).encode(), content_type="application/json")
+    frames = frames_for(api, CLEAN)
+    at = 1 if api == "gemini" else 0  # response.created / message_start, or a Gemini chunk
+    head, _, data = frames[at].partition(b"data: ")
+    obj = json.loads(data)
+    if api == "gemini":
+        obj |= extra
+    else:
+        obj["response" if api == "responses" else "message"] |= extra
+    frames[at] = head + b"data: " + json.dumps(obj).encode() + b"\n\n"
+    return Reply(raw_frames=frames)
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "unary"])
+@pytest.mark.parametrize("api", list(EXTRA_FIELD))
+def test_text_in_a_field_the_api_does_not_define_is_checked(secrets_guard: ProxyServer, upstream: FakeUpstream,
+                                                            api: str, stream: bool) -> None:
+    reply = _with_extra_field(api, stream)
+    seen = client_sees(secrets_guard.url, api, lambda: upstream.queue(reply), stream=stream)
+    assert SECRET not in seen.everything()
+    assert seen.sdk is not None and "[withheld: credential]" in seen.sdk.text, seen.sdk_error

@@ -58,6 +58,8 @@ from proxy.wire.base import (
     StreamCodec,
     WireFormat,
     dumps,
+    extra_events,
+    known_only,
     loads,
     with_temperature,
 )
@@ -80,6 +82,10 @@ _KEPT_BLOCKS = ("thinking", "redacted_thinking")
 thinking block before it, and thinking is not the visible text we replace."""
 
 _STRUCTURE_EVENTS = frozenset({"message_start", "content_block_start", "content_block_stop"})
+_MESSAGE_FIELDS = frozenset({"id", "type", "role", "model", "content", "stop_reason", "stop_sequence", "usage",
+                             "container", "context_management"})
+"""The fields of a Message; others (a ``completion`` as the legacy API put it) are checked whole and
+never kept in what the proxy renders (see ``extra_events``)."""
 _QUIET_EVENTS = frozenset({"ping", "message_stop"})
 """Event types without text (after ``_event_type``: an SDK reads a misnamed event by its data.type)."""
 _SERVER_BLOCKS = ("server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
@@ -242,7 +248,7 @@ class AnthropicMessages(WireFormat):
         data = loads(body)
         if not isinstance(data.get("content"), list):
             raise TypeError("not a Messages response: no content")
-        events: list[Event] = []
+        events: list[Event] = extra_events(data, _MESSAGE_FIELDS)
         for index, b in enumerate(_blocks(data["content"])):
             events += _block_events(index, b)
             if b.get("type") == "tool_use":
@@ -255,7 +261,7 @@ class AnthropicMessages(WireFormat):
 
     def render_response(self, body: bytes, message: AssistantMessage, finish: FinishKind,
                         replaced: Replaced | None) -> bytes:
-        data = loads(body)
+        data = known_only(loads(body), _MESSAGE_FIELDS)
         # Nothing of the original stays: thinking blocks may hold what was blocked (no tool_use that
         # would need their signature remains either).
         data["content"] = _content_blocks(message)
@@ -387,11 +393,12 @@ class MessagesStream(StreamCodec):
             reason = (data.get("delta") or {}).get("stop_reason")
             return [*self._close_tools(), Finish(str(reason))] if reason else []
         if name == "message_start":
-            self._message = dict(data["message"])
+            message = data["message"]
+            self._message = known_only(message, _MESSAGE_FIELDS)
             if self._message.get("content"):
                 return [Unvetted("content in message_start")]
             self._output_tokens = int((self._message.get("usage") or {}).get("output_tokens", 0))
-            return []
+            return extra_events(message, _MESSAGE_FIELDS)
         if name == "error":
             err = data.get("error")
             msg = err.get("message") if isinstance(err, dict) else None

@@ -16,7 +16,8 @@ from typing import Any, Literal
 import msgspec
 
 from config.errors import ClientError
-from guardrails.datamodel import AssistantMessage, Event, Frame, Lane, RequestView, ToolCall
+from guardrails.datamodel import AssistantMessage, Event, Frame, Lane, RequestView, ToolCall, WholeText
+from proxy.wire.responses_text import strings
 
 FinishKind = Literal["normal", "filtered"]
 """``filtered``: the provider's content-filter ending; ``normal``: an ordinary end of turn."""
@@ -74,6 +75,20 @@ def dumps(obj: Any) -> str:
 def _number(value: float) -> float | int:
     """``0`` rather than ``0.0`` for whole numbers, as the providers' own examples write it."""
     return int(value) if float(value).is_integer() else value
+
+
+def extra_events(obj: dict[str, Any], known: frozenset[str], c: int = 0) -> list[Event]:
+    """Every string in ``obj``'s fields outside ``known``, each checked whole (``WholeText``): a field
+    the API does not define may still be shown by a client that prints the object (a top-level
+    ``output_text`` or ``completion``, a choice's ``text``, a gateway's ``citations``)."""
+    if known.issuperset(obj):  # the hot path: nothing outside the known fields
+        return []
+    return [WholeText(t, c, "extra") for key, value in obj.items() if key not in known for t in strings(value)]
+
+
+def known_only(obj: dict[str, Any], known: frozenset[str]) -> dict[str, Any]:
+    """``obj`` without the fields outside ``known`` (what a replaced answer keeps of the original)."""
+    return {k: v for k, v in obj.items() if k in known}
 
 
 def with_temperature(body: dict[str, Any], temperature: float | None) -> dict[str, Any]:

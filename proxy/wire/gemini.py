@@ -61,6 +61,8 @@ from proxy.wire.base import (
     WireFormat,
     _number,
     dumps,
+    extra_events,
+    known_only,
     loads,
 )
 
@@ -390,11 +392,11 @@ class Gemini(WireFormat):
         data = loads(body)
         if not isinstance(data, dict):
             raise TypeError("not a GenerateContentResponse")
-        return tuple(_Decoder().chunk_events(data))
+        return tuple(extra_events(data, _BODY_FIELDS) + _Decoder().chunk_events(data))
 
     def render_response(self, body: bytes, message: AssistantMessage, finish: FinishKind,
                         replaced: Replaced | None) -> bytes:
-        data = loads(body)
+        data = known_only(loads(body), _BODY_FIELDS)
         cands = [c for c in data.get("candidates") or [] if isinstance(c, dict)] or [{}]
         signatures: dict[str, str] = {}
         _remember_signatures(_parts(cands[0].get("content")), signatures)
@@ -463,6 +465,12 @@ _OUTSIDE = re.compile(rb'["{}\]]')
 
 _ARRAY_SYNTAX = b"[], \t\r\n"
 """The bytes a JSON-array stream may hold outside its elements."""
+
+
+_BODY_FIELDS = frozenset({"candidates", "usageMetadata", "modelVersion", "responseId", "promptFeedback",
+                          "createTime", "modelStatus"})
+"""The fields of a GenerateContentResponse; others (a top-level ``text``) are checked whole and dropped
+from a replaced answer (see ``extra_events``)."""
 
 
 class ArraySplitter:
@@ -558,7 +566,7 @@ class _GeminiStream(StreamCodec):
         self._meta.update({k: chunk[k] for k in ("usageMetadata", "modelVersion", "responseId")
                            if k in chunk})
         try:
-            return tuple(self._decoder.chunk_events(chunk))
+            return tuple(extra_events(chunk, _BODY_FIELDS) + self._decoder.chunk_events(chunk))
         except ValueError:
             return (Unvetted("a candidate index"),)
 

@@ -41,6 +41,8 @@ from proxy.wire.base import (
     StreamCodec,
     WireFormat,
     dumps,
+    extra_events,
+    known_only,
     loads,
     with_temperature,
 )
@@ -125,6 +127,17 @@ _REASONING_FIELDS = ("reasoning_content", "reasoning")
 OpenRouter, newer vLLM: ``reasoning``): shown by agents, so checked as its own lane each."""
 _QUIET_FIELDS = frozenset({"role", "name", "tool_call_id", "function_call", "tool_calls"})
 """Message / delta fields that carry no text of their own (tool calls are decoded separately)."""
+
+
+_CHOICE_FIELDS = frozenset({"index", "delta", "message", "logprobs", "finish_reason",
+                            # no text a client shows: Azure's filter verdicts, gateways' stop details
+                            "content_filter_results", "content_filter_offsets", "native_finish_reason",
+                            "stop_reason", "matched_stop"})
+_BODY_FIELDS = frozenset({"id", "object", "created", "model", "system_fingerprint", "service_tier", "usage",
+                          "choices", "error", "obfuscation", "provider", "prompt_filter_results", "x_groq"})
+"""The fields of a chat choice and of a chunk or body; others (``choices[].text`` as legacy completions
+put it, Perplexity's top-level ``citations``, gateways' extras) are checked whole and dropped when the
+answer is replaced: a client that prints the object would show them."""
 
 
 def message_events(msg: dict[str, Any], c: int) -> list[Event]:
@@ -292,9 +305,10 @@ class OpenAIChat(WireFormat):
         choices = data.get("choices")
         if not isinstance(choices, list):
             raise TypeError("not a chat completion: no choices")
-        events: list[Event] = []
+        events: list[Event] = extra_events(data, _BODY_FIELDS, 0)
         for choice in choices:
             c = _choice_index(choice)
+            events += extra_events(choice, _CHOICE_FIELDS, c)
             msg = choice.get("message")
             if not isinstance(msg, dict):
                 events.append(Unvetted("chat choice without a message"))
@@ -314,10 +328,11 @@ class OpenAIChat(WireFormat):
 
     def render_response(self, body: bytes, message: AssistantMessage, finish: FinishKind,
                         replaced: Replaced | None) -> bytes:
-        data = loads(body)
-        choices = [ch for ch in data.get("choices") or [] if isinstance(ch, dict)] or [{"index": 0}]
+        data = known_only(loads(body), _BODY_FIELDS)
+        choices = [known_only(ch, _CHOICE_FIELDS) for ch in data.get("choices") or [] if isinstance(ch, dict)]
+        choices = choices or [{"index": 0}]
         # Every choice shows the replacement; nothing of the original (reasoning, refusal, audio,
-        # annotations, logprobs) survives: the message is rebuilt, the logprobs dropped.
+        # annotations, logprobs, fields outside the message) survives: the message is rebuilt.
         for choice in choices:
             choice["message"] = _message_dict(message)
             choice["logprobs"] = None
@@ -434,10 +449,11 @@ class ChatStream(StreamCodec):
             err = chunk["error"]
             msg = err.get("message") if isinstance(err, dict) else None
             return Frame(raw, (StreamError(str(msg or "upstream error")),))
+        extras = extra_events(chunk, _BODY_FIELDS, 0)
         if not self._head and "id" in chunk:
             self._head = {k: chunk[k] for k in ("id", "object", "created", "model", "system_fingerprint")
                           if k in chunk}
-        events: list[Event] = []
+        events: list[Event] = extras
         choices = chunk.get("choices")
         if type(choices) is not list and choices is not None:
             return Frame(raw, (Unvetted("chat choices of an unknown shape"),))
@@ -452,6 +468,7 @@ class ChatStream(StreamCodec):
         c = _choice_index(choice)
         if c:
             self._sent_choices.add(c)  # a tail ends every choice the upstream began, seen or not
+        extras = extra_events(choice, _CHOICE_FIELDS, c)
         delta = choice.get("delta")
         if delta is None and "message" in choice:
             delta = choice["message"]  # some servers send whole messages in a stream
@@ -470,7 +487,7 @@ class ChatStream(StreamCodec):
         if choice.get("finish_reason"):
             events.extend(self._close_tools(c))
             events.append(Finish(str(choice["finish_reason"]), c))
-        return events
+        return extras + events if extras else events
 
     def _track_reasoning(self, c: int, delta: dict[str, Any] | None, events: list[Event]) -> None:
         """Reasoning comes before the answer: once answer text or a tool call starts, the reasoning

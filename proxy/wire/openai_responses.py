@@ -60,6 +60,8 @@ from proxy.wire.base import (
     StreamCodec,
     WireFormat,
     dumps,
+    extra_events,
+    known_only,
     loads,
     with_temperature,
 )
@@ -75,6 +77,14 @@ _CALL_ITEMS = {*_TOOL_ITEMS, *_ACTION_ITEMS}
 _CALL_OUTPUTS = {"function_call_output", "custom_tool_call_output", *(f"{k}_output" for k in _ACTION_ITEMS)}
 _ARGS_DELTA = {"response.function_call_arguments.delta", "response.custom_tool_call_input.delta"}
 _ARGS_DONE = {"response.function_call_arguments.done", "response.custom_tool_call_input.done"}
+_RESPONSE_FIELDS = frozenset({
+    "id", "object", "created_at", "completed_at", "status", "background", "billing", "conversation", "error",
+    "incomplete_details", "instructions", "max_output_tokens", "max_tool_calls", "metadata", "model", "output",
+    "parallel_tool_calls", "previous_response_id", "prompt", "prompt_cache_key", "prompt_cache_retention",
+    "reasoning", "safety_identifier", "service_tier", "store", "temperature", "text", "tool_choice", "tools",
+    "top_logprobs", "top_p", "truncation", "usage", "user"})
+"""The fields of a Response object; others (a top-level ``output_text``, which some clients read) are
+checked whole and never kept in what the proxy renders (see ``extra_events``)."""
 _LIFECYCLE = {"response.created", "response.in_progress", "response.queued"}
 _TERMINAL = {"response.completed", "response.incomplete", "response.failed"}
 _TEXT_DELTAS = {"response.output_text.delta": "text", "response.refusal.delta": "refusal"}
@@ -195,7 +205,7 @@ class OpenAIResponses(WireFormat):
         output = data.get("output")
         if not isinstance(output, list) or not all(isinstance(i, dict) for i in output):
             raise ValueError("not a Responses API response: no output list")
-        events = rt.body_events(output)
+        events = extra_events(data, _RESPONSE_FIELDS) + rt.body_events(output)
         for n, item in enumerate(output):
             if item.get("type") in _TOOL_ITEMS:
                 call, key = _call_of(item), str(n)
@@ -223,7 +233,7 @@ class OpenAIResponses(WireFormat):
 
     def render_response(self, body: bytes, message: AssistantMessage, finish: FinishKind,
                         replaced: Replaced | None) -> bytes:
-        data = loads(body)
+        data = known_only(loads(body), _RESPONSE_FIELDS)
         old = [i for i in data.get("output") or [] if isinstance(i, dict)]
         ids = [str(i["id"]) for i in old if i.get("type") == "message" and "id" in i]
         msg_id = ids[0] if ids else "msg_guardproxy"
@@ -424,8 +434,10 @@ class ResponsesStream(StreamCodec):
         output = response.get("output")
         texts: list[Event] = [e for n, i in enumerate(output) if isinstance(i, dict)
                               for e in self._texts.item(i, n)] if isinstance(output, list) else []
+        texts += extra_events(response, _RESPONSE_FIELDS)
         if not self._response or response.get("id") == self._response.get("id"):
-            self._response = {k: v for k, v in response.items() if k not in ("output", "usage")}
+            self._response = {k: v for k, v in response.items()
+                              if k in _RESPONSE_FIELDS and k not in ("output", "usage")}
         self._usage = response.get("usage") or self._usage
         if t not in _TERMINAL:
             return texts

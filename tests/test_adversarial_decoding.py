@@ -275,3 +275,33 @@ def test_text_in_a_field_the_api_does_not_define_is_checked(secrets_guard: Proxy
     seen = client_sees(secrets_guard.url, api, lambda: upstream.queue(reply), stream=stream)
     assert SECRET not in seen.everything()
     assert seen.sdk is not None and "[withheld: credential]" in seen.sdk.text, seen.sdk_error
+
+
+# ------------------------------------------------------------------ Responses logprobs
+def _responses_with_logprobs(stream: bool, where: str) -> Reply:
+    """Logprobs whose tokens (or alternatives) spell the credential, beside a harmless text."""
+    chosen = [{"token": f"key {SECRET}", "logprob": -0.1, "top_logprobs": []}]
+    alternatives = [{"token": "Nothing", "logprob": -0.1, "top_logprobs": [{"token": SECRET, "logprob": -2.0}]}]
+    logprobs = chosen if where == "tokens" else alternatives
+    if not stream:
+        body = responses_body(CLEAN, "m")
+        body["output"][0]["content"][0]["logprobs"] = logprobs
+        return Reply(raw_body=json.dumps(body).encode(), content_type="application/json")
+    frames = frames_for("responses", CLEAN)
+    for n, frame in enumerate(frames):
+        if b"response.output_text.delta" in frame:
+            head, _, data = frame.partition(b"data: ")
+            ev = json.loads(data) | {"logprobs": logprobs}
+            frames[n] = head + b"data: " + json.dumps(ev).encode() + b"\n\n"
+            break
+    return Reply(raw_frames=frames)
+
+
+@pytest.mark.parametrize("where", ["tokens", "alternatives"])
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "unary"])
+def test_responses_logprobs_are_checked(secrets_guard: ProxyServer, upstream: FakeUpstream,
+                                        stream: bool, where: str) -> None:
+    reply = _responses_with_logprobs(stream, where)
+    seen = client_sees(secrets_guard.url, "responses", lambda: upstream.queue(reply), stream=stream)
+    assert SECRET not in seen.everything()
+    assert seen.sdk is not None and "[withheld: credential]" in seen.sdk.text, seen.sdk_error

@@ -103,15 +103,38 @@ def item_slots(item: dict[str, Any], oi: int) -> list[tuple[Slot, str]]:
 
 
 def item_extras(item: dict[str, Any]) -> list[Event]:
-    """What an item shows besides its slots: annotations, and every string of items that are not
-    messages, reasoning or client tool calls (server tools' queries, results, code output)."""
+    """What an item shows besides its slots: annotations, logprobs that do not spell the text, and
+    every string of items that are not messages, reasoning or client tool calls (server tools'
+    queries, results, code output)."""
     kind = item.get("type")
     if kind == "message":
-        return [WholeText(t, 0, "annotation") for p in item.get("content") or [] if isinstance(p, dict)
-                for t in strings(p.get("annotations"))]
+        parts = [p for p in item.get("content") or [] if isinstance(p, dict)]
+        return [*(WholeText(t, 0, "annotation") for p in parts for t in strings(p.get("annotations"))),
+                *(e for p in parts if p.get("logprobs") for e in logprob_events(p["logprobs"], part_text(p) or ""))]
     if kind == "reasoning" or kind in TOOL_CALL_ITEMS:
         return []
     return [WholeText(t, 0, str(kind)) for t in strings(item)]
+
+
+def logprob_events(logprobs: Any, said: str) -> list[Event]:
+    """A text delta's logprobs (``[{token, logprob, top_logprobs: [{token, ...}]}]``) repeat its text
+    token by token and offer alternatives: a client can show both. Chosen tokens that spell exactly
+    the delta were checked with it; any others are a lane of their own; alternatives are checked
+    whole. (Replacement and redaction drop the logprobs.)"""
+    if not isinstance(logprobs, list):
+        return [Unvetted("logprobs of an unknown shape")]
+    chosen: list[str] = []
+    alternatives: list[str] = []
+    for t in logprobs:
+        if not isinstance(t, dict):
+            return [Unvetted("a logprob of an unknown shape")]
+        chosen.append(str(t.get("token") or ""))
+        alternatives += [str(a.get("token") or "") for a in t.get("top_logprobs") or [] if isinstance(a, dict)]
+    spelled = "".join(chosen)
+    out: list[Event] = [] if spelled == said else [TextDelta(spelled, 0, "logprobs")]
+    if alternatives:
+        out.append(WholeText(" ".join(alternatives), 0, "top_logprobs"))
+    return out
 
 
 class OutputTexts:
@@ -126,7 +149,10 @@ class OutputTexts:
             return [Unvetted(f"{ev.get('type')} without a text delta")]
         oi, pi = _index(ev, "output_index"), _index(ev, "summary_index" if kind == "summary" else "content_index")
         self._slots.setdefault((kind, oi, pi), []).append(delta)
-        return [TextDelta(delta, 0, lane(kind, oi, pi))] if delta else []
+        events: list[Event] = [TextDelta(delta, 0, lane(kind, oi, pi))] if delta else []
+        if logprobs := ev.get("logprobs"):  # usually ``[]``
+            events += logprob_events(logprobs, delta)
+        return events
 
     def done(self, t: str, ev: dict[str, Any]) -> list[Event]:
         kind, field = DONES[t]

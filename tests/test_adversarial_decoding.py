@@ -58,6 +58,7 @@ def _bad_frame(api: str, how: str) -> bytes:
         "bare-line-after-data": f"{head}data: {{}}\n{chunk}\n\n",
         "bare-line-before-data": f"{chunk}\n{head}data: {{}}\n\n",
         "nameless": f"data: {chunk}\n\n",
+        "text-after-done": f"data: [DONE] key {SECRET}\n\n",
         "ping-named": f"event: ping\ndata: {chunk}\n\n",
     }[how].encode()
 
@@ -66,7 +67,7 @@ ANY_API = ("not-json", "truncated", "not-an-object", "bare-text-line", "capitali
            "bare-line-after-data", "bare-line-before-data")
 CASES = [(api, how) for api in STREAM_APIS for how in ANY_API]
 CASES += [(api, "bare-json-line") for api in STREAM_APIS if api != "gemini"]
-CASES += [("anthropic", "nameless"), ("anthropic", "ping-named")]
+CASES += [("anthropic", "nameless"), ("anthropic", "ping-named"), ("chat", "text-after-done")]
 
 
 @pytest.mark.parametrize(("api", "how"), CASES, ids=[f"{a}-{h}" for a, h in CASES])

@@ -438,6 +438,8 @@ class ChatStream(StreamCodec):
         if not sse.has_data:
             return Frame(raw, self._close_tools())
         if sse.data.startswith("[DONE]"):
+            if sse.data.rstrip() != "[DONE]":  # the SDK stops at the prefix, a client that prints the line shows the rest
+                return Frame(raw, unreadable=True)
             return Frame(raw, self._close_tools(), last=True)
         try:
             chunk = loads(sse.data)

@@ -7,17 +7,19 @@ the message guardrails (async, may do I/O; the runner fails open on an unavailab
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import structlog
 
-from guardrails.datamodel import AssistantMessage, RequestView, ToolCall
+from guardrails.datamodel import AssistantMessage, HistoryToolCall, RequestView, ToolCall
 from guardrails.decision import Block, Redact
 from guardrails.findings import Finding, OnTrip, finding_of
 from guardrails.message import run_message_guardrails
 from guardrails.seams import MessageContext, TextCompleter
 from guardrails.stream import Trip
+from guardrails.tools import Assessment, ToolAssessor
 from proxy.services import Services
 from proxy.upstream import UpstreamError
 
@@ -91,7 +93,7 @@ class Vetter:
 
     async def vet(self, message: AssistantMessage, view: RequestView, first: RequestView) -> Finding | None:
         """``view`` is the request being answered now (tool history); ``first`` the client's own."""
-        finding = self.assess_tools(message, view)
+        finding = await self.assess_tools(message, view)
         if finding is not None or not self._s.message_guardrails:
             return finding
         ctx = MessageContext(message=message, system_prompt=first.system_prompt,
@@ -120,16 +122,19 @@ class Vetter:
     def _on_trip(self, guardrail_id: str) -> OnTrip:
         return self._s.on_trip.get(guardrail_id) or OnTrip(replacement=self._s.policy.defaults.replacement)
 
-    def assess_tools(self, message: AssistantMessage, view: RequestView) -> Finding | None:
+    async def assess_tools(self, message: AssistantMessage, view: RequestView) -> Finding | None:
         assessor = self._s.assessor
         if assessor is None or not message.tool_calls:
             return None
-        blocked: list[tuple[ToolCall, str]] = []
-        first: tuple[str, str] | None = None
         if self._grants is None:
             self._grants = self._make_grants()
-        for call in message.tool_calls:
-            a = assessor.assess(call, view.history, self._grants)
+        calls = list(message.tool_calls)
+        # Always in a thread: the shell parse runs in a worker process (guardrails.tools.shell_worker),
+        # and waiting for one, behind another request's 32 KiB parse, must not hold the event loop.
+        assessments = await asyncio.to_thread(_assess_all, assessor, calls, view.history, self._grants)
+        blocked: list[tuple[ToolCall, str]] = []
+        first: tuple[str, str] | None = None
+        for call, a in zip(calls, assessments, strict=True):
             self._s.metrics.tool_assessments.labels(rule=a.rule or "none", decision=a.decision).inc()
             self._s.audit.record_assessment(a, request_id=self._request_id)
             if a.decision == "block":
@@ -143,3 +148,8 @@ class Vetter:
         lines = [f"guardproxy blocked the tool call {c.name}: {why}" for c, why in blocked]
         return Finding("tool", first[0], first[1], tools.on_block, "\n".join(lines),
                        rationale="\n".join(lines), blocked_calls=tuple(blocked))
+
+
+def _assess_all(assessor: ToolAssessor, calls: list[ToolCall], history: Sequence[HistoryToolCall],
+                grants: frozenset[str]) -> list[Assessment]:
+    return [assessor.assess(call, history, grants) for call in calls]

@@ -10,6 +10,7 @@ from guardrails.datamodel import HistoryToolCall, ToolCall
 from guardrails.tools.observe import observe
 from guardrails.tools.probe import CachingProbe, FileSystemProbe, WorldProbe
 from guardrails.tools.rules import decide
+from guardrails.tools.shell_worker import pool
 from guardrails.tools.verdict import Assessment, policy_fingerprint, policy_snapshot
 
 
@@ -29,6 +30,8 @@ class ToolAssessor:
         self._probe: WorldProbe = probe if probe is not None else FileSystemProbe()
         self._snapshot = policy_snapshot(policy)
         self._fingerprint = policy_fingerprint(policy)
+        if policy.enabled:
+            pool().start()  # the shell parser's worker processes, ready before the first call
 
     def assess(self, call: ToolCall, history: Sequence[HistoryToolCall],
                grants: frozenset[str] = frozenset()) -> Assessment:

@@ -13,7 +13,7 @@ Observations (JSON-able; this is what the audit log records and replay reads bac
                      agent_path (only with agent_workspace_root)}]
                     exists/is_dir are null unless resolution is "realpath"
     commands        [{program, options, fed_by, script, stdin}]    (see guardrails.tools.shell)
-    shell_parse     "ok" | "error" | "too_large" | "too_complex" | null (no command); older records
+    shell_parse     "ok" | "error" | "too_large" | "too_complex" | "parser_failed" | null (no command); older records
                     carry "shlex" | "split"
     urls            [{param, scheme, host, userinfo, ip_literal, error}]
     grants          per-session egress grants that applied
@@ -38,6 +38,7 @@ from guardrails.tools.commands import program_name
 from guardrails.tools.patch import find_patch, parse_patch
 from guardrails.tools.paths import is_glob, lexical, static_prefix
 from guardrails.tools.probe import WorldProbe
+from guardrails.tools.shell_worker import analyze_isolated
 
 Obs = dict[str, object]
 _OPS = {"file_read": "read", "file_write": "write"}
@@ -152,7 +153,7 @@ def find(name: str, arguments: str, policy: ToolsPolicy) -> _Found:
     # An exec tool's folder parameter (``workdir``, ``dir_path``) is where its relative paths start.
     cwd = next((p.path for p in paths if entry.effect == "exec" and p.param in entry.path), "")
     for param, line in lines:
-        found = shell.analyze(line, stdin="tty" if tty else None)
+        found = analyze_isolated(line, stdin="tty" if tty else None)
         facts.append(found)
         paths.extend(_Raw(param, o, posixpath.join(cwd, p) if cwd and not p.startswith("~") else p)
                      for o, p in found.paths)

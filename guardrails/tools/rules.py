@@ -4,7 +4,8 @@ Rules run in this fixed order and the first block wins (one verdict per call); t
 of every rule are still added to the observations:
 
 0. ``unparseable_arguments``: ``unparseable_arguments`` (arguments no client could act on were not
-   recovered, or a shell command that is not valid shell, too large or too complex to judge)
+   recovered, or a shell command that is not valid shell, too large or too complex to judge, or on
+   which the parser's worker process crashed or hung: ``shell_parse = "parser_failed"``)
 1. ``path_containment``: ``privileged_path``, then ``path_outside_workspace``
 2. ``write_manifest``:    ``path_outside_manifest``  (writes inside the workspace only)
 3. ``no_such_path``:      ``no_such_path``           (reads inside the workspace only)
@@ -98,6 +99,7 @@ _SHELL_TROUBLE = {
     "too_large": f"is longer than the {MAX_COMMAND_BYTES // 1024} KiB the proxy checks; write long "
                  "content with the file-writing tool and keep the command short",
     "too_complex": "nests or chains more than the proxy checks; split it into simpler commands",
+    "parser_failed": "could not be parsed (the shell parser failed on it); write it more plainly",
 }
 
 

@@ -87,8 +87,29 @@ def _unescape(text: str) -> str:
     return _BACKSLASH.sub(lambda m: m.group(1), text) if "\\" in text else text
 
 
+_WIDE = re.compile("[\u0100-\U0010ffff]")
+_SAME_WIDTH = {2: "\u00a4", 3: "\u00a4x", 4: "\u00a4\u00a4"}
+"""A stand-in of the same UTF-8 length for a character above U+00FF (see ``ctype_safe``)."""
+
+
+def ctype_safe(text: str) -> str:
+    """``text`` with every character above U+00FF replaced by ``¤`` (padded with ``x`` or a second
+    ``¤`` to the same UTF-8 length), so that byte offsets into the parse are offsets into the original.
+
+    tree-sitter-bash 0.25.1 (the newest on PyPI) calls ``isdigit``/``isalpha`` on the lexer's
+    lookahead, which is a code point: past U+00FF that indexes glibc's 384-entry class table out of
+    bounds (tree-sitter/tree-sitter-bash#337; ``echo {`` followed by U+10FFFF killed 13 of 20 fresh
+    processes here). In the grammar such characters are only ever word characters, and so is ``¤``;
+    the walker reads every word's text from the original bytes (``_text``)."""
+    if text.isascii():
+        return text
+    return _WIDE.sub(lambda m: _SAME_WIDTH[len(m.group().encode("utf-8", "surrogatepass"))], text)
+
+
 def _text(node: Node) -> str:
-    return (node.text or b"").decode("utf-8", "replace")
+    """The node's text in the original command (the parse saw ``ctype_safe`` of it)."""
+    source: bytes = _local.sources[-1]
+    return source[node.start_byte:node.end_byte].decode("utf-8", "replace")
 
 
 def _is_home(node: Node) -> bool:
@@ -132,6 +153,7 @@ class _Walker:
         self.downloaders: set[str] = set()
         self.written: set[str] = set()
         self.stdin_path: str | None = None
+        self.seen: set[str] = set()
         """The file a ``<`` redirect feeds the current command (to spot a downloaded script)."""
 
     # -- structure ----------------------------------------------------------------------------
@@ -142,10 +164,16 @@ class _Walker:
         self.parsed += len(data)
         if self.parsed > MAX_PARSED_BYTES:
             raise _Stop("too_complex")
-        tree = _parser().parse(data)
+        safe = ctype_safe(text).encode("utf-8", "surrogatepass")
+        tree = _parser().parse(safe)
         if tree.root_node.has_error:
             raise _Stop("error")
-        self.visit(tree.root_node, depth, feed, stdin)
+        sources: list[bytes] = _local.__dict__.setdefault("sources", [])
+        sources.append(data)  # a nested ``bash -c '...'`` parse pushes its own and pops it on return
+        try:
+            self.visit(tree.root_node, depth, feed, stdin)
+        finally:
+            sources.pop()
 
     def _count(self, depth: int) -> None:
         self.nodes += 1
@@ -305,8 +333,8 @@ class _Walker:
                 break
             if unwrapped.script is not None:
                 if unwrapped.via_shell:
-                    self.facts.segments.append({"program": "sh", "options": ["-c"], "fed_by": sorted(set(feed)),
-                                                "script": "inline", "stdin": stdin})
+                    self._record({"program": "sh", "options": ["-c"], "fed_by": sorted(set(feed)),
+                                  "script": "inline", "stdin": stdin})
                 self.line(unwrapped.script, depth + 1, feed, stdin)
                 return [prog]
             words = unwrapped.argv
@@ -346,7 +374,7 @@ class _Walker:
             fed.discard("download")
             fed |= self.downloaders or {"curl"}
         seg["fed_by"] = sorted(p for p in fed if p)
-        self.facts.segments.append(seg)
+        self._record(seg)
         self._effects(prog, args, depth, feed, stdin)
 
     def _effects(self, prog: str, args: list[str | None], depth: int, feed: list[str], stdin: str | None) -> None:
@@ -368,6 +396,14 @@ class _Walker:
                     start = args.index(flag) + 1
                     end = next((i for i in range(start, len(args)) if args[i] in (";", "+")), len(args))
                     self.argv(args[start:end], depth + 1, feed, stdin)
+
+    def _record(self, seg: Segment) -> None:
+        """Keep ``seg`` unless an identical one is kept already: a pipeline of 5,000 ``cat`` is two
+        facts (the first and the piped ones), not 5,000 for every rule and the audit record to read."""
+        key = repr(sorted(seg.items()))
+        if key not in self.seen:
+            self.seen.add(key)
+            self.facts.segments.append(seg)
 
     # -- paths ---------------------------------------------------------------------------------
     def _join(self, path: str) -> str:

@@ -542,3 +542,23 @@ async def test_a_redacted_delta_the_client_got_is_what_the_closing_done_event_re
     seen = await stream_with_sdk(server, body)
     assert seen.text == "[email]!" and seen.final.output[1].content[0].text == "[email]"
     assert sequence_numbers(body) == list(range(len(sequence_numbers(body))))
+
+
+def test_builtin_call_outputs_say_their_outcome_in_their_own_shape() -> None:
+    ok = {"outcome": {"type": "exit", "exit_code": 0}, "stdout": "x", "stderr": ""}
+    failed = {**ok, "outcome": {"type": "exit", "exit_code": 1}}
+    items: list[dict[str, Any]] = [
+        {"type": "shell_call", "call_id": "s1", "action": {"commands": ["ls"]}},
+        {"type": "shell_call_output", "call_id": "s1", "output": [ok]},
+        {"type": "shell_call", "call_id": "s2", "action": {"commands": ["ls", "false"]}},
+        {"type": "shell_call_output", "call_id": "s2", "output": [ok, failed]},
+        {"type": "apply_patch_call", "call_id": "p1", "operation": {"type": "delete_file", "path": "a"}},
+        {"type": "apply_patch_call_output", "call_id": "p1", "status": "failed", "output": "no such file"},
+        {"type": "apply_patch_call", "call_id": "p2", "operation": {"type": "delete_file", "path": "b"}},
+        {"type": "apply_patch_call_output", "call_id": "p2", "status": "completed"},
+        {"type": "local_shell_call", "id": "lsh_1", "call_id": "l1", "action": {"type": "exec", "command": ["ls"]}},
+        {"type": "local_shell_call_output", "id": "l1", "output": '{"output":"a","metadata":{"exit_code":0}}'},
+    ]
+    view = WIRE.parse_request({"model": "gpt-5", "input": items}, stream=False)
+    assert [(h.call_id, h.result_ok) for h in view.history] == [
+        ("s1", True), ("s2", False), ("p1", False), ("p2", True), ("l1", True)]

@@ -130,10 +130,21 @@ def _result_ok(output: Any) -> bool:
 
 
 def _history(items: list[dict[str, Any]]) -> list[HistoryToolCall]:
-    results = {str(i.get("call_id")): _result_ok(i.get("output")) for i in items
-               if i.get("type") in _CALL_OUTPUTS}
+    results = {str(i.get("call_id", i.get("id"))): _output_ok(i) for i in items if i.get("type") in _CALL_OUTPUTS}
     calls = [_call_of(i) for i in items if i.get("type") in _CALL_ITEMS]
     return [HistoryToolCall(c.call_id, c.name, c.arguments, results.get(c.call_id)) for c in calls]
+
+
+def _output_ok(item: dict[str, Any]) -> bool:
+    """An apply_patch_call_output says ``status``; a shell_call_output's records say their exit codes;
+    the other outputs are text (``_result_ok``)."""
+    output = item.get("output")
+    if item.get("type") == "apply_patch_call_output":
+        return item.get("status") == "completed"
+    if item.get("type") == "shell_call_output" and isinstance(output, list):
+        outcomes = [r.get("outcome") for r in output if isinstance(r, dict)]
+        return all(isinstance(o, dict) and o.get("type") == "exit" and o.get("exit_code") == 0 for o in outcomes)
+    return _result_ok(output)
 
 
 def _call_of(item: dict[str, Any]) -> ToolCall:
@@ -269,11 +280,10 @@ class OpenAIResponses(WireFormat):
         if message.text:
             extra.append({"type": "message", "role": "assistant",
                           "content": [{"type": "output_text", "text": message.text, "annotations": []}]})
-        extra += [_tool_item(call, call.name in custom) for call in message.tool_calls]
-        for call, text in results:
-            kind = "custom_tool_call_output" if call.name in custom else "function_call_output"
-            kind = f"{call.name}_output" if call.name in _ACTION_ITEMS else kind
-            extra.append({"type": kind, "call_id": call.call_id, "output": text})
+        # A computer_call's output can only be a screenshot: it is not replayed (a call without its
+        # output is refused) and the reason goes to the model as a message instead.
+        extra += [_tool_item(call, call.name in custom) for call in message.tool_calls if call.name != "computer_call"]
+        extra += [_feedback_item(call, text, call.name in custom) for call, text in results]
         out["input"] = [*_input_items(body), *extra]
         return out
 
@@ -319,6 +329,26 @@ def _tool_item(call: ToolCall, custom: bool, item_id: str = "", status: str = ""
     kind = "custom_tool_call" if custom else "function_call"
     head = {"id": item_id, "type": kind, "status": status} if item_id else {"type": kind}
     return {**head, "call_id": call.call_id, "name": call.name, _TOOL_ITEMS[kind]: call.arguments}
+
+
+def _feedback_item(call: ToolCall, text: str, custom: bool) -> dict[str, Any]:
+    """The input item that tells the model ``call`` was not run, in the shape the API takes for the
+    call's kind (openai-python 3.57 ``response_input_item_param``): a shell_call's output is a list of
+    stdout/stderr/outcome records, an apply_patch_call's has a required ``status``, a
+    local_shell_call's names the call by ``id`` and carries a JSON string, a computer_call's is a
+    screenshot (so the text goes in a user message)."""
+    if call.name == "computer_call":
+        return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+    if call.name == "shell_call":
+        return {"type": "shell_call_output", "call_id": call.call_id,
+                "output": [{"stdout": "", "stderr": text, "outcome": {"type": "exit", "exit_code": 1}}]}
+    if call.name == "apply_patch_call":
+        return {"type": "apply_patch_call_output", "call_id": call.call_id, "status": "failed", "output": text}
+    if call.name == "local_shell_call":
+        return {"type": "local_shell_call_output", "id": call.call_id,
+                "output": dumps({"output": text, "metadata": {"exit_code": 1}})}
+    kind = "custom_tool_call_output" if custom else "function_call_output"
+    return {"type": kind, "call_id": call.call_id, "output": text}
 
 
 def _load(raw: bytes) -> dict[str, Any] | None:

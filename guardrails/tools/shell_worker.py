@@ -15,8 +15,9 @@ the round trip adds tens of microseconds to a typical command line, and answers 
 line (``CACHE_ENTRIES``), so the history re-read on every request of an agent session is not parsed
 again.
 
-The proxy process itself never imports a parse into its address space through this module; ``shell``
-is imported for the data types only.
+The proxy process imports ``shell`` for the data types only. A worker imports the shell analysis and
+nothing of the policy (``guardrails.tools`` loads its names lazily): 17 MB and a third of a second
+to start, measured.
 """
 
 from __future__ import annotations

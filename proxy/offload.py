@@ -14,12 +14,6 @@ OFF_LOOP_CHARS = 32_768
 adversarial text) they would otherwise hold the event loop, and every other stream, past 100 ms.
 The thread still takes the GIL, but CPython hands it back to the loop every few milliseconds."""
 
-TOOL_OFF_LOOP_CHARS = 2_048
-"""Tool calls are assessed in a worker thread when their arguments and the request's tool history
-are longer than this. The shell parse itself runs in a worker process
-(``guardrails.tools.shell_worker``), so the thread mostly waits without the GIL; in-line, a
-32 KiB command line held the loop for its whole parse (about 45-75 ms; ``bench/tool_cost.py``)."""
-
 
 async def off_loop_if_large(size: int, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
     """``fn(*args)``, in a worker thread when ``size`` (characters or bytes to check) is large. The

@@ -138,3 +138,20 @@ def test_the_proxy_survives_a_parser_crash(proxy: ProxyServer, upstream: FakeUps
     assert "shell parser failed" in json.dumps(upstream.seen[-1].body)
     assert faulty_pool.crashes == 1
     assert httpx.get(f"{proxy.url}/healthz").status_code == 200
+
+
+def test_a_forked_child_starts_its_own_workers(faulty_pool: WorkerPool) -> None:
+    faulty_pool.start()
+    parents = [w.proc.pid for w in faulty_pool._idle]
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe and exits
+        facts = faulty_pool.analyze("echo in-child")
+        mine = [w.proc.pid for w in faulty_pool._idle]
+        os.write(write, json.dumps([facts.status, mine]).encode())
+        os._exit(0)
+    os.close(write)
+    status, mine = json.loads(os.read(read, 4096))
+    os.waitpid(child, 0)
+    assert status == "ok" and mine and not set(mine) & set(parents)
+    assert faulty_pool.analyze("echo in-parent").status == "ok"

@@ -91,10 +91,18 @@ class WorkerPool:
         self._cache: OrderedDict[tuple[str, str | None], bytes] = OrderedDict()
         self.crashes = 0
         """Workers lost to a crash or a hang since start (each one blocked its call)."""
+        self._pid = os.getpid()
+
+    def _after_fork(self) -> None:
+        """In a forked child the parent's workers are not ours to talk to (their pipes are shared):
+        forget them and start our own. Called with the lock held."""
+        if self._pid != os.getpid():
+            self._pid, self._idle, self._running = os.getpid(), [], 0
 
     def start(self) -> None:
         """Start the workers now (they take a fraction of a second to import), not on the first call."""
         with self._cond:
+            self._after_fork()
             while self._running < self._size:
                 self._idle.append(_Worker(self._argv))
                 self._running += 1
@@ -134,6 +142,7 @@ class WorkerPool:
 
     def _take(self) -> _Worker:
         with self._cond:
+            self._after_fork()
             while not self._idle and self._running >= self._size:
                 self._cond.wait()
             if self._idle:

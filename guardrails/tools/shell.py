@@ -99,8 +99,8 @@ def ctype_safe(text: str) -> str:
     tree-sitter-bash 0.25.1 (the newest on PyPI) calls ``isdigit``/``isalpha`` on the lexer's
     lookahead, which is a code point: past U+00FF that indexes glibc's 384-entry class table out of
     bounds (tree-sitter/tree-sitter-bash#337; ``echo {`` followed by U+10FFFF killed 13 of 20 fresh
-    processes here). In the grammar such characters are only ever word characters, and so is ``¤``;
-    the walker reads every word's text from the original bytes (``_text``)."""
+    processes here). To bash such characters are only ever word characters (names are ASCII), and so
+    is ``¤``; the walker reads every word's text from the original bytes (``_text``)."""
     if text.isascii():
         return text
     return _WIDE.sub(lambda m: _SAME_WIDTH[len(m.group().encode("utf-8", "surrogatepass"))], text)
@@ -153,8 +153,9 @@ class _Walker:
         self.downloaders: set[str] = set()
         self.written: set[str] = set()
         self.stdin_path: str | None = None
-        self.seen: set[str] = set()
         """The file a ``<`` redirect feeds the current command (to spot a downloaded script)."""
+        self.seen: set[str] = set()
+        """The segments recorded so far (``_record``)."""
 
     # -- structure ----------------------------------------------------------------------------
     def line(self, text: str, depth: int, feed: list[str], stdin: str | None) -> None:

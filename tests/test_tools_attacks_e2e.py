@@ -50,7 +50,9 @@ egress_allow = ["api.github.com"]
 on_block = "feedback"
 max_feedback_rounds = 2
 """
-    with ProxyServer(upstream_server.url, policy, audit_log=str(audit)) as p:
+    # The 40 KB command arrives as 5,700 stream events, read twice (the block, then its feedback round):
+    # on a loaded 2-core machine that took over the fixture's usual 5 s read timeout (seen at load 10).
+    with ProxyServer(upstream_server.url, policy, audit_log=str(audit), upstream_read_timeout_s=30.0) as p:
         yield p
 
 

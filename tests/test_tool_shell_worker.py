@@ -155,3 +155,17 @@ def test_a_forked_child_starts_its_own_workers(faulty_pool: WorkerPool) -> None:
     os.waitpid(child, 0)
     assert status == "ok" and mine and not set(mine) & set(parents)
     assert faulty_pool.analyze("echo in-parent").status == "ok"
+
+
+def test_an_answer_that_is_not_facts_is_a_failure() -> None:
+    for answer in (b"", b"not json\n", b"[1, 2]\n", b'{"paths": [1]}\n'):
+        assert shell_worker.decode(answer).status == "parser_failed"
+
+
+def test_the_answer_cache_is_bounded_in_bytes(faulty_pool: WorkerPool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(shell_worker, "CACHE_BYTES", 2000)
+    for i in range(40):
+        faulty_pool.analyze(f"echo {i:03d}")
+    assert faulty_pool._cached_bytes <= 2000
+    assert 0 < len(faulty_pool._cache) < 40
+    assert ("echo 039", None) in faulty_pool._cache  # the newest are kept

@@ -12,7 +12,7 @@ Why a process and not the parser in-process: a segmentation fault cannot be caug
 0.25.1 (the newest release on PyPI) has one an input of 7 bytes reaches (``shell.ctype_safe``
 removes that class; nothing else proves the C code has no other). Measured (``bench/tool_cost.py``):
 the round trip adds tens of microseconds to a typical command line, and answers are cached by command
-line (``CACHE_ENTRIES``), so the history re-read on every request of an agent session is not parsed
+line (``CACHE_BYTES``), so the history re-read on every request of an agent session is not parsed
 again.
 
 The proxy process imports ``shell`` for the data types only. A worker imports the shell analysis and
@@ -39,7 +39,10 @@ from guardrails.tools.shell import MAX_COMMAND_BYTES, ShellFacts
 WORKERS = 2
 REPLY_TIMEOUT_S = 10.0
 """A 32 KiB worst case parses in under 0.1 s; ten seconds is a hung parser, not a busy machine."""
-CACHE_ENTRIES = 2048
+CACHE_BYTES = 8 << 20
+"""The answer cache's bound: command lines plus answers, in bytes (about 2,000 typical lines)."""
+CACHE_ENTRY_BYTES = 64 << 10
+"""A longer line and answer are not cached (agents do not repeat those; they would crowd out the rest)."""
 FAILED = "parser_failed"
 
 
@@ -89,6 +92,7 @@ class WorkerPool:
         self._running = 0
         self._cond = threading.Condition()
         self._cache: OrderedDict[tuple[str, str | None], bytes] = OrderedDict()
+        self._cached_bytes = 0
         self.crashes = 0
         """Workers lost to a crash or a hang since start (each one blocked its call)."""
         self._pid = os.getpid()
@@ -117,24 +121,37 @@ class WorkerPool:
                 self._cache.move_to_end(key)
         if cached is None:
             cached = self._ask(json.dumps({"command": command, "stdin": stdin}).encode() + b"\n")
-            with self._cond:
-                self._cache[key] = cached
-                if len(self._cache) > CACHE_ENTRIES:
-                    self._cache.popitem(last=False)
+            self._remember(key, cached)
         return decode(cached)
+
+    def _remember(self, key: tuple[str, str | None], answer: bytes) -> None:
+        size = len(key[0]) + len(answer)
+        with self._cond:
+            if key in self._cache or size > CACHE_ENTRY_BYTES:
+                return
+            self._cache[key] = answer
+            self._cached_bytes += size
+            while self._cached_bytes > CACHE_BYTES:
+                old, dropped = self._cache.popitem(last=False)
+                self._cached_bytes -= len(old[0]) + len(dropped)
 
     def _ask(self, request: bytes) -> bytes:
         for _ in range(2):
             worker = self._take()
             try:
                 answer = worker.ask(request)
-            except (BrokenPipeError, OSError):
+            except OSError:  # BrokenPipeError: it died before it read this command, not its doing
                 worker.stop()
                 self._lost()
-                continue  # it died before it read this command: not this command's doing
+                continue
+            except BaseException:
+                worker.stop()
+                self._lost()
+                raise
             if answer is None:
                 self._lost()
-                self.crashes += 1
+                with self._cond:
+                    self.crashes += 1
                 return json.dumps({"status": FAILED}).encode()
             self._give(worker)
             return answer
@@ -182,11 +199,15 @@ def encode(facts: ShellFacts) -> bytes:
 
 
 def decode(answer: bytes) -> ShellFacts:
-    data = json.loads(answer)
-    return ShellFacts(segments=list(data.get("segments", [])),
-                      paths=[(str(op), str(p)) for op, p in data.get("paths", [])],
-                      urls=[str(u) for u in data.get("urls", [])], status=str(data.get("status", FAILED)),
-                      work=int(data.get("work", 0)))
+    """The facts in a worker's answer; an answer that is not what ``encode`` writes is a failure."""
+    try:
+        data = json.loads(answer)
+        return ShellFacts(segments=[dict(seg) for seg in data.get("segments", [])],
+                          paths=[(str(op), str(p)) for op, p in data.get("paths", [])],
+                          urls=[str(u) for u in data.get("urls", [])], status=str(data.get("status", FAILED)),
+                          work=int(data.get("work", 0)))
+    except (ValueError, TypeError, AttributeError):
+        return ShellFacts(status=FAILED)
 
 
 _pool = WorkerPool()

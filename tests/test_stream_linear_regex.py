@@ -54,3 +54,26 @@ def test_offsets_are_those_of_the_whole_text_when_searching_from_a_start() -> No
     text = "concatenate the cat"
     assert [(m.start(), m.end()) for m in pattern.finditer(text, 4)] == [(16, 19)]
     assert list(LinearPattern(r"^cat").finditer("a cat", 2)) == []
+
+
+@pytest.mark.parametrize(("pattern", "text", "blocked"), [
+    (r"(a+)+$", "a" * 300 + "!", False),          # as long as the window, but '!' follows: no match
+    (r"(a+)+$", "a" * 300, True),                 # the answer ends there: a match
+    (r"secret$", "my secret continues", False),
+    (r"secret$", "my secret", True),
+    (r"secret$", "my secret\nand more", False),
+    (r"secret$", "my secret\nand more", True),    # with flag m (below) "$" matches before a newline
+    (r"x{200,}\b", "x" * 400 + "yz", False),      # '\b' needs a non-word character after the run
+    (r"x{200,}\b", "x" * 400 + " yz", True),
+    (r"\w{300}\Z", "w" * 300 + ".", False),
+])
+def test_a_pattern_that_reads_past_its_match_trips_only_where_the_whole_answer_matches(
+        pattern: str, text: str, blocked: bool) -> None:
+    # A long match at the end of the text so far is reported at the window's length for ordinary
+    # patterns; for one whose '$', '\Z' or '\b' depends on what comes next it must wait for that.
+    flags = ["m"] if text == "my secret\nand more" and blocked else []
+    for chunks in (one_char(text), random_chunks(text, 11), [text]):
+        check = _provider([pattern], flags).arm(CTX)
+        assert check is not None
+        out = run(check, chunks)
+        assert (out.block is not None) is blocked, (pattern, text[-20:], len(chunks))

@@ -210,7 +210,10 @@ class TailScanner(Generic[M]):
       the match and consume nothing that lookahead accepts, so a match with more than ``slack``
       characters after it is final;
     - ``is_final(match)`` may declare a match final at once (fixed-length prefixes of a secret);
-    - a match as long as ``window`` is reported as it stands (user patterns may grow unbounded);
+    - a match as long as ``window`` is reported as it stands (user patterns may grow unbounded),
+      unless the pattern is ``end_sensitive`` (it reads past its match: ``$``, ``\\Z``, ``\\b``):
+      then a match that ends within ``slack`` characters of the text's end waits for more text or ``final``,
+      as the characters after it decide whether it is one at all;
     - at ``final`` (end of message) every match is settled.
 
     A match that is not settled stops the pass: later matches end later still. It is looked at
@@ -221,10 +224,11 @@ class TailScanner(Generic[M]):
 
     def __init__(self, pattern: PatternLike[M], window: int, *, slack: int = 0,
                  is_final: Callable[[M], bool] | None = None,
-                 anchors: Anchors | None = None) -> None:
+                 anchors: Anchors | None = None, end_sensitive: bool = False) -> None:
         self.pattern = pattern
         self.window = window
         self.slack = slack
+        self._by_length = not end_sensitive
         self._is_final = is_final
         self._floor = 0
         self._anchors = anchors
@@ -263,7 +267,8 @@ class TailScanner(Generic[M]):
             for match in self.pattern.finditer(text, start):
                 if match.end() == match.start():
                     continue
-                settled = (final or match.end() + self.slack < end or end - match.start() >= self.window
+                settled = (final or match.end() + self.slack < end
+                           or (self._by_length and end - match.start() >= self.window)
                            or (self._is_final is not None and self._is_final(match)))
                 if not settled:
                     self.pending = match.start()

@@ -16,6 +16,8 @@ O(len(delta)) per delta while they are not within ``window`` of the end.
 from __future__ import annotations
 
 import re
+from re import _constants, _parser  # type: ignore[attr-defined]
+from typing import Any
 
 from config.policy import RegexGuardrail
 from guardrails.decision import PASS, PATTERN_MATCH, Block, Decision
@@ -27,14 +29,23 @@ from guardrails.stream.linear import LinearClosure, LinearPattern
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
 
 
-_Compiled = tuple[LinearPattern, Anchors | None, HorizonParts | None]
+_Compiled = tuple[LinearPattern, Anchors | None, HorizonParts | None, bool]
+
+# Assertions that read the character after a match (or its absence): a pattern holding one can
+# stop matching when more text arrives, so its matches at the end of the text so far are not final.
+_LOOKS_AHEAD = {_constants.AT_END, _constants.AT_END_LINE, _constants.AT_END_STRING, _constants.AT_BOUNDARY,
+                _constants.AT_NON_BOUNDARY, _constants.AT_UNI_BOUNDARY, _constants.AT_UNI_NON_BOUNDARY,
+                _constants.AT_LOC_BOUNDARY, _constants.AT_LOC_NON_BOUNDARY}
 
 
 class RegexCheck(DeltaCheck):
     def __init__(self, patterns: list[_Compiled], window: int, replacement: str) -> None:
         self.window = window
-        self._scanners = [TailScanner(p, window, anchors=anchors) for p, anchors, _ in patterns]
-        self._horizons = [parts.arm() if parts else None for _, _, parts in patterns]
+        # An end-sensitive pattern's match is final once a character follows it (on RE2 ``$``
+        # without ``m`` matches only at the very end, never before a last newline).
+        self._scanners = [TailScanner(p, window, anchors=anchors, end_sensitive=ahead)
+                          for p, anchors, _, ahead in patterns]
+        self._horizons = [parts.arm() if parts else None for _, _, parts, _ in patterns]
         self._horizon = 0
         self._replacement = replacement
 
@@ -99,5 +110,19 @@ def _compile(guardrail_id: str, number: int, pattern: str, flags: int) -> _Compi
         # A literal prefix cannot make ``re`` backtrack: its closure is searched there, cheaply.
         tail = None if prefix is None else Closure(prefix, flags)
     except ValueError:  # no closure: this pattern holds its whole window
-        return linear, anchors, None
-    return linear, anchors, HorizonParts(full, tail, 0 if anchors is None else anchors.reach)
+        return linear, anchors, None, _looks_ahead(pattern, flags)
+    return linear, anchors, HorizonParts(full, tail, 0 if anchors is None else anchors.reach), \
+        _looks_ahead(pattern, flags)
+
+
+def _looks_ahead(pattern: str, flags: int) -> bool:
+    """True when the pattern holds an assertion about what follows a position (``$``, ``\\Z``,
+    ``\\b``, ``\\B``), anywhere: conservative, it only delays reporting a long match at the end."""
+    def walk(node: Any) -> bool:
+        if isinstance(node, tuple) and len(node) == 2 and node[0] is _constants.AT:
+            return node[1] in _LOOKS_AHEAD
+        if isinstance(node, (list, tuple)) or hasattr(node, "data"):
+            items = node.data if hasattr(node, "data") else node
+            return any(walk(item) for item in items)
+        return False
+    return walk(_parser.parse(pattern, flags))

@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-# The real coding-agent CLI that tests/e2e drives (pinned in tests/e2e/package.json + package-lock.json).
+# The real coding-agent CLIs that tests/e2e drives (pinned in tests/e2e/package.json + package-lock.json).
 # No install scripts: the CLI runs without its optional native add-ons. GUARDPROXY_SKIP_E2E=1 skips it.
 E2E := tests/e2e
 E2E_STAMP := $(E2E)/node_modules/.installed

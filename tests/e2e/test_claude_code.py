@@ -9,9 +9,9 @@ telemetry, error-report and auto-update switches) keeps it on the base URL: the 
 other path as unexpected. ``--dangerously-skip-permissions`` is refused when run as root, hence the
 allowed-tools list.
 
-The CLI is a 400 MB native binary, so it is not in tests/e2e/package.json: this test runs when
-``GUARDPROXY_E2E_CLAUDE`` names the binary (or ``npm install --prefix tests/e2e
-@anthropic-ai/claude-code@2.1.332`` put it there) and is skipped, with that reason, otherwise.
+The CLI (a 400 MB native binary) is pinned in tests/e2e/package.json and installed by ``make
+e2e-deps`` (``make test`` runs it); ``GUARDPROXY_E2E_CLAUDE`` names another binary. Without either
+the test is skipped, with that reason.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ class Scene:
 def scene() -> Iterator[Scene]:
     binary = find_claude()
     if binary is None:
-        pytest.skip("Claude Code is not installed (a 400 MB native binary, not in package.json): set "
+        pytest.skip("Claude Code is not installed (`make e2e-deps` installs it): set "
                     f"GUARDPROXY_E2E_CLAUDE or `npm install --prefix tests/e2e @anthropic-ai/claude-code@{PINNED}`")
     with tempfile.TemporaryDirectory(prefix="gp-e2e-claude-", dir="/tmp") as tmp:
         root = Path(tmp).resolve()

@@ -9,9 +9,9 @@ Codex 0.171 offers ``exec_command`` and no apply_patch tool to a custom provider
 heredoc sent through ``exec_command`` ends its turn without running (seen here, without the proxy), so
 the scripted model edits with ``sed -i``, which the proxy reads as a write of ``notes.txt``.
 
-The CLI is a native binary (npm ``@openai/codex``, platform package), not in tests/e2e/package.json:
-this test runs when ``GUARDPROXY_E2E_CODEX`` names ``codex`` (or ``npm install --prefix tests/e2e
-@openai/codex@0.171.0`` put it there) and is skipped, with that reason, otherwise.
+The CLI (npm ``@openai/codex``, a native platform package) is pinned in tests/e2e/package.json and
+installed by ``make e2e-deps`` (``make test`` runs it); ``GUARDPROXY_E2E_CODEX`` names another
+binary. Without either the test is skipped, with that reason.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class Scene:
 def scene() -> Iterator[Scene]:
     binary = find_codex()
     if binary is None:
-        pytest.skip("Codex is not installed (a native binary, not in package.json): set GUARDPROXY_E2E_CODEX "
+        pytest.skip("Codex is not installed (`make e2e-deps` installs it): set GUARDPROXY_E2E_CODEX "
                     f"or `npm install --prefix tests/e2e @openai/codex@{PINNED}`")
     with tempfile.TemporaryDirectory(prefix="gp-e2e-codex-", dir="/tmp") as tmp:
         root = Path(tmp).resolve()

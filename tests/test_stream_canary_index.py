@@ -60,3 +60,16 @@ def test_the_cache_evicts_the_least_recently_used_index_past_its_byte_budget() -
     assert cache.hits == 1
     huge = cache.get("d" * 1_000, build)  # larger than the whole budget: served, not kept
     assert huge.normalised_chars == 1_000 and cache.used_bytes <= 3_000
+
+
+def test_an_index_built_elsewhere_is_kept_and_found_on_the_next_turn() -> None:
+    provider = _provider()
+    assert provider.cold(PROMPT) and not provider.cold("")
+    index = provider.index_of(PROMPT)  # what the proxy builds in a worker thread for a big prompt
+    provider.warm(PROMPT, index)
+    provider.warm(PROMPT, index)  # a second request that warmed the same prompt: kept once
+    assert not provider.cold(PROMPT) and len(provider.cache) == 1
+    assert provider.cache.used_bytes == index.size_bytes
+    check = provider.arm(StreamContext(system_prompt=PROMPT))
+    assert (provider.cache.misses, provider.cache.hits) == (0, 1)
+    assert run(check, one_char("ok: " + PROMPT[10:70])).block

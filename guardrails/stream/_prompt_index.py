@@ -42,7 +42,7 @@ class PromptIndexCache:
         self._entries: OrderedDict[bytes, PromptIndex] = OrderedDict()
 
     def get(self, prompt: str, build: Callable[[str], PromptIndex]) -> PromptIndex:
-        key = hashlib.blake2b(prompt.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        key = _key(prompt)
         index = self._entries.get(key)
         if index is not None:
             self.hits += 1
@@ -50,15 +50,32 @@ class PromptIndexCache:
             return index
         self.misses += 1
         index = build(prompt)
+        self._keep(key, index)
+        return index
+
+    def has(self, prompt: str) -> bool:
+        """Whether ``prompt``'s index is cached (not counted as a hit or a miss)."""
+        return _key(prompt) in self._entries
+
+    def put(self, prompt: str, index: PromptIndex) -> None:
+        """Keep an index built elsewhere (in a worker thread: the cache itself stays on the loop)."""
+        key = _key(prompt)
+        if key not in self._entries:
+            self._keep(key, index)
+
+    def _keep(self, key: bytes, index: PromptIndex) -> None:
         size = index.size_bytes
         if size > self.budget_bytes:
-            return index  # larger than the whole budget: used for this stream, not kept
+            return  # larger than the whole budget: used for this stream, not kept
         self._entries[key] = index
         self.used_bytes += size
         while self.used_bytes > self.budget_bytes:
             _, evicted = self._entries.popitem(last=False)
             self.used_bytes -= evicted.size_bytes
-        return index
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+def _key(prompt: str) -> bytes:
+    return hashlib.blake2b(prompt.encode("utf-8", "surrogatepass"), digest_size=16).digest()

@@ -237,6 +237,18 @@ class CanaryProvider:
             index = self._empty
         return CanaryCheck(index, self._shingle, self._stride, self._min_chars, ctx.canary_token, self._replacement)
 
+    def cold(self, prompt: str) -> bool:
+        """Whether arming for ``prompt`` would build its index now (it is not cached)."""
+        return bool(prompt) and not self.cache.has(prompt)
+
+    def warm(self, prompt: str, index: PromptIndex) -> None:
+        """Cache ``index`` (``index_of(prompt)``, built off the event loop by the caller)."""
+        self.cache.put(prompt, index)
+
+    def index_of(self, raw_prompt: str) -> PromptIndex:
+        """The prompt's index, uncached; pure (safe in a worker thread)."""
+        return self._index_of(raw_prompt)
+
     def _index_of(self, raw_prompt: str) -> PromptIndex:
         """O(len(prompt)) once per distinct prompt: one slice and hash per gram and shingle."""
         prompt = normalise(raw_prompt).strip()

@@ -84,7 +84,12 @@ def canary_instruction(token: str) -> str:
 
 def normalise(text: str) -> str:
     """NFKC, case folding and whitespace runs to one space (the canary's notion of 'same text')."""
-    folded = text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
+    if text.isascii():
+        folded = text.lower()
+        if folded.isprintable() and "  " not in folded:
+            return folded  # no whitespace but single spaces: nothing to collapse (most deltas)
+    else:
+        folded = unicodedata.normalize("NFKC", text).casefold()
     return _WS_RUN.sub(" ", folded)
 
 
@@ -127,7 +132,8 @@ class CanaryCheck(DeltaCheck):
             piece = piece[1:]  # a whitespace run split across deltas
         self._offsets.append((self._seen, len(accumulated) - len(delta), len(piece) == len(delta)))
         new_run = self._scan(piece)
-        self._horizon = self._token_horizon(accumulated, self._raw_offset(self._chain, len(accumulated)))
+        horizon = self._raw_offset(self._chain, len(accumulated))
+        self._horizon = self._token_horizon(accumulated, horizon) if self._token else horizon
         return self._block("a passage of the system prompt") if new_run else PASS
 
     def horizon(self, accumulated: str) -> int:

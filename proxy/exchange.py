@@ -34,6 +34,23 @@ log = structlog.get_logger("guardproxy")
 _GEMINI_MODEL = re.compile(r"/models/([^/:]+):")
 _SMALL_BODY = 1 << 20
 """Passthrough bodies up to this size with a known length are relayed in one piece."""
+_HINT_HEADERS = tuple(h for p in PROVIDERS.values() for h in p.hint_headers)
+_ROUTES: dict[tuple[object, ...], Route] = {}
+_ROUTES_KEPT = 4096
+
+
+def _resolve(raw_path: str, method: str, header: dict[str, str], query: str) -> Route:
+    """``routes.resolve``, remembered: a route depends only on the path, method and query, and on
+    which provider-hinting headers are present (``providers.guess``). Clients send the same few
+    paths again and again; a refused path (``BadPath``) is not remembered."""
+    key = (raw_path, method, query, *[h in header for h in _HINT_HEADERS])
+    route = _ROUTES.get(key)
+    if route is None:
+        route = resolve(raw_path, method, header, query)
+        if len(_ROUTES) >= _ROUTES_KEPT:
+            _ROUTES.clear()
+        _ROUTES[key] = route
+    return route
 
 
 class Exchange:
@@ -106,7 +123,7 @@ class Exchange:
             return
         raw_path = self.scope.get("raw_path", self.path.encode()).decode("latin-1")
         try:
-            self.route = route = resolve(raw_path, self.method, self.header, self.query)
+            self.route = route = _resolve(raw_path, self.method, self.header, self.query)
         except BadPath as exc:
             await self._fail(400, str(exc), "invalid_request")
             return

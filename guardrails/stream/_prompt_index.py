@@ -1,14 +1,15 @@
 """What the canary keeps of one system prompt, and the cache that makes turn N of a conversation free.
 
 ``PromptIndex`` holds the normalised prompt's shingle hashes (detection) and its ``qgram`` hashes
-(the horizon). ``PromptIndexCache`` keys them by a BLAKE2b digest of the *raw* prompt, so a hit
-costs one pass of a C hash over the prompt (no normalisation, no slicing), and evicts the least
-recently used index once the cached indexes' estimated size passes ``budget_bytes``.
+(the horizon). ``PromptIndexCache`` keys them by the *raw* prompt itself: a hit costs Python's own
+string hash (computed once per string object) and one comparison with the kept copy, so it is exact
+(no digest collision can hand a stream another prompt's index) and cheaper than a digest (a BLAKE2b
+pass plus the UTF-8 encoding cost ~30 us at 15 KB). It evicts the least recently used index once the
+kept prompts and indexes' estimated size passes ``budget_bytes``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import sys
 from collections import OrderedDict
 from collections.abc import Callable
@@ -39,53 +40,41 @@ class PromptIndexCache:
         self.used_bytes = 0
         self.hits = 0
         self.misses = 0
-        self._entries: OrderedDict[bytes, PromptIndex] = OrderedDict()
-        self._last: tuple[str, bytes] = ("", _key(""))
-        """The last prompt digested, with its key: one request asks for the same prompt object twice
-        (warming, then arming), and a 15 KB agent prompt costs ~10 us to digest."""
+        self._entries: OrderedDict[str, PromptIndex] = OrderedDict()
 
     def get(self, prompt: str, build: Callable[[str], PromptIndex]) -> PromptIndex:
-        key = self._key(prompt)
-        index = self._entries.get(key)
+        index = self._entries.get(prompt)
         if index is not None:
             self.hits += 1
-            self._entries.move_to_end(key)
+            self._entries.move_to_end(prompt)
             return index
         self.misses += 1
         index = build(prompt)
-        self._keep(key, index)
+        self._keep(prompt, index)
         return index
 
     def has(self, prompt: str) -> bool:
         """Whether ``prompt``'s index is cached (not counted as a hit or a miss)."""
-        return self._key(prompt) in self._entries
+        return prompt in self._entries
 
     def put(self, prompt: str, index: PromptIndex) -> None:
         """Keep an index built elsewhere (in a worker thread: the cache itself stays on the loop)."""
-        key = self._key(prompt)
-        if key not in self._entries:
-            self._keep(key, index)
+        if prompt not in self._entries:
+            self._keep(prompt, index)
 
-    def _key(self, prompt: str) -> bytes:
-        last, key = self._last
-        if prompt is not last:  # the very same object: same text (no content comparison)
-            key = _key(prompt)
-            self._last = (prompt, key)
-        return key
-
-    def _keep(self, key: bytes, index: PromptIndex) -> None:
-        size = index.size_bytes
+    def _keep(self, prompt: str, index: PromptIndex) -> None:
+        size = _size(prompt, index)
         if size > self.budget_bytes:
             return  # larger than the whole budget: used for this stream, not kept
-        self._entries[key] = index
+        self._entries[prompt] = index
         self.used_bytes += size
         while self.used_bytes > self.budget_bytes:
-            _, evicted = self._entries.popitem(last=False)
-            self.used_bytes -= evicted.size_bytes
+            evicted, evicted_index = self._entries.popitem(last=False)
+            self.used_bytes -= _size(evicted, evicted_index)
 
     def __len__(self) -> int:
         return len(self._entries)
 
 
-def _key(prompt: str) -> bytes:
-    return hashlib.blake2b(prompt.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+def _size(prompt: str, index: PromptIndex) -> int:
+    return sys.getsizeof(prompt) + index.size_bytes

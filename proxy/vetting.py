@@ -90,6 +90,7 @@ class Vetter:
         self._s, self._notes, self._request_id = services, notes, request_id
         self._make_grants, self._make_completer, self._completer_for = grants, completer, completer_for
         self._grants: frozenset[str] | None = None
+        self._completer: TextCompleter | None = None
 
     async def vet(self, message: AssistantMessage, view: RequestView, first: RequestView) -> Finding | None:
         """``view`` is the request being answered now (tool history); ``first`` the client's own."""
@@ -98,7 +99,7 @@ class Vetter:
             return finding
         ctx = MessageContext(message=message, system_prompt=first.system_prompt,
                              user_query=first.last_user_text, model=first.model,
-                             completer=self._make_completer(), completer_for=self._completer_for)
+                             completer=self._request_completer(), completer_for=self._completer_for)
         timeouts = {g.id: self._on_trip(g.id).timeout_s for g in self._s.message_guardrails}
         verdict = await run_message_guardrails(self._s.message_guardrails, ctx, timeouts, self._s.gate)
         self._s.tracing.message_checks(verdict.results)
@@ -118,6 +119,11 @@ class Vetter:
                               decision="log")
             return None
         return finding_of("message", hit.guardrail_id, d.reason_code, d.rationale, d.replacement, on)
+
+    def _request_completer(self) -> TextCompleter:
+        if self._completer is None:
+            self._completer = self._make_completer()
+        return self._completer
 
     def _on_trip(self, guardrail_id: str) -> OnTrip:
         return self._s.on_trip.get(guardrail_id) or OnTrip(replacement=self._s.policy.defaults.replacement)

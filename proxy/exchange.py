@@ -9,6 +9,7 @@ its own API's format (an HTTP error before the response started, that API's mid-
 from __future__ import annotations
 
 import hmac
+import json
 import re
 import time
 import uuid
@@ -37,6 +38,28 @@ _SMALL_BODY = 1 << 20
 _HINT_HEADERS = tuple(h for p in PROVIDERS.values() for h in p.hint_headers)
 _ROUTES: dict[tuple[object, ...], Route] = {}
 _ROUTES_KEPT = 4096
+
+
+def _compacts_stored_output(path: str, body: bytes) -> bool:
+    """``POST /v1/responses/compact`` with ``previous_response_id``: the upstream's compacted items
+    can carry its stored original of an answer the proxy replaced (Codex compacts the items it sends,
+    which its client has seen, and passes). The key is looked for in every object and spelling
+    (escapes, duplicates) however the upstream would read it; a body that is not JSON is the
+    upstream's to refuse."""
+    if not path.lower().endswith("/responses/compact"):
+        return False
+    found = False
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal found
+        found = found or any(key == "previous_response_id" and value is not None for key, value in items)
+        return dict(items)
+
+    try:
+        json.loads(body, object_pairs_hook=pairs)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return False
+    return found
 
 
 def _resolve(raw_path: str, method: str, header: dict[str, str], query: str) -> Route:
@@ -143,6 +166,12 @@ class Exchange:
             await self._fail(413, f"request body exceeds {self.services.settings.max_body_bytes} bytes", "too_large")
             return
         if route.wire is None:
+            if self.services.guarding and _compacts_stored_output(route.path, body):
+                self.services.metrics.fail_closed.labels(reason="refused_endpoint").inc()
+                await self._fail(403, "guardproxy does not relay a compaction of a stored response "
+                                      "(previous_response_id): the guardrails cannot check its output; send "
+                                      "the conversation's items as input instead", "permission")
+                return
             await self._passthrough(body)
             return
         self.wire = self.responder.wire = wire = self.services.wires[route.wire]

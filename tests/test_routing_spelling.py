@@ -22,7 +22,12 @@ from tests.fakes.upstream import FakeUpstream, Reply
 def raw_post(proxy: ProxyServer, target: str, body: dict[str, object], headers: dict[str, str],
              method: str = "POST") -> tuple[int, bytes]:
     """A request written by hand, the target exactly as given."""
-    payload = json.dumps(body).encode()
+    return raw_send(proxy, target, json.dumps(body).encode(), headers, method)
+
+
+def raw_send(proxy: ProxyServer, target: str, payload: bytes, headers: dict[str, str],
+             method: str = "POST") -> tuple[int, bytes]:
+    """``raw_post`` with the body's bytes as given."""
     head = f"{method} {target} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
     head += "".join(f"{k}: {v}\r\n" for k, v in headers.items())
     with socket.create_connection(("127.0.0.1", proxy.port), timeout=10) as s:
@@ -168,6 +173,30 @@ def test_endpoints_without_model_output_still_pass(secrets_guard: ProxyServer, u
     status, _ = raw_post(secrets_guard, target, CHAT, headers_for("chat"), method=method)
     assert status == 200
     assert [s.path for s in upstream.seen] == [target]
+
+
+COMPACT_PAYLOADS = [
+    b'{"model":"m","previous_response_id":"resp_1"}',
+    b'{"model":"m","previous\\u005fresponse_id":"resp_1"}',            # an escape the upstream decodes
+    b'{"model":"m","previous_response_id":"resp_1","previous_response_id":null}',  # first or last wins
+]
+
+
+@pytest.mark.parametrize("payload", COMPACT_PAYLOADS)
+def test_compacting_a_stored_response_is_refused(secrets_guard: ProxyServer, upstream: FakeUpstream,
+                                                 payload: bytes) -> None:
+    # The compacted items would carry the upstream's stored original of an answer the proxy replaced.
+    status, resp = raw_send(secrets_guard, "/v1/responses/compact", payload, headers_for("chat"))
+    assert status == 403, resp
+    assert "previous_response_id" in str(assert_http_error("responses", 403, resp)["message"])
+    assert upstream.seen == []
+
+
+def test_compacting_the_clients_own_items_passes(secrets_guard: ProxyServer, upstream: FakeUpstream) -> None:
+    body = {"model": "m", "input": [{"role": "user", "content": "hi"}], "previous_response_id": None}
+    status, _ = raw_post(secrets_guard, "/v1/responses/compact", body, headers_for("chat"))
+    assert status == 200
+    assert [s.path for s in upstream.seen] == ["/v1/responses/compact"]
 
 
 def test_a_background_response_is_refused(secrets_guard: ProxyServer, upstream: FakeUpstream) -> None:

@@ -4,11 +4,13 @@ Run: ``.venv/bin/python -m bench.detect_corpus [--out DIR]`` (default ``/work/sh
 Reads local snapshots of public repositories when present (``--mirrors``, default
 ``/work/.mirror``; fetch them with any git client):
 
-- ``gitleaks/gitleaks`` ``cmd/generate/config/rules/*.go``: each rule's true-positive strings
-  (literal ``tps`` entries, and the secret of each ``GenerateSampleSecret(s)`` call, wrapped in
-  a few assignment forms) and its false-positive strings (``fps``), labelled by the file's provider;
-- ``trufflesecurity/trufflehog`` ``pkg/detectors/*/*_test.go``: the raw-string ``validPattern``
-  snippets (keyword context included), labelled by the detector's folder.
+- ``gitleaks/gitleaks`` ``cmd/generate/config/rules/*.go``: each rule's ``tps`` and ``fps``
+  values, evaluated by ``bench.detect_go`` (literals, and a seeded random instance of each
+  ``secrets.NewSecret(regex)``, in the assignment forms ``GenerateSampleSecrets`` writes),
+  labelled by the file's provider;
+- ``trufflesecurity/trufflehog`` ``pkg/detectors/*/*_test.go``: each pattern test case's
+  ``input``, a true positive when its ``want`` expects a finding, else a false positive,
+  labelled by the detector's folder.
 
 It also writes PII samples: libphonenumber's example numbers for every region (``phonenumbers``,
 international and national format), the example ids in ``python-stdnum``'s own docstrings that
@@ -25,26 +27,16 @@ import pkgutil
 import re
 import subprocess
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 
 import phonenumbers
 import stdnum
 
-GO_STRING = re.compile(r'`([^`]*)`|"((?:[^"\\]|\\.)*)"')
-SAMPLE_CALL = re.compile(r'GenerateSampleSecrets?\(\s*"([^"]*)"\s*,\s*(`[^`]*`|"(?:[^"\\]|\\.)*")\s*\)')
-# A few of the assignment forms gitleaks' own generator writes (its issue #1222), with our names.
-FORMS = ('{i}_api_token = "{s}"', "{i}Token={s}", '{{\n    "{i}_token": "{s}"\n}}', "{i}_token: '{s}'",
-         'String {i}Token = "{s}";', 'System.setProperty("{I}_TOKEN", "{s}")', "{s}")
+from bench.detect_go import GoReader
 
-
-# Lines whose strings are built at run time (format verbs, concatenation, random generators).
-_GENERATED = ("Sprintf", "%s", "NewSecret", "Generate", '" +', '+ "', "`+", "+`", "regexp.")
-
-
-def _go_unquote(raw: str) -> str:
-    if raw.startswith("`"):
-        return raw[1:-1]
-    return bytes(raw[1:-1], "utf-8").decode("unicode_escape")
+_STATEMENT = re.compile(r"\b(tps|fps)\s*(?::=|=)\s*")
+_CASE_FIELD = re.compile(r"\b(input|want)\s*:\s*")
 
 
 def _git_files(repo: Path, prefix: str, suffix: str) -> Iterator[tuple[str, str]]:
@@ -57,61 +49,44 @@ def _git_files(repo: Path, prefix: str, suffix: str) -> Iterator[tuple[str, str]
 
 
 def gitleaks_samples(repo: Path) -> Iterator[dict[str, str]]:
-    for name, text in _git_files(repo, "cmd/generate/config/rules", ".go"):
-        family = Path(name).stem
-        for function in re.split(r"\nfunc ", text)[1:]:
-            tps_at, fps_at = function.find("tps"), function.find("fps :=")
-            if tps_at < 0:
-                continue
-            tps_part = function[tps_at:fps_at if fps_at > 0 else len(function)]
-            for ident, raw in SAMPLE_CALL.findall(tps_part):
-                secret = _go_unquote(raw)
-                if len(secret) >= 8:
-                    for form in FORMS:
-                        yield {"source": "gitleaks", "family": family, "label": "tp",
-                               "text": form.format(i=ident or family, I=(ident or family).upper(), s=secret)}
-            if "Path:" in function[:tps_at]:
-                continue  # a file-name rule: its samples are paths, not text
-            for line in tps_part.splitlines():
-                if any(word in line for word in _GENERATED):
-                    continue
-                if "append(" in line or line.strip().startswith(("`", '"')):
-                    for m in GO_STRING.finditer(line):
-                        value = m.group(1) if m.group(1) is not None else _go_unquote(m.group(0))
-                        if len(value) >= 12:
-                            yield {"source": "gitleaks", "family": family, "label": "tp", "text": value}
-            if fps_at > 0:
-                fps_part = function[fps_at:function.find("return", fps_at)]
-                for m in GO_STRING.finditer(fps_part):
-                    value = m.group(1) if m.group(1) is not None else _go_unquote(m.group(0))
-                    if len(value) >= 8 and "%s" not in value:
-                        yield {"source": "gitleaks", "family": family, "label": "fp", "text": value}
+    """Every ``tps``/``fps`` assignment in gitleaks' rule files, evaluated (``bench.detect_go``):
+    literal samples, and one random instance of each ``secrets.NewSecret(regex)`` in the forms
+    its ``GenerateSampleSecrets`` calls write it in. File-path rules (maps) give nothing."""
+    for n, (name, text) in enumerate(_git_files(repo, "cmd/generate/config/rules", ".go")):
+        reader, family = GoReader(text, seed=n), Path(name).stem
+        for m in _STATEMENT.finditer(text):
+            label = "tp" if m.group(1) == "tps" else "fp"
+            for value in reader.values(m.end()):
+                if len(value.strip()) >= 8:
+                    yield {"source": "gitleaks", "family": family, "label": label, "text": value}
 
 
 def trufflehog_samples(repo: Path) -> Iterator[dict[str, str]]:
-    """Each detector test's ``validPattern``, in the context its own test writes it in
-    (``<keyword> token = '<value>'``: trufflehog finds a key only near its provider's keyword)."""
-    pattern = re.compile(r"\bvalidPattern\s*=\s*(`[^`]*`|\"(?:[^\"\\]|\\.)*\")")
-    keyword_var = re.compile(r"\bkeyword\s*=\s*\"([^\"]+)\"")
+    """Each detector test case's ``input``, labelled by its ``want``: a true positive when the test
+    expects a finding, a false positive when it expects none. A true positive without the
+    detector's keyword is put in the context its tests write it in (``<keyword> token = '<value>'``:
+    trufflehog looks for a key only near its provider's keyword)."""
     keywords_fn = re.compile(r"Keywords\(\) \[\]string \{\s*return \[\]string\{\s*\"([^\"]+)\"")
-    for name, text in _git_files(repo, "pkg/detectors", "_test.go"):
+    for n, (name, text) in enumerate(_git_files(repo, "pkg/detectors", "_test.go")):
         if "integration" in name:
             continue
         family = Path(name).parent.name
-        found = keyword_var.search(text)
-        keyword = found.group(1) if found else None
-        if keyword is None:
-            source = subprocess.run(["git", "-C", str(repo), "show", f"HEAD:{name.replace('_test.go', '.go')}"],
-                                    check=False, capture_output=True, text=True).stdout
-            fn = keywords_fn.search(source)
-            keyword = fn.group(1) if fn else family
-        for raw in pattern.findall(text):
-            value = _go_unquote(raw)
-            if "%s" in value or len(value) < 12:
+        source = subprocess.run(["git", "-C", str(repo), "show", f"HEAD:{name.replace('_test.go', '.go')}"],
+                                check=False, capture_output=True, text=True).stdout
+        fn = keywords_fn.search(source)
+        keyword = fn.group(1) if fn else family
+        reader = GoReader(text, seed=n)
+        fields = list(_CASE_FIELD.finditer(text))
+        for this, after in pairwise(fields):
+            if this.group(1) != "input" or after.group(1) != "want":
                 continue
-            if keyword.lower() not in value.lower() and "\n" not in value:
-                value = f"{keyword} token = '{value}'"
-            yield {"source": "trufflehog", "family": family, "label": "tp", "text": value}
+            wanted = reader.values(after.end())
+            for value in reader.values(this.end()):
+                if len(value.strip()) < 12:
+                    continue
+                if wanted and keyword.lower() not in value.lower() and "\n" not in value:
+                    value = f"{keyword} token = '{value}'"
+                yield {"source": "trufflehog", "family": family, "label": "tp" if wanted else "fp", "text": value}
 
 
 def phone_samples() -> Iterator[dict[str, str]]:

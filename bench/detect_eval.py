@@ -92,10 +92,14 @@ def secrets_recall(rows: list[dict[str, str]]) -> dict[str, object]:
         if not hit:
             missed[family].append(row["text"][:160])
     fps = [row for row in rows if row["label"] == "fp"]
-    fp_blocked = [r["text"][:120] for n, r in enumerate(fps) if blocks(SECRETS.arm(CTX), r["text"], n)]  # type: ignore[arg-type]
+    fp_blocked = [f"{r['family']}: {r['text'][:120]}" for n, r in enumerate(fps)
+                  if blocks(SECRETS.arm(CTX), r["text"], n)]  # type: ignore[arg-type]
     per_family = {f: round(c["hit"] / (c["hit"] + c["miss"]), 3) for f, c in sorted(caught.items())}
+    hits = sum(c["hit"] for c in caught.values())
     return {"per_family": per_family, "samples": {f: sum(c.values()) for f, c in caught.items()},
-            "missed": dict(missed), "labelled_fps": len(fps), "labelled_fps_blocked": fp_blocked}
+            "missed": dict(missed), "labelled_fps": len(fps), "labelled_fps_blocked": fp_blocked,
+            "tp_caught": hits, "tp_total": sum(sum(c.values()) for c in caught.values()),
+            "precision": round(hits / max(1, hits + len(fp_blocked)), 3)}
 
 
 def benign_files(roots: Iterable[Path], limit_bytes: int) -> Iterator[tuple[Path, str]]:
@@ -264,7 +268,8 @@ def print_summary(report: dict[str, object]) -> None:
             print(f"{stem}: {len(fams)} catalog families, {sum(r >= 0.95 for r in fams.values())} at >= 95%;"
                   f" below: {low}; not in catalog: {part['per_family'].get('(not in catalog)')}"
                   f" of {part['samples'].get('(not in catalog)')}; labelled fps blocked:"
-                  f" {len(part['labelled_fps_blocked'])}/{part['labelled_fps']}")
+                  f" {len(part['labelled_fps_blocked'])}/{part['labelled_fps']}; all samples: recall"
+                  f" {part['tp_caught']}/{part['tp_total']}, precision {part['precision']}")
     print("false positives:", report["false_positives"])
     pii = report["pii"]
     assert isinstance(pii, dict)

@@ -3,6 +3,7 @@ generic assignment forms; checksums; the horizon contract (safe, monotone, bound
 
 from __future__ import annotations
 
+import base64
 import random
 import re
 import string
@@ -209,3 +210,55 @@ def test_pending_hits_die_at_the_first_impossible_character() -> None:
     scanner = check._scanner  # type: ignore[attr-defined]
     assert isinstance(scanner, KeywordScanner)
     assert scanner.pending == 0
+
+
+def _rand(alphabet: str, n: int, seed: str) -> str:
+    rng = random.Random(seed)
+    while True:
+        value = "".join(rng.choice(alphabet) for _ in range(n))
+        if secret_checks.looks_random(value, min_classes=2):
+            return value
+
+
+HEX32, B62 = _rand("0123456789abcdef", 32, "hex"), _rand(string.ascii_letters + string.digits, 24, "b62")
+
+
+@pytest.mark.parametrize("text", [
+    f"<twilioToken>\n    {HEX32}\n</twilioToken>",            # XML element over lines
+    f'DATADOG_API_KEY ?= "{HEX32}"',                          # Makefile conditional assignment
+    f'DATADOG_API_KEY ::= "{HEX32}"',
+    f'$datadogKey .= "{HEX32}"',                              # PHP concatenation
+    f'var oktaToken string = "00{B62}=Xa-{B62[:5]}"',         # Go typed var, "=" inside the value
+    f"val twilioKey: String = \"{HEX32}\"",                   # Kotlin typed val
+    f'twilio_sid = "SK{HEX32}"',                              # type letters, then hex
+])
+def test_keyed_assignment_forms(text: str) -> None:
+    assert blocked_category(text + "\n") is not None, text
+
+
+@pytest.mark.parametrize("text", [
+    f'linearToken = "{HEX32}"',                               # hex under a secret's name
+    f'"client_secret" : "{HEX32}{HEX32}"',
+    f'var genericToken string = "{B62}{B62[:8]}"',
+])
+def test_generic_hex_and_typed_forms(text: str) -> None:
+    assert blocked_category(text + "\n") == "generic", text
+
+
+@pytest.mark.parametrize("text", [
+    f"cache_key = {HEX32}",                                   # a digest under a plain "key"
+    f"token_sha256 = {HEX32}{HEX32}",                         # a digest named as one
+    f"See https://github.com/adobe-type-tools/agl/raw/{HEX32}{HEX32[:8]}/list.txt",
+    f"http://partners.adobe.com/public/developer/en/ps/5002.EPSF_Spec{HEX32[:6]}.pdf",
+    "The vault reads s.Metadata before the token is issued.",
+])
+def test_digests_urls_and_words_pass(text: str) -> None:
+    assert blocked_category(text + "\n") is None, text
+
+
+def test_slack_legacy_vault_batch_and_1password_service_tokens() -> None:
+    assert blocked_category(f"xoxs-4168437291-1320496541-5609968301-{HEX32[:10]}\n") == "slack"
+    assert blocked_category(f"token: hvb.AAAAAQ{B62}{B62}\n") == "vault"
+    service = base64.b64encode(b'{"signInAddress":"my.1password.com","userAuth":{"method":"SRPg"}}').decode()
+    assert blocked_category(f"OP_SERVICE_ACCOUNT_TOKEN=ops_{service}\n") == "1password"
+    assert blocked_category("OP_TOKEN=ops_eyJ" + "x" * 60 + "\n") is None

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import re
 import string
 import zlib
@@ -22,6 +23,9 @@ _BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 _HEX_DIGEST = re.compile(r"(?:[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{128})", re.IGNORECASE)
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 _DIGEST_NAMES = ("sha", "md5", "blake", "sum", "hash", "git", "commit", "rev", "digest", "crc")
+_SECRET_NAMES = ("secret", "token", "passw", "credential")
+# A short type letter or two before hex (``SK`` + 32 hex, a Twilio key sid): judged on the hex.
+_LETTERS_THEN_HEX = re.compile(r"[A-Za-z]{1,4}([0-9a-f]{24,}|[0-9A-F]{24,})")
 # Published sample values that documentation repeats (the jwt.io sample's payload prefix).
 KNOWN_SAMPLES = ("eyJzdWIiOiIxMjM0NTY3ODkw",)
 _PASSWORD_PLACEHOLDERS = frozenset((
@@ -30,6 +34,8 @@ _PASSWORD_PLACEHOLDERS = frozenset((
     "apikey", "api_key", "mypassword", "yourpassword", "pa55word", "p@ssw0rd", "letmein", "foobar", "foo",
     "bar", "baz", "null", "none", "empty", "example", "sample", "dummy", "fake", "mysecretpassword",
 ))
+# Digests of the empty input, which examples and tests paste everywhere.
+EMPTY_DIGESTS = frozenset(hashlib.new(name, b"").hexdigest() for name in ("md5", "sha1", "sha256", "sha512"))
 REPEAT = re.compile(r"(.)\1{5}")
 _WORD_SPLIT = re.compile(r"[_.:~-]")
 _CAMEL_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
@@ -61,6 +67,16 @@ def jwt_ok(token: str) -> bool:
     return raw.startswith(b'{"') and (b'"alg"' in raw or b'"typ"' in raw)
 
 
+def b64_json_ok(part: str) -> bool:
+    """``part`` (base64 or base64url, cut anywhere) decodes to the start of a JSON object."""
+    cut = part[:len(part) - len(part) % 4].replace("-", "+").replace("_", "/")
+    try:
+        raw = base64.b64decode(cut, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return re.match(rb'\{\s*"[\w.-]{1,40}"\s*:', raw) is not None
+
+
 def url_password_ok(user: str, password: str) -> bool:
     lowered = password.lower()
     if lowered in _PASSWORD_PLACEHOLDERS or lowered == user.lower() or len(set(password)) < 3:
@@ -70,11 +86,16 @@ def url_password_ok(user: str, password: str) -> bool:
     return not any(word in lowered for word in PLACEHOLDER_WORDS)
 
 
-def generic_value_ok(value: str) -> bool:
-    """Whether an assigned value looks like a credential (see the module docstring)."""
+def generic_value_ok(value: str, name: str = "") -> bool:
+    """Whether an assigned value looks like a credential (see the module docstring). A value of
+    digest length in hex is a digest, unless the name says it holds a secret (``client_secret``,
+    ``api_token``, ``credentials``) and nothing about a digest (``token_sha``)."""
     lowered = value.lower()
+    if _HEX_DIGEST.fullmatch(value):
+        return (_hex_secret_name(name.lower()) and lowered not in EMPTY_DIGESTS
+                and looks_random(value, min_classes=2))
     if (value.startswith(("/", "./", "~/", "$", "%", "{")) or "://" in value or UUID.fullmatch(value)
-            or _HEX_DIGEST.fullmatch(value) or value.count(".") > 2 and value.replace(".", "").isalpha()):
+            or value.count(".") > 2 and value.replace(".", "").isalpha()):
         return False
     if any(word in lowered for word in PLACEHOLDER_WORDS) or code_like(value) or _kebab_words(value):
         return False
@@ -85,6 +106,10 @@ def generic_value_ok(value: str) -> bool:
         if _random_value(body):
             return True
     return _random_value(value)
+
+
+def _hex_secret_name(name: str) -> bool:
+    return any(w in name for w in _SECRET_NAMES) and not any(w in name for w in _DIGEST_NAMES + ("etag", "fingerprint"))
 
 
 def _random_value(value: str) -> bool:
@@ -125,4 +150,7 @@ def keyed_value_ok(value: str) -> bool:
     """A value after a provider's name: random, with a digit, and not code or a path."""
     if UUID.fullmatch(value):
         return looks_random(value.replace("-", ""), min_classes=1)
+    typed = _LETTERS_THEN_HEX.fullmatch(value)
+    if typed:
+        return looks_random(typed.group(1), min_classes=2)
     return not code_like(value) and looks_random(value, need_digit=True)

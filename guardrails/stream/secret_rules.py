@@ -12,6 +12,12 @@ Data only; ``guardrails.stream.keyword_scan`` runs it. A row says:
   message); one that ends in a fixed count (a distinctive prefix of an unbounded token) at once.
 - ``checksum``: a named check of the format's own checksum (GitHub/npm CRC32); a token that
   passes it needs no randomness test, one that fails it is judged on randomness alone.
+  ``"shape"``: the regex spells the whole documented format (prefix, version, length, suffix),
+  so a match is a key whatever its letters look like (only a run of one repeated character,
+  ``aaaaaa``, marks a placeholder).
+- A part ``t`` is the tail of an alternative whose structure is distinctive on its own (Slack's
+  legacy tokens: numeric ids, then hex): only a repeated run fails it. A part ``j`` is
+  base64 of a JSON object (1Password service tokens): it must decode to one.
 
 ``KEYED`` lists providers whose keys carry no prefix (32 hex, a UUID, 40 base62): they are found
 where a provider word names them (``DATADOG_API_KEY=...``, ``"twilio_token": "..."``).
@@ -106,13 +112,16 @@ RULES: tuple[SecretRule, ...] = (
     _p("databricks-token", "databricks", "dapi", rf"{_LB}dapi(?P<s>{_HEX}{{32}})(?:-\d)?{_END}"),
     _p("terraform-cloud-token", "terraform", ".atlasv1.",
        r"(?<![A-Za-z0-9])[A-Za-z0-9]{14}\.atlasv1\.(?P<s>[A-Za-z0-9_=-]{60})", back=14),
-    _p("vault-token", "vault", ("hvs.", "hvb.", "hvr."), rf"{_LBD}hv[sbr]\.(?P<s>{_B64URL}{{24}})"),
+    # Vault 1.10+ tokens: ``hvs.``/``hvb.``/``hvr.`` then base64url (a batch token's body opens with
+    # a constant ``AAAAAQ``, skipped); before 1.10, ``s.``/``b.``/``r.`` then 24 base62.
+    _p("vault-token", "vault", ("hvs.", "hvb.", "hvr."), rf"{_LBD}hv(?:[sr]\.|b\.{_B64URL}{{6}})(?P<s>{_B64URL}{{24}})"),
+    _p("vault-legacy-token", "vault", "s.", r"(?<![\w.$/@-])s\.(?P<s>[A-Za-z0-9]{24})(?![\w.-])", min_classes=3),
     _p("pulumi-token", "pulumi", "pul-", rf"{_LB}pul-(?P<s>[a-z0-9]{{40}}){_END}"),
     _p("doppler-token", "doppler", ("dp.pt.", "dp.st.", "dp.sa.", "dp.ct.", "dp.scim.", "dp.audit."),
        rf"{_LBD}dp\.(?:pt|st|sa|ct|scim|audit)\.(?P<s>{_B62}{{40}})"),
     _p("cloudflare-origin-ca-key", "cloudflare", "v1.0-", rf"{_LBD}v1\.0-{_HEX}{{24}}-(?P<s>{_HEX}{{64}})"),
     _p("openshift-token", "openshift", "sha256~", rf"{_LB}sha256~(?P<s>{_B64URL}{{43}}){_END64}"),
-    _p("dynatrace-token", "dynatrace", "dt0c01.", rf"{_LB}dt0c01\.[A-Z0-9]{{24}}\.(?P<s>[A-Z0-9]{{64}})"),
+    _p("dynatrace-token", "dynatrace", "dt0c01.", rf"{_LB}dt0c01\.{_B62}{{24}}\.(?P<s>{_B62}{{64}})"),
     _p("yandex-key", "yandex", ("aqvn", "t1."),
        rf"{_LB}(?:AQVN(?P<s>[A-Za-z0-9_-]{{35,38}}){_END64}"
        rf"|t1\.[A-Z0-9a-z_-]{{8,200}}[=]{{0,2}}\.[A-Z0-9a-z_-]{{86}})"),
@@ -169,7 +178,9 @@ RULES: tuple[SecretRule, ...] = (
        r"(?<![\w-])dnkey-[a-z0-9=_-]{26}-(?P<s>[a-z0-9=_-]{52})"),
     # --- chat, mail, messaging ---------------------------------------------------------------------
     _p("slack-token", "slack", ("xoxb-", "xoxp-", "xoxa-", "xoxo-", "xoxs-", "xoxr-", "xoxe-", "xoxe.xox", "xoxc-"),
-       rf"(?<![\w.-])(?:xoxe\.)?xox[abceoprs]-(?:\d{{1,2}}-)?(?:\d{{8,16}}-){{0,4}}(?P<s>{_B62}{{24}})"),
+       rf"(?<![\w.-])(?:xoxe\.)?xox[abceoprs]-(?:\d{{1,2}}-)?(?:(?:\d{{8,16}}-){{0,4}}(?P<s>{_B62}{{24}})"
+       # legacy user/workspace tokens: three or four numeric ids, then a short hex tail
+       r"|(?:\d{8,16}-){2,4}(?P<t>[a-f0-9]{10,64})(?![A-Za-z0-9]))"),
     _p("slack-app-token", "slack", "xapp-", rf"{_LB}xapp-\d-[A-Z0-9]{{9,12}}-\d{{10,14}}-(?P<s>{_HEX}{{16}})"),
     _p("slack-webhook", "slack", "hooks.slack.com/",
        r"hooks\.slack\.com/(?:services|workflows|triggers)/T[A-Z0-9]{8,12}/(?:[A-Z0-9]{8,12}/)?(?:\d{6,20}/)?"
@@ -178,7 +189,7 @@ RULES: tuple[SecretRule, ...] = (
        r"discord(?:app)?\.com/api/webhooks/\d{17,20}/(?P<s>[A-Za-z0-9_-]{32})"),
     _p("telegram-bot-token", "telegram", ":a", r"(?<![\w:])\d{8,10}:A(?P<s>[A-Za-z0-9_-]{34})(?![\w-])", back=10),
     _p("teams-webhook", "teams", ("webhookb2/", "incomingwebhook/"),
-       r"(?:webhookb2/[a-f0-9-]{36}@[a-f0-9-]{36}/)?IncomingWebhook/(?P<s>[a-f0-9]{32})/[a-f0-9-]{36}"),
+       r"(?:webhookb2/[a-z0-9-]{36}@[a-z0-9-]{36}/)?IncomingWebhook/(?P<s>[a-z0-9]{32})/[a-z0-9-]{36}"),
     _p("sendgrid-key", "sendgrid", "sg.", rf"{_LBD}SG\.(?P<s>{_B64URL}{{16,32}})\.{_B64URL}{{40,50}}{_END64}"),
     _p("mailgun-key", "mailgun", "key-", rf"(?<![\w-])key-(?P<s>[a-z0-9]{{32}}){_END}"),
     _p("mailchimp-key", "mailchimp", "-us", rf"(?<![a-f0-9])(?P<s>{_HEX}{{32}})-us\d{{1,2}}{_END}", back=32),
@@ -206,9 +217,14 @@ RULES: tuple[SecretRule, ...] = (
     _p("razorpay-key", "razorpay", ("rzp_live_", "rzp_test_"), rf"{_LB}rzp_(?:live|test)_(?P<s>{_B62}{{14}}){_END}"),
     _p("easypost-key", "easypost", ("ezak", "eztk"), rf"{_LB}EZ[AT]K(?P<s>{_B62}{{54}}){_END}"),
     _p("hubspot-token", "hubspot", ("pat-na", "pat-eu"), rf"{_LB}pat-(?:na|eu)\d-(?P<s>{_UUID})"),
+    _p("lob-key", "lob", ("live_", "test_"), rf"{_LB}(?:live|test)_(?:pub_)?(?P<s>{_HEX}{{31}}(?:{_HEX}{{4}})?){_END}"),
     # --- AI providers ------------------------------------------------------------------------------
     _p("openai-key", "openai", "sk-", r"(?<![A-Za-z0-9_-])sk-(?!ant-)(?P<s>[A-Za-z0-9_-]{32})"),
     _p("anthropic-key", "anthropic", "sk-ant-", r"(?<![A-Za-z0-9_-])sk-ant-(?P<s>[A-Za-z0-9_-]{32})"),
+    # The full documented shape (``sk-ant-api03-`` or ``-admin01-``, 93 base64url, ``AA``) is a key
+    # whatever its letters look like.
+    _p("anthropic-key-shape", "anthropic", "sk-ant-",
+       r"(?<![A-Za-z0-9_-])sk-ant-(?:api|admin)\d\d-[A-Za-z0-9_-]{93}AA(?![A-Za-z0-9_-])", checksum="shape"),
     _p("huggingface-token", "huggingface", ("hf_", "api_org_"), rf"{_LB}(?:hf|api_org)_(?P<s>[A-Za-z]{{34}}){_END}"),
     _p("groq-key", "groq", "gsk_", rf"{_LB}gsk_(?P<s>{_B62}{{52}}){_END}"),
     _p("xai-key", "xai", "xai-", rf"{_LB}xai-(?P<s>{_B62}{{32}})"),
@@ -222,10 +238,11 @@ RULES: tuple[SecretRule, ...] = (
     _p("new-relic-key", "newrelic", ("nrak-", "nrjs-", "nrbr-", "nrii-", "nraa-"),
        rf"{_LB}(?:NRAK-(?P<s>[A-Z0-9]{{27}})|NR(?:JS|BR)-{_HEX}{{19}}|NRII-[A-Za-z0-9_-]{{32}}|NRAA-{_HEX}{{27}}){_END}",
        min_classes=1),
-    _p("new-relic-license-key", "newrelic", "nral", rf"(?<![a-f0-9])(?P<s>{_HEX}{{36}})NRAL{_END}", back=36),
+    _p("new-relic-license-key", "newrelic", "nral", rf"(?<![A-Za-z0-9])(?P<s>{_B62}{{36}})NRAL{_END}", back=36),
+    _p("new-relic-mobile-token", "newrelic", "-nrma", rf"(?<![A-Za-z0-9])AA(?P<s>{_HEX}{{40}})-NRMA{_END}", back=42),
     _p("launchdarkly-key", "launchdarkly", ("api-", "sdk-", "mob-"), rf"{_LB}(?:api|sdk|mob)-(?P<s>{_UUID})"),
     _p("1password-token", "1password", ("ops_eyj", "a3-"),
-       rf"{_LB}(?:ops_eyJ(?P<s>[A-Za-z0-9_+/=-]{{40}})"
+       rf"{_LB}(?:ops_(?P<j>eyJ[A-Za-z0-9_+/=-]{{41}})"
        r"|A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5})"),
     _p("adobe-client-secret", "adobe", "p8e-", rf"{_LB}p8e-(?P<s>{_B62}{{32}}){_END}"),
     _p("age-secret-key", "age", "age-secret-key-1",
@@ -260,6 +277,8 @@ RULES: tuple[SecretRule, ...] = (
 KEYED: dict[str, tuple[str, ...]] = {
     "datadog": ("datadog", "dd_api", "dd_app", "ddapi", "ddapp"),
     "twilio": ("twilio",),
+    "adobe": ("adobe",),
+    "jfrog": ("jfrog", "artifactory", "bintray"),
     "mailgun": ("mailgun",),
     "azure": ("azure", "cognitive", "appinsights", "devops"),
     "plaid": ("plaid",),
@@ -303,7 +322,7 @@ KEYED: dict[str, tuple[str, ...]] = {
     "finnhub": ("finnhub",),
     "gitter": ("gitter",),
     "mattermost": ("mattermost",),
-    "messagebird": ("messagebird",),
+    "messagebird": ("messagebird", "message_bird", "message-bird"),
     "nytimes": ("nytimes",),
     "sendbird": ("sendbird",),
     "squarespace": ("squarespace",),
@@ -394,26 +413,42 @@ KEYED: dict[str, tuple[str, ...]] = {
 GENERIC_MIN = 16
 GENERIC_MAX = 64
 _VALUE = r"[A-Za-z0-9+/=_\-!@#$%^&*.:~]"
-_GENERIC_NAME = r"(?i:(?:key|secret|token|passw(?:or)?d|pass|pwd|credentials?)[a-z0-9_.-]{0,24})"
-_GENERIC_OP = (r"(?:[\"'\]]{0,2}[ \t]{0,3}(?:=|:{1,3}=|:|=>|\?\??=|\|\|=|\.=|<-|,)[ \t]{0,3}"
+_GENERIC_NAME = r"(?P<n>(?i:(?:key|secret|token|passw(?:or)?d|pass|pwd|credentials?)[a-z0-9_.-]{0,24}))"
+# A declared type between the name and the operator (``var apiToken string =``, ``val token: String =``).
+_GENERIC_TYPE = r"(?:(?:[ \t]{1,2}|:[ \t]?)(?i:string|str))?"
+_GENERIC_OP = (_GENERIC_TYPE + r"(?:[\"'\]]{0,2}[ \t]{0,3}(?:=|:{1,3}=|:|=>|\?\??=|\|\|=|\.=|<-|,)[ \t]{0,3}"
                r"|>(?:\r?\n)?[ \t]{0,12}|[\"']\s{1,3}(?i:value)\s{0,2}=[ \t]{0,3})[\"'`]?")
 GENERIC = SecretRule(
     "generic-assignment", "generic", ("key", "secret", "token", "pass", "pwd", "credential"),
     _GENERIC_NAME + _GENERIC_OP
     + rf"(?P<s>{_VALUE}{{{GENERIC_MIN},{GENERIC_MAX - 1}}}(?!{_VALUE})|{_VALUE}{{{GENERIC_MAX}}})",
     spans_space=True)
-GENERIC_ALIVE = (_GENERIC_NAME + r"[\"'\]]{0,2}\s{0,3}(?:(?i:v(?:a(?:l(?:u(?:e)?)?)?)?)?\s{0,2}"
+GENERIC_ALIVE = (_GENERIC_NAME + r"(?:(?:[ \t]{1,2}|:[ \t]?)(?i:s(?:t(?:r(?:i(?:n(?:g)?)?)?)?)?)?)?"
+                 r"[\"'\]]{0,2}\s{0,3}(?:(?i:v(?:a(?:l(?:u(?:e)?)?)?)?)?\s{0,2}"
                  r"[=:?|<>,.-]{0,4}[ \t]{0,3}(?:\r?\n[ \t]{0,12})?[\"'`]?" + _VALUE + "{0,64})?")
 
-_KEYED_SEP = r"[\"'\]\)]{0,2}[ \t]{0,3}(?:[:=]{1,3}>?|=>|->|,|-)?[ \t]{0,3}[\"'`]?"
-_KEYED_VALUE = (r"(?P<s>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-                r"|[A-Za-z0-9][A-Za-z0-9_+/.:-]{14,98}={0,2})(?![A-Za-z0-9_+/.:=-])")
+# Separators: ``=``, ``:``, ``:=``, ``::=``, ``=>``, ``->``, ``?=``, ``.=``, ``,``, ``-``, or an XML
+# element's ``>`` and a line break.
+_KEYED_SEP = (r"[\"'\]\)]{0,2}[ \t]{0,3}(?:[:=]{1,3}>?|=>|->|[?.]=|,|-|>[ \t]{0,3}\r?\n[ \t]{0,12})?"
+              r"[ \t]{0,3}[\"'`]?")
+# Every prefix of a separator (``?`` before ``?=``, ``>`` before its line break) keeps a hit alive.
+_KEYED_SEP_ALIVE = r"[\"'\]\)]{0,2}[ \t]{0,3}[:=?.>,-]{0,4}[ \t]{0,3}\r?\n?[ \t]{0,12}[\"'`]?"
+_KEYED_VALUE = (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+                r"|[A-Za-z0-9][A-Za-z0-9_+/.:=-]{14,98}")
+_KEYED_END = r"(?![A-Za-z0-9_+/.:=-])"
+# The provider's word as a host name (``partners.adobe.com/...``) or in a URL's path names no key.
+_NOT_DOMAIN = r"(?!\.(?:com|net|org|io|co|dev|app|cloud|ai)\b)"
+# Providers whose keys are shorter than a keyed value's 15 characters, with their documented shape:
+# Sumo Logic access ids (``su`` and 12 base62), IPinfo tokens (14 hex).
+KEYED_SHORT: dict[str, str] = {"sumologic": "su[A-Za-z0-9]{12}", "ipinfo": "[a-f0-9]{14}"}
 
 
 def keyed_rule(family: str, keywords: tuple[str, ...]) -> tuple[SecretRule, str]:
     """A ``KEYED`` provider's rule and its ``alive`` grammar: the provider's word, a short name
-    (``_API_KEY``, `` token``), a separator, then a random value on the same line."""
+    (``_API_KEY``, `` token``, ``Token string``, ``Token:``), a separator, then a random value
+    on the same line (or, in XML, the next)."""
     name = "(?i:" + "|".join(k.replace(".", r"\.") for k in keywords) + ")"
-    rule = SecretRule(f"{family}-keyed", family, keywords, name + r"[\w .-]{0,30}?" + _KEYED_SEP + _KEYED_VALUE,
-                      spans_space=True)
-    return rule, name + r"[\w .-]{0,30}" + _KEYED_SEP + r"[A-Za-z0-9_+/.:=-]{0,100}"
+    value = _KEYED_VALUE + (f"|{KEYED_SHORT[family]}" if family in KEYED_SHORT else "")
+    rule = SecretRule(f"{family}-keyed", family, keywords,
+                      r"(?<![/.@])" + name + _NOT_DOMAIN + r"[\w .:-]{0,30}?" + _KEYED_SEP + f"(?P<s>{value}){_KEYED_END}", spans_space=True)
+    return rule, name + r"[\w .:-]{0,30}" + _KEYED_SEP_ALIVE + r"[A-Za-z0-9_+/.:=-]{0,100}"

@@ -65,7 +65,12 @@ def is_credential(rule: SecretRule, match: re.Match[str]) -> bool:
     text = match.group()
     if _EXAMPLE.search(text) or any(sample in text for sample in secret_checks.KNOWN_SAMPLES):
         return False
-    secret = match.group("s") if "s" in match.re.groupindex else None
+    groups = match.groupdict()
+    if groups.get("j"):
+        return secret_checks.b64_json_ok(groups["j"])
+    if groups.get("t"):  # the tail of a structure that is distinctive on its own
+        return not secret_checks.REPEAT.search(groups["t"])
+    secret = groups.get("s") if "s" in groups else None
     if rule.family == "private_key":
         return secret is None or not secret_checks.REPEAT.search(secret)
     if rule.family == "jwt":
@@ -73,9 +78,11 @@ def is_credential(rule: SecretRule, match: re.Match[str]) -> bool:
     if rule.family == "url_credentials":
         return secret is not None and secret_checks.url_password_ok(match.group("u"), secret)
     if rule.family == "generic":
-        return secret is not None and secret_checks.generic_value_ok(secret)
-    if secret is None:  # an alternative without the group: judge the longest run of the match
-        secret = max(_RUNS.findall(text[len(rule.keywords[0]):] or text) or [""], key=len)
+        return secret is not None and secret_checks.generic_value_ok(secret, match.group("n"))
+    if rule.checksum == "shape":
+        return not secret_checks.REPEAT.search(text)
+    if secret is None:
+        secret = _unnamed_secret(rule, text)
     if rule.checksum == "crc32_base62" and secret_checks.base62_crc32_ok(secret):
         return True
     if rule.id.endswith("-keyed"):
@@ -83,6 +90,17 @@ def is_credential(rule: SecretRule, match: re.Match[str]) -> bool:
     if secret_checks.UUID.fullmatch(secret):
         secret = secret.replace("-", "")
     return looks_random(secret, min_classes=rule.min_classes)
+
+
+def _unnamed_secret(rule: SecretRule, text: str) -> str:
+    """The part to judge of a match whose alternative has no ``s`` group: its longest run of
+    letters and digits after the keyword, or (a format of short dash-separated groups, such as
+    a 1Password secret key) all of its letters and digits after the keyword."""
+    lowered = text.lower()
+    at = min((i + len(k) for k in rule.keywords if (i := lowered.find(k)) >= 0), default=0)
+    rest = text[at:] or text
+    longest = max(_RUNS.findall(rest) or [""], key=len)
+    return longest if len(longest) >= 16 else "".join(ch for ch in rest if ch.isalnum())
 
 
 class SecretsCheck(DeltaCheck):

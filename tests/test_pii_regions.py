@@ -118,3 +118,36 @@ def test_chunking_does_not_change_regional_redactions() -> None:
     assert len(expected) == 3
     for seed in range(5):
         assert run(arm(["DE"]), random_chunks(text, seed)).redactions == expected
+
+
+@pytest.mark.parametrize("region", ["BO", "GI", "AD", "BT", "CL", "HU", "KZ", "CW", "CM", "BY", "NO", "AT", "JP", "IN"])
+def test_national_phones_of_a_chosen_region(region: str) -> None:
+    """libphonenumber's example numbers in their national format: short numbers, bare runs where the
+    region writes them so, a trunk digit before an area code in parentheses."""
+    for kind in (phonenumbers.PhoneNumberType.MOBILE, phonenumbers.PhoneNumberType.FIXED_LINE):
+        number = phonenumbers.example_number_for_type(region, kind)
+        assert number is not None
+        text = phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.NATIONAL)
+        assert redacted(f"call {text} today", [region]) == [(text, "[phone]")], text
+
+
+@pytest.mark.parametrize("text", [
+    "order 1234 5678 shipped",       # valid digits in Germany, but not written with the trunk 0
+    "ticket 2015550123 closed",      # a US number is written in groups
+    "the range 30 1234567 is free",
+])
+def test_national_format_must_be_the_regions_own(text: str) -> None:
+    assert redacted(text, ["DE", "US"]) == []
+
+
+def test_written_with_the_trunk_prefix_or_in_groups() -> None:
+    assert redacted("call 030 1234567 now", ["DE"]) == [("030 1234567", "[phone]")]
+    assert redacted("call 1-800-555-0199 now", ["US"]) == [("1-800-555-0199", "[phone]")]
+
+
+@pytest.mark.parametrize(("region", "value"), [
+    ("ES", "x-2482300w"), ("BE", "85 07 30 033 28"), ("BE", "85.07.30-033 28"), ("FI", "131052a308t"),
+    ("SE", "8803200016"), ("DK", "2110625629"), ("ZA", "750330 5044089"), ("IL", "3933742-3"),
+])
+def test_national_ids_in_the_forms_people_write(region: str, value: str) -> None:
+    assert redacted(f"id {value} ok", [region]) == [(value, "[id]")]

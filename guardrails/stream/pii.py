@@ -67,9 +67,12 @@ _PATTERNS = {
              r"|[2-6]\d{12,18})" + _CARD_END),
     "ssn": (r"(?<![\w.-])(?!000|666|9\d\d)\d{3}(?P<ssn_sep>[- ])(?!00)\d{2}(?P=ssn_sep)(?!0000)\d{4}"
             + _NUM_END),
+    # ``+<cc> ...``; national: a trunk digit and an area code in parentheses (``8 (71234) 5 67
+    # 89``, ``(06 1) 234 5678``), groups apart by one separator, or one run of digits.
     "phone": (r"(?<![\w+.(/-])(?:"
               r"\+[1-9]\d{0,2}(?:[ .-]?\(?\d{1,4}\)?){1,5}[ .-]?\d{2,4}"
-              r"|(?:\(\d{2,5}\) ?|\d{2,6}[ .-])\d{2,8}(?:[ .-]\d{2,8}){0,3})" + _NUM_END),
+              r"|(?:\d{1,2} )?\(\d{1,5}(?: \d{1,4})?\) ?\d{1,10}(?:[ .-]\d{1,10}){0,4}"
+              r"|\d{1,6}[ .-]\d{1,10}(?:[ .-]\d{1,10}){0,4}|\d{5,12})" + _NUM_END),
     "uk_nino": (r"(?<![A-Za-z0-9])(?i:(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]"
                 r" ?\d{2} ?\d{2} ?\d{2} ?[A-D])(?![A-Za-z0-9])"),
 }
@@ -89,7 +92,7 @@ _ANCHOR_ENDS = r"[@\d]"
 # starts where the tail of the text is a prefix of one of these.
 _LEADS = {"email": r"[A-Za-z0-9][A-Za-z0-9._%+-]{0,31}@", "iban": r"[A-Z]{2}\d{2}",
           "number": r"(?:[+(]|[A-Za-z]{2} ?)?\d(?:[ .()-]{0,3}\d){3}",
-          "id": r"(?:[A-Z]-?|[A-Z]{4,6})?\d(?:[ .()-]{0,3}\d){3}|[A-Z]{6}\d{2}|[A-Z]{4}\d{2}"}
+          "id": r"(?:[A-Za-z]-?|[A-Z]{4,6})?\d(?:[ .()-]{0,3}\d){3}|[A-Z]{6}\d{2}|[A-Z]{4}\d{2}"}
 _LEAD_OF = {"email": "email", "iban": "iban", "card": "number", "ssn": "number", "phone": "number",
             "uk_nino": "number", "national_id": "id"}
 CATEGORIES = frozenset(_PATTERNS) | {"national_id"}
@@ -129,18 +132,38 @@ def iban_end(text: str) -> int:
 
 
 def phone_ok(text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> bool:
-    digits = sum(ch.isdigit() for ch in text)
-    if not 8 <= digits <= 15 or _DATE.fullmatch(text) or _DOTTED_QUAD.fullmatch(text) or _SSN_SHAPE.fullmatch(text):
+    """A valid number (libphonenumber), written as its region writes it: ``+<cc>`` and 7-15
+    digits, or the national format of one of ``regions`` (5-15 digits, trunk prefix included
+    where the region has one: a German ``030 1234567``, not ``30 1234567``; a bare run of digits
+    only where the national format is one)."""
+    digits = "".join(ch for ch in text if ch.isdigit())
+    if _DATE.fullmatch(text) or _DOTTED_QUAD.fullmatch(text) or _SSN_SHAPE.fullmatch(text):
         return False
-    candidates = (None,) if text.startswith("+") else regions
-    for region in candidates:
-        try:
-            number = phonenumbers.parse(text, region)
-        except phonenumbers.NumberParseException:
-            continue
-        if phonenumbers.is_valid_number(number):
-            return True
-    return False
+    if text.startswith("+"):
+        return 7 <= len(digits) <= 15 and _valid_number(text, None)
+    if not 5 <= len(digits) <= 15:
+        return False
+    return any(_valid_number(text, region, digits) for region in regions)
+
+
+def _valid_number(text: str, region: str | None, digits: str = "") -> bool:
+    try:
+        number = phonenumbers.parse(text, region)
+    except phonenumbers.NumberParseException:
+        return False
+    if not phonenumbers.is_valid_number(number):
+        return False
+    if region is None:
+        return True
+    national = "".join(ch for ch in phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.NATIONAL)
+                       if ch.isdigit())
+    metadata = phonenumbers.PhoneMetadata.metadata_for_region(region)
+    prefix = metadata.national_prefix if metadata is not None and metadata.national_prefix else ""
+    if digits not in (national, prefix + national):
+        return False
+    # A bare run of digits counts only where the national format is one (``71234567`` in Bolivia;
+    # an American number is written in groups).
+    return digits != text or national == phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.NATIONAL)
 
 
 def _valid(kind: str, text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import string
 import sys
 from collections import Counter, defaultdict
@@ -80,8 +81,16 @@ def load(path: Path) -> list[dict[str, str]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()] if path.exists() else []
 
 
+# A sample its own authors marked as not a real key: a word that says so, a run of eight of one
+# character (other than "A", which base64 of zero bytes and some formats' padding are made of),
+# or a counting run. The randomness test lets these pass on purpose; "realistic" recall leaves
+# them out, the raw figure keeps them.
+PLACEHOLDER = re.compile(r"(?i:fake|example|dummy|placeholder)|([^A])\1{7}|123456789|(?i:abcdefghij)")
+
+
 def secrets_recall(rows: list[dict[str, str]]) -> dict[str, object]:
     caught: dict[str, Counter[str]] = defaultdict(Counter)
+    realistic: dict[str, Counter[str]] = defaultdict(Counter)
     missed: dict[str, list[str]] = defaultdict(list)
     for n, row in enumerate(rows):
         if row["label"] != "tp":
@@ -89,14 +98,18 @@ def secrets_recall(rows: list[dict[str, str]]) -> dict[str, object]:
         family = family_of(row["family"]) or "(not in catalog)"
         hit = blocks(SECRETS.arm(CTX), row["text"], n)  # type: ignore[arg-type]
         caught[family]["hit" if hit else "miss"] += 1
+        if not PLACEHOLDER.search(row["text"]):
+            realistic[family]["hit" if hit else "miss"] += 1
         if not hit:
             missed[family].append(row["text"][:160])
     fps = [row for row in rows if row["label"] == "fp"]
     fp_blocked = [f"{r['family']}: {r['text'][:120]}" for n, r in enumerate(fps)
                   if blocks(SECRETS.arm(CTX), r["text"], n)]  # type: ignore[arg-type]
     per_family = {f: round(c["hit"] / (c["hit"] + c["miss"]), 3) for f, c in sorted(caught.items())}
+    per_family_realistic = {f: round(c["hit"] / (c["hit"] + c["miss"]), 3) for f, c in sorted(realistic.items())}
     hits = sum(c["hit"] for c in caught.values())
-    return {"per_family": per_family, "samples": {f: sum(c.values()) for f, c in caught.items()},
+    return {"per_family": per_family, "per_family_realistic": per_family_realistic,
+            "samples": {f: sum(c.values()) for f, c in caught.items()},
             "missed": dict(missed), "labelled_fps": len(fps), "labelled_fps_blocked": fp_blocked,
             "tp_caught": hits, "tp_total": sum(sum(c.values()) for c in caught.values()),
             "precision": round(hits / max(1, hits + len(fp_blocked)), 3)}
@@ -138,6 +151,30 @@ def false_positives(roots: list[Path], limit_mb: float) -> dict[str, object]:
     mb = size / 1e6
     return {"mb": round(mb, 1), "hits": sum(hits.values()), "per_mb": round(sum(hits.values()) / mb, 2),
             "by_category": dict(hits)}
+
+
+def pii_false_positives(roots: list[Path], limit_mb: float, regions: list[str]) -> dict[str, object]:
+    """Redactions per MB of ordinary code and prose, by kind, with ``regions`` armed. Emails are
+    counted apart: package metadata holds real addresses, which are personal data."""
+    provider = PiiProvider(PiiGuardrail(id="p", kind="pii", action="redact", regions=regions), "[x]")  # type: ignore[arg-type]
+    size, hits, log = 0, Counter[str](), []
+    for path, text in benign_files(roots, int(limit_mb * 1e6)):
+        size += len(text.encode())
+        check, acc = provider.arm(CTX), ""
+        assert check is not None
+        for i in range(0, len(text), 64):
+            acc += text[i:i + 64]
+            decision = check.check(acc, text[i:i + 64])
+            while isinstance(decision, Redact):
+                hits[decision.mask] += 1
+                log.append(f"pii {decision.mask}\t{path}\t{acc[max(0, decision.start - 30):decision.end + 30]!r}")
+                decision = check.check(acc, "")
+    with (RESULTS / "detect_fp.txt").open("a", encoding="utf-8") as f:
+        f.write("\n".join(log) + "\n")
+    mb = size / 1e6
+    other = sum(n for mask, n in hits.items() if mask != "[email]")
+    return {"mb": round(mb, 1), "regions": regions, "by_mask": dict(hits),
+            "non_email_per_mb": round(other / mb, 2)}
 
 
 # --- PII ---------------------------------------------------------------------------------------
@@ -242,6 +279,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--data", default="/work/shared/detect-eval")
     parser.add_argument("--benign-mb", type=float, default=20.0)
+    parser.add_argument("--pii-benign-mb", type=float, default=5.0)
     args = parser.parse_args()
     data = Path(args.data)
     report: dict[str, object] = {}
@@ -253,6 +291,8 @@ def main() -> None:
     repo = Path(__file__).resolve().parents[1]
     report["false_positives"] = false_positives([repo / "README.md", repo / "guardrails", repo / "proxy", site],
                                                 args.benign_mb)
+    report["pii_false_positives"] = pii_false_positives([repo / "README.md", repo / "guardrails", repo / "proxy", site],
+                                                        args.pii_benign_mb, ["US", "GB", "FR", "DE"])
     report["pii"] = pii_eval(load(data / "pii.jsonl"))
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "detect_eval.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
@@ -265,14 +305,19 @@ def print_summary(report: dict[str, object]) -> None:
         if isinstance(part, dict):
             fams = {f: r for f, r in part["per_family"].items() if f != "(not in catalog)"}
             low = {f: r for f, r in fams.items() if r < 0.95}
+            real = {f: r for f, r in part["per_family_realistic"].items() if f != "(not in catalog)"}
+            real_low = {f: r for f, r in real.items() if r < 0.95}
             print(f"{stem}: {len(fams)} catalog families, {sum(r >= 0.95 for r in fams.values())} at >= 95%;"
                   f" below: {low}; not in catalog: {part['per_family'].get('(not in catalog)')}"
                   f" of {part['samples'].get('(not in catalog)')}; labelled fps blocked:"
-                  f" {len(part['labelled_fps_blocked'])}/{part['labelled_fps']}; all samples: recall"
+                  f" {len(part['labelled_fps_blocked'])}/{part['labelled_fps']};\n  realistic samples:"
+                  f" {sum(r >= 0.95 for r in real.values())} of {len(real)} families at >= 95%, below: {real_low};"
+                  f" all samples: recall"
                   f" {part['tp_caught']}/{part['tp_total']}, precision {part['precision']}")
     print("false positives:", report["false_positives"])
     pii = report["pii"]
     assert isinstance(pii, dict)
+    print("pii false positives:", report["pii_false_positives"])
     print("pii recall:", pii["per_kind"])
     print("pii near-miss hits:", pii["near_miss_hits"])
 

@@ -5,11 +5,12 @@ credential-shaped literal sits in the repository); ``fake()`` fills the same tem
 placeholder run instead, which every rule must let pass. Kinds: ``b62`` letters and digits,
 ``hex`` lowercase hex, ``HEX`` uppercase hex, ``dig`` digits, ``b64u`` base64url, ``b64``
 base64, ``up`` uppercase and digits, ``b32`` base32, ``let`` letters, ``low`` lowercase and
-digits, ``uuid`` a UUID.
+digits, ``uuid`` a UUID, ``userpass`` base64 of ``deploy:<n base62>``.
 """
 
 from __future__ import annotations
 
+import base64
 import random
 import re
 import string
@@ -43,6 +44,7 @@ TEMPLATES: dict[str, str] = {
     "azure-sas-signature": "https://acme.blob.core.windows.net/c?sv=2022-11-02&sp=r&sig={b62:40}%2B{b62:2}%3D",
     "azure-ad-client-secret": "{b62:3}8Q~{b62:31}",
     "azure-identifiable-key": "{b62:52}JQQJ99{b62:18}AZDO{b62:4}",
+    "azure-container-registry-password": "{b64:42}+ACR{b62:6}",
     "alibaba-access-key-id": "LTAI{b62:20}",
     "tencent-secret-id": "AKID{b62:32}",
     "digitalocean-token": "dop_v1_{hex:64}",
@@ -74,6 +76,7 @@ TEMPLATES: dict[str, str] = {
     "nuget-key": "oy2{low:43}",
     "clojars-token": "CLOJARS_{low:60}",
     "docker-hub-token": "dckr_pat_{b64u:27}",
+    "docker-config-auth": '{"auths": {"registry.acme.io": {"auth": "{userpass:20}"}}}',
     "jfrog-token": "AKCp{b62:69}",
     "sonar-token": "squ_{hex:40}",
     "buildkite-token": "bkua_{hex:40}",
@@ -164,6 +167,9 @@ def keyed_template(keyword: str) -> str:
 def fill(template: str, rng: random.Random) -> str:
     def field(m: re.Match[str]) -> str:
         kind, n = m.group(1), int(m.group(2) or 0)
+        if kind == "userpass":
+            password = "".join(rng.choice(ALPHABETS["b62"]) for _ in range(n))
+            return base64.b64encode(f"deploy:{password}".encode()).decode()
         if kind == "uuid":
             h = "".join(rng.choice("0123456789abcdef") for _ in range(32))
             return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

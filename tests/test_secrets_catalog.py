@@ -262,3 +262,13 @@ def test_slack_legacy_vault_batch_and_1password_service_tokens() -> None:
     service = base64.b64encode(b'{"signInAddress":"my.1password.com","userAuth":{"method":"SRPg"}}').decode()
     assert blocked_category(f"OP_SERVICE_ACCOUNT_TOKEN=ops_{service}\n") == "1password"
     assert blocked_category("OP_TOKEN=ops_eyJ" + "x" * 60 + "\n") is None
+
+
+def test_docker_config_auth_must_decode_to_a_login() -> None:
+    login = base64.b64encode(f"ci-bot:{B62}".encode()).decode()
+    assert blocked_category(f'{{"auths": {{"ghcr.io": {{"auth": "{login}"}}}}}}\n') == "docker"
+    escaped = f'DOCKER_AUTH_CONFIG="{{\\"auths\\":{{\\"r.io\\":{{\\"auth\\":\\"{login}\\"}}}}}}"'
+    assert blocked_category(escaped + "\n") == "docker"
+    for value in (base64.b64encode(b"no colon here at all").decode(), base64.b64encode(b"user:password").decode(),
+                  "bm90IGJhc2U2NA"):
+        assert blocked_category(f'{{"auth": "{value}"}}\n') is None, value

@@ -77,6 +77,17 @@ def b64_json_ok(part: str) -> bool:
     return re.match(rb'\{\s*"[\w.-]{1,40}"\s*:', raw) is not None
 
 
+def b64_userpass_ok(part: str) -> bool:
+    """``part`` is base64 of ``user:password`` with a password that is not a placeholder."""
+    try:
+        raw = base64.b64decode(part + "=" * (-len(part) % 4), validate=True).decode("ascii")
+    except (binascii.Error, ValueError):
+        return False
+    user, sep, password = raw.partition(":")
+    return (bool(sep) and raw.isprintable() and len(password) >= 4 and not any(ch.isspace() for ch in raw)
+            and url_password_ok(user, password))
+
+
 def url_password_ok(user: str, password: str) -> bool:
     lowered = password.lower()
     if lowered in _PASSWORD_PLACEHOLDERS or lowered == user.lower() or len(set(password)) < 3:

@@ -17,7 +17,8 @@ Data only; ``guardrails.stream.keyword_scan`` runs it. A row says:
   ``aaaaaa``, marks a placeholder).
 - A part ``t`` is the tail of an alternative whose structure is distinctive on its own (Slack's
   legacy tokens: numeric ids, then hex): only a repeated run fails it. A part ``j`` is
-  base64 of a JSON object (1Password service tokens): it must decode to one.
+  base64 of a JSON object (1Password service tokens): it must decode to one. A part ``a`` is
+  base64 of ``user:password`` (a Docker registry login): it must decode to one.
 
 ``KEYED`` lists providers whose keys carry no prefix (32 hex, a UUID, 40 base62): they are found
 where a provider word names them (``DATADOG_API_KEY=...``, ``"twilio_token": "..."``).
@@ -95,6 +96,8 @@ RULES: tuple[SecretRule, ...] = (
     _p("azure-identifiable-key", "azure", "jqqj9",
        r"(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{52}JQQJ9[9DH](?P<s>[A-Za-z0-9+/]{18})"
        r"(?:AZDO|AzSe|ACDb|AZEG|AzFu|APIM|AzCa|AIoT|AStC|AZSB|ARSe)[A-Za-z0-9+/]{4}", back=52),
+    _p("azure-container-registry-password", "azure", "+acr",
+       r"(?<![A-Za-z0-9+/])(?P<s>[A-Za-z0-9+/]{42})\+ACR[A-Za-z0-9]{6}(?![A-Za-z0-9+/])", back=42),
     _p("alibaba-access-key-id", "alibaba", "ltai", rf"{_LB}LTAI(?P<s>{_B62}{{20}}){_END}"),
     _p("tencent-secret-id", "tencent", "akid", rf"{_LB}AKID(?P<s>{_B62}{{32}}){_END}"),
     _p("digitalocean-token", "digitalocean", ("dop_v1_", "doo_v1_", "dor_v1_"),
@@ -138,11 +141,16 @@ RULES: tuple[SecretRule, ...] = (
        rf"{_LB}AT[ACS]TT3(?P<s>[A-Za-z0-9_=-]{{32}})"),
     _p("npm-token", "npm", "npm_", rf"{_LB}npm_(?P<s>{_B62}{{36}}){_END}", checksum="crc32_base62"),
     _p("pypi-token", "pypi", ("pypi-ageicHlwaS5vcmc", "pypi-agendgvzdc5wexbplm9yzw"),
-       rf"{_LB}pypi-(?:AgEIcHlwaS5vcmc|AgENdGVzdC5weXBpLm9yZw)(?P<s>{_B64URL}{{32}})"),
+       rf"{_LB}pypi-(?:AgEIcHlwaS5vcmc|AgENdGVzdC5weXBpLm9yZw){_B64URL}{{50}}", checksum="shape"),
     _p("rubygems-token", "rubygems", "rubygems_", rf"{_LB}rubygems_(?P<s>[a-z0-9]{{48}}){_END}"),
     _p("nuget-key", "nuget", "oy2", rf"{_LB}oy2(?P<s>[a-z0-9]{{43}}){_END}"),
     _p("clojars-token", "clojars", "clojars_", rf"{_LB}CLOJARS_(?P<s>[a-z0-9]{{60}}){_END}"),
     _p("docker-hub-token", "docker", ("dckr_pat_", "dckr_oat_"), rf"{_LB}dckr_(?:pat|oat)_(?P<s>{_B64URL}{{27}})"),
+    # A registry login in a Docker config (``"auths": {"<registry>": {"auth": "<base64 of user:password>"}}``),
+    # quotes escaped up to three times when the JSON sits in a string.
+    _p("docker-config-auth", "docker", tuple("auth" + "\\" * n + '"' for n in range(4)),
+       r'"auth\\{0,3}"[ \t]{0,3}:[ \t]{0,3}\\{0,3}"(?P<a>[A-Za-z0-9+/]{8,400}={0,2})\\{0,3}"', back=1,
+       spans_space=True, alive=r'auth\\{0,3}"[ \t]{0,3}:?[ \t]{0,3}\\{0,3}"?[A-Za-z0-9+/]{0,400}={0,2}\\{0,3}"?'),
     _p("jfrog-token", "jfrog", ("akcp", "cmvmdgtu"),
        rf"{_LB}(?:AKCp(?P<s>{_B62}{{32}})|cmVmdGtu{_B62}{{56}})"),
     _p("sonar-token", "sonar", ("squ_", "sqp_", "sqa_"), rf"{_LB}sq[upa]_(?P<s>{_HEX}{{40}}){_END}"),
@@ -238,8 +246,11 @@ RULES: tuple[SecretRule, ...] = (
     _p("new-relic-key", "newrelic", ("nrak-", "nrjs-", "nrbr-", "nrii-", "nraa-"),
        rf"{_LB}(?:NRAK-(?P<s>[A-Z0-9]{{27}})|NR(?:JS|BR)-{_HEX}{{19}}|NRII-[A-Za-z0-9_-]{{32}}|NRAA-{_HEX}{{27}}){_END}",
        min_classes=1),
-    _p("new-relic-license-key", "newrelic", "nral", rf"(?<![A-Za-z0-9])(?P<s>{_B62}{{36}})NRAL{_END}", back=36),
-    _p("new-relic-mobile-token", "newrelic", "-nrma", rf"(?<![A-Za-z0-9])AA(?P<s>{_HEX}{{40}})-NRMA{_END}", back=42),
+    # License keys: 40 characters ending in ``NRAL`` (often ``FFFFNRAL``); mobile app tokens: ``AA`` and
+    # 40 hex (or ``eu01xx`` and 36) then ``-NRMA``.
+    _p("new-relic-license-key", "newrelic", "nral", rf"(?<![A-Za-z0-9])(?P<s>{_B62}{{32}}){_B62}{{4}}NRAL{_END}", back=36),
+    _p("new-relic-mobile-token", "newrelic", "-nrma",
+       rf"(?<![A-Za-z0-9])(?:AA{_HEX}{{4}}|eu01xx)(?P<s>{_HEX}{{36}})-NRMA{_END}", back=42),
     _p("launchdarkly-key", "launchdarkly", ("api-", "sdk-", "mob-"), rf"{_LB}(?:api|sdk|mob)-(?P<s>{_UUID})"),
     _p("1password-token", "1password", ("ops_eyj", "a3-"),
        rf"{_LB}(?:ops_(?P<j>eyJ[A-Za-z0-9_+/=-]{{41}})"

@@ -68,6 +68,8 @@ def is_credential(rule: SecretRule, match: re.Match[str]) -> bool:
     groups = match.groupdict()
     if groups.get("j"):
         return secret_checks.b64_json_ok(groups["j"])
+    if groups.get("a"):
+        return secret_checks.b64_userpass_ok(groups["a"])
     if groups.get("t"):  # the tail of a structure that is distinctive on its own
         return not secret_checks.REPEAT.search(groups["t"])
     secret = groups.get("s") if "s" in groups else None

@@ -272,3 +272,18 @@ def test_docker_config_auth_must_decode_to_a_login() -> None:
     for value in (base64.b64encode(b"no colon here at all").decode(), base64.b64encode(b"user:password").decode(),
                   "bm90IGJhc2U2NA"):
         assert blocked_category(f'{{"auth": "{value}"}}\n') is None, value
+
+
+@pytest.mark.parametrize("text", [
+    f'publicToken = "{B62}{B62[:8]}"',                        # a public token
+    f'<input type="hidden" name="authenticity_token" value="{B62}{B62}">',
+    f'csrf-token={B62}{B62}',
+    f'"credentialId": "{B62}"',                               # an identifier named after a credential
+    'LLM_SECRET_NAME = "NEXUS-GPT4-API-KEY"',
+    f"ReactNativeCameraKit: {HEX32}",                         # "meraki" inside a word
+    f'SetSysctl = "{B62}"',                                   # "etsy" inside a word
+    "xoxe.xoxp-1-SlackAppConfigurationAccessTokenHere",       # camelCase words, not random letters
+    f"video_box.ico-{HEX32}.png",                             # "ico-" inside a file name
+])
+def test_public_values_identifiers_and_glued_words_pass(text: str) -> None:
+    assert blocked_category(text + "\n") is None, text

@@ -23,6 +23,8 @@ _BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 _HEX_DIGEST = re.compile(r"(?:[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{128})", re.IGNORECASE)
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 _DIGEST_NAMES = ("sha", "md5", "blake", "sum", "hash", "git", "commit", "rev", "digest", "crc")
+# Names that hold an identifier or a place, not the secret itself (``credentialId``, ``SECRET_NAME``).
+_NOT_SECRET_NAMES = ("id", "name", "url", "uri", "file", "path")
 _SECRET_NAMES = ("secret", "token", "passw", "credential")
 # A short type letter or two before hex (``SK`` + 32 hex, a Twilio key sid): judged on the hex.
 _LETTERS_THEN_HEX = re.compile(r"[A-Za-z]{1,4}([0-9a-f]{24,}|[0-9A-F]{24,})")
@@ -102,6 +104,8 @@ def generic_value_ok(value: str, name: str = "") -> bool:
     digest length in hex is a digest, unless the name says it holds a secret (``client_secret``,
     ``api_token``, ``credentials``) and nothing about a digest (``token_sha``)."""
     lowered = value.lower()
+    if name.lower().endswith(_NOT_SECRET_NAMES):
+        return False
     if _HEX_DIGEST.fullmatch(value):
         return (_hex_secret_name(name.lower()) and lowered not in EMPTY_DIGESTS
                 and looks_random(value, min_classes=2))
@@ -125,12 +129,12 @@ def _hex_secret_name(name: str) -> bool:
 
 def _random_value(value: str) -> bool:
     if value.isalpha():
-        return _random_letters(value)
+        return random_letters(value)
     return looks_random(value, need_digit=True) or (
         sum(not ch.isalnum() for ch in value) >= 2 and looks_random(value, min_classes=3))
 
 
-def _random_letters(value: str) -> bool:
+def random_letters(value: str) -> bool:
     """Letters only: random when mixed-case and not a run of camelCase words (``SecretKeyManager``)."""
     if not looks_random(value, min_classes=2):
         return False

@@ -162,7 +162,7 @@ RULES: tuple[SecretRule, ...] = (
        rf"{_LB}sgp_(?:(?:[a-fA-F0-9]{{16}}|local)_)?(?P<s>[a-fA-F0-9]{{40}}){_END}"),
     _p("harness-token", "harness", ("pat.", "sat."),
        rf"{_LBD}(?:pat|sat)\.{_B64URL}{{22}}\.(?P<s>[a-z0-9]{{24}})\.{_B62}{{20}}"),
-    _p("infracost-key", "infracost", "ico-", rf"{_LB}ico-(?P<s>{_B62}{{32}}){_END}"),
+    _p("infracost-key", "infracost", "ico-", rf"{_LBD}ico-(?P<s>{_B62}{{32}}){_END}"),
     _p("readme-key", "readme", "rdme_", rf"{_LB}rdme_(?P<s>[a-z0-9]{{70}}){_END}"),
     _p("scalingo-token", "scalingo", "tk-us-", rf"{_LB}tk-us-(?P<s>{_B64URL}{{48}}){_END64}"),
     _p("postman-key", "postman", "pmak-", rf"{_LB}PMAK-(?P<s>{_B62}{{24}})-?{_B62}{{34}}{_END}"),
@@ -178,7 +178,7 @@ RULES: tuple[SecretRule, ...] = (
     _p("grafana-token", "grafana", ("glc_", "glsa_", "eyjrijoi"),
        rf"{_LB}(?:glc_(?P<s>[A-Za-z0-9+/]{{32}})|glsa_{_B62}{{32}}_{_HEX}{{8}}|eyJrIjoi{_B62}{{70}})"),
     _p("sentry-token", "sentry", ("sntrys_", "sntryu_"),
-       rf"{_LB}(?:sntrys_eyJ(?P<s>[A-Za-z0-9_=+/-]{{32}})|sntryu_{_HEX}{{64}})"),
+       rf"{_LB}(?:sntrys_eyJ(?P<s>[A-Za-z0-9_=+/-]{{32}})|sntryu_{_HEX}{{64}}{_END})"),
     _p("intra42-secret", "intra42", "s-s4t2", rf"{_LB}s-s4t2(?:ud|af)-(?P<s>{_HEX}{{64}}){_END}"),
     _p("settlemint-token", "settlemint", ("sm_aat_", "sm_pat_", "sm_sat_"),
        rf"{_LB}sm_(?:aat|pat|sat)_(?P<s>{_B62}{{16}}){_END}"),
@@ -424,7 +424,12 @@ KEYED: dict[str, tuple[str, ...]] = {
 GENERIC_MIN = 16
 GENERIC_MAX = 64
 _VALUE = r"[A-Za-z0-9+/=_\-!@#$%^&*.:~]"
-_GENERIC_NAME = r"(?P<n>(?i:(?:key|secret|token|passw(?:or)?d|pass|pwd|credentials?)[a-z0-9_.-]{0,24}))"
+# Not a public key or token, nor an anti-forgery token of a web form (``publicToken``, ``csrf-token``,
+# ``authenticity_token``).
+_NOT_PUBLIC = "".join(f"(?<!{w})(?<!{w}_)(?<!{w}-)" for w in ("public", "Public", "PUBLIC", "csrf", "CSRF", "xsrf", "XSRF",
+                                                         "authenticity"))
+_GENERIC_NAME = (_NOT_PUBLIC +
+                 r"(?P<n>(?i:(?:key|secret|token|passw(?:or)?d|pass|pwd|credentials?)[a-z0-9_.-]{0,24}))")
 # A declared type between the name and the operator (``var apiToken string =``, ``val token: String =``).
 _GENERIC_TYPE = r"(?:(?:[ \t]{1,2}|:[ \t]?)(?i:string|str))?"
 _GENERIC_OP = (_GENERIC_TYPE + r"(?:[\"'\]]{0,2}[ \t]{0,3}(?:=|:{1,3}=|:|=>|\?\??=|\|\|=|\.=|<-|,)[ \t]{0,3}"
@@ -458,7 +463,8 @@ def keyed_rule(family: str, keywords: tuple[str, ...]) -> tuple[SecretRule, str]
     """A ``KEYED`` provider's rule and its ``alive`` grammar: the provider's word, a short name
     (``_API_KEY``, `` token``, ``Token string``, ``Token:``), a separator, then a random value
     on the same line (or, in XML, the next)."""
-    name = "(?i:" + "|".join(k.replace(".", r"\.") for k in keywords) + ")"
+    # The word starts a name (``TWILIO_``, ``myTwilio``), not the middle of one (``CameraKit`` holds "meraki").
+    name = r"(?:(?<![A-Za-z])|(?=[A-Z]))(?i:" + "|".join(k.replace(".", r"\.") for k in keywords) + ")"
     value = _KEYED_VALUE + (f"|{KEYED_SHORT[family]}" if family in KEYED_SHORT else "")
     rule = SecretRule(f"{family}-keyed", family, keywords,
                       r"(?<![/.@])" + name + _NOT_DOMAIN + r"[\w .:-]{0,30}?" + _KEYED_SEP + f"(?P<s>{value}){_KEYED_END}", spans_space=True)

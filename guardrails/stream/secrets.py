@@ -91,6 +91,8 @@ def is_credential(rule: SecretRule, match: re.Match[str]) -> bool:
         return secret_checks.keyed_value_ok(secret)
     if secret_checks.UUID.fullmatch(secret):
         secret = secret.replace("-", "")
+    if secret.isalpha() and rule.min_classes >= 2:  # letters only: not a run of camelCase words (``SlackAppConfigurationAccess``)
+        return secret_checks.random_letters(secret)
     return looks_random(secret, min_classes=rule.min_classes)
 
 

@@ -13,12 +13,14 @@ Run: ``.venv/bin/python -m bench.detect_corpus`` once (gathers the samples), the
   generated cards, IBANs, emails, NINOs) and hits on near misses (versions, dates, IPs, hashes,
   URL credentials), which must be none.
 
-Writes ``bench/results/detect_eval.json``.
+Writes ``bench/results/detect_eval.json`` (with the missed samples; not committed) and
+``bench/results/detect_summary.json`` (figures only; committed).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import random
 import re
@@ -27,6 +29,7 @@ import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from config.policy import PiiGuardrail, SecretsGuardrail
 from guardrails.decision import Block, Redact
@@ -296,7 +299,24 @@ def main() -> None:
     report["pii"] = pii_eval(load(data / "pii.jsonl"))
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "detect_eval.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    (RESULTS / "detect_summary.json").write_text(json.dumps(summary(report, data), indent=1) + "\n", encoding="utf-8")
     print_summary(report)
+
+
+def summary(report: dict[str, Any], data: Path) -> dict[str, object]:
+    """The committed record (``detect_summary.json``): figures per family and kind, no samples."""
+    out: dict[str, object] = {"date": datetime.date.today().isoformat(),
+                              "corpus": {p.name: sum(1 for _ in p.open()) for p in sorted(data.glob("*.jsonl"))}}
+    for stem in ("secrets-gitleaks", "secrets-trufflehog"):
+        part = report.get(stem)
+        if part:
+            out[stem] = {k: part[k] for k in ("per_family", "per_family_realistic", "samples", "tp_caught",
+                                                "tp_total", "labelled_fps", "precision")}
+            out[stem]["labelled_fps_blocked"] = len(part["labelled_fps_blocked"])
+    out["false_positives"] = report["false_positives"]
+    out["pii_false_positives"] = report["pii_false_positives"]
+    out["pii"] = {k: report["pii"][k] for k in ("per_kind", "samples", "near_misses", "near_miss_hits")}
+    return out
 
 
 def print_summary(report: dict[str, object]) -> None:

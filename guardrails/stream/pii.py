@@ -68,12 +68,14 @@ _PATTERNS = {
     "ssn": (r"(?<![\w.-])(?!000|666|9\d\d)\d{3}(?P<ssn_sep>[- ])(?!00)\d{2}(?P=ssn_sep)(?!0000)\d{4}"
             + _NUM_END),
     # ``+<cc> ...``; national: a trunk digit and an area code in parentheses (``8 (71234) 5 67
-    # 89``, ``(06 1) 234 5678``), groups apart by one separator, or one run of digits; four digits
-    # in the first few characters (the anchor the scanner starts from).
+    # 89``, ``(06 1) 234 5678``), groups apart by one separator, or one run of digits. Each form
+    # holds four digits in its first few characters (the anchor the scanner starts from): three in
+    # or after the parentheses, or four among the first groups (``_NUM_END`` lets no group go).
     "phone": (r"(?<![\w+.(/-])(?:"
               r"\+[1-9]\d{0,2}(?:[ .-]?\(?\d{1,4}\)?){1,5}[ .-]?\d{2,4}"
-              r"|(?=\(?(?:\d[ .()-]{0,3}){3}\d)(?:(?:\d{1,2} )?\(\d{1,5}(?: \d{1,4})?\) ?\d{1,10}(?:[ .-]\d{1,10}){0,4}"
-              r"|\d{1,6}[ .-]\d{1,10}(?:[ .-]\d{1,10}){0,4}|\d{5,12}))" + _NUM_END),
+              r"|(?:\d{1,2} )?\((?:\d{3,5}(?: \d{1,4})?\) ?\d{1,10}|\d{1,2}(?: \d{1,4})?\) ?\d{3,10})"
+              r"(?:[ .-]\d{1,10}){0,4}"
+              r"|(?=(?:\d[ .-]?){3}\d)\d{1,6}[ .-]\d{1,10}(?:[ .-]\d{1,10}){0,4}|\d{5,12})" + _NUM_END),
     "uk_nino": (r"(?<![A-Za-z0-9])(?i:(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]"
                 r" ?\d{2} ?\d{2} ?\d{2} ?[A-D])(?![A-Za-z0-9])"),
 }

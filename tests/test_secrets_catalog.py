@@ -287,3 +287,12 @@ def test_docker_config_auth_must_decode_to_a_login() -> None:
 ])
 def test_public_values_identifiers_and_glued_words_pass(text: str) -> None:
     assert blocked_category(text + "\n") is None, text
+
+
+def test_a_text_made_of_a_keyword_still_finds_the_key_after_it() -> None:
+    # 'aaaa...' is twitter's keyword (21 'A's) at every offset: each pending hit searches only as
+    # far as a match holding it could reach (it searched to the end before: 31 s for 40,000 'a's).
+    token = "A" * 22 + "b9Xk2LmQ7pR4sT1vW8yZ3nC6dF0gH5jK9mN2qP4r"
+    assert run(arm(), ["a" * 40_000]).block is None
+    assert blocked_category("a" * 40_000 + " " + token, ["a" * 40_000 + " " + token]) == "twitter"
+    assert blocked_category("A" * 3_000 + " " + token, ["A" * 3_000 + " ", token]) == "twitter"

@@ -107,6 +107,10 @@ class KeywordIndex:
         """No match is longer, nor starts further back from a keyword still arriving."""
 
 
+_LOOKAHEAD_ROOM = 64
+"""Characters past a rule's widest match that its closing lookahead may read (the rules' read one or
+two; a rule with an unbounded lookahead is not one this scanner can bound)."""
+
 Hit = tuple[int, int, ScanRule]  # (earliest match start, keyword start, rule)
 
 
@@ -181,7 +185,11 @@ class KeywordScanner:
     def _try(text: str, first: int, start: int, rule: ScanRule) -> re.Match[str] | None:
         if first == start:
             return rule.pattern.match(text, start)
-        match = rule.pattern.search(text, first)
+        # A match that holds the keyword starts by ``start`` and so ends by ``start + width``: the
+        # search stops there (plus room for a closing lookahead), or a run of text made of the
+        # keyword (forty thousand 'a's: twitter's 21) would search to the end once per offset.
+        stop = min(len(text), start + rule.width + _LOOKAHEAD_ROOM)
+        match = rule.pattern.search(text, first, stop)
         if match is None or match.start() > start:
             return None
         return match

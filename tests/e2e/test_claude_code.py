@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from config.policy import default_policy_text
+from tests.e2e.agent_scene import Scene, diagnose, feedback_policy
 from tests.e2e.scripted_api import ScriptedAPI, Turn
 from tests.fakes.proxy import ProxyServer
 
@@ -103,15 +103,6 @@ class ReadThenEdit:
             return turn
 
 
-@dataclass
-class Scene:
-    target: Path
-    model: ReadThenEdit
-    fake: ScriptedAPI
-    audit: Path
-    run: subprocess.CompletedProcess[str]
-
-
 @pytest.fixture(scope="module")
 def scene() -> Iterator[Scene]:
     binary = find_claude()
@@ -126,24 +117,12 @@ def scene() -> Iterator[Scene]:
         target = ws / "notes.txt"
         target.write_text(ORIGINAL)
         model = ReadThenEdit(target)
-        policy = default_policy_text() + f"""
-[tools]
-workspace_root = {json.dumps(str(ws))}
-on_block = "feedback"
-max_feedback_rounds = 2
-"""
+        policy = feedback_policy(ws)
         with ScriptedAPI(model) as fake, ProxyServer(fake.url, policy, audit_log=str(audit)) as proxy:
             run = subprocess.run([str(binary), "-p", PROMPT, "--output-format", "text", "--permission-mode",
                                   "acceptEdits", "--allowedTools", "Read,Edit"], cwd=ws, env=_env(home, proxy.url),
                                  stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180, check=False)
         yield Scene(target, model, fake, audit, run)
-
-
-def _diag(s: Scene) -> str:
-    audit = s.audit.read_text() if s.audit.exists() else "(no audit log)"
-    return (f"rc={s.run.returncode}\nstages={s.model.stages}\nerrors={s.fake.errors}\n"
-            f"unexpected={s.fake.unexpected}\nstdout:\n{s.run.stdout[-2000:]}\nstderr:\n{s.run.stderr[-2000:]}\n"
-            f"audit:\n{audit[-3000:]}")
 
 
 def test_version_is_the_pinned_one(scene: Scene) -> None:
@@ -154,18 +133,18 @@ def test_version_is_the_pinned_one(scene: Scene) -> None:
 
 
 def test_claude_code_reads_then_edits_after_the_blind_edit_is_blocked(scene: Scene) -> None:
-    assert scene.run.returncode == 0, _diag(scene)
-    assert [s for s, _ in scene.model.stages] == ["blind_edit", "read", "edit", "done"], _diag(scene)
-    assert scene.model.stages[1][1] == ORIGINAL, _diag(scene)  # the blind edit never reached the file
-    assert scene.target.read_text() == ORIGINAL.replace(OLD, NEW), _diag(scene)
-    assert "done" in scene.run.stdout, _diag(scene)
-    assert scene.fake.errors == [] and scene.fake.unexpected == [], _diag(scene)
+    assert scene.run.returncode == 0, diagnose(scene)
+    assert [s for s, _ in scene.model.stages] == ["blind_edit", "read", "edit", "done"], diagnose(scene)
+    assert scene.model.stages[1][1] == ORIGINAL, diagnose(scene)  # the blind edit never reached the file
+    assert scene.target.read_text() == ORIGINAL.replace(OLD, NEW), diagnose(scene)
+    assert "done" in scene.run.stdout, diagnose(scene)
+    assert scene.fake.errors == [] and scene.fake.unexpected == [], diagnose(scene)
 
 
 def test_the_block_is_fed_back_as_the_edit_tools_error_and_audited(scene: Scene) -> None:
     events = [json.loads(line) for line in scene.audit.read_text().splitlines() if line.strip()]
     blocks = [e for e in events if e["event"] == "tool_call.assessed" and e["decision"] == "block"]
-    assert [(b["tool"], b["reason_code"]) for b in blocks] == [("Edit", "write_without_read")], _diag(scene)
+    assert [(b["tool"], b["reason_code"]) for b in blocks] == [("Edit", "write_without_read")], diagnose(scene)
     feedback = scene.fake.seen[1].body
     [result] = last_results(feedback)
     assert result["is_error"] is True
@@ -173,4 +152,4 @@ def test_the_block_is_fed_back_as_the_edit_tools_error_and_audited(scene: Scene)
     # The agent never saw the blind edit: its own next request carries Read, not the blocked Edit.
     agent_calls = [b["name"] for m in scene.fake.seen[2].body["messages"] if m["role"] == "assistant"
                    for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_use"]
-    assert agent_calls == ["Read"], _diag(scene)
+    assert agent_calls == ["Read"], diagnose(scene)

@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from config.policy import default_policy_text
+from tests.e2e.agent_scene import Scene, diagnose, feedback_policy
 from tests.e2e.scripted_api import ScriptedAPI, Turn
 from tests.fakes.proxy import ProxyServer
 
@@ -93,15 +93,6 @@ class ReadThenEdit:
             return turn
 
 
-@dataclass
-class Scene:
-    target: Path
-    model: ReadThenEdit
-    fake: ScriptedAPI
-    audit: Path
-    run: subprocess.CompletedProcess[str]
-
-
 @pytest.fixture(scope="module")
 def scene() -> Iterator[Scene]:
     binary = find_codex()
@@ -116,12 +107,7 @@ def scene() -> Iterator[Scene]:
         target = ws / "notes.txt"
         target.write_text(ORIGINAL)
         model = ReadThenEdit(target)
-        policy = default_policy_text() + f"""
-[tools]
-workspace_root = {json.dumps(str(ws))}
-on_block = "feedback"
-max_feedback_rounds = 2
-"""
+        policy = feedback_policy(ws)
         env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "TMPDIR") if k in os.environ}
         env.update({"HOME": str(home), "CODEX_HOME": str(home / ".codex"), "E2E_KEY": "sk-e2e-fake",
                     "NO_COLOR": "1", "NO_PROXY": "127.0.0.1,localhost"})
@@ -135,28 +121,21 @@ max_feedback_rounds = 2
         yield Scene(target, model, fake, audit, run)
 
 
-def _diag(s: Scene) -> str:
-    audit = s.audit.read_text() if s.audit.exists() else "(no audit log)"
-    return (f"rc={s.run.returncode}\nstages={s.model.stages}\nerrors={s.fake.errors}\n"
-            f"unexpected={s.fake.unexpected}\nstdout:\n{s.run.stdout[-2000:]}\nstderr:\n{s.run.stderr[-3000:]}\n"
-            f"audit:\n{audit[-3000:]}")
-
-
 def test_codex_reads_then_edits_after_the_blind_edit_is_blocked(scene: Scene) -> None:
-    assert scene.run.returncode == 0, _diag(scene)
-    assert [s for s, _ in scene.model.stages] == ["blind_edit", "read", "edit", "done"], _diag(scene)
-    assert scene.model.stages[1][1] == ORIGINAL, _diag(scene)  # the blind edit never reached the file
-    assert scene.target.read_text() == ORIGINAL.replace(OLD, NEW), _diag(scene)
-    assert scene.fake.errors == [] and scene.fake.unexpected == [], _diag(scene)
+    assert scene.run.returncode == 0, diagnose(scene)
+    assert [s for s, _ in scene.model.stages] == ["blind_edit", "read", "edit", "done"], diagnose(scene)
+    assert scene.model.stages[1][1] == ORIGINAL, diagnose(scene)  # the blind edit never reached the file
+    assert scene.target.read_text() == ORIGINAL.replace(OLD, NEW), diagnose(scene)
+    assert scene.fake.errors == [] and scene.fake.unexpected == [], diagnose(scene)
 
 
 def test_the_block_is_fed_back_as_the_calls_output_and_audited(scene: Scene) -> None:
     events = [json.loads(line) for line in scene.audit.read_text().splitlines() if line.strip()]
     blocks = [e for e in events if e["event"] == "tool_call.assessed" and e["decision"] == "block"]
-    assert [(b["tool"], b["reason_code"]) for b in blocks] == [("exec_command", "write_without_read")], _diag(scene)
+    assert [(b["tool"], b["reason_code"]) for b in blocks] == [("exec_command", "write_without_read")], diagnose(scene)
     outputs, _ = _outputs(scene.fake.seen[1].body)
     assert blocks[0]["rationale"] in json.dumps(outputs[-1]["output"]) or \
-        json.dumps(blocks[0]["rationale"])[1:-1] in json.dumps(outputs[-1]["output"]), _diag(scene)
+        json.dumps(blocks[0]["rationale"])[1:-1] in json.dumps(outputs[-1]["output"]), diagnose(scene)
     # Codex never saw the blind edit: its own next request carries `cat`, not the blocked edit.
     _, cmds = _outputs(scene.fake.seen[2].body)
-    assert list(cmds.values()) == ["cat notes.txt"], _diag(scene)
+    assert list(cmds.values()) == ["cat notes.txt"], diagnose(scene)

@@ -19,15 +19,16 @@ Every request is recorded (``seen``), in arrival order, with the time it arrived
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import web
+
+from tests.fakes.served import ServedApp
 
 Parts = list[dict[str, Any]]
 Brain = Callable[[dict[str, Any]], Parts]
@@ -111,7 +112,7 @@ def _chunks(parts: Parts, model: str) -> list[dict[str, Any]]:
     return out or [_response([{"text": ""}], model)]
 
 
-class ScriptedGemini:
+class ScriptedGemini(ServedApp):
     """The Gemini API on one loopback port, in a thread with its own event loop."""
 
     def __init__(self, brain: Brain) -> None:
@@ -120,15 +121,7 @@ class ScriptedGemini:
         self.errors: list[str] = []
         """Exceptions raised by the brain (answered with HTTP 500, so the CLI fails visibly)."""
         self._lock = threading.Lock()
-        self._loop = asyncio.new_event_loop()
-        self._runner: web.AppRunner | None = None
-        self._port = 0
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True, name="scripted-gemini")
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._port}"
+        super().__init__("scripted-gemini")
 
     def turns(self) -> list[Seen]:
         with self._lock:
@@ -138,42 +131,8 @@ class ScriptedGemini:
         with self._lock:
             return [s for s in self.seen if s.kind == "unexpected"]
 
-    def start(self) -> Self:
-        self._thread.start()
-        if not self._ready.wait(10):
-            raise RuntimeError("scripted Gemini upstream did not start")
-        return self
-
-    def stop(self) -> None:
-        async def _stop() -> None:
-            if self._runner:
-                await self._runner.cleanup()
-        asyncio.run_coroutine_threadsafe(_stop(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+    def routes(self, app: web.Application) -> None:
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        self._loop.run_until_complete(self._runner.setup())
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        self._loop.run_until_complete(site.start())
-        server = site._server
-        assert isinstance(server, asyncio.Server) and server.sockets
-        self._port = int(server.sockets[0].getsockname()[1])
-        self._ready.set()
-        try:
-            self._loop.run_forever()
-        finally:
-            self._loop.close()
 
     def _record(self, seen: Seen) -> None:
         with self._lock:

@@ -8,16 +8,15 @@ count. Anything else is recorded as unexpected and answered 404."""
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.served import ServedApp
 from tests.fakes.upstream import Reply, responses_frames, sse
 
 Turn = tuple[str, list[tuple[str, dict[str, Any]]]]
@@ -29,47 +28,17 @@ class Request:
     body: dict[str, Any]
 
 
-class ScriptedAPI:
+class ScriptedAPI(ServedApp):
     def __init__(self, model: Callable[[dict[str, Any]], Turn]) -> None:
         self.model = model
         self.seen: list[Request] = []
         self.unexpected: list[str] = []
         self.errors: list[str] = []
         self._ids = itertools.count(1)
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._runner: web.AppRunner | None = None
-        self.port = 0
+        super().__init__("scripted-api")
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        self._ready.wait(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        async def _stop() -> None:
-            if self._runner is not None:
-                await self._runner.cleanup()
-        asyncio.run_coroutine_threadsafe(_stop(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+    def routes(self, app: web.Application) -> None:
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None)
-        self._loop.run_until_complete(self._runner.setup())
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        self._loop.run_until_complete(site.start())
-        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self._ready.set()
-        self._loop.run_forever()
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()

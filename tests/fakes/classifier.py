@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
-from typing import Any, Self
+from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.served import ServedApp
 
-class FakeClassifier:
+
+class FakeClassifier(ServedApp):
+    client_max_size = 1 << 30
+
     def __init__(self, max_body: int = 1 << 30, flag_word: str = "FORBIDDEN") -> None:
         self.max_body = max_body
         self.flag_word = flag_word
@@ -27,15 +30,7 @@ class FakeClassifier:
         """Every request gets a 503 (a classifier that is down)."""
         self.delay_s = 0.0
         """How long each request takes to answer (a slow classifier, for queueing tests)."""
-        self.port = 0
-        self._loop = asyncio.new_event_loop()
-        self._runner: web.AppRunner | None = None
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        super().__init__("fake-classifier")
 
     def reset(self) -> None:
         self.webhook_bodies.clear()
@@ -44,34 +39,9 @@ class FakeClassifier:
         self.down = False
         self.delay_s = 0.0
 
-    def __enter__(self) -> Self:
-        self._thread.start()
-        self._ready.wait(10)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        async def _stop() -> None:
-            if self._runner:
-                await self._runner.cleanup()
-        asyncio.run_coroutine_threadsafe(_stop(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        app = web.Application(client_max_size=1 << 30)
+    def routes(self, app: web.Application) -> None:
         app.router.add_post("/webhook", self._webhook)
         app.router.add_post("/v1/moderations", self._moderation)
-        self._runner = web.AppRunner(app, access_log=None)
-        self._loop.run_until_complete(self._runner.setup())
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        self._loop.run_until_complete(site.start())
-        self.port = self._runner.addresses[0][1]
-        self._ready.set()
-        try:
-            self._loop.run_forever()
-        finally:
-            self._loop.close()
 
     async def _read(self, request: web.Request) -> Any:
         raw = await request.read()

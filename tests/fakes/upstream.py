@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+
+from tests.fakes.served import ServedApp
 
 
 @dataclass
@@ -268,8 +269,10 @@ def stream_error(api: str, message: str) -> bytes:
 
 
 # ----------------------------------------------------------------------------------- server
-class FakeUpstream:
+class FakeUpstream(ServedApp):
     """All four APIs on one loopback port, in a thread with its own event loop."""
+
+    handler_cancellation = True
 
     def __init__(self) -> None:
         self.replies: deque[Reply] = deque()
@@ -283,31 +286,10 @@ class FakeUpstream:
         (a model refusing ``temperature``, a prompt over its context)."""
         self.open_streams = 0
         self.closed_streams = 0
-        self._loop = asyncio.new_event_loop()
-        self._runner: web.AppRunner | None = None
-        self.port = 0
-        self._ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        super().__init__("fake-upstream")
 
     def queue(self, *replies: Reply) -> None:
         self.replies.extend(replies)
-
-    def start(self) -> FakeUpstream:
-        self._thread.start()
-        self._ready.wait(10)
-        return self
-
-    def stop(self) -> None:
-        async def _stop() -> None:
-            if self._runner:
-                await self._runner.cleanup()
-        asyncio.run_coroutine_threadsafe(_stop(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
 
     def reset(self) -> None:
         self.replies.clear()
@@ -317,22 +299,8 @@ class FakeUpstream:
         self.judge_status = 200
         self.judge_refuse = None
 
-    def _serve(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+    def routes(self, app: web.Application) -> None:
         app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
-        self._loop.run_until_complete(self._runner.setup())
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        self._loop.run_until_complete(site.start())
-        server = site._server
-        assert server is not None and server.sockets  # type: ignore[attr-defined]
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
-        self._ready.set()
-        try:
-            self._loop.run_forever()
-        finally:
-            self._loop.close()
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()

@@ -9,7 +9,9 @@ one that dies and stops them all on SIGINT/SIGTERM, each worker draining its ope
 - metrics: ``PROMETHEUS_MULTIPROC_DIR`` is set before any worker starts (prometheus-client picks its
   multiprocess mode when first imported) to a fresh directory, or the operator's, emptied of stale
   files from an earlier run;
-- SIGHUP reloads the policy in every worker (forwarded), instead of uvicorn's restart of all workers.
+- SIGHUP reloads the policy in every worker (forwarded), instead of uvicorn's restart of all workers;
+- the decision feed: a fresh directory where the workers meet to forward records to each other's
+  ``/events`` subscribers (``feed_peers.py``), removed on exit.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import uvicorn
 from uvicorn.supervisors import Multiprocess
 
 from config.settings import Settings
+from proxy.feed_peers import FEED_DIR_ENV
 
 
 class _Supervisor(Multiprocess):
@@ -52,6 +55,8 @@ def run_workers(settings: Settings, overrides: dict[str, Any]) -> int:
         os.environ[f"GUARDPROXY_{key.upper()}"] = str(value)
     metrics_dir, made = _metrics_dir(settings)
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
+    feed_dir = tempfile.mkdtemp(prefix="guardproxy-feed-")
+    os.environ[FEED_DIR_ENV] = feed_dir
     config = uvicorn.Config("proxy.app:app_from_env", factory=True, workers=settings.workers,
                             **uvicorn_options(settings))
     sock = config.bind_socket()
@@ -59,6 +64,7 @@ def run_workers(settings: Settings, overrides: dict[str, Any]) -> int:
         _Supervisor(config, sockets=[sock]).run()
     finally:
         sock.close()
+        shutil.rmtree(feed_dir, ignore_errors=True)
         if made:
             shutil.rmtree(metrics_dir, ignore_errors=True)
     return 0

@@ -26,6 +26,8 @@ SCENARIOS: dict[str, dict[str, object]] = {
     "ns-c32": {"op": "load", "model": "bench-small", "concurrency": 32, "duration": 4.0, "warmup": 0.5},
     "ns-sys-c32": {"op": "load", "model": "bench-sys", "concurrency": 32, "duration": 4.0, "warmup": 0.5},
     "ns-agent-c8": {"op": "load", "model": "bench-agent", "concurrency": 8, "duration": 4.0, "warmup": 0.5},
+    "ns-agent-c1": {"op": "load", "model": "bench-agent", "concurrency": 1, "duration": 4.0, "warmup": 0.5},
+    "stream-agent-c32": {"op": "streams", "model": "bench-agent-d200-p0", "concurrency": 32, "count": 96},
 }
 POLICIES = {"gp-off": (None, False), "gp-default": (None, True), "gp-armed": (ARMED_POLICY, True)}
 

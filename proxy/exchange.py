@@ -76,6 +76,24 @@ def _resolve(raw_path: str, method: str, header: dict[str, str], query: str) -> 
     return route
 
 
+class _FirstByteMark:
+    """The client's ``send`` with tracing on: marks the first released body byte on the request's span.
+    Not a method of ``Exchange``: its ``Responder`` holding one would be a reference cycle."""
+
+    __slots__ = ("_send", "_t0", "released", "span")
+
+    def __init__(self, send: Send, t0: float) -> None:
+        self._send, self._t0 = send, t0
+        self.span: Span | None = None
+        self.released = False
+
+    async def __call__(self, message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.body" and message.get("body") and not self.released:
+            self.released = True
+            mark(self.span, "first_released_byte", self._t0)
+        await self._send(message)
+
+
 class Exchange:
     """One client request, from the first byte received to the last byte sent."""
 
@@ -99,27 +117,23 @@ class Exchange:
         self.model: str | None = None
         self.span: Span | None = None
         """The request's trace span when tracing is on (``proxy.tracing``)."""
-        self._raw_send = send
-        self._released = False
+        self._first_byte: _FirstByteMark | None = None
         if services.tracing.enabled:
-            self.responder = Responder(self._traced_send, self.request_id)
+            self._first_byte = _FirstByteMark(send, self.t0)
+            self.responder = Responder(self._first_byte, self.request_id)
 
     # ------------------------------------------------------------------ entry
     async def run(self) -> None:
         with self.services.tracing.request(self.method, self.path) as span:
             self.span = span
+            if self._first_byte is not None:
+                self._first_byte.span = span
             await self._run_logged()
             if span is not None:
                 span.set_attribute("http.response.status_code", self.responder.status)
                 span.set_attribute("guardproxy.policy", self.services.guard.label)
                 if self.responder.status >= 500:
                     span.set_status(Status(StatusCode.ERROR))
-
-    async def _traced_send(self, message: MutableMapping[str, Any]) -> None:
-        if message["type"] == "http.response.body" and message.get("body") and not self._released:
-            self._released = True
-            mark(self.span, "first_released_byte", self.t0)
-        await self._raw_send(message)
 
     async def _run_logged(self) -> None:
         structlog.contextvars.bind_contextvars(request_id=self.request_id)
@@ -132,6 +146,7 @@ class Exchange:
             route = self.route.wire or "passthrough" if self.route else "invalid"
             status = self.responder.status
             turn = self.turn.turn if self.turn is not None else None
+            self.turn = None  # it calls back into this exchange (``_call_guarded``): no cycle outlives the request
             self.services.metrics.count_request(route, status)
             log.info("request", method=self.method, path=self.path, route=route, status=status,
                      duration_ms=round((time.perf_counter() - self.t0) * 1000, 2),

@@ -13,6 +13,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from config.policy import MaxLengthGuardrail, Mode
@@ -56,6 +57,47 @@ class Facts:
     """From the policy and ``x-guardproxy-mode``, checked by the edge."""
 
 
+def _grants(headers: list[tuple[str, str]]) -> frozenset[str]:
+    """Hosts the client granted for this session (``x-guardproxy-egress-grant``)."""
+    header = dict(headers).get("x-guardproxy-egress-grant", "")
+    return frozenset(h.strip().lower() for h in header.split(",") if h.strip())
+
+
+def _request_completer(services: Services, f: Facts) -> TextCompleter:
+    return request_completer(services, f.wire, f.provider, f.headers, f.query, f.judge_path)
+
+
+class Arming:
+    """Arms the stream checks of one request: per lane (``arm``) and per tool call (``arm_tools``)."""
+
+    __slots__ = ("_services", "_token", "_view", "_wire")
+
+    def __init__(self, services: Services, view: RequestView, wire: str, canary_token: str) -> None:
+        self._services, self._view, self._wire, self._token = services, view, wire, canary_token
+
+    def arm(self, channel: str = ANSWER, *, for_tools: bool = False) -> ArmedSet | None:
+        """The armed checks for one lane (``channel``) or, ``for_tools``, one tool call's arguments."""
+        s, view = self._services, self._view
+        guardrails = s.guard.once(("lane", channel != ANSWER, for_tools),
+                                  lambda: _lane_guardrails(s, channel, for_tools))
+        if not guardrails:
+            return None
+        ctx = StreamContext(system_prompt=view.system_prompt, model=view.model, wire=self._wire,
+                            canary_token=self._token)
+        armed = ArmedSet.arm(guardrails, ctx)
+        return armed if armed else None
+
+    def arm_tools(self) -> ArmedSet | None:
+        return self.arm(for_tools=True)
+
+
+def _lane_guardrails(s: Services, channel: str, for_tools: bool) -> list[StreamGuardrail]:
+    guardrails = s.tool_arg_guardrails if for_tools else s.stream_guardrails
+    if channel != ANSWER:  # a length limit is about the answer, not the thinking beside it
+        guardrails = [g for g in guardrails if not isinstance(s.specs.get(g.id), MaxLengthGuardrail)]
+    return guardrails
+
+
 class GuardedTurn:
     """One request on one of the four client APIs with guardrails on."""
 
@@ -68,27 +110,24 @@ class GuardedTurn:
         notes = TurnNotes(services, facts.request_id)
         guard, policy, interactive = services.guard, services.policy, facts.mode == "interactive"
         tools = policy.tools
+        # Nothing handed to the turn machine or the vetter points back at this object: a request's
+        # objects (its decoded body among them) are freed by reference counting the moment it ends,
+        # not by the cycle collector (which, for an agent's 66 KB body at 32 concurrent requests,
+        # cost more than the guard itself: bench/request_cost.py).
+        arming = Arming(services, facts.view, facts.wire.name, self.canary_token)
         rules = Rules(on_trip=guard.on_trip, default_replacement=policy.defaults.replacement,
                       holdback=policy.defaults.holdback_chars, buffered=services.buffered,
                       interactive=interactive, max_feedback_rounds=tools.max_feedback_rounds if tools else 0,
-                      arm=self._arm, arm_tools=self._arm_tools, clock=time.perf_counter,
+                      arm=arming.arm, arm_tools=arming.arm_tools, clock=time.perf_counter,
                       on_release=self.timings.held, limits=self.limits,
                       log_only_start=guard.once(("log_only", interactive),
                                                 lambda: log_only_ids(guard.on_trip, interactive, Counter())))
         self.turn = Turn(Request(facts.wire, body, raw, facts.view, facts.sse), rules, notes)
-        self.vetter = Vetter(services, notes, facts.request_id, self._grants, self._request_completer,
+        self.vetter = Vetter(services, notes, facts.request_id, partial(_grants, facts.headers),
+                             partial(_request_completer, services, facts),
                              completer_factory(services, facts.headers, facts.provider))
 
     # ------------------------------------------------------------------ setup
-    def _grants(self) -> frozenset[str]:
-        """Hosts the client granted for this session (``x-guardproxy-egress-grant``)."""
-        header = dict(self.facts.headers).get("x-guardproxy-egress-grant", "")
-        return frozenset(h.strip().lower() for h in header.split(",") if h.strip())
-
-    def _request_completer(self) -> TextCompleter:
-        f = self.facts
-        return request_completer(self.services, f.wire, f.provider, f.headers, f.query, f.judge_path)
-
     def _plant_canary(self) -> tuple[dict[str, Any], bytes]:
         s, f = self.services, self.facts
         if not s.guard.once("plants", lambda: any(plants_instruction(g) for g in s.stream_guardrails)):
@@ -96,27 +135,6 @@ class GuardedTurn:
         self.canary_token = make_canary_token()
         base = f.wire.with_system(f.data, canary_instruction(self.canary_token))
         return base, dumps(base).encode()
-
-    def _arm(self, channel: str = ANSWER, *, for_tools: bool = False) -> ArmedSet | None:
-        """The armed checks for one lane (``channel``) or, ``for_tools``, one tool call's arguments."""
-        s, view = self.services, self.facts.view
-        guardrails = s.guard.once(("lane", channel != ANSWER, for_tools), lambda: self._lane_guardrails(channel, for_tools))
-        if not guardrails:
-            return None
-        ctx = StreamContext(system_prompt=view.system_prompt, model=view.model, wire=self.facts.wire.name,
-                            canary_token=self.canary_token)
-        armed = ArmedSet.arm(guardrails, ctx)
-        return armed if armed else None
-
-    def _lane_guardrails(self, channel: str, for_tools: bool) -> list[StreamGuardrail]:
-        s = self.services
-        guardrails = s.tool_arg_guardrails if for_tools else s.stream_guardrails
-        if channel != ANSWER:  # a length limit is about the answer, not the thinking beside it
-            guardrails = [g for g in guardrails if not isinstance(s.specs.get(g.id), MaxLengthGuardrail)]
-        return guardrails
-
-    def _arm_tools(self) -> ArmedSet | None:
-        return self._arm(for_tools=True)
 
     # ------------------------------------------------------------------ the command loop
     async def run(self) -> None:

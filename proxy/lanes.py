@@ -74,6 +74,29 @@ class _Entry:
     waiting: int = 0
 
 
+class _Retexts:
+    """What the lane guards' ``retext`` callbacks share with their ``ChoiceGuard``. They hold this, not
+    the guard: a callback pointing back at the guard that (through its lane guards) holds it would be
+    a reference cycle, and a finished request's objects would wait for the cycle collector."""
+
+    __slots__ = ("multi", "pending", "retext")
+
+    def __init__(self, retext: Retext | None) -> None:
+        self.retext = retext
+        self.multi = False
+        self.pending: dict[int, dict[Lane, str]] = {}
+        """Rewritten lane texts by frame id, composed when the frame goes out (several lanes)."""
+
+    def for_lane(self, lane: Lane) -> Callable[[Frame, str], bytes]:
+        def retext(frame: Frame, text: str) -> bytes:
+            if not self.multi and self.retext is not None:
+                return self.retext(frame, {lane: text})
+            self.pending.setdefault(id(frame), {})[lane] = text  # composed when the frame goes out
+            return frame.raw
+
+        return retext
+
+
 def _primary_only(events: tuple[Event, ...]) -> bool:
     for e in events:
         t = type(e)
@@ -106,7 +129,7 @@ class ChoiceGuard:
         self._redact_lanes = redact_lanes
         """False: only choice 0's answer may redact (unary bodies, rebuilt by ``retext_body``)."""
         self._multi = False
-        self._retexts: dict[int, dict[Lane, str]] = {}
+        self._retexts = _Retexts(retext)
         self._primary = self._new_guard(PRIMARY)
         self._lanes: dict[Lane, StreamGuard] = {PRIMARY: self._primary}
         self._closed: list[StreamGuard] = []
@@ -118,14 +141,8 @@ class ChoiceGuard:
         self._sent = False
 
     def _new_guard(self, lane: Lane) -> StreamGuard:
-        def retext(frame: Frame, text: str) -> bytes:
-            if not self._multi and self._retext is not None:
-                return self._retext(frame, {lane: text})
-            self._retexts.setdefault(id(frame), {})[lane] = text  # composed when the frame goes out
-            return frame.raw
-
         guard = StreamGuard(self._arm(lane[1]), holdback=self._holdback, buffered=self._buffered,
-                            retext=retext, rearm=self._rearm if lane[1] == ANSWER else None,
+                            retext=self._retexts.for_lane(lane), rearm=self._rearm if lane[1] == ANSWER else None,
                             log_only=self._log_only, clock=self._clock, on_release=self._on_release)
         return guard
 
@@ -158,7 +175,7 @@ class ChoiceGuard:
 
     def _go_multi(self) -> None:
         """From here on frames go through entries: the primary's held frames become the first ones."""
-        self._multi = True
+        self._multi = self._retexts.multi = True
         fifo = self._fifo.setdefault(id(self._primary), deque())
         for frame in self._primary.held_frames():
             entry = _Entry(frame, [frame], 1)
@@ -321,7 +338,7 @@ class ChoiceGuard:
     def _render(self, entry: _Entry) -> Frame:
         texts: dict[Lane, str] = {}
         for sub in entry.subs:
-            texts.update(self._retexts.pop(id(sub), {}))
+            texts.update(self._retexts.pending.pop(id(sub), {}))
         if not texts or self._retext is None:
             return entry.frame
         events: list[Event] = []

@@ -30,12 +30,17 @@ class StreamTimings:
         self._bounds: tuple[float, ...] = tuple(getattr(hist, "_upper_bounds", ()))
         self._counts = [0] * len(self._bounds)
         self._sum, self._pending = 0.0, 0
-        batched = bool(self._bounds) and hasattr(hist, "_buckets") and hasattr(hist, "_sum")
-        self.held: Callable[[float], None] = self._count if batched else hist.observe
-        """Callback for the guard: one released text frame's time in the guard, in seconds."""
+        self._batched = bool(self._bounds) and hasattr(hist, "_buckets") and hasattr(hist, "_sum")
         self._t0 = time.perf_counter() if t0 is None else t0
         self._upstream_seen = False
         self._delivered = False
+
+    @property
+    def held(self) -> Callable[[float], None]:
+        """Callback for the guard: one released text frame's time in the guard, in seconds. Made on
+        each access, not kept: a bound method of this object stored on it would be a reference cycle,
+        leaving the request's objects to the cycle collector."""
+        return self._count if self._batched else self._hold.observe
 
     def upstream_read(self) -> None:
         if not self._upstream_seen:

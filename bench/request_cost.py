@@ -1,0 +1,126 @@
+"""Proxy CPU per request on the unary path, in process, without sockets (``python -m bench.request_cost``).
+
+One ``Exchange`` per request, end to end (routing, policy choice, body parse, guard setup, the
+answer's checks, the reply), against an upstream that answers at once from memory and a client
+``send`` that drops what it gets: what is left is what guardproxy itself spends per request, without
+uvicorn's HTTP parsing or aiohttp's client (which the bare relay pays too). Bodies: the bench's
+``sys`` (180-character system prompt) and ``agent`` (15 KB system prompt, eight tools, 50 KB of
+history) requests. One at a time, and 32 at once (the upstream yields to the event loop before it
+answers, so the requests interleave as they do under load: what one request leaves for the cycle
+collector is paid there). Median of rounds, µs of this process's CPU time per request; guardrails
+off (gp-off) and the default policy (gp-default) side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import statistics
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from bench.common import completion_body, request_body
+from config.settings import Settings
+from proxy.app import create_app
+from proxy.exchange import Exchange
+from proxy.services import Services
+
+MODELS = {"sys": "bench-sys", "agent": "bench-agent"}
+YIELDS = 3
+"""Turns of the event loop the upstream takes to answer (other requests run meanwhile)."""
+
+
+class _Answer:
+    """What ``Upstream.request`` returns, answered from memory."""
+
+    def __init__(self, body: bytes) -> None:
+        self.status = 200
+        self.headers = [("content-type", "application/json"), ("content-length", str(len(body)))]
+        self.content_length = len(body)
+        self.content_type = "application/json"
+        self._body = body
+
+    async def iter_chunks(self) -> AsyncIterator[bytes]:
+        await asyncio.sleep(0)
+        yield self._body
+
+    async def read(self) -> bytes:
+        return self._body
+
+    def close(self) -> None:
+        pass
+
+
+class _Upstream:
+    def __init__(self, body: bytes) -> None:
+        self.bases = {"openai": "http://upstream", "anthropic": "http://upstream", "gemini": "http://upstream"}
+        self._body = body
+
+    async def request(self, method: str, url: str, headers: Any, body: bytes | None, *, decode: bool = False) -> Any:
+        for _ in range(YIELDS):
+            await asyncio.sleep(0)
+        return _Answer(self._body)
+
+
+async def _drop(message: Any) -> None:
+    return None
+
+
+def _scope(body: bytes) -> dict[str, Any]:
+    return {"type": "http", "method": "POST", "path": "/v1/chat/completions", "raw_path": b"/v1/chat/completions",
+            "query_string": b"", "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
+                                             (b"authorization", b"Bearer sk-bench"),
+                                             (b"content-length", str(len(body)).encode())]}
+
+
+async def _per_request_us(services: Services, body: bytes, n: int, concurrency: int = 1) -> float:
+    scope = _scope(body)
+
+    async def one_after_another() -> None:
+        for _ in range(n // concurrency):
+            await Exchange(services, scope, body, _drop).run()
+
+    t0 = time.process_time()
+    await asyncio.gather(*[one_after_another() for _ in range(concurrency)])
+    return (time.process_time() - t0) / (n // concurrency * concurrency) * 1e6
+
+
+def _services(enabled: bool, model: str) -> Services:
+    services = create_app(Settings(guardrails_enabled=enabled)).services
+    services.upstream = _Upstream(completion_body(model))  # type: ignore[assignment]
+    return services
+
+
+async def _run(rounds: int, n: int) -> None:
+    import structlog
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))  # no request log lines
+    print("| request | concurrent | gp-off µs | gp-default µs | added µs |")
+    print("|:---|---:|---:|---:|---:|")
+    for kind, model in MODELS.items():
+        body = request_body(model, stream=False)
+        off, on = _services(False, model), _services(True, model)
+        for s in (off, on):
+            await _per_request_us(s, body, 64, 32)  # warm: caches, first-turn prompt indexes
+        gc.freeze()  # as the app does once started (``GuardProxy._lifespan``)
+        for concurrency in (1, 32):
+            times: dict[str, list[float]] = {"off": [], "on": []}
+            for _ in range(rounds):
+                times["off"].append(await _per_request_us(off, body, n, concurrency))
+                times["on"].append(await _per_request_us(on, body, n, concurrency))
+            a, b = statistics.median(times["off"]), statistics.median(times["on"])
+            print(f"| {kind} | {concurrency} | {a:,.1f} | {b:,.1f} | {b - a:,.1f} |")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.request_cost", description=__doc__)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("-n", type=int, default=320, help="requests per round")
+    args = parser.parse_args()
+    asyncio.run(_run(args.rounds, args.n))
+
+
+if __name__ == "__main__":
+    main()

@@ -21,14 +21,14 @@ from opentelemetry.trace import Span, Status, StatusCode
 
 from config.policy import Mode
 from proxy.asgi import Scope, Send, header_list
-from proxy.guarded_turn import Facts, GuardedTurn
+from proxy.guarded_turn import Facts, GuardedTurn, plants_canary
 from proxy.providers import PROVIDERS, guess_any
 from proxy.responder import Responder
 from proxy.routes import BadPath, Route, resolve
 from proxy.services import Services
 from proxy.tracing import genai_request, mark
 from proxy.upstream import HOP_BY_HOP, UpstreamError, UpstreamResponse
-from proxy.wire.base import BadRequest, ErrorKind, WireFormat, load_json_body
+from proxy.wire.base import BadRequest, ErrorKind, JsonBody, WireFormat, load_json_body
 
 log = structlog.get_logger("guardproxy")
 
@@ -197,16 +197,20 @@ class Exchange:
                 self._trace_unguarded(route, body)
             await self._passthrough(body)
             return
+        request = JsonBody(body)
         try:
-            data = load_json_body(body)
-            if route.stream is None and not isinstance(data.get("stream", False), (bool, type(None))):
-                # "false" as a string is true to a reader that tests truth, false to the upstream
-                raise BadRequest("'stream' must be a boolean")
-            view = wire.parse_request(data, stream=bool(route.stream))
+            # A planted canary rewrites the whole body: then it is decoded whole at once.
+            view = None if plants_canary(self.services) else wire.quick_view(request, stream=bool(route.stream))
+            if view is None:
+                data = request.data
+                if route.stream is None and not isinstance(data.get("stream", False), (bool, type(None))):
+                    # "false" as a string is true to a reader that tests truth, false to the upstream
+                    raise BadRequest("'stream' must be a boolean")
+                view = wire.parse_request(data, stream=bool(route.stream))
         except BadRequest as exc:
             await self._fail(400, str(exc), "invalid_request")
             return
-        if route.wire == "openai_responses" and data.get("background") not in (None, False):
+        if route.wire == "openai_responses" and request.data.get("background") not in (None, False):
             self.services.metrics.fail_closed.labels(reason="refused_background").inc()
             await self._fail(400, "guardproxy does not accept 'background': a background response is "
                                   "retrieved later, unchecked; send it in the foreground", "invalid_request")
@@ -224,7 +228,7 @@ class Exchange:
         if self.span is not None:
             self.span.set_attributes(genai_request(route.provider, self.model, bool(view.stream)))
         judge_path = route.path if route.endpoint in ("/chat/completions", "/responses") else None
-        facts = Facts(self.request_id, wire, route.provider, route.sse, data, body, view, self.headers, self.query,
+        facts = Facts(self.request_id, wire, route.provider, route.sse, request, body, view, self.headers, self.query,
                       judge_path, self.mode)
         self.responder.decision_headers = self.decision_headers()
         self.turn = GuardedTurn(self.services, facts, self.responder, self._call_guarded)

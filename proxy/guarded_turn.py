@@ -30,7 +30,7 @@ from proxy.stream_timing import StreamTimings
 from proxy.turn import Ask, Command, Fail, Finish, Reply, Request, Rules, Turn, Vet, Write, log_only_ids
 from proxy.upstream import UpstreamError, UpstreamResponse
 from proxy.vetting import TurnNotes, Vetter
-from proxy.wire.base import WireFormat, dumps
+from proxy.wire.base import JsonBody, WireFormat, dumps
 
 CallUpstream = Callable[[bytes], Awaitable[UpstreamResponse]]
 WARM_OFF_LOOP_CHARS = 8_192
@@ -45,7 +45,8 @@ class Facts:
     wire: WireFormat
     provider: str
     sse: bool
-    data: dict[str, Any]
+    json: JsonBody
+    """The body's JSON object, decoded whole on first use (the view may come from a partial decode)."""
     body: bytes
     view: RequestView
     headers: list[tuple[str, str]]
@@ -55,6 +56,11 @@ class Facts:
     """The OpenAI-shaped endpoint the client used (Azure, Gemini's OpenAI layer): the judge asks it too."""
     mode: Mode = "interactive"
     """From the policy and ``x-guardproxy-mode``, checked by the edge."""
+
+
+def plants_canary(s: Services) -> bool:
+    """Whether the request's policy plants a canary token in every system prompt (rewriting the body)."""
+    return s.guard.once("plants", lambda: any(plants_instruction(g) for g in s.stream_guardrails))
 
 
 def _grants(headers: list[tuple[str, str]]) -> frozenset[str]:
@@ -128,12 +134,12 @@ class GuardedTurn:
                              completer_factory(services, facts.headers, facts.provider))
 
     # ------------------------------------------------------------------ setup
-    def _plant_canary(self) -> tuple[dict[str, Any], bytes]:
+    def _plant_canary(self) -> tuple[dict[str, Any] | JsonBody, bytes]:
         s, f = self.services, self.facts
-        if not s.guard.once("plants", lambda: any(plants_instruction(g) for g in s.stream_guardrails)):
-            return f.data, f.body
+        if not plants_canary(s):
+            return f.json, f.body
         self.canary_token = make_canary_token()
-        base = f.wire.with_system(f.data, canary_instruction(self.canary_token))
+        base = f.wire.with_system(f.json.data, canary_instruction(self.canary_token))
         return base, dumps(base).encode()
 
     # ------------------------------------------------------------------ the command loop

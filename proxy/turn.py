@@ -38,7 +38,7 @@ from guardrails.stream import ArmedSet, Trip
 from proxy.lanes import COVERAGE_ID, ArmFor, ChoiceGuard
 from proxy.limits import Limits, message_violation, messages_violation
 from proxy.upstream import UpstreamError
-from proxy.wire.base import ErrorKind, FinishKind, Replaced, StreamCodec, WireFormat, dumps
+from proxy.wire.base import ErrorKind, FinishKind, JsonBody, Replaced, StreamCodec, WireFormat, dumps
 
 BATCH_FRAMES = 32
 """Released frames sent per write within one upstream read: few sends, bounded delay."""
@@ -144,8 +144,9 @@ class Rules:
 @dataclass(slots=True)
 class Request:
     wire: WireFormat
-    body: dict[str, Any]
-    """The request as first sent upstream (a planted canary included)."""
+    body: dict[str, Any] | JsonBody
+    """The request as first sent upstream (a planted canary included); a ``JsonBody`` is decoded only
+    when a retry or a feedback round rebuilds it."""
     raw: bytes
     view: RequestView
     sse: bool = True
@@ -165,8 +166,7 @@ class Turn:
     def __init__(self, request: Request, rules: Rules, notes: Notes) -> None:
         self.req, self.rules, self.notes = request, rules, notes
         self.wire = request.wire
-        self.base = request.body
-        """The request that retries add their mandate to (grows with tool feedback rounds)."""
+        self._base = request.body
         self.view = request.view
         """The view of the request being answered now (its history grows with feedback rounds)."""
         self.attempts: Counter[str] = Counter()
@@ -184,6 +184,17 @@ class Turn:
         self._headers: list[tuple[str, str]] = []
         self._status = 200
         self._ending: _Ending | None = None
+
+    @property
+    def base(self) -> dict[str, Any]:
+        """The request that retries add their mandate to (grows with tool feedback rounds)."""
+        if isinstance(self._base, JsonBody):
+            self._base = self._base.data
+        return self._base
+
+    @base.setter
+    def base(self, body: dict[str, Any]) -> None:
+        self._base = body
 
     # ------------------------------------------------------------------ events: both modes
     def begin(self) -> list[Command]:

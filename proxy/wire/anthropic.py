@@ -29,6 +29,8 @@ import uuid
 from functools import partial
 from typing import Any
 
+import msgspec
+
 from guardrails.datamodel import (
     AssistantMessage,
     Event,
@@ -54,6 +56,7 @@ from proxy.wire.base import (
     BadRequest,
     ErrorKind,
     FinishKind,
+    JsonBody,
     Replaced,
     StreamCodec,
     WireFormat,
@@ -61,6 +64,7 @@ from proxy.wire.base import (
     extra_events,
     known_only,
     loads,
+    quick_decoder,
     with_temperature,
 )
 
@@ -206,8 +210,49 @@ def _content_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     return out
 
 
+class _QuickMessage(msgspec.Struct, gc=False):
+    role: Any = None
+    content: Any = None
+
+
+class _QuickRequest(msgspec.Struct, gc=False):
+    """What ``parse_request`` reads of a request (``quick_view``); tools and the rest are skipped."""
+
+    model: Any = None
+    stream: Any = None
+    system: Any = ""
+    messages: list[_QuickMessage] | None = None
+
+
+_QUICK = quick_decoder(_QuickRequest)
+
+
+def _whole_history(body: JsonBody) -> list[HistoryToolCall]:
+    return _history(body.data["messages"])
+
+
 class AnthropicMessages(WireFormat):
     name = "anthropic"
+
+    def quick_view(self, body: JsonBody, *, stream: bool) -> RequestView | None:
+        quick = _QUICK(body.raw)
+        if (quick is None or quick.messages is None or not isinstance(quick.model, str)
+                or not isinstance(quick.system, (str, list)) or not isinstance(quick.stream, (bool, type(None)))):
+            return None
+        parts = [_text_of(quick.system)]
+        user_texts: list[str] = []
+        for m in quick.messages:  # what parse_request does, on the same values
+            role, content = m.role, m.content
+            if not isinstance(role, str) or not isinstance(content, (str, list)):
+                return None
+            if role == "system":
+                parts.append(_text_of(content))
+            elif role == "user" and (t := _text_of(content)):
+                user_texts.append(t)
+        return RequestView(model=quick.model, stream=stream or bool(quick.stream),
+                           system_prompt="\n".join(p for p in parts if p),
+                           last_user_text=user_texts[-1] if user_texts else "",
+                           history=LazyHistory(partial(_whole_history, body)))
 
     def parse_request(self, body: dict[str, Any], *, stream: bool) -> RequestView:
         messages = body.get("messages")

@@ -11,6 +11,8 @@ import copy
 from functools import partial
 from typing import Any
 
+import msgspec
+
 from guardrails.datamodel import (
     ANSWER,
     AssistantMessage,
@@ -37,6 +39,7 @@ from proxy.wire.base import (
     BadRequest,
     ErrorKind,
     FinishKind,
+    JsonBody,
     Replaced,
     StreamCodec,
     WireFormat,
@@ -44,6 +47,7 @@ from proxy.wire.base import (
     extra_events,
     known_only,
     loads,
+    quick_decoder,
     with_temperature,
 )
 
@@ -260,8 +264,46 @@ def _by_index(choices: Any) -> dict[int, dict[str, Any]]:
     return {_choice_index(ch): ch for ch in choices or [] if isinstance(ch, dict)}
 
 
+class _QuickMessage(msgspec.Struct, gc=False):
+    role: Any = None
+    content: Any = None
+
+
+class _QuickRequest(msgspec.Struct, gc=False):
+    """What ``parse_request`` reads of a request (``quick_view``); tools and the other message fields
+    (tool calls, tool results' ids) are skipped, not built."""
+
+    model: Any = None
+    stream: Any = None
+    messages: list[_QuickMessage] | None = None
+
+
+_QUICK = quick_decoder(_QuickRequest)
+
+
+def _whole_history(body: JsonBody) -> list[HistoryToolCall]:
+    return _history(body.data["messages"])
+
+
 class OpenAIChat(WireFormat):
     name = "openai_chat"
+
+    def quick_view(self, body: JsonBody, *, stream: bool) -> RequestView | None:
+        quick = _QUICK(body.raw)
+        if (quick is None or quick.messages is None or not isinstance(quick.model, str)
+                or not isinstance(quick.stream, (bool, type(None)))):
+            return None
+        system: list[str] = []
+        last_user: _QuickMessage | None = None
+        for m in quick.messages:  # what parse_request does, on the same values
+            role = m.role
+            if role == "user":
+                last_user = m
+            elif role == "system" or role == "developer":
+                system.append(_content_text(m.content))
+        return RequestView(model=quick.model, stream=bool(quick.stream), system_prompt="\n".join(system),
+                           last_user_text=_content_text(last_user.content) if last_user else "",
+                           history=LazyHistory(partial(_whole_history, body)))
 
     def parse_request(self, body: dict[str, Any], *, stream: bool) -> RequestView:
         messages = body.get("messages")

@@ -1,0 +1,129 @@
+"""``WireFormat.quick_view`` (a partial decode of the request) reads what ``parse_request`` reads of the
+whole decode, or declines.
+
+The guards arm on the view: a system prompt, a last user text or a history that differed between the
+two would be a check run on another request than the one the upstream answers. So for every body
+drawn (duplicate keys, roles of any type, content as parts, null and missing fields, escapes, bodies
+that are not JSON or not UTF-8), either the quick view equals the whole one, history included, or it
+is None and the whole path decides (and refuses exactly what it refused before).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bench.common import request_body
+from proxy.wire.anthropic import AnthropicMessages
+from proxy.wire.base import BadRequest, JsonBody, WireFormat, load_json_body
+from proxy.wire.openai_chat import OpenAIChat
+from tests.apis import request_for
+
+WIRES: dict[str, WireFormat] = {"chat": OpenAIChat(), "anthropic": AnthropicMessages()}
+
+
+def _whole(wire: WireFormat, raw: bytes) -> tuple[Any, ...] | None:
+    """The view of the whole decode as plain values, None when that path refuses the body."""
+    try:
+        data = load_json_body(raw)
+        if not isinstance(data.get("stream", False), (bool, type(None))):
+            return None
+        view = wire.parse_request(data, stream=False)
+    except BadRequest:
+        return None
+    return view.model, view.stream, view.system_prompt, view.last_user_text, list(view.history)
+
+
+def _agrees(wire: WireFormat, raw: bytes) -> bool:
+    """Whether the quick view equals the whole one, or declined. Returns whether it answered."""
+    quick = wire.quick_view(JsonBody(raw), stream=False)
+    whole = _whole(wire, raw)
+    if quick is None:
+        return False
+    assert whole is not None, f"the quick view accepted a body the whole path refuses: {raw[:200]!r}"
+    assert (quick.model, quick.stream, quick.system_prompt, quick.last_user_text, list(quick.history)) == whole
+    return True
+
+
+@pytest.mark.parametrize("api", list(WIRES))
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_quick_view_answers_for_ordinary_requests(api: str, stream: bool) -> None:
+    history: list[Any] = []
+    if api == "chat":
+        history = [{"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"file_path": "/w/a"}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "x = 1"}]
+    else:
+        history = [{"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read",
+                                                      "input": {"file_path": "/w/a"}}]},
+                   {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]}]
+    _, body = request_for(api, stream=stream, system="Be brief.", user="hi", history=history)
+    assert _agrees(WIRES[api], json.dumps(body).encode())
+
+
+def test_the_agent_bench_request_takes_the_quick_view() -> None:
+    assert _agrees(WIRES["chat"], request_body("bench-agent", stream=False))
+
+
+@pytest.mark.parametrize("raw", [
+    b'{"model":"a","messages":[{"role":"system","content":"X"}],"messages":[{"role":"system","content":"Y"}]}',
+    b'{"model":"a","messages":[{"role":"system","content":"X","content":"Y","role":"user"}],"system":"S"}',
+    b'{"model":"a","model":"b","messages":[]}',
+    b'{"model":"m","x":"\xff\xfe","messages":[]}',
+    b'{"model":"m","x":"\\ud800","messages":[]}',
+    b'{"model":"m","x":NaN,"messages":[]}',
+    b'\xef\xbb\xbf{"model":"m","messages":[]}',
+    b'{"model":"m","x":1e999,"messages":[]}',
+    b'{"model":"m","messages":[1]}',
+    b'{"model":"m","messages":null}',
+    b'{"model":"m","messages":[],"stream":"false"}',
+    b'{"model":"m","messages":[],"system":null}',
+    b'{"model":"m","messages":[{"role":1,"content":"x"}]}',
+    b'{"model":"m","messages":[{"role":"user"}]}',
+    b'{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"text":2},"x"]}]}',
+    b'{"model":"m","messages":[{"role":"developer","content":[{"type":"text","text":"dev"}]}]}',
+    b'[1,2]',
+    b'{"model":"m","messages":[]} x',
+    b'{"model":"m","messages":' + b"[" * 3000 + b"]" * 3000 + b"}",
+])
+@pytest.mark.parametrize("api", list(WIRES))
+def test_odd_bodies_get_the_same_view_or_the_whole_path(api: str, raw: bytes) -> None:
+    _agrees(WIRES[api], raw)
+
+
+_TEXT = st.text(alphabet=st.sampled_from("ab \n\"\\é\u2028😀"), max_size=6)
+_SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), _TEXT)
+_PART = st.one_of(_SCALAR, st.fixed_dictionaries({}, optional={"type": st.sampled_from(["text", "image", 1]),
+                                                                 "text": st.one_of(_TEXT, st.integers())}))
+_CONTENT = st.one_of(_SCALAR, st.lists(_PART, max_size=3))
+_ROLE = st.one_of(st.sampled_from(["system", "developer", "user", "assistant", "tool"]), _SCALAR)
+_DICT_MESSAGE = st.fixed_dictionaries({"role": _ROLE}, optional={"content": _CONTENT, "name": _TEXT})
+_MESSAGE = st.one_of(_DICT_MESSAGE, _DICT_MESSAGE, _DICT_MESSAGE, _SCALAR,
+                     st.fixed_dictionaries({}, optional={"content": _CONTENT}))
+_ORDINARY = st.fixed_dictionaries(
+    {"model": _TEXT, "messages": st.lists(_DICT_MESSAGE, max_size=6)},
+    optional={"stream": st.one_of(st.booleans(), st.none()), "system": _CONTENT, "tools": st.lists(_SCALAR, max_size=2)})
+_ANY = st.fixed_dictionaries({}, optional={"model": st.one_of(_TEXT, _SCALAR), "stream": _SCALAR,
+                                           "system": _CONTENT, "messages": st.one_of(_SCALAR, st.lists(_MESSAGE, max_size=5)),
+                                           "tools": st.lists(_SCALAR, max_size=2)})
+_BODY = st.one_of(_ORDINARY, _ORDINARY, _ANY)
+
+
+def _with_duplicates(body: dict[str, Any], again: dict[str, Any]) -> bytes:
+    """``body`` as JSON with ``again``'s keys written a second time after it (the last one counts)."""
+    first = json.dumps(body)
+    if not again:
+        return first.encode()
+    rest = json.dumps(again)[1:]
+    return (first[:-1] + ("," if body else "") + rest).encode()
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=_BODY, again=_BODY, api=st.sampled_from(list(WIRES)))
+def test_drawn_bodies_get_the_same_view_or_the_whole_path(body: dict[str, Any], again: dict[str, Any],
+                                                          api: str) -> None:
+    _agrees(WIRES[api], _with_duplicates(body, again))

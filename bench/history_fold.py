@@ -5,7 +5,9 @@ An agent conversation of N turns (each a ``read_file`` call on a real file of a 
 and its result, in Chat Completions form), then one ``write_file`` call assessed against it: the time
 to read the request (``parse_request``, which also builds the history), the time to assess the call
 (which folds the history, resolving each path through the filesystem), and both per turn. Linear
-means the per-turn column stays flat as N grows. Median of several runs.
+means the per-turn column stays flat as N grows. Then a message of several write calls: assessed
+one call at a time (a fold per call, as before) and together (``assess_all``: one fold for the
+message). Median of several runs.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from guardrails.tools.assessor import ToolAssessor
 from proxy.wire.openai_chat import OpenAIChat
 
 TURNS = (25, 50, 100, 200, 400)
+CALLS = 4
+"""Tool calls in the assessed message (agents often write several files in one turn)."""
 
 
 def _body(root: Path, turns: int) -> dict[str, Any]:
@@ -56,8 +60,11 @@ def main() -> None:
         assessor = ToolAssessor(ToolsPolicy(workspace_root=str(root)))
         call = ToolCall("c", "write_file", json.dumps({"file_path": str(root / "src/module_7.py"),
                                                        "content": "x = 2\n"}))
-        print("| turns | request bytes | parse_request µs | assess µs | parse µs/turn | assess µs/turn | decision |")
-        print("|---:|---:|---:|---:|---:|---:|:---|")
+        calls = [ToolCall(f"c{i}", "write_file", json.dumps({"file_path": str(root / f"src/module_{i}.py"),
+                                                             "content": "x = 2\n"})) for i in range(CALLS)]
+        print(f"| turns | request bytes | parse_request µs | assess µs | parse µs/turn | assess µs/turn | decision "
+              f"| {CALLS} calls, one fold per call µs | {CALLS} calls, one fold µs |")
+        print("|---:|---:|---:|---:|---:|---:|:---|---:|---:|")
         for turns in TURNS:
             body = _body(root, turns)
             size = len(json.dumps(body))
@@ -65,8 +72,10 @@ def main() -> None:
             history = list(wire.parse_request(body, stream=False).history)
             verdict = assessor.assess(call, history)
             assess = _median_us(lambda history=history: assessor.assess(call, history), 15)
+            each = _median_us(lambda history=history: [assessor.assess(c, history) for c in calls], 7)
+            once = _median_us(lambda history=history: assessor.assess_all(calls, history), 7)
             print(f"| {turns} | {size:,} | {parse:,.0f} | {assess:,.0f} | {parse / turns:.2f} | "
-                  f"{assess / turns:.2f} | {verdict.decision} |")
+                  f"{assess / turns:.2f} | {verdict.decision} | {each:,.0f} | {once:,.0f} |")
 
 
 if __name__ == "__main__":

@@ -158,4 +158,4 @@ class Vetter:
 
 def _assess_all(assessor: ToolAssessor, calls: list[ToolCall], history: Sequence[HistoryToolCall],
                 grants: frozenset[str]) -> list[Assessment]:
-    return [assessor.assess(call, history, grants) for call in calls]
+    return assessor.assess_all(calls, history, grants)

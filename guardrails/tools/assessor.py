@@ -7,7 +7,7 @@ from pathlib import Path
 
 from config.policy import ToolsPolicy
 from guardrails.datamodel import HistoryToolCall, ToolCall
-from guardrails.tools.observe import observe
+from guardrails.tools.observe import SessionFold, observe
 from guardrails.tools.probe import CachingProbe, FileSystemProbe, WorldProbe
 from guardrails.tools.rules import decide
 from guardrails.tools.shell_worker import pool
@@ -37,12 +37,23 @@ class ToolAssessor:
                grants: frozenset[str] = frozenset()) -> Assessment:
         """Judge ``call`` given the conversation's earlier tool calls and the session's egress grants
         (hosts from ``x-guardproxy-egress-grant``, same syntax as ``egress_allow``)."""
+        return self.assess_all([call], history, grants)[0]
+
+    def assess_all(self, calls: Sequence[ToolCall], history: Sequence[HistoryToolCall],
+                   grants: frozenset[str] = frozenset()) -> list[Assessment]:
+        """``assess`` of each call, all against the same history and the same view of the disk: the
+        history is folded once for all of them (``SessionFold``), not once per call."""
+        probe = CachingProbe(self._probe)
+        session = SessionFold(history)
+        return [self._assess(call, history, grants, probe, session) for call in calls]
+
+    def _assess(self, call: ToolCall, history: Sequence[HistoryToolCall], grants: frozenset[str],
+                probe: CachingProbe, session: SessionFold) -> Assessment:
         if not self.policy.enabled:
             return Assessment(call.name, "none", "allow", None, None, "", {}, call.call_id,
                               self._snapshot, self._fingerprint)
-        probe = CachingProbe(self._probe)
         effect, observations = observe(call.name, call.arguments, history, self.policy, probe,
-                                       self._base_dir, grants)
+                                       self._base_dir, grants, session)
         verdict = decide(call.name, effect, observations, self.policy, grants)
         return Assessment(verdict.tool, verdict.effect, verdict.decision, verdict.rule,
                           verdict.reason_code, verdict.rationale, verdict.observations, call.call_id,

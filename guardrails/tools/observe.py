@@ -215,6 +215,24 @@ def fold_session(history: Sequence[HistoryToolCall], policy: ToolsPolicy, ws: Wo
     return reads, writes
 
 
+class SessionFold:
+    """``fold_session`` of one history, computed on first use and shared by every call assessed against
+    that history (the calls of one message, each choice's): an agent's message with several tool calls
+    folds its conversation once, not once per call. Only for calls assessed together, through one
+    probe: the disk may change between turns, so nothing is kept across requests."""
+
+    __slots__ = ("_folded", "_history")
+
+    def __init__(self, history: Sequence[HistoryToolCall]) -> None:
+        self._history = history
+        self._folded: tuple[set[str], set[str]] | None = None
+
+    def get(self, policy: ToolsPolicy, ws: Workspace, probe: WorldProbe) -> tuple[set[str], set[str]]:
+        if self._folded is None:
+            self._folded = fold_session(self._history, policy, ws, probe)
+        return self._folded
+
+
 def _target(raw: _Raw, ws: Workspace, probe: WorldProbe, reads: set[str], writes: set[str]) -> Obs:
     lex, resolved = ws.locate(raw.path, probe)
     glob = is_glob(raw.path)
@@ -233,11 +251,14 @@ def _target(raw: _Raw, ws: Workspace, probe: WorldProbe, reads: set[str], writes
 
 
 def observe(name: str, arguments: str, history: Sequence[HistoryToolCall], policy: ToolsPolicy,
-            probe: WorldProbe, base_dir: str, grants: Iterable[str] = ()) -> tuple[str, Obs]:
-    """(effect, observations) for one call. The only step that probes the world."""
+            probe: WorldProbe, base_dir: str, grants: Iterable[str] = (),
+            session: SessionFold | None = None) -> tuple[str, Obs]:
+    """(effect, observations) for one call. The only step that probes the world. ``session``: the
+    history's fold shared with the other calls assessed with it (same history, same probe)."""
     found = find(name, arguments, policy)
     ws = Workspace.probe(policy, base_dir, probe)
-    reads, writes = fold_session(history, policy, ws, probe) if found.paths else (set(), set())
+    fold = session if session is not None else SessionFold(history)
+    reads, writes = fold.get(policy, ws, probe) if found.paths else (set(), set())
     segments = [seg for f in found.shell for seg in f.segments]
     urls = [egress.url_facts(u, p) for p, u in found.urls]
     statuses = [f.status for f in found.shell]

@@ -42,8 +42,9 @@ class FileSystemProbe:
 
 
 class CachingProbe:
-    """Memoises a probe for the span of one assessment: the history fold resolves the same paths
-    again for every call of a message. Never kept across requests (the disk changes between turns)."""
+    """Memoises a probe for the span of one message's assessment (its calls are judged against the
+    same view of the disk, and the history fold resolves many of the same paths). Never kept across
+    requests (the disk changes between turns)."""
 
     def __init__(self, inner: WorldProbe) -> None:
         self._inner = inner

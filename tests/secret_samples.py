@@ -5,7 +5,8 @@ credential-shaped literal sits in the repository); ``fake()`` fills the same tem
 placeholder run instead, which every rule must let pass. Kinds: ``b62`` letters and digits,
 ``hex`` lowercase hex, ``HEX`` uppercase hex, ``dig`` digits, ``b64u`` base64url, ``b64``
 base64, ``up`` uppercase and digits, ``b32`` base32, ``let`` letters, ``low`` lowercase and
-digits, ``uuid`` a UUID, ``userpass`` base64 of ``deploy:<n base62>``.
+digits, ``uuid`` a UUID, ``userpass`` base64 of ``deploy:<n base62>``, ``b64json`` base64url of a
+JSON object holding n base62.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ TEMPLATES: dict[str, str] = {
     "google-oauth-access-token": "ya29.{b64u:80}",
     "google-oauth-refresh-token": "1//0{b64u:60}",
     "azure-storage-account-key": "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey={b64:86}==;",
+    "azure-storage-key-88": 'AzuriteAccountKey{\n    "{b64:86}=="};',
     "azure-sas-signature": "https://acme.blob.core.windows.net/c?sv=2022-11-02&sp=r&sig={b62:40}%2B{b62:2}%3D",
     "azure-ad-client-secret": "{b62:3}8Q~{b62:31}",
     "azure-identifiable-key": "{b62:52}JQQJ99{b62:18}AZDO{b62:4}",
@@ -93,6 +95,7 @@ TEMPLATES: dict[str, str] = {
     "figma-token": "figd_{b64u:40}",
     "notion-token": "ntn_{dig:11}{b62:35}",
     "airtable-token": "pat{b62:14}.{hex:64}",
+    "airtable-oauth-token": "Key={b62:17}.v1.{b64json:40}.{hex:64}",
     "contentful-token": "CFPAT-{b64u:43}",
     "typeform-token": "tfp_{b64u:44}",
     "frameio-token": "fio-u-{b64u:64}",
@@ -113,10 +116,12 @@ TEMPLATES: dict[str, str] = {
     "brevo-key": "xkeysib-{hex:64}-{b62:16}",
     "twitter-bearer-token": "AAAAAAAAAAAAAAAAAAAAA{b62:90}",
     "facebook-access-token": "EAAC{b62:120}",
+    "facebook-app-token": "{dig:15}|{b64u:27}",
     "mapbox-secret-token": "sk.eyJ1{b64u:80}",
     "stripe-key": "sk_live_{b62:24}",
     "shopify-token": "shpat_{hex:32}",
-    "square-token": "sq0atp-{b64u:22}",
+    "square-token": "EAAA{b64u:60}",
+    "square-legacy-token": "sq0atp-{b64u:22}",
     "paypal-braintree-token": "access_token$production${low:16}${hex:32}",
     "plaid-access-token": "access-sandbox-{uuid}",
     "flutterwave-key": "FLWSECK-{hex:32}-X",
@@ -170,6 +175,9 @@ def fill(template: str, rng: random.Random) -> str:
         if kind == "userpass":
             password = "".join(rng.choice(ALPHABETS["b62"]) for _ in range(n))
             return base64.b64encode(f"deploy:{password}".encode()).decode()
+        if kind == "b64json":  # base64url of a JSON object holding n random characters
+            body = "".join(rng.choice(ALPHABETS["b62"]) for _ in range(n))
+            return base64.urlsafe_b64encode(f'{{"userId":"usr{body}"}}'.encode()).decode().rstrip("=")
         if kind == "uuid":
             h = "".join(rng.choice("0123456789abcdef") for _ in range(32))
             return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"

@@ -231,6 +231,10 @@ HEX32, B62 = _rand("0123456789abcdef", 32, "hex"), _rand(string.ascii_letters + 
     f'var oktaToken string = "00{B62}=Xa-{B62[:5]}"',         # Go typed var, "=" inside the value
     f"val twilioKey: String = \"{HEX32}\"",                   # Kotlin typed val
     f'twilio_sid = "SK{HEX32}"',                              # type letters, then hex
+    f"set SNYK_API_TOKEN={HEX32[:8]}-{HEX32[8:12]}-{HEX32[12:16]}-{HEX32[16:20]}-{HEX32[20:]}",  # no spaces
+    f"DATADOG_API_KEY={HEX32}",
+    f'sumoToken = "su{B62[:12]}"',                            # a 14-character access id
+    f"npmToken: '{HEX32[:8]}-{HEX32[8:12]}-{HEX32[12:16]}-{HEX32[16:20]}-{HEX32[20:]}'",
 ])
 def test_keyed_assignment_forms(text: str) -> None:
     assert blocked_category(text + "\n") is not None, text
@@ -240,6 +244,8 @@ def test_keyed_assignment_forms(text: str) -> None:
     f'linearToken = "{HEX32}"',                               # hex under a secret's name
     f'"client_secret" : "{HEX32}{HEX32}"',
     f'var genericToken string = "{B62}{B62[:8]}"',
+    f'const apiKey = "{HEX32}";',                             # hex under an API key's name
+    f"apiKey |{HEX32}{HEX32[:8]}",                            # a table's column
 ])
 def test_generic_hex_and_typed_forms(text: str) -> None:
     assert blocked_category(text + "\n") == "generic", text
@@ -247,6 +253,8 @@ def test_generic_hex_and_typed_forms(text: str) -> None:
 
 @pytest.mark.parametrize("text", [
     f"cache_key = {HEX32}",                                   # a digest under a plain "key"
+    f"| cache key | {HEX32} |",
+    "| 100000000000001|chapter_one_two_three_four_ |",       # a number and a word in a table
     f"token_sha256 = {HEX32}{HEX32}",                         # a digest named as one
     f"See https://github.com/adobe-type-tools/agl/raw/{HEX32}{HEX32[:8]}/list.txt",
     f"http://partners.adobe.com/public/developer/en/ps/5002.EPSF_Spec{HEX32[:6]}.pdf",
@@ -258,6 +266,9 @@ def test_digests_urls_and_words_pass(text: str) -> None:
 
 def test_slack_legacy_vault_batch_and_1password_service_tokens() -> None:
     assert blocked_category(f"xoxs-4168437291-1320496541-5609968301-{HEX32[:10]}\n") == "slack"
+    assert blocked_category("token - 'xoxb-65677559833-9613778673399u'\n") == "slack"  # ids, a cut tail
+    assert blocked_category("token - 'xoxb-65677559833?9613778673399u'\n") is None
+    assert blocked_category("xoxb-11111111111-1111111111111\n") is None
     assert blocked_category(f"token: hvb.AAAAAQ{B62}{B62}\n") == "vault"
     service = base64.b64encode(b'{"signInAddress":"my.1password.com","userAuth":{"method":"SRPg"}}').decode()
     assert blocked_category(f"OP_SERVICE_ACCOUNT_TOKEN=ops_{service}\n") == "1password"
@@ -269,6 +280,8 @@ def test_docker_config_auth_must_decode_to_a_login() -> None:
     assert blocked_category(f'{{"auths": {{"ghcr.io": {{"auth": "{login}"}}}}}}\n') == "docker"
     escaped = f'DOCKER_AUTH_CONFIG="{{\\"auths\\":{{\\"r.io\\":{{\\"auth\\":\\"{login}\\"}}}}}}"'
     assert blocked_category(escaped + "\n") == "docker"
+    key_file = base64.b64encode(b'_json_key:{\n  "type": "service_account",\n  "private_key": "' + B62.encode() * 100).decode()
+    assert blocked_category(f'{{"auths": {{"https://gcr.io": {{\n "auth": "{key_file}"}}}}}}\n') == "docker"
     for value in (base64.b64encode(b"no colon here at all").decode(), base64.b64encode(b"user:password").decode(),
                   "bm90IGJhc2U2NA"):
         assert blocked_category(f'{{"auth": "{value}"}}\n') is None, value

@@ -25,7 +25,8 @@ UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 _DIGEST_NAMES = ("sha", "md5", "blake", "sum", "hash", "git", "commit", "rev", "digest", "crc")
 # Names that hold an identifier or a place, not the secret itself (``credentialId``, ``SECRET_NAME``).
 _NOT_SECRET_NAMES = ("id", "name", "url", "uri", "file", "path")
-_SECRET_NAMES = ("secret", "token", "passw", "credential")
+_SECRET_NAMES = ("secret", "token", "passw", "credential", "apikey", "api_key", "api-key", "api.key",
+                 "accesskey", "access_key", "access-key")
 # A short type letter or two before hex (``SK`` + 32 hex, a Twilio key sid): judged on the hex.
 _LETTERS_THEN_HEX = re.compile(r"[A-Za-z]{1,4}([0-9a-f]{24,}|[0-9A-F]{24,})")
 # Published sample values that documentation repeats (the jwt.io sample's payload prefix).
@@ -80,12 +81,15 @@ def b64_json_ok(part: str) -> bool:
 
 
 def b64_userpass_ok(part: str) -> bool:
-    """``part`` is base64 of ``user:password`` with a password that is not a placeholder."""
+    """``part`` is base64 of ``user:password`` with a password that is not a placeholder, or of
+    ``user:{json}`` (a registry login whose password is a service account's key file)."""
     try:
         raw = base64.b64decode(part + "=" * (-len(part) % 4), validate=True).decode("ascii")
     except (binascii.Error, ValueError):
         return False
     user, sep, password = raw.partition(":")
+    if sep and user.isprintable() and re.match(r'\{\s*"[\w.-]{1,40}"\s*:', password):
+        return True  # a key file as the password (Google registries: ``_json_key:{"type": ...}``)
     return (bool(sep) and raw.isprintable() and len(password) >= 4 and not any(ch.isspace() for ch in raw)
             and url_password_ok(user, password))
 

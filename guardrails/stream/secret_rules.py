@@ -15,8 +15,8 @@ Data only; ``guardrails.stream.keyword_scan`` runs it. A row says:
   ``"shape"``: the regex spells the whole documented format (prefix, version, length, suffix),
   so a match is a key whatever its letters look like (only a run of one repeated character,
   ``aaaaaa``, marks a placeholder).
-- A part ``t`` is the tail of an alternative whose structure is distinctive on its own (Slack's
-  legacy tokens: numeric ids, then hex): only a repeated run fails it. A part ``j`` is
+- A part ``t`` (or ``t2``) is the tail of an alternative whose structure is distinctive on its own
+  (Slack's legacy tokens: numeric ids, then hex): only a repeated run fails it. A part ``j`` is
   base64 of a JSON object (1Password service tokens): it must decode to one. A part ``a`` is
   base64 of ``user:password`` (a Docker registry login): it must decode to one.
 
@@ -90,6 +90,14 @@ RULES: tuple[SecretRule, ...] = (
                                              "sharedaccess_key", "shared_accesskey"),
        r"(?i:account_?key|shared_?access_?key)[\"']?\s{0,3}[=:]\s{0,3}[\"']?(?P<s>[A-Za-z0-9+/]{40})",
        spans_space=True, alive=_ASSIGNING),
+    # A storage account key is 64 random bytes: 86 base64 characters and ``==``. Named by a
+    # storage or account key, it may follow any short separator (``{``, ``||``, a line break, a
+    # command-line flag's space), not only an ``=``.
+    _p("azure-storage-key-88", "azure", ("accountkey", "account_key", "storagekey", "storage_key", "storage-key",
+                                        "account-key"),
+       r"(?i:account|storage)[_-]?(?i:key)[\w\"']{0,12}[\s\"'`=:{(|,>-]{1,16}(?P<s>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])",
+       spans_space=True,
+       alive=r"(?i:account|storage)[_-]?(?i:key)[\w\"']{0,12}[\s\"'`=:{(|,>-]{0,16}[A-Za-z0-9+/]{0,86}={0,2}"),
     _p("azure-sas-signature", "azure", "sig=", r"(?<![\w])sig=(?P<s>[A-Za-z0-9%+/]{30,100}?)(?:%3D|=)"),
     _p("azure-ad-client-secret", "azure", "q~",
        r"(?<![\w~.-])[A-Za-z0-9_~.]{3}\dQ~(?P<s>[A-Za-z0-9_~.-]{31,34})(?![\w~.-])", back=4),
@@ -98,7 +106,7 @@ RULES: tuple[SecretRule, ...] = (
        r"(?:AZDO|AzSe|ACDb|AZEG|AzFu|APIM|AzCa|AIoT|AStC|AZSB|ARSe)[A-Za-z0-9+/]{4}", back=52),
     _p("azure-container-registry-password", "azure", "+acr",
        r"(?<![A-Za-z0-9+/])(?P<s>[A-Za-z0-9+/]{42})\+ACR[A-Za-z0-9]{6}(?![A-Za-z0-9+/])", back=42),
-    _p("alibaba-access-key-id", "alibaba", "ltai", rf"{_LB}LTAI(?P<s>{_B62}{{20}}){_END}"),
+    _p("alibaba-access-key-id", "alibaba", "ltai", rf"{_LB}LTAI(?P<s>{_B62}{{12,20}}){_END}"),
     _p("tencent-secret-id", "tencent", "akid", rf"{_LB}AKID(?P<s>{_B62}{{32}}){_END}"),
     _p("digitalocean-token", "digitalocean", ("dop_v1_", "doo_v1_", "dor_v1_"),
        rf"{_LB}do[opr]_v1_(?P<s>{_HEX}{{64}}){_END}"),
@@ -149,8 +157,8 @@ RULES: tuple[SecretRule, ...] = (
     # A registry login in a Docker config (``"auths": {"<registry>": {"auth": "<base64 of user:password>"}}``),
     # quotes escaped up to three times when the JSON sits in a string.
     _p("docker-config-auth", "docker", tuple("auth" + "\\" * n + '"' for n in range(4)),
-       r'"auth\\{0,3}"[ \t]{0,3}:[ \t]{0,3}\\{0,3}"(?P<a>[A-Za-z0-9+/]{8,400}={0,2})\\{0,3}"', back=1,
-       spans_space=True, alive=r'auth\\{0,3}"[ \t]{0,3}:?[ \t]{0,3}\\{0,3}"?[A-Za-z0-9+/]{0,400}={0,2}\\{0,3}"?'),
+       r'"auth\\{0,3}"[ \t]{0,3}:[ \t]{0,3}\\{0,3}"(?P<a>[A-Za-z0-9+/]{8,4000}={0,2})\\{0,3}"', back=1,
+       spans_space=True, alive=r'auth\\{0,3}"[ \t]{0,3}:?[ \t]{0,3}\\{0,3}"?[A-Za-z0-9+/]{0,4000}={0,2}\\{0,3}"?'),
     _p("jfrog-token", "jfrog", ("akcp", "cmvmdgtu"),
        rf"{_LB}(?:AKCp(?P<s>{_B62}{{32}})|cmVmdGtu{_B62}{{56}})"),
     _p("sonar-token", "sonar", ("squ_", "sqp_", "sqa_"), rf"{_LB}sq[upa]_(?P<s>{_HEX}{{40}}){_END}"),
@@ -172,6 +180,9 @@ RULES: tuple[SecretRule, ...] = (
     _p("notion-token", "notion", ("secret_", "ntn_"),
        rf"{_LB}(?:secret_(?P<s>{_B62}{{43}})|ntn_\d{{11}}{_B62}{{35}}){_END}"),
     _p("airtable-token", "airtable", "pat", rf"{_LB}pat{_B62}{{14}}\.(?P<s>{_HEX}{{64}}){_END}"),
+    # OAuth access tokens: an id, ``.v1.``, a base64url JSON payload, ``.`` and a hex signature.
+    _p("airtable-oauth-token", "airtable", ".v1.eyj", r"(?<![A-Za-z0-9])[A-Za-z0-9]{14,24}\.v1\.(?P<j>eyJ[A-Za-z0-9_-]{41})",
+       back=24),
     _p("contentful-token", "contentful", "cfpat-", rf"{_LB}CFPAT-(?P<s>{_B64URL}{{43}}){_END64}"),
     _p("typeform-token", "typeform", "tfp_", rf"{_LB}tfp_(?P<s>[A-Za-z0-9_=.-]{{40}})"),
     _p("frameio-token", "frameio", "fio-u-", rf"{_LB}fio-u-(?P<s>[A-Za-z0-9_=-]{{64}})"),
@@ -188,7 +199,9 @@ RULES: tuple[SecretRule, ...] = (
     _p("slack-token", "slack", ("xoxb-", "xoxp-", "xoxa-", "xoxo-", "xoxs-", "xoxr-", "xoxe-", "xoxe.xox", "xoxc-"),
        rf"(?<![\w.-])(?:xoxe\.)?xox[abceoprs]-(?:\d{{1,2}}-)?(?:(?:\d{{8,16}}-){{0,4}}(?P<s>{_B62}{{24}})"
        # legacy user/workspace tokens: three or four numeric ids, then a short hex tail
-       r"|(?:\d{8,16}-){2,4}(?P<t>[a-f0-9]{10,64})(?![A-Za-z0-9]))"),
+       r"|(?:\d{8,16}-){2,4}(?P<t>[a-f0-9]{10,64})(?![A-Za-z0-9])"
+       # a team id and a user id, then whatever tail (cut, or in an older shape)
+       r"|\d{10,13}-(?P<t2>\d{10,13})[A-Za-z0-9]{0,2}(?![A-Za-z0-9-]))"),
     _p("slack-app-token", "slack", "xapp-", rf"{_LB}xapp-\d-[A-Z0-9]{{9,12}}-\d{{10,14}}-(?P<s>{_HEX}{{16}})"),
     _p("slack-webhook", "slack", "hooks.slack.com/",
        r"hooks\.slack\.com/(?:services|workflows|triggers)/T[A-Z0-9]{8,12}/(?:[A-Z0-9]{8,12}/)?(?:\d{6,20}/)?"
@@ -204,15 +217,21 @@ RULES: tuple[SecretRule, ...] = (
     _p("brevo-key", "brevo", ("xkeysib-", "xsmtpsib-"), rf"{_LB}x(?:keysib|smtpsib)-(?P<s>{_HEX}{{64}})-{_B62}{{16}}"),
     _p("twitter-bearer-token", "twitter", "aaaaaaaaaaaaaaaaaaaaa",
        r"(?<![A-Za-z0-9])A{21,23}(?P<s>[A-Za-z0-9%]{40})"),
-    _p("facebook-access-token", "facebook", "eaa", rf"{_LB}EAA[A-Za-z0-9](?P<s>{_B62}{{40}})"),
+    _p("facebook-access-token", "facebook", "eaa", rf"{_LB}EAA[B-Za-z0-9](?P<s>{_B62}{{40}})"),  # EAAA: Square
+    # An app access token: the app id, ``|``, and the app secret (32 hex) or a 27-character hash.
+    _p("facebook-app-token", "facebook", "|",
+       rf"(?<![\w|])\d{{15,16}}\|(?P<s>{_HEX}{{32}}|{_B64URL}{{27}}){_END64}", back=16),
     _p("mapbox-secret-token", "mapbox", "sk.eyj", rf"{_LBD}sk\.eyJ1(?P<s>[A-Za-z0-9_.-]{{40}})"),
     # --- payments, commerce ------------------------------------------------------------------------
     _p("stripe-key", "stripe", ("sk_live_", "rk_live_", "sk_test_", "rk_test_", "sk_prod_", "rk_prod_", "whsec_"),
        rf"{_LB}(?:[sr]k_(?:live|test|prod)_(?P<s>{_B62}{{24}})|whsec_{_B62}{{32}})"),
     _p("shopify-token", "shopify", ("shpat_", "shpca_", "shppa_", "shpss_"),
        rf"{_LB}shp(?:at|ca|pa|ss)_(?P<s>[a-fA-F0-9]{{32}}){_END}"),
-    _p("square-token", "square", ("sq0atp-", "sq0csp-", "eaaa"),
-       rf"{_LB}(?:sq0atp-(?P<s>{_B64URL}{{22}}){_END64}|sq0csp-{_B64URL}{{43}}{_END64}|EAAA[A-Za-z0-9_+=-]{{60}})"),
+    _p("square-token", "square", "eaaa", rf"{_LB}EAAA(?P<s>[A-Za-z0-9_+=-]{{60}})"),
+    # Access tokens (``sq0atp-``, sandbox ``sq0atb-``) and application secrets (``sq0csp-``,
+    # ``sq0csb-``): the prefix is the format; only a repeated run marks a placeholder.
+    _p("square-legacy-token", "square", ("sq0atp-", "sq0atb-", "sq0c"),
+       rf"(?<![A-Za-z0-9_])sq0(?:at[pb]-{_B64URL}{{22}}|c[a-z]{{2}}-{_B64URL}{{40,50}}){_END64}", checksum="shape"),
     _p("paypal-braintree-token", "paypal", "access_token$production$",
        r"access_token\$production\$[0-9a-z]{16}\$(?P<s>[0-9a-f]{32})"),
     _p("plaid-access-token", "plaid", ("access-sandbox-", "access-development-", "access-production-"),
@@ -299,6 +318,7 @@ KEYED: dict[str, tuple[str, ...]] = {
     "algolia": ("algolia",),
     "auth0": ("auth0",),
     "discord": ("discord",),
+    "cloudinary": ("cloudinary",),
     "telegram": ("telegram",),
     "twitter": ("twitter", "tweet"),
     "facebook": ("facebook", "fb_app", "fb_secret"),
@@ -311,7 +331,7 @@ KEYED: dict[str, tuple[str, ...]] = {
     "sentry": ("sentry",),
     "confluent": ("confluent",),
     "snyk": ("snyk",),
-    "sumologic": ("sumologic", "sumo_"),
+    "sumologic": ("sumologic", "sumo_", "sumo-", "sumotoken", "sumokey", "sumoaccess", "sumosecret"),
     "trello": ("trello",),
     "zendesk": ("zendesk",),
     "intercom": ("intercom",),
@@ -365,7 +385,7 @@ KEYED: dict[str, tuple[str, ...]] = {
     "gcp": ("google_api", "gcp_api", "gcloud"),
     "yandex": ("yandex",),
     "sourcegraph": ("sourcegraph",),
-    "npm": ("npm_token", "npmrc", "npm_auth"),
+    "npm": ("npm_token", "npmtoken", "npmrc", "npm_auth", "npm-token"),
     "ngrok": ("ngrok",),
     "mailjet": ("mailjet",),
     "vonage": ("vonage", "nexmo"),
@@ -429,16 +449,17 @@ _VALUE = r"[A-Za-z0-9+/=_\-!@#$%^&*.:~]"
 _NOT_PUBLIC = "".join(f"(?<!{w})(?<!{w}_)(?<!{w}-)" for w in ("public", "Public", "PUBLIC", "csrf", "CSRF", "xsrf", "XSRF",
                                                          "authenticity"))
 _GENERIC_NAME = (_NOT_PUBLIC +
-                 r"(?P<n>(?i:(?:key|secret|token|passw(?:or)?d|pass|pwd|credentials?)[a-z0-9_.-]{0,24}))")
+                 r"(?P<n>(?i:(?:api[_.-]?|access[_.-]?)?(?:key|secret|token|passw(?:or)?d|pass|pwd|credentials?)"
+                 r"[a-z0-9_.-]{0,24}))")
 # A declared type between the name and the operator (``var apiToken string =``, ``val token: String =``).
 _GENERIC_TYPE = r"(?:(?:[ \t]{1,2}|:[ \t]?)(?i:string|str))?"
-_GENERIC_OP = (_GENERIC_TYPE + r"(?:[\"'\]]{0,2}[ \t]{0,3}(?:=|:{1,3}=|:|=>|\?\??=|\|\|=|\.=|<-|,)[ \t]{0,3}"
+_GENERIC_OP = (_GENERIC_TYPE + r"(?:[\"'\]]{0,2}[ \t]{0,3}(?:=|:{1,3}=|:|=>|\?\??=|\|\|=|\.=|<-|,|\|)[ \t]{0,3}"
                r"|>(?:\r?\n)?[ \t]{0,12}|[\"']\s{1,3}(?i:value)\s{0,2}=[ \t]{0,3})[\"'`]?")
 GENERIC = SecretRule(
     "generic-assignment", "generic", ("key", "secret", "token", "pass", "pwd", "credential"),
     _GENERIC_NAME + _GENERIC_OP
     + rf"(?P<s>{_VALUE}{{{GENERIC_MIN},{GENERIC_MAX - 1}}}(?!{_VALUE})|{_VALUE}{{{GENERIC_MAX}}})",
-    spans_space=True)
+    back=7, spans_space=True)
 GENERIC_ALIVE = (_GENERIC_NAME + r"(?:(?:[ \t]{1,2}|:[ \t]?)(?i:s(?:t(?:r(?:i(?:n(?:g)?)?)?)?)?)?)?"
                  r"[\"'\]]{0,2}\s{0,3}(?:(?i:v(?:a(?:l(?:u(?:e)?)?)?)?)?\s{0,2}"
                  r"[=:?|<>,.-]{0,4}[ \t]{0,3}(?:\r?\n[ \t]{0,12})?[\"'`]?" + _VALUE + "{0,64})?")
@@ -452,6 +473,9 @@ _KEYED_SEP_ALIVE = r"[\"'\]\)]{0,2}[ \t]{0,3}[:=?.>,-]{0,4}[ \t]{0,3}\r?\n?[ \t]
 _KEYED_VALUE = (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
                 r"|[A-Za-z0-9][A-Za-z0-9_+/.:=-]{14,98}")
 _KEYED_END = r"(?![A-Za-z0-9_+/.:=-])"
+# A value starts after a separator, never inside the name (``SNYK_TOKEN=<uuid>`` would otherwise
+# be read as the value ``TOKEN=<uuid>``, judged not random, and the key let through).
+_KEYED_VALUE_START = r"(?<![A-Za-z0-9.])(?<![A-Za-z0-9]_)"
 # The provider's word as a host name (``partners.adobe.com/...``) or in a URL's path names no key.
 _NOT_DOMAIN = r"(?!\.(?:com|net|org|io|co|dev|app|cloud|ai)\b)"
 # Providers whose keys are shorter than a keyed value's 15 characters, with their documented shape:
@@ -467,5 +491,6 @@ def keyed_rule(family: str, keywords: tuple[str, ...]) -> tuple[SecretRule, str]
     name = r"(?:(?<![A-Za-z])|(?=[A-Z]))(?i:" + "|".join(k.replace(".", r"\.") for k in keywords) + ")"
     value = _KEYED_VALUE + (f"|{KEYED_SHORT[family]}" if family in KEYED_SHORT else "")
     rule = SecretRule(f"{family}-keyed", family, keywords,
-                      r"(?<![/.@])" + name + _NOT_DOMAIN + r"[\w .:-]{0,30}?" + _KEYED_SEP + f"(?P<s>{value}){_KEYED_END}", spans_space=True)
+                      r"(?<![/.@])" + name + _NOT_DOMAIN + r"[\w .:-]{0,30}?" + _KEYED_SEP + _KEYED_VALUE_START
+                      + f"(?P<s>{value}){_KEYED_END}", spans_space=True)
     return rule, name + r"[\w .:-]{0,30}" + _KEYED_SEP_ALIVE + r"[A-Za-z0-9_+/.:=-]{0,100}"

@@ -70,8 +70,9 @@ def is_credential(rule: SecretRule, match: re.Match[str]) -> bool:
         return secret_checks.b64_json_ok(groups["j"])
     if groups.get("a"):
         return secret_checks.b64_userpass_ok(groups["a"])
-    if groups.get("t"):  # the tail of a structure that is distinctive on its own
-        return not secret_checks.REPEAT.search(groups["t"])
+    tail = groups.get("t") or groups.get("t2")
+    if tail:  # the tail of a structure that is distinctive on its own
+        return not secret_checks.REPEAT.search(tail)
     secret = groups.get("s") if "s" in groups else None
     if rule.family == "private_key":
         return secret is None or not secret_checks.REPEAT.search(secret)

@@ -297,6 +297,7 @@ def test_docker_config_auth_must_decode_to_a_login() -> None:
     f'SetSysctl = "{B62}"',                                   # "etsy" inside a word
     "xoxe.xoxp-1-SlackAppConfigurationAccessTokenHere",       # camelCase words, not random letters
     f"video_box.ico-{HEX32}.png",                             # "ico-" inside a file name
+    "node = ptr_to_next_element_in_the_list_2;",              # "ptr_" in C, words
 ])
 def test_public_values_identifiers_and_glued_words_pass(text: str) -> None:
     assert blocked_category(text + "\n") is None, text

@@ -195,6 +195,14 @@ RULES: tuple[SecretRule, ...] = (
        rf"{_LB}sm_(?:aat|pat|sat)_(?P<s>{_B62}{{16}}){_END}"),
     _p("defined-networking-key", "defined_networking", "dnkey-",
        r"(?<![\w-])dnkey-[a-z0-9=_-]{26}-(?P<s>[a-z0-9=_-]{52})"),
+    _p("rootly-key", "rootly", "rootly_", rf"{_LB}rootly_(?P<s>{_HEX}{{64}}){_END}"),
+    _p("spectralops-token", "spectralops", "spu-", rf"{_LB}spu-(?P<s>[a-z0-9]{{32}}){_END}"),
+    _p("teamwork-token", "teamwork", "tkn.v1_", rf"{_LBD}tkn\.v1_(?P<s>{_B62}{{71}})"),
+    _p("portainer-token", "portainer", "ptr_", rf"{_LB}ptr_(?P<s>[A-Za-z0-9/_+=-]{{24,60}})(?![A-Za-z0-9/_+=-])",
+       min_classes=3),
+    _p("ramp-key", "ramp", ("ramp_id_", "ramp_sec_"), rf"{_LB}ramp_(?:id|sec)_(?P<s>{_B62}{{40}})"),
+    _p("trufflehog-enterprise-key", "trufflehog", ("thog-key-", "thog-secret-"),
+       rf"{_LB}thog-(?:key-(?P<s>{_HEX}{{16}})|secret-{_HEX}{{32}}){_END}"),
     # --- chat, mail, messaging ---------------------------------------------------------------------
     _p("slack-token", "slack", ("xoxb-", "xoxp-", "xoxa-", "xoxo-", "xoxs-", "xoxr-", "xoxe-", "xoxe.xox", "xoxc-"),
        rf"(?<![\w.-])(?:xoxe\.)?xox[abceoprs]-(?:\d{{1,2}}-)?(?:(?:\d{{8,16}}-){{0,4}}(?P<s>{_B62}{{24}})"
@@ -206,6 +214,9 @@ RULES: tuple[SecretRule, ...] = (
     _p("slack-webhook", "slack", "hooks.slack.com/",
        r"hooks\.slack\.com/(?:services|workflows|triggers)/T[A-Z0-9]{8,12}/(?:[A-Z0-9]{8,12}/)?(?:\d{6,20}/)?"
        r"(?P<s>[A-Za-z0-9]{20})", min_classes=1),
+    _p("zapier-webhook", "zapier", "hooks.zapier.com/hooks/catch/",
+       r"hooks\.zapier\.com/hooks/catch/(?P<s>[A-Za-z0-9/]{16})", min_classes=1),
+    _p("tines-webhook", "tines", ".tines.com/webhook/", r"\.tines\.com/webhook/[a-z0-9]{32}/(?P<s>[a-z0-9]{32})"),
     _p("discord-webhook", "discord", ("discord.com/api/webhooks/", "discordapp.com/api/webhooks/"),
        r"discord(?:app)?\.com/api/webhooks/\d{17,20}/(?P<s>[A-Za-z0-9_-]{32})"),
     _p("telegram-bot-token", "telegram", ":a", r"(?<![\w:])\d{8,10}:A(?P<s>[A-Za-z0-9_-]{34})(?![\w-])", back=10),

@@ -102,6 +102,7 @@ def test_mailto_is_an_email() -> None:
     "192.168.100.200", "10.0.0.1", "255.255.255.0", "3f786850e387550fdab836ed7e6dc881de23001b",
     "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "550e8400-e29b-41d4-a716-446655440000",
     "ts=1700000000000", "port 8080, pid 12345", "ISBN 978-3-16-148410-0", "lat 48.8584, lon 2.2945",
+    "08.11.1978 04:29:57", "logged 2019-03-04 10:20:30", "build 20220513", "on 13052022",  # date, time; date stamps
 ])
 def test_near_misses_with_every_region_armed(text: str) -> None:
     assert redacted(f"see {text} here", ALL_REGIONS) == []
@@ -148,6 +149,7 @@ def test_written_with_the_trunk_prefix_or_in_groups() -> None:
 @pytest.mark.parametrize(("region", "value"), [
     ("ES", "x-2482300w"), ("BE", "85 07 30 033 28"), ("BE", "85.07.30-033 28"), ("FI", "131052a308t"),
     ("SE", "8803200016"), ("DK", "2110625629"), ("ZA", "750330 5044089"), ("IL", "3933742-3"),
+    ("ZA", "750330 5044 08 9"), ("BR", "39053344705"),     # stdnum's own format; a CPF without dots
 ])
 def test_national_ids_in_the_forms_people_write(region: str, value: str) -> None:
     assert redacted(f"id {value} ok", [region]) == [(value, "[id]")]

@@ -18,8 +18,10 @@ Categories (policy ``categories``; empty selects all) and the mask each is redac
 ===============  ============  ==============================================================
 
 Plain numbers, dates, times, version strings and IP addresses do not match: every number form
-needs a ``+``, separators or a checksum, phone candidates that look like dates or dotted quads are
-dropped, and every pattern is bounded by characters that cannot continue it.
+needs a ``+``, separators or a checksum, phone candidates that look like dates (also a date then a
+time, ``08.11.1978 04:29:57``) or dotted quads are dropped, eight digits that read as a date
+(``20220513``) are neither a phone nor a national id, and every pattern is bounded by characters
+that cannot continue it.
 
 A match is reported only once it can no longer grow: each pattern ends in a lookahead over the
 characters that could extend it, and the scanner waits for ``PII_SLACK`` more characters (an IBAN
@@ -106,6 +108,8 @@ _RESERVED_DOMAINS = ("example.com", "example.org", "example.net")
 _RESERVED_TLDS = (".example", ".test", ".invalid", ".localhost")
 _DATE = re.compile(r"\d{4}([-./])\d{1,2}\1\d{1,2}|\d{1,2}([-./])\d{1,2}\2\d{2,4}")
 _DOTTED_QUAD = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
+# A date then a time (``08.11.1978 04:29:57``): the date and the hour read as a phone's groups.
+_DATE_THEN_SPACE = re.compile(rf"(?:{_DATE.pattern}) ")
 _SSN_SHAPE = re.compile(r"\d{3}([- ])\d{2}\1\d{4}")
 _IBAN_CUT = re.compile(r"[ -]?[A-Z0-9]{1,4}\Z")
 _ANY_REGION = tuple(sorted(phonenumbers.SUPPORTED_REGIONS))
@@ -134,13 +138,24 @@ def iban_end(text: str) -> int:
     return 0
 
 
+def compact_date(text: str) -> bool:
+    """Eight digits that read as a date, ``YYYYMMDD`` or ``DDMMYYYY`` (1900-2099): a date stamp."""
+    if len(text) != 8 or not text.isdigit():
+        return False
+    for year, month, day in ((text[:4], text[4:6], text[6:]), (text[4:], text[2:4], text[:2])):
+        if year[:2] in ("19", "20") and 1 <= int(month) <= 12 and 1 <= int(day) <= 31:
+            return True
+    return False
+
+
 def phone_ok(text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> bool:
     """A valid number (libphonenumber), written as its region writes it: ``+<cc>`` and 7-15
     digits, or the national format of one of ``regions`` (5-15 digits, trunk prefix included
     where the region has one: a German ``030 1234567``, not ``30 1234567``; a bare run of digits
     only where the national format is one)."""
     digits = "".join(ch for ch in text if ch.isdigit())
-    if _DATE.fullmatch(text) or _DOTTED_QUAD.fullmatch(text) or _SSN_SHAPE.fullmatch(text):
+    if (_DATE.fullmatch(text) or _DOTTED_QUAD.fullmatch(text) or _SSN_SHAPE.fullmatch(text)
+            or _DATE_THEN_SPACE.match(text) or compact_date(text)):
         return False
     if text.startswith("+"):
         return 7 <= len(digits) <= 15 and _valid_number(text, None)
@@ -267,7 +282,7 @@ class PiiProvider:
 
     def valid(self, kind: str, text: str) -> bool:
         if kind == "national_id":
-            return any(shape.fullmatch(text) and check(text) for shape, check in self._ids)
+            return not compact_date(text) and any(shape.fullmatch(text) and check(text) for shape, check in self._ids)
         return _valid(kind, text, self.regions)
 
     def arm(self, ctx: StreamContext) -> DeltaCheck | None:

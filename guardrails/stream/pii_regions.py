@@ -46,7 +46,7 @@ NATIONAL_IDS: dict[str, tuple[NationalId, ...]] = {
     "PT": (NationalId("pt_cc", r"\d{8} ?\d ?[A-Z]{2}\d", "stdnum.pt.cc"),),
     "CH": (NationalId("ch_ahv", r"756\.?\d{4}\.?\d{4}\.?\d{2}", "stdnum.ch.ssn"),),
     "IE": (NationalId("ie_pps", r"\d{7}[A-Wa-w][A-Za-z]?", "stdnum.ie.pps"),),
-    "BR": (NationalId("br_cpf", r"\d{3}\.\d{3}\.\d{3}-\d{2}", "stdnum.br.cpf"),),
+    "BR": (NationalId("br_cpf", r"\d{3}\.?\d{3}\.?\d{3}-?\d{2}", "stdnum.br.cpf"),),
     "MX": (NationalId("mx_curp", r"[A-Z]{4}\d{6}[HM][A-Z]{5}[0-9A-Z]\d", "stdnum.mx.curp",
                       anchor=(r"[A-Z]{4}\d{2}", 0)),),
     "CA": (NationalId("ca_sin", r"\d{3}[ -]?\d{3}[ -]?\d{3}", "stdnum.ca.sin"),),
@@ -55,7 +55,7 @@ NATIONAL_IDS: dict[str, tuple[NationalId, ...]] = {
     "CN": (NationalId("cn_ric", r"\d{17}[\dX]", "stdnum.cn.ric"),),
     "KR": (NationalId("kr_rrn", r"\d{6}-?\d{7}", "stdnum.kr.rrn"),),
     "JP": (NationalId("jp_mynumber", r"\d{4} ?\d{4} ?\d{4}", "stdnum.jp.in_"),),
-    "ZA": (NationalId("za_id", r"\d{6}[ -]?\d{4}[ -]?\d{3}|\d{6}[ -]\d{7}", "stdnum.za.idnr"),),
+    "ZA": (NationalId("za_id", r"\d{6}[ -]?\d{4}[ -]?\d{2}[ -]?\d|\d{6}[ -]\d{7}", "stdnum.za.idnr"),),
     "TR": (NationalId("tr_tckn", r"[1-9]\d{10}", "stdnum.tr.tckimlik"),),
     "IL": (NationalId("il_id", r"\d{7,8}-?\d", "stdnum.il.idnr"),),
 }

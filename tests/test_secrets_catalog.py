@@ -234,6 +234,8 @@ HEX32, B62 = _rand("0123456789abcdef", 32, "hex"), _rand(string.ascii_letters + 
     f"set SNYK_API_TOKEN={HEX32[:8]}-{HEX32[8:12]}-{HEX32[12:16]}-{HEX32[16:20]}-{HEX32[20:]}",  # no spaces
     f"DATADOG_API_KEY={HEX32}",
     f'sumoToken = "su{B62[:12]}"',                            # a 14-character access id
+    "sumo_token: 'suCbalLsXNkFlC'",                           # ... of letters only
+    f"finicityToken = '{HEX32[:10]}5678{HEX32[14:]}'",        # one counting run in a long random value
     f"npmToken: '{HEX32[:8]}-{HEX32[8:12]}-{HEX32[12:16]}-{HEX32[16:20]}-{HEX32[20:]}'",
 ])
 def test_keyed_assignment_forms(text: str) -> None:
@@ -298,6 +300,8 @@ def test_docker_config_auth_must_decode_to_a_login() -> None:
     "xoxe.xoxp-1-SlackAppConfigurationAccessTokenHere",       # camelCase words, not random letters
     f"video_box.ico-{HEX32}.png",                             # "ico-" inside a file name
     "node = ptr_to_next_element_in_the_list_2;",              # "ptr_" in C, words
+    "sumo_token: 'suspiciousWord'",                           # a sumo id's shape made of words
+    "api_key = 'abcd1234efgh5678ijkl9012'",                   # hand-typed: several counting runs
 ])
 def test_public_values_identifiers_and_glued_words_pass(text: str) -> None:
     assert blocked_category(text + "\n") is None, text

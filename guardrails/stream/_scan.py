@@ -21,6 +21,8 @@ RANDOMNESS_RATIO = 0.75
 SEQUENCE_RUN = 4
 # A character repeated this many times in a row marks a placeholder ("XXXX", "0000", "****").
 REPEAT_RUN = 4
+# From this length a value may hold one run of either kind by chance (see ``_has_run``).
+LONG_VALUE = 24
 # Words that mark a value as an illustration rather than a credential (compared lowercased).
 PLACEHOLDER_WORDS = (
     "example", "your", "here", "placeholder", "dummy", "sample", "redacted", "fake", "changeme",
@@ -49,11 +51,16 @@ def _alphabet_size(value: str) -> int:
 
 
 def _has_run(value: str, step: int, length: int) -> bool:
-    """True when ``length`` consecutive characters each differ from the previous by ``step``."""
-    run = 1
+    """True when ``length`` consecutive characters each differ from the previous by ``step``, in
+    a value shorter than ``LONG_VALUE``. A longer one needs a run one longer, or two runs: a
+    random 32-hex key holds one ``5678`` or ``0000`` about once in 70 draws (and a format then
+    lost that one key), while hand-typed values (``abcd1234efgh5678``) hold several."""
+    run, runs = 1, 0
     for a, b in itertools.pairwise(value):
         run = run + 1 if ord(b) - ord(a) == step else 1
-        if run >= length:
+        if run == length:
+            runs += 1
+        if run > length or run == length and (runs >= 2 or len(value) < LONG_VALUE):
             return True
     return False
 

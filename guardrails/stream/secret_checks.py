@@ -165,8 +165,12 @@ def code_like(value: str) -> bool:
         len(seg) >= 8 and looks_random(seg) for seg in segments)
 
 
-def keyed_value_ok(value: str) -> bool:
-    """A value after a provider's name: random, with a digit, and not code or a path."""
+def keyed_value_ok(value: str, short_shape: str | None = None) -> bool:
+    """A value after a provider's name: random, with a digit, and not code or a path. A value of
+    the provider's own short shape (``short_shape``: a Sumo Logic ``su`` and 12 base62) needs no
+    digit: twelve random base62 have none about once in nine, but must not be words."""
+    if short_shape is not None and re.fullmatch(short_shape, value):
+        return random_letters(value) if value.isalpha() else looks_random(value, min_classes=2)
     if UUID.fullmatch(value):
         return looks_random(value.replace("-", ""), min_classes=1)
     typed = _LETTERS_THEN_HEX.fullmatch(value)

@@ -32,7 +32,15 @@ from guardrails.stream import secret_checks
 from guardrails.stream._scan import looks_random
 from guardrails.stream.gitleaks import GitleaksRules, GitleaksScanner, load_gitleaks_rules
 from guardrails.stream.keyword_scan import TOKEN_ALIVE, KeywordIndex, KeywordScanner, ScanRule, scan_rule
-from guardrails.stream.secret_rules import GENERIC, GENERIC_ALIVE, KEYED, RULES, SecretRule, keyed_rule
+from guardrails.stream.secret_rules import (
+    GENERIC,
+    GENERIC_ALIVE,
+    KEYED,
+    KEYED_SHORT,
+    RULES,
+    SecretRule,
+    keyed_rule,
+)
 
 CUSTOM = "custom"
 _ALL_RULES: tuple[tuple[SecretRule, str | None], ...] = (
@@ -89,7 +97,7 @@ def is_credential(rule: SecretRule, match: re.Match[str]) -> bool:
     if rule.checksum == "crc32_base62" and secret_checks.base62_crc32_ok(secret):
         return True
     if rule.id.endswith("-keyed"):
-        return secret_checks.keyed_value_ok(secret)
+        return secret_checks.keyed_value_ok(secret, KEYED_SHORT.get(rule.family))
     if secret_checks.UUID.fullmatch(secret):
         secret = secret.replace("-", "")
     if secret.isalpha() and rule.min_classes >= 2:  # letters only: not a run of camelCase words (``SlackAppConfigurationAccess``)

@@ -1,6 +1,8 @@
 """Gather labelled samples for bench/detect_eval.py from public sources; nothing here is committed.
 
-Run: ``.venv/bin/python -m bench.detect_corpus [--out DIR]`` (default ``/work/shared/detect-eval``).
+Run: ``.venv/bin/python -m bench.detect_corpus [--out DIR] [--seed N]`` (default
+``/work/shared/detect-eval``; ``--seed`` draws other random instances of the generated samples,
+a held-out set for rules tuned on seed 0).
 Reads local snapshots of public repositories when present (``--mirrors``, default
 ``/work/.mirror``; fetch them with any git client):
 
@@ -48,12 +50,12 @@ def _git_files(repo: Path, prefix: str, suffix: str) -> Iterator[tuple[str, str]
                                        capture_output=True, text=True, check=True).stdout
 
 
-def gitleaks_samples(repo: Path) -> Iterator[dict[str, str]]:
+def gitleaks_samples(repo: Path, seed: int = 0) -> Iterator[dict[str, str]]:
     """Every ``tps``/``fps`` assignment in gitleaks' rule files, evaluated (``bench.detect_go``):
     literal samples, and one random instance of each ``secrets.NewSecret(regex)`` in the forms
     its ``GenerateSampleSecrets`` calls write it in. File-path rules (maps) give nothing."""
     for n, (name, text) in enumerate(_git_files(repo, "cmd/generate/config/rules", ".go")):
-        reader, family = GoReader(text, seed=n), Path(name).stem
+        reader, family = GoReader(text, seed=n + 1000 * seed), Path(name).stem
         for m in _STATEMENT.finditer(text):
             label = "tp" if m.group(1) == "tps" else "fp"
             for value in reader.values(m.end()):
@@ -61,7 +63,7 @@ def gitleaks_samples(repo: Path) -> Iterator[dict[str, str]]:
                     yield {"source": "gitleaks", "family": family, "label": label, "text": value}
 
 
-def trufflehog_samples(repo: Path) -> Iterator[dict[str, str]]:
+def trufflehog_samples(repo: Path, seed: int = 0) -> Iterator[dict[str, str]]:
     """Each detector test case's ``input``, labelled by its ``want``: a true positive when the test
     expects a finding, a false positive when it expects none. A true positive without the
     detector's keyword is put in the context its tests write it in (``<keyword> token = '<value>'``:
@@ -75,7 +77,7 @@ def trufflehog_samples(repo: Path) -> Iterator[dict[str, str]]:
                                 check=False, capture_output=True, text=True).stdout
         fn = keywords_fn.search(source)
         keyword = fn.group(1) if fn else family
-        reader = GoReader(text, seed=n)
+        reader = GoReader(text, seed=n + 1000 * seed)
         fields = list(_CASE_FIELD.finditer(text))
         for this, after in pairwise(fields):
             if this.group(1) != "input" or after.group(1) != "want":
@@ -138,6 +140,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", default="/work/shared/detect-eval")
     parser.add_argument("--mirrors", default="/work/.mirror")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="draw other random instances of gitleaks' generated samples (a held-out set)")
     args = parser.parse_args()
     out, mirrors = Path(args.out), Path(args.mirrors)
     out.mkdir(parents=True, exist_ok=True)
@@ -145,7 +149,7 @@ def main() -> None:
             "secrets-trufflehog": (mirrors / "trufflesecurity+trufflehog" / "repo", trufflehog_samples)}
     for stem, (repo, gather) in sets.items():
         if repo.exists():
-            _write(out / f"{stem}.jsonl", gather(repo))
+            _write(out / f"{stem}.jsonl", gather(repo, args.seed))
     _write(out / "pii.jsonl", [*phone_samples(), *stdnum_samples(), *pii_near_misses()])
     print(f"wrote samples to {out} (stdnum {stdnum.__version__}, {len(list(pkgutil.iter_modules()))} modules seen)")
 

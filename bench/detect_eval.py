@@ -283,7 +283,9 @@ def main() -> None:
     parser.add_argument("--data", default="/work/shared/detect-eval")
     parser.add_argument("--benign-mb", type=float, default=20.0)
     parser.add_argument("--pii-benign-mb", type=float, default=5.0)
+    parser.add_argument("--tag", default="", help="suffix of the result files (a held-out run)")
     args = parser.parse_args()
+    tag = f"-{args.tag}" if args.tag else ""
     data = Path(args.data)
     report: dict[str, object] = {}
     for stem in ("secrets-gitleaks", "secrets-trufflehog"):
@@ -298,8 +300,9 @@ def main() -> None:
                                                         args.pii_benign_mb, ["US", "GB", "FR", "DE"])
     report["pii"] = pii_eval(load(data / "pii.jsonl"))
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "detect_eval.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    (RESULTS / "detect_summary.json").write_text(json.dumps(summary(report, data), indent=1) + "\n", encoding="utf-8")
+    (RESULTS / f"detect_eval{tag}.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    (RESULTS / f"detect_summary{tag}.json").write_text(json.dumps(summary(report, data), indent=1) + "\n",
+                                                      encoding="utf-8")
     print_summary(report)
 
 

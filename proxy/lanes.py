@@ -13,6 +13,7 @@ once with every rewritten lane's text (``retext(frame, {lane: text})``).
 
 Fast path: until a frame touches anything but choice 0's answer, the guard is the single answer lane's
 ``StreamGuard`` plus a counter (clean single-choice traffic costs one type check per event more).
+Whole texts (a comment, an unread field's name) are checked on the spot and keep the fast path.
 
 Other events:
 - ``WholeText`` (a citation, text that a ``done`` event carries but no delta did) is checked whole
@@ -60,6 +61,10 @@ ArmFor = Callable[[str], ArmedSet | None]
 """Arms a fresh set of checks for a channel (``"text"``, ``"reasoning"``, ...)."""
 
 _CHOICE_EVENTS = (ToolCallStart, ToolCallArgsDelta, ToolCallEnd, Finish)
+_WHOLE_MEMO = 256
+_WHOLE_MEMO_CHARS = 4096
+"""Whole texts remembered as passed per answer, and the longest remembered: bound the memory an
+upstream can make the guard hold (256 x 4 KiB)."""
 
 
 def unvetted_trip(what: str) -> Trip:
@@ -97,18 +102,26 @@ class _Retexts:
         return retext
 
 
-def _primary_only(events: tuple[Event, ...]) -> bool:
+_MULTI, _PRIMARY, _PRIMARY_AND_WHOLE = 0, 1, 2
+
+
+def _primary_only(events: tuple[Event, ...]) -> int:
+    """``_PRIMARY``: only choice 0's answer; ``_PRIMARY_AND_WHOLE``: that and whole texts (a comment,
+    an unread field's name); ``_MULTI``: anything else."""
+    found = _PRIMARY
     for e in events:
         t = type(e)
         if t is TextDelta:
             if e.choice or e.channel != ANSWER:  # type: ignore[union-attr]
-                return False
+                return _MULTI
         elif t in _CHOICE_EVENTS:
             if e.choice:  # type: ignore[union-attr]
-                return False
+                return _MULTI
+        elif t is WholeText:
+            found = _PRIMARY_AND_WHOLE
         elif t is not StreamError:
-            return False
-    return True
+            return _MULTI
+    return found
 
 
 class ChoiceGuard:
@@ -122,6 +135,8 @@ class ChoiceGuard:
         self._log_only = log_only
         """Guardrails whose block is only recorded (``StreamGuard.log_only``), in every lane."""
         self._whole_logged: list[Trip] = []
+        self._whole_passed: set[tuple[str, str]] = set()
+        """Whole texts checked and passed in this answer (``_check_whole``)."""
         """Log-only blocks over whole texts (``WholeText``), not yet reported."""
         self._retext, self._rearm = retext, rearm
         self._clock, self._on_release = clock, on_release
@@ -158,10 +173,22 @@ class ChoiceGuard:
         if self.tripped:
             return Step([])
         if not self._multi:
-            if _primary_only(frame.events):
+            kind = _primary_only(frame.events)
+            if kind == _PRIMARY:
                 return self._push_single(frame)
+            if kind == _PRIMARY_AND_WHOLE:
+                return self._push_single_with_whole(frame)
             self._go_multi()
         return self._push_multi(frame)
+
+    def _push_single_with_whole(self, frame: Frame) -> Step:
+        """A single-lane frame that also carries whole texts: those are checked first, then the frame
+        goes on without them (a comment or an unread field needs no lane of its own)."""
+        for e in frame.events:
+            if isinstance(e, WholeText) and (trip := self._check_whole(e)) is not None:
+                return self._trip(trip)
+        events = tuple(e for e in frame.events if not isinstance(e, WholeText))
+        return self._push_single(Frame(frame.raw, events, last=frame.last, unreadable=frame.unreadable))
 
     def _push_single(self, frame: Frame) -> Step:
         step = self._primary.push(frame)
@@ -257,7 +284,18 @@ class ChoiceGuard:
     def _check_whole(self, e: WholeText) -> Trip | None:
         """The first trip over a whole text (a redaction blocks: the frame is not rewritten per span).
         A log-only guardrail's block is noted in ``logged`` and the text checked again by a fresh set
-        without it, as a streamed text would be (each check sees the text once)."""
+        without it, as a streamed text would be (each check sees the text once). A text that passed
+        once passes again (a fresh set each time): repeats (a keep-alive comment, the same unread
+        field's name in every chunk) are checked once per answer."""
+        key = (e.what, e.text)
+        if key in self._whole_passed:
+            return None
+        trip = self._first_whole_trip(e)
+        if trip is None and len(e.text) <= _WHOLE_MEMO_CHARS and len(self._whole_passed) < _WHOLE_MEMO:
+            self._whole_passed.add(key)
+        return trip
+
+    def _first_whole_trip(self, e: WholeText) -> Trip | None:
         skip: list[str] = []
         for _ in range(len(self._log_only) + 1):
             armed = self._arm(e.what)

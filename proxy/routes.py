@@ -110,10 +110,26 @@ def check_path(raw_path: str) -> None:
     canonical_path(raw_path)
 
 
+_MODEL_METHODS = (*_GEMINI_GUARDED, *_GEMINI_REFUSED)
+
+
+def _odd_method(path: str, verb: str) -> bool:
+    """A model method named anywhere but as the whole of ``verb`` (``m:generateContent:x``,
+    ``m:generateContent.x``, ``m:generateContent/x``): what the upstream makes of such a path is
+    unknown, so it is refused rather than passed through unguarded."""
+    tokens = [t.lower() for seg in path.split("/") for t in seg.split(":")[1:]]
+    if tokens and tokens[-1] == verb.lower():
+        tokens.pop()
+    return any(t.startswith(_MODEL_METHODS) for t in tokens) or (
+        verb.lower().startswith(_MODEL_METHODS) and verb.lower() not in _MODEL_METHODS)
+
+
 def _gemini(path: str, method: str, query: str) -> Route | None:
     """``.../{model}:{method}`` (``models/``, ``tunedModels/``, Vertex publishers and endpoints)."""
     head, _, last = path.rpartition("/")
     name, sep, verb = last.rpartition(":")
+    if ":" in path and _odd_method(path, verb if sep else ""):
+        return Route("gemini", path, None, refused="an unusual spelling of a Gemini model method")
     if not sep or not name:
         return None
     low = verb.lower()

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 _TERMINATORS = (b"\n\n", b"\n\r", b"\r\r")
 """Two line ends in a row, i.e. a blank line; after a CR, an LF right behind belongs to it."""
 _LONGEST_TERMINATOR = 3
-_FIELDS = frozenset({"data", "event", "id", "retry"})
+_FIELDS = frozenset({"data", "event", "id", "retry", ""})
+"""The fields the standard knows; the empty name is a comment."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,10 @@ class SSEFrame:
     """A line that is neither a field the standard knows (``data``, ``event``, ``id``, ``retry``) nor
     a comment: SSE clients ignore it, but some clients read such lines (google-genai parses bare JSON
     lines as chunks), so a codec must not relay it unread."""
+    labels: tuple[str, ...] = ()
+    """What the frame shows besides its data and event name: ``id`` values, ``retry`` values that are
+    not a number, comment text. SDKs drop them, but curl and clients that print the stream show them:
+    codecs check them whole (``proxy.wire.base.label_events``)."""
 
 
 def parse_fields(raw: bytes) -> SSEFrame:
@@ -55,10 +60,11 @@ def parse_fields(raw: bytes) -> SSEFrame:
                                 data=raw[nl + 7:end].decode("utf-8", errors="replace"), has_data=True)
     event: str | None = None
     data_lines: list[str] = []
+    labels: list[str] = []
     foreign = False
     text = raw.decode("utf-8", errors="replace")
     for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        if not line or line.startswith(":"):
+        if not line:
             continue
         name, sep, value = line.partition(":")
         if sep and value.startswith(" "):
@@ -72,8 +78,10 @@ def parse_fields(raw: bytes) -> SSEFrame:
             event = value or None  # an empty name is the default type, as the SDKs read it
         elif name not in _FIELDS:
             foreign = True
+        elif value and not (name == "retry" and value.isdigit()):
+            labels.append(value)  # a comment's text (empty name), an id, a retry that is no number
     return SSEFrame(raw=raw, event=event, data="\n".join(data_lines), has_data=bool(data_lines),
-                    foreign=foreign)
+                    foreign=foreign, labels=tuple(labels))
 
 
 class SSESplitter:

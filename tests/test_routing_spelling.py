@@ -143,6 +143,14 @@ REFUSED = [
     ("GET", "/v1/messages", "anthropic"), ("POST", "/v1beta/interactions", "gemini"),
     ("POST", "/v1/images/generations", "chat"), ("POST", "/v1/audio/transcriptions", "chat"),
     ("POST", "/v1/realtime/calls", "chat"),
+    # a model method with more around it than ``{model}:{method}`` at the end of the path
+    ("POST", "/v1beta/models/m:generateContent:x", "gemini"),
+    ("POST", "/v1beta/models/m:streamGenerateContent:x?alt=sse", "gemini"),
+    ("POST", "/v1beta/models/m%3AgenerateContent%3Ax", "gemini"),
+    ("POST", "/v1beta/models/m:generateContent.json", "gemini"),
+    ("POST", "/v1beta/models/m:generateContent/x", "gemini"),
+    ("POST", "/v1beta/tunedModels/t:generateContentX", "gemini"),
+    ("POST", "/v1beta/models/m:generateContent%20", "gemini"),
 ]
 
 

@@ -12,13 +12,14 @@ from proxy.sse import SSEFrame, SSESplitter, parse_fields
 
 PIECES = [b"data: ", b"event: ", b"data:", b"x", b"{}", b"\n", b"\r", b"\r\n", b":", b" ", b"\xc3\xa9", b"id: 1",
           b"retry: 5", b"\xef\xbb\xbfdata: ", b"bogus: 1", b"{\"k\": 1}"]
-_FIELDS = ("data", "event", "id", "retry")
+_FIELDS = ("data", "event", "id", "retry", "")  # "": a comment
 
 
 def general(raw: bytes) -> SSEFrame:
     event, lines, foreign = None, [], False
+    labels: list[str] = []
     for line in raw.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        if not line or line.startswith(":"):
+        if not line:
             continue
         name, sep, value = line.partition(":")
         value = value[1:] if sep and value.startswith(" ") else value
@@ -29,7 +30,9 @@ def general(raw: bytes) -> SSEFrame:
             event = value or None
         elif name not in _FIELDS:
             foreign = True
-    return SSEFrame(raw, event, "\n".join(lines), bool(lines), foreign)
+        elif value and not (name == "retry" and value.isdigit()):
+            labels.append(value)
+    return SSEFrame(raw, event, "\n".join(lines), bool(lines), foreign, tuple(labels))
 
 
 @settings(max_examples=3000, deadline=None)

@@ -132,7 +132,9 @@ def events(frames: list[Frame]) -> list[Any]:
 # -- decoding ---------------------------------------------------------------------------------------
 
 def test_text_turn_decodes_to_text_deltas_and_end_turn() -> None:
-    assert events(decode(TEXT_TURN)) == [TextDelta("Hello"), TextDelta(" there, "), TextDelta("friend."),
+    # A comment's text is shown by clients that print the stream: checked whole (``label_events``).
+    assert events(decode(TEXT_TURN)) == [TextDelta("Hello"), TextDelta(" there, "),
+                                         WholeText("keep-alive comment", 0, "sse"), TextDelta("friend."),
                                          Finish("end_turn")]
 
 
@@ -167,10 +169,16 @@ def test_content_the_sdks_skip_but_other_clients_read_is_unreadable(frame: bytes
     assert [f.unreadable for f in decode([MESSAGE_START, frame])] == [False, True]
 
 
-@pytest.mark.parametrize("frame", [PING, b": keepalive\n\n", b"event: ping\n\n", b"id: 7\nretry: 10\n\n",
-                                   b'data: {"type":"ping"}\n\n'])
+@pytest.mark.parametrize("frame", [PING, b"event: ping\n\n", b"retry: 10\n\n", b'data: {"type":"ping"}\n\n'])
 def test_pings_comments_and_fields_without_content_are_relayed(frame: bytes) -> None:
     assert decode([MESSAGE_START, frame])[1] == Frame(frame)
+
+
+@pytest.mark.parametrize(("frame", "shown"), [(b": keepalive\n\n", "keepalive"), (b"id: 7\nretry: 10\n\n", "7"),
+                                              (b"id: x\nretry: 1s\n\n", "x\n1s")])
+def test_comments_ids_and_odd_retries_are_checked_whole(frame: bytes, shown: str) -> None:
+    """curl and clients that print the stream show them (an upstream could put a secret there)."""
+    assert decode([MESSAGE_START, frame])[1] == Frame(frame, (WholeText(shown, 0, "sse"),))
 
 
 def test_in_stream_error_becomes_stream_error() -> None:

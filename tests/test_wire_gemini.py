@@ -29,6 +29,7 @@ from guardrails.datamodel import (
     ToolCallEnd,
     ToolCallStart,
     Unvetted,
+    WholeText,
 )
 from proxy.stream_guard import StreamGuard
 from proxy.wire.base import BadRequest, Replaced, StreamCodec
@@ -133,7 +134,7 @@ def answer_events(frames: list[Frame]) -> list[Any]:
 
 @pytest.mark.parametrize(("mode", "fixture", "expected"), [
     ("sse", SSE_TEXT, TEXT_EVENTS),
-    ("sse", SSE_PING, TEXT_EVENTS),
+    ("sse", SSE_PING, [TEXT_EVENTS[0], WholeText("ping", 0, "sse"), *TEXT_EVENTS[1:]]),
     ("sse", SSE_TOOL, TOOL_EVENTS),
     ("sse", SSE_ERROR, [TextDelta("Hello from "), StreamError("The model is overloaded.")]),
     ("sse", SSE_DATA_ERROR, [TextDelta("Hello from "), StreamError("boom")]),
@@ -147,12 +148,12 @@ def test_golden_streams_decode_to_the_expected_events(mode: Mode, fixture: list[
     assert answer_events(decode(mode, fixture)) == expected
 
 
-def test_thought_parts_are_a_lane_of_their_own_ended_by_the_answer_and_a_ping_is_an_empty_frame() -> None:
+def test_thought_parts_are_a_lane_of_their_own_ended_by_the_answer_and_a_ping_is_checked_whole() -> None:
     frames = decode("sse", SSE_PING)
     assert frames[0].text == "Hello from "
     assert frames[0].events[:3] == (TextDelta(THOUGHT["text"], 0, "thought"), LaneEnd(0, "thought"),
                                     TextDelta("Hello from "))
-    assert frames[1] == Frame(b": ping\r\n\r\n")
+    assert frames[1] == Frame(b": ping\r\n\r\n", (WholeText("ping", 0, "sse"),))
 
 
 def test_array_frames_are_one_per_element_and_the_closing_bracket_stands_alone() -> None:
@@ -172,7 +173,8 @@ def test_array_splitter_tracks_escapes_and_strings_across_feeds() -> None:
 def test_malformed_frames_carry_no_events_and_never_raise() -> None:
     pieces = [b"data: {not json\r\n\r\n", b"data: [1, 2]\r\n\r\n", b"event: x\r\n\r\n", b"data: {\"cand"]
     frames = decode("sse", pieces)
-    assert events(frames) == [] and b"".join(f.raw for f in frames) == b"".join(pieces)
+    assert events(frames) == [WholeText("x", 0, "sse")]  # an event name is checked like a comment
+    assert b"".join(f.raw for f in frames) == b"".join(pieces)
     assert [f.unreadable for f in frames] == [True, True, False, True]
     frames = decode("array", [b"[{\"candidates\": 3}, {oops}, {\"trunc"])
     assert events(frames) == [Unvetted("candidates of an unknown shape")]  # fails closed
@@ -203,7 +205,8 @@ def test_array_bytes_outside_the_elements_are_unreadable() -> None:
 def test_a_bare_json_chunk_alone_is_read_as_google_genai_reads_it() -> None:
     frames = decode("sse", [SSE_TEXT[0], BARE + b"\r\n\r\n", b": keepalive\r\n\r\n", b"id: 3\r\n\r\n"])
     assert [f.unreadable for f in frames] == [False, False, False, False]
-    assert frames[1].text == "bare" and frames[2:] == [Frame(b": keepalive\r\n\r\n"), Frame(b"id: 3\r\n\r\n")]
+    assert frames[1].text == "bare" and frames[2:] == [Frame(b": keepalive\r\n\r\n", (WholeText("keepalive", 0, "sse"),)),
+                                                       Frame(b"id: 3\r\n\r\n", (WholeText("3", 0, "sse"),))]
 
 
 ALL = [("sse", SSE_TEXT), ("sse", SSE_TOOL), ("sse", SSE_ERROR), ("sse", SSE_PING), ("sse", SSE_SAFETY),

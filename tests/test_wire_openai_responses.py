@@ -157,8 +157,9 @@ def events(frames: list[Frame]) -> list[Event]:
 # -- decoding -------------------------------------------------------------------------------------
 def test_text_turn_decodes_to_text_deltas_and_a_stop_finish() -> None:
     _, frames = decode(TEXT_TURN)
-    assert events(frames) == [TextDelta("Hello"), TextDelta(", wor"), TextDelta("ld."), Finish("stop")]
-    assert len(frames) == 14  # the keep-alive comment is a frame of its own, with no events
+    assert events(frames) == [TextDelta("Hello"), WholeText("keep-alive", 0, "sse"), TextDelta(", wor"),
+                              TextDelta("ld."), Finish("stop")]
+    assert len(frames) == 14  # the keep-alive comment is a frame of its own, its text checked whole
 
 
 def test_tool_turn_decodes_two_calls_keyed_by_item_id_with_fragmented_args() -> None:

@@ -61,12 +61,13 @@ from proxy.wire.base import (
     StreamCodec,
     WireFormat,
     dumps,
-    extra_events,
     known_only,
+    label_events,
     loads,
     quick_decoder,
     with_temperature,
 )
+from proxy.wire.shapes import by_type, lane_events, obj, unread, whole_events
 
 _ERROR_TYPES: dict[str, str] = {
     "invalid_request": "invalid_request_error",
@@ -89,7 +90,27 @@ _STRUCTURE_EVENTS = frozenset({"message_start", "content_block_start", "content_
 _MESSAGE_FIELDS = frozenset({"id", "type", "role", "model", "content", "stop_reason", "stop_sequence", "usage",
                              "container", "context_management"})
 """The fields of a Message; others (a ``completion`` as the legacy API put it) are checked whole and
-never kept in what the proxy renders (see ``extra_events``)."""
+never kept in what the proxy renders (see ``proxy.wire.shapes``)."""
+_BLOCK = by_type(text=obj("type", "text", "citations"), thinking=obj("type", "thinking", "signature"),
+                 redacted_thinking=obj("type", "data"),
+                 tool_use=obj("type", "id", "name", "input", "caller", "toolset_name"))
+"""The blocks the codec reads field by field (server-tool blocks have every string checked)."""
+_STOP_DETAILS = obj("type", "category")
+"""A refusal's details: its ``explanation`` is text, outside the shape, so checked."""
+_MESSAGE = obj(*_MESSAGE_FIELDS, content=_BLOCK, stop_details=_STOP_DETAILS)
+_EVENT = by_type(
+    message_start=obj("type", message=_MESSAGE),
+    content_block_start=obj("type", "index", content_block=_BLOCK),
+    content_block_delta=obj("type", "index", delta=by_type(
+        text_delta=obj("type", "text"), thinking_delta=obj("type", "thinking"),
+        signature_delta=obj("type", "signature"), citations_delta=obj("type", "citation"),
+        input_json_delta=obj("type", "partial_json"))),
+    content_block_stop=obj("type", "index"),
+    message_delta=obj("type", "usage", "context_management",
+                      delta=obj("stop_reason", "stop_sequence", "container", stop_details=_STOP_DETAILS)),
+    message_stop=obj("type"), ping=obj("type"))
+"""Every event the codec reads, down to its blocks and deltas (``proxy.wire.shapes``): whatever lies
+outside is checked (in a delta, as a lane per field)."""
 _QUIET_EVENTS = frozenset({"ping", "message_stop"})
 """Event types without text (after ``_event_type``: an SDK reads a misnamed event by its data.type)."""
 _SERVER_BLOCKS = ("server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
@@ -293,7 +314,7 @@ class AnthropicMessages(WireFormat):
         data = loads(body)
         if not isinstance(data.get("content"), list):
             raise TypeError("not a Messages response: no content")
-        events: list[Event] = extra_events(data, _MESSAGE_FIELDS)
+        events: list[Event] = whole_events(unread(data, _MESSAGE))
         for index, b in enumerate(_blocks(data["content"])):
             events += _block_events(index, b)
             if b.get("type") == "tool_use":
@@ -397,7 +418,8 @@ class MessagesStream(StreamCodec):
         if sse.foreign:  # the SDKs skip a line that is no SSE field, other clients may read it
             return Frame(raw, unreadable=True)
         if not sse.has_data:
-            return Frame(raw)  # comments, and events that carry nothing
+            # comments, and events that carry nothing: an event name of this API shows nothing new
+            return Frame(raw, tuple(label_events(sse, sse.event if sse.event in _EVENT.shapes else None)))
         try:
             data = loads(sse.data)
         except ValueError:
@@ -407,10 +429,17 @@ class MessagesStream(StreamCodec):
         if sse.event is None or sse.event == "ping":
             # The SDKs skip these by name, whatever their data says; clients that read events by
             # data.type would show them. Only a ping is the same event for both.
-            return Frame(raw, unreadable=data.get("type") != "ping")
+            if data.get("type") != "ping":
+                return Frame(raw, unreadable=True)
+            return Frame(raw, (*label_events(sse, "ping"), *whole_events(unread(data, _EVENT))))
         try:
             name = _event_type(sse.event, data)
-            return Frame(raw, tuple(self._events(name, data)), last=name == "message_stop")
+            events = self._events(name, data)
+            if found := unread(data, _EVENT, f"{name}#{data.get('index', '')}"):
+                events += lane_events(found) if name == "content_block_delta" else whole_events(found)
+            if sse.labels or sse.event != name:
+                events[:0] = label_events(sse, name)
+            return Frame(raw, tuple(events), last=name == "message_stop")
         except (LookupError, TypeError, ValueError, AttributeError):
             return Frame(raw, (Unvetted(f"a malformed {sse.event!r} event"),))
 
@@ -443,7 +472,7 @@ class MessagesStream(StreamCodec):
             if self._message.get("content"):
                 return [Unvetted("content in message_start")]
             self._output_tokens = int((self._message.get("usage") or {}).get("output_tokens", 0))
-            return extra_events(message, _MESSAGE_FIELDS)
+            return []
         if name == "error":
             err = data.get("error")
             msg = err.get("message") if isinstance(err, dict) else None

@@ -18,7 +18,7 @@ import msgspec
 
 from config.errors import ClientError
 from guardrails.datamodel import AssistantMessage, Event, Frame, Lane, RequestView, ToolCall, WholeText
-from proxy.wire.responses_text import strings
+from proxy.sse import SSEFrame
 
 FinishKind = Literal["normal", "filtered"]
 """``filtered``: the provider's content-filter ending; ``normal``: an ordinary end of turn."""
@@ -78,13 +78,12 @@ def _number(value: float) -> float | int:
     return int(value) if float(value).is_integer() else value
 
 
-def extra_events(obj: dict[str, Any], known: frozenset[str], c: int = 0) -> list[Event]:
-    """Every string in ``obj``'s fields outside ``known``, each checked whole (``WholeText``): a field
-    the API does not define may still be shown by a client that prints the object (a top-level
-    ``output_text`` or ``completion``, a choice's ``text``, a gateway's ``citations``)."""
-    if known.issuperset(obj):  # the hot path: nothing outside the known fields
-        return []
-    return [WholeText(t, c, "extra") for key, value in obj.items() if key not in known for t in strings(value)]
+def label_events(sse: SSEFrame, name: str | None = None) -> list[Event]:
+    """The frame's SSE field values other than its data (``SSEFrame.labels``, and an ``event`` name
+    other than ``name``, the one its data says it is), checked whole: curl and clients that print the
+    stream show them. Nothing for the common frame (a data line, its own name)."""
+    found = [*sse.labels, sse.event] if sse.event is not None and sse.event != name else sse.labels
+    return [WholeText("\n".join(found), 0, "sse")] if found else []
 
 
 def known_only(obj: dict[str, Any], known: frozenset[str]) -> dict[str, Any]:

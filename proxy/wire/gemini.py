@@ -61,10 +61,11 @@ from proxy.wire.base import (
     WireFormat,
     _number,
     dumps,
-    extra_events,
     known_only,
+    label_events,
     loads,
 )
+from proxy.wire.shapes import lane_events, obj, unread, whole_events
 
 _ERRORS: dict[ErrorKind, tuple[int, str]] = {
     "invalid_request": (400, "INVALID_ARGUMENT"),
@@ -206,6 +207,13 @@ _CANDIDATE_TEXT = ("citationMetadata", "groundingMetadata", "urlContextMetadata"
 """Candidate fields that a client may render (citations, search suggestions' HTML, a finish message):
 every string in them is checked whole."""
 _THOUGHT = "thought"
+_LOGPROB = obj("token", "tokenId", "logProbability")
+_LOGPROBS_RESULT = obj("logProbabilitySum", chosenCandidates=_LOGPROB, topCandidates=obj(candidates=_LOGPROB))
+_FUNCTION_CALL = obj("id", "name", "args")
+_CONTENT = obj("role", "parts")
+"""The fields of the objects inside a candidate (``proxy.wire.shapes``); candidate and part fields
+outside their lists fail closed (``candidate_events``, ``part_events``). Each is walked only where
+the decoder reads it, so a plain text chunk costs one set comparison per content."""
 _SAFE_CANDIDATE = ("index", "safetyRatings", "tokenCount")
 """What a replaced candidate keeps of the original."""
 
@@ -266,6 +274,8 @@ class _Decoder:
         content = cand.get("content")
         if content is not None and not isinstance(content, dict):
             events.append(Unvetted("candidate content of an unknown shape"))
+        elif content is not None and not _CONTENT.keys.issuperset(content):
+            events += lane_events(unread(content, _CONTENT, f"candidates[{c}].content"), c)
         parts = _parts(content)
         _remember_signatures(parts, self.signatures)
         self.signed += _signed_calls(parts)
@@ -273,6 +283,7 @@ class _Decoder:
             events += self.part_events(part, c)
         if (logprobs := cand.get("logprobsResult")) is not None:
             events += _logprob_events(logprobs, events, c)
+            events += lane_events(unread(logprobs, _LOGPROBS_RESULT, f"candidates[{c}].logprobsResult"), c)
         if cand.get("finishReason"):
             events.append(Finish(str(cand["finishReason"]), c))
         return events
@@ -283,7 +294,13 @@ class _Decoder:
             if key in _PART_QUIET or key == "text" or value in (None, "", [], {}):
                 continue
             if key == "functionCall" and isinstance(value, dict):
+                if value.get("partialArgs") or value.get("willContinue"):
+                    # Arguments streamed in pieces: the tool rules need the whole call, and a
+                    # client assembles it from pieces the proxy does not join.
+                    events.append(Unvetted("a function call streamed in pieces (partialArgs)"))
+                    continue
                 events += self._end_thoughts(c)
+                events += lane_events(unread(value, _FUNCTION_CALL, f"candidates[{c}].functionCall"), c)
                 call = _call(part)
                 assert call is not None
                 k = str(self.calls)
@@ -392,7 +409,7 @@ class Gemini(WireFormat):
         data = loads(body)
         if not isinstance(data, dict):
             raise TypeError("not a GenerateContentResponse")
-        return tuple(extra_events(data, _BODY_FIELDS) + _Decoder().chunk_events(data))
+        return tuple(whole_events(unread(data, _BODY)) + _Decoder().chunk_events(data))
 
     def render_response(self, body: bytes, message: AssistantMessage, finish: FinishKind,
                         replaced: Replaced | None) -> bytes:
@@ -469,8 +486,10 @@ _ARRAY_SYNTAX = b"[], \t\r\n"
 
 _BODY_FIELDS = frozenset({"candidates", "usageMetadata", "modelVersion", "responseId", "promptFeedback",
                           "createTime", "modelStatus"})
-"""The fields of a GenerateContentResponse; others (a top-level ``text``) are checked whole and dropped
-from a replaced answer (see ``extra_events``)."""
+"""The fields of a GenerateContentResponse; others (a top-level ``text``) are checked and dropped
+from a replaced answer (see ``proxy.wire.shapes``)."""
+_BODY = obj(*_BODY_FIELDS)
+"""The candidates are walked by the decoder (``_Decoder``)."""
 
 
 class ArraySplitter:
@@ -566,7 +585,8 @@ class _GeminiStream(StreamCodec):
         self._meta.update({k: chunk[k] for k in ("usageMetadata", "modelVersion", "responseId")
                            if k in chunk})
         try:
-            return tuple(extra_events(chunk, _BODY_FIELDS) + self._decoder.chunk_events(chunk))
+            extras = [] if _BODY.keys.issuperset(chunk) else lane_events(unread(chunk, _BODY))
+            return tuple(extras + self._decoder.chunk_events(chunk))
         except ValueError:
             return (Unvetted("a candidate index"),)
 
@@ -614,15 +634,17 @@ class GeminiSSEStream(_GeminiStream):
         elif sse.has_data:
             text = sse.data
         else:
-            return Frame(raw)  # comments, ids: nothing a client shows
+            return Frame(raw, tuple(label_events(sse)))  # comments, ids: checked whole
         if not text.strip():
-            return Frame(raw)
+            return Frame(raw, tuple(label_events(sse)))
         try:
             chunk = loads(text)
         except ValueError:
             return Frame(raw, unreadable=True)
         if not isinstance(chunk, dict):
             return Frame(raw, unreadable=True)
+        if sse.labels or sse.event is not None:
+            return Frame(raw, (*label_events(sse), *self._events(chunk)))
         return Frame(raw, self._events(chunk))
 
     def note_sent(self, frame: Frame) -> None:

@@ -33,7 +33,7 @@ from guardrails.datamodel import (
     Unvetted,
     WholeText,
 )
-from proxy.sse import SSESplitter, parse_fields
+from proxy.sse import SSEFrame, SSESplitter, parse_fields
 from proxy.wire.base import (
     REPLACED_EVENT,
     BadRequest,
@@ -44,12 +44,14 @@ from proxy.wire.base import (
     StreamCodec,
     WireFormat,
     dumps,
-    extra_events,
     known_only,
+    label_events,
     loads,
     quick_decoder,
     with_temperature,
 )
+from proxy.wire.logprobs import token_events
+from proxy.wire.shapes import by_type, lane_events, obj, unread, whole_events
 
 _ERROR_TYPES: dict[str, tuple[str, str | None]] = {
     "invalid_request": ("invalid_request_error", None),
@@ -140,8 +142,37 @@ _CHOICE_FIELDS = frozenset({"index", "delta", "message", "logprobs", "finish_rea
 _BODY_FIELDS = frozenset({"id", "object", "created", "model", "system_fingerprint", "service_tier", "usage",
                           "choices", "error", "obfuscation", "provider", "prompt_filter_results", "x_groq"})
 """The fields of a chat choice and of a chunk or body; others (``choices[].text`` as legacy completions
-put it, Perplexity's top-level ``citations``, gateways' extras) are checked whole and dropped when the
+put it, Perplexity's top-level ``citations``, gateways' extras) are checked and dropped when the
 answer is replaced: a client that prints the object would show them."""
+
+_FUNCTION = obj("name", "arguments")
+_TOP_LOGPROB = obj("token", "logprob", "bytes")
+_LOGPROBS = obj(content=obj("token", "logprob", "bytes", top_logprobs=_TOP_LOGPROB),
+                refusal=obj("token", "logprob", "bytes", top_logprobs=_TOP_LOGPROB))
+_MESSAGE = obj(*_QUIET_FIELDS, "refusal", *_REASONING_FIELDS,
+               content=by_type(text=obj("type", "text"), refusal=obj("type", "refusal")),
+               tool_calls=obj("index", "id", "type", function=_FUNCTION, custom=obj("name", "input")),
+               function_call=_FUNCTION, audio=obj("id", "data", "expires_at", "transcript"),
+               annotations=obj("type", url_citation=obj("title", "url", "start_index", "end_index")),
+               reasoning_details=obj("type", "summary", "data", "text", "signature", "id", "format", "index"))
+_CHOICE = obj(*_CHOICE_FIELDS, delta=_MESSAGE, message=_MESSAGE, logprobs=_LOGPROBS)
+_BODY = obj(*_BODY_FIELDS, choices=_CHOICE)
+"""Every field of a chunk or body down to the tool calls, logprobs and parts (``proxy.wire.shapes``):
+the codec checks whatever lies outside it (an unknown message field fails closed already). A stream
+walks a choice only when it holds more than strings (``_plain_choice``): the common chunk costs two
+set comparisons."""
+_TOP = obj(*_BODY_FIELDS)
+
+
+def _plain_choice(choice: dict[str, Any], delta: dict[str, Any] | None) -> bool:
+    """Nothing in ``choice`` to walk: known fields, no logprobs, a delta of strings (or nulls)."""
+    if choice.get("logprobs") is not None or not _CHOICE_FIELDS.issuperset(choice):
+        return False
+    if delta:
+        for v in delta.values():
+            if v and type(v) is not str:
+                return False
+    return True
 
 
 def message_events(msg: dict[str, Any], c: int) -> list[Event]:
@@ -222,20 +253,11 @@ def logprob_events(logprobs: Any, events: list[Event], c: int) -> list[Event]:
     chunk. (Replacement and redaction drop the logprobs.)"""
     if not isinstance(logprobs, dict):
         return [] if logprobs is None else [Unvetted("chat logprobs of an unknown shape")]
-    chosen: list[str] = []
-    alternatives: list[str] = []
-    for key in ("content", "refusal"):
-        for t in logprobs.get(key) or []:
-            if not isinstance(t, dict):
-                return [Unvetted("chat logprob of an unknown shape")]
-            chosen.append(str(t.get("token") or ""))
-            alternatives += [str(a.get("token") or "") for a in t.get("top_logprobs") or [] if isinstance(a, dict)]
-    spelled = "".join(chosen)
+    entries = [t for key in ("content", "refusal") for t in logprobs.get(key) or []]
+    if not all(isinstance(t, dict) for t in entries):
+        return [Unvetted("chat logprob of an unknown shape")]
     said = "".join(e.text for e in events if isinstance(e, TextDelta) and e.channel in (ANSWER, "refusal"))
-    out: list[Event] = [] if spelled == said else [TextDelta(spelled, c, "logprobs")]
-    if alternatives:
-        out.append(WholeText(" ".join(alternatives), c, "top_logprobs"))
-    return out
+    return token_events(entries, said, c)
 
 
 def _plain_answer(events: list[Event]) -> bool:
@@ -347,10 +369,9 @@ class OpenAIChat(WireFormat):
         choices = data.get("choices")
         if not isinstance(choices, list):
             raise TypeError("not a chat completion: no choices")
-        events: list[Event] = extra_events(data, _BODY_FIELDS, 0)
+        events: list[Event] = whole_events(unread(data, _BODY))
         for choice in choices:
             c = _choice_index(choice)
-            events += extra_events(choice, _CHOICE_FIELDS, c)
             msg = choice.get("message")
             if not isinstance(msg, dict):
                 events.append(Unvetted("chat choice without a message"))
@@ -477,6 +498,12 @@ class ChatStream(StreamCodec):
         sse = parse_fields(raw)
         if sse.foreign:  # the SDK skips a line that is no SSE field, other clients may read it
             return Frame(raw, unreadable=True)
+        if sse.labels or sse.event is not None:  # ids, comments, event names: rare in a chat stream
+            frame = self._decode_data(raw, sse)
+            return Frame(raw, (*label_events(sse), *frame.events), last=frame.last, unreadable=frame.unreadable)
+        return self._decode_data(raw, sse)
+
+    def _decode_data(self, raw: bytes, sse: SSEFrame) -> Frame:
         if not sse.has_data:
             return Frame(raw, self._close_tools())
         if sse.data.startswith("[DONE]"):
@@ -493,7 +520,7 @@ class ChatStream(StreamCodec):
             err = chunk["error"]
             msg = err.get("message") if isinstance(err, dict) else None
             return Frame(raw, (StreamError(str(msg or "upstream error")),))
-        extras = extra_events(chunk, _BODY_FIELDS, 0)
+        extras = [] if _BODY_FIELDS.issuperset(chunk) else lane_events(unread(chunk, _TOP))
         if not self._head and "id" in chunk:
             self._head = {k: chunk[k] for k in ("id", "object", "created", "model", "system_fingerprint")
                           if k in chunk}
@@ -512,13 +539,14 @@ class ChatStream(StreamCodec):
         c = _choice_index(choice)
         if c:
             self._sent_choices.add(c)  # a tail ends every choice the upstream began, seen or not
-        extras = extra_events(choice, _CHOICE_FIELDS, c)
         delta = choice.get("delta")
         if delta is None and "message" in choice:
             delta = choice["message"]  # some servers send whole messages in a stream
         if type(delta) is not dict and delta is not None:
             return [Unvetted("chat delta of an unknown shape")]
         events = message_events(delta, c) if delta else []
+        # Unread fields are lanes of their own, never reasoning (which the answer's start ends).
+        extras = [] if _plain_choice(choice, delta) else lane_events(unread(choice, _CHOICE, f"choices[{c}]"))
         if self._reasoning or not _plain_answer(events):
             self._track_reasoning(c, delta, events)
         if (logprobs := choice.get("logprobs")) is not None:

@@ -49,7 +49,7 @@ from guardrails.datamodel import (
     Unvetted,
     WholeText,
 )
-from proxy.sse import SSESplitter, parse_fields
+from proxy.sse import SSEFrame, SSESplitter, parse_fields
 from proxy.wire import responses_text as rt
 from proxy.wire.base import (
     REPLACED_EVENT,
@@ -60,12 +60,13 @@ from proxy.wire.base import (
     StreamCodec,
     WireFormat,
     dumps,
-    extra_events,
     known_only,
+    label_events,
     loads,
     with_temperature,
 )
 from proxy.wire.openai_chat import error_object
+from proxy.wire.shapes import lane_events, obj, unread, whole_events
 
 _TOOL_ITEMS = {"function_call": "arguments", "custom_tool_call": "input"}
 """Tool-call item types and the field that carries their arguments."""
@@ -84,7 +85,9 @@ _RESPONSE_FIELDS = frozenset({
     "reasoning", "safety_identifier", "service_tier", "store", "temperature", "text", "tool_choice", "tools",
     "top_logprobs", "top_p", "truncation", "usage", "user"})
 """The fields of a Response object; others (a top-level ``output_text``, which some clients read) are
-checked whole and never kept in what the proxy renders (see ``extra_events``)."""
+checked whole and never kept in what the proxy renders (see ``proxy.wire.shapes``)."""
+_RESPONSE = obj(*_RESPONSE_FIELDS, output=rt.ITEM)
+"""A Response down to its output items (``proxy.wire.shapes``): whatever lies outside is checked."""
 _LIFECYCLE = {"response.created", "response.in_progress", "response.queued"}
 _TERMINAL = {"response.completed", "response.incomplete", "response.failed"}
 _TEXT_DELTAS = {"response.output_text.delta": "text", "response.refusal.delta": "refusal"}
@@ -96,6 +99,8 @@ _FAILED_CODES: dict[str, str] = {"rate_limit": "rate_limit_exceeded", "upstream"
                                  "timeout": "server_error", "overloaded": "server_is_overloaded"}
 """``response.error.code`` per kind; the rest are ``invalid_prompt``, which Codex does not retry."""
 
+_PLAIN_TYPE = re.compile(r"response(\.[a-z_]+)+|error")
+"""The shape of the API's event types (``response.web_search_call.searching``)."""
 _FAILURE_PREFIXES = ("error", "failed", "aborted")
 _EXIT_CODE = re.compile(r"exit code:\s*(-?\d+)", re.IGNORECASE)
 
@@ -216,7 +221,7 @@ class OpenAIResponses(WireFormat):
         output = data.get("output")
         if not isinstance(output, list) or not all(isinstance(i, dict) for i in output):
             raise ValueError("not a Responses API response: no output list")
-        events = extra_events(data, _RESPONSE_FIELDS) + rt.body_events(output)
+        events = whole_events(unread(data, _RESPONSE)) + rt.body_events(output)
         for n, item in enumerate(output):
             if item.get("type") in _TOOL_ITEMS:
                 call, key = _call_of(item), str(n)
@@ -351,11 +356,11 @@ def _feedback_item(call: ToolCall, text: str, custom: bool) -> dict[str, Any]:
     return {"type": kind, "call_id": call.call_id, "output": text}
 
 
-def _load(raw: bytes) -> dict[str, Any] | None:
+def _load(raw: bytes | SSEFrame) -> dict[str, Any] | None:
     """The event's JSON object; an empty one for a frame without data (a comment, an ``id:``),
     None for anything else: data that is not a JSON object, a line that is no SSE field (the SDK
     skips it, other clients may read it)."""
-    sse = parse_fields(raw)
+    sse = parse_fields(raw) if isinstance(raw, bytes) else raw
     if sse.foreign:
         return None
     if not sse.has_data:
@@ -419,13 +424,23 @@ class ResponsesStream(StreamCodec):
         return [self._decode(rest)] if rest else []
 
     def _decode(self, raw: bytes) -> Frame:
-        ev = _load(raw)
+        sse = parse_fields(raw)
+        ev = _load(sse)
         if ev is None:
             return Frame(raw, unreadable=True)
-        if not ev:
-            return Frame(raw)
+        if not ev:  # a comment, an id, a name without data (one of this API's names shows nothing new)
+            named = sse.event is not None and _PLAIN_TYPE.fullmatch(sse.event) is not None
+            return Frame(raw, tuple(label_events(sse, sse.event if named else None)))
         try:
-            return Frame(raw, tuple(self._events(ev)))
+            events = self._events(ev)
+            t = ev.get("type")
+            if found := unread(ev, rt.EVENT, str(t)):
+                events += lane_events(found) if t in rt.STREAMED else whole_events(found)
+            if sse.labels or sse.event != t:
+                events[:0] = label_events(sse, t if isinstance(t, str) else None)
+            if t not in rt.EVENT.shapes and not (isinstance(t, str) and _PLAIN_TYPE.fullmatch(t)):
+                events.append(WholeText(str(t), 0, "event"))  # a type that is no event name is text too
+            return Frame(raw, tuple(events))
         except (TypeError, AttributeError, ValueError, KeyError):
             return Frame(raw, unreadable=True)  # an unexpected shape fails closed, never raised on
 
@@ -464,7 +479,7 @@ class ResponsesStream(StreamCodec):
         output = response.get("output")
         texts: list[Event] = [e for n, i in enumerate(output) if isinstance(i, dict)
                               for e in self._texts.item(i, n)] if isinstance(output, list) else []
-        texts += extra_events(response, _RESPONSE_FIELDS)
+        texts += whole_events(unread(response, _RESPONSE))
         if not self._response or response.get("id") == self._response.get("id"):
             self._response = {k: v for k, v in response.items()
                               if k in _RESPONSE_FIELDS and k not in ("output", "usage")}
@@ -488,7 +503,8 @@ class ResponsesStream(StreamCodec):
             return []
         if t.endswith(".delta") and isinstance(ev.get("delta"), str):
             return [Unvetted(f"event {t!r}")]
-        return [WholeText(s, 0, "event") for k, v in ev.items() if k != "type" for s in rt.strings(v)]
+        found = [s for k, v in ev.items() if k != "type" for s in rt.strings(v)]
+        return [WholeText("\n".join(found), 0, "event")] if found else []
 
     def _key(self, ev: dict[str, Any]) -> str:
         item_id = ev.get("item_id")

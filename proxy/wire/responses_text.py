@@ -18,6 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from guardrails.datamodel import ANSWER, Event, LaneEnd, TextDelta, Unvetted, WholeText
+from proxy.wire.logprobs import token_events
+from proxy.wire.shapes import ByType, by_type, obj
 
 Slot = tuple[str, int, int]
 """(kind, output_index, part index): where a streamed text lands in the response's output."""
@@ -58,6 +60,43 @@ _OPAQUE = frozenset({"type", "id", "item_id", "call_id", "status", "role", "encr
                      "sequence_number", "result", "partial_image_b64", "b64_json", "format", "obfuscation",
                      "logprobs", "mime_type", "file_id", "container_id"})
 """Keys of identifiers, states and opaque blobs (encrypted reasoning, image bytes): not rendered text."""
+
+
+_AT = ("type", "sequence_number", "item_id", "output_index", "content_index", "obfuscation")
+"""Fields of every event that say where it belongs (``proxy.wire.shapes``)."""
+_LOGPROBS = obj("token", "logprob", "bytes", top_logprobs=obj("token", "logprob", "bytes"))
+_PART = by_type(output_text=obj("type", "text", "annotations", logprobs=_LOGPROBS), refusal=obj("type", "refusal"),
+                summary_text=obj("type", "text"), reasoning_text=obj("type", "text"))
+_CALL = ("id", "type", "status", "call_id", "caller", "caller_id", "namespace", "async", "created_by")
+ITEM = by_type(
+    message=obj("id", "type", "status", "role", "phase", content=_PART),
+    reasoning=obj("id", "type", "status", "encrypted_content", summary=_PART, content=_PART),
+    function_call=obj(*_CALL, "name", "arguments"), custom_tool_call=obj(*_CALL, "name", "input"),
+    local_shell_call=obj(*_CALL, "action"), shell_call=obj(*_CALL, "action", "environment"),
+    apply_patch_call=obj(*_CALL, "operation"), computer_call=obj(*_CALL, "action"))
+"""The items the codec reads (others have every string checked: ``item_extras``). A computer call's
+``pending_safety_checks`` carry messages shown to the user: outside the shape, so checked."""
+_DELTA_EVENTS = {t: obj(*_AT, "delta", **({"logprobs": _LOGPROBS} if t == "response.output_text.delta" else {}))
+                 for t in (*DELTAS, *QUIET) if t.endswith(".delta")}
+_DONE_EVENTS = {t: obj(*_AT, "summary_index", field, **({"logprobs": _LOGPROBS} if t == "response.output_text.done"
+                                                        else {})) for t, (_, field) in DONES.items()}
+_EVENTS: dict[str, Any] = {
+    **_DELTA_EVENTS, **_DONE_EVENTS,
+    "response.reasoning_summary_text.delta": obj(*_AT, "summary_index", "delta"),
+    **{t: obj(*_AT, "summary_index", part=_PART) for t in PARTS},
+    "response.output_text.annotation.added": obj(*_AT, "annotation_index", "annotation"),
+    "response.function_call_arguments.done": obj(*_AT, "name", "arguments"),
+    "response.custom_tool_call_input.done": obj(*_AT, "name", "input"),
+    "response.audio.done": obj(*_AT),
+    **{t: obj(*_AT, "item", item=ITEM) for t in ("response.output_item.added", "response.output_item.done")},
+    **{f"response.{s}": obj(*_AT, "response") for s in ("created", "in_progress", "queued", "completed",
+                                                      "incomplete", "failed")},
+}
+EVENT = ByType(_EVENTS)
+"""The events the codec reads, down to their parts and items (``response.*`` events carry a Response,
+walked by the codec with its own shape)."""
+STREAMED = frozenset(_DELTA_EVENTS) | {"response.reasoning_summary_text.delta"}
+"""Events whose unread fields are a lane per field (a value split across events reads as one)."""
 
 
 def strings(value: Any) -> list[str]:
@@ -102,39 +141,43 @@ def item_slots(item: dict[str, Any], oi: int) -> list[tuple[Slot, str]]:
     return out
 
 
+_SERVER_ITEMS = frozenset({
+    "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call",
+    "mcp_list_tools", "mcp_approval_request", "computer_call", "local_shell_call", "shell_call",
+    "shell_call_output", "apply_patch_call", "apply_patch_call_output", "tool_search_call", "compaction"})
+"""Item types the API defines besides messages, reasoning and client tool calls; another type's name
+is checked with its strings (``strings`` leaves ``type`` out)."""
+
+
 def item_extras(item: dict[str, Any]) -> list[Event]:
-    """What an item shows besides its slots: annotations, logprobs that do not spell the text, and
-    every string of items that are not messages, reasoning or client tool calls (server tools'
-    queries, results, code output)."""
+    """What an item shows besides its slots and its parts' logprobs (``part_logprobs``): annotations,
+    and every string of items that are not messages, reasoning or client tool calls (server tools'
+    queries, results, code output), checked whole in one text."""
     kind = item.get("type")
     if kind == "message":
         parts = [p for p in item.get("content") or [] if isinstance(p, dict)]
-        return [*(WholeText(t, 0, "annotation") for p in parts for t in strings(p.get("annotations"))),
-                *(e for p in parts if p.get("logprobs") for e in logprob_events(p["logprobs"], part_text(p) or ""))]
+        found = [t for p in parts for t in strings(p.get("annotations"))]
+        return [WholeText("\n".join(found), 0, "annotation")] if found else []
     if kind == "reasoning" or kind in TOOL_CALL_ITEMS:
         return []
-    return [WholeText(t, 0, str(kind)) for t in strings(item)]
+    found = strings(item) + ([] if kind in _SERVER_ITEMS else [str(kind)])
+    return [WholeText("\n".join(found), 0, str(kind))] if found else []
 
 
-def logprob_events(logprobs: Any, said: str) -> list[Event]:
-    """A text delta's logprobs (``[{token, logprob, top_logprobs: [{token, ...}]}]``) repeat its text
-    token by token and offer alternatives: a client can show both. Chosen tokens that spell exactly
-    the delta were checked with it; any others are a lane of their own; alternatives are checked
-    whole. (Replacement and redaction drop the logprobs.)"""
-    if not isinstance(logprobs, list):
+def part_logprobs(item: dict[str, Any]) -> list[tuple[int, Any, str]]:
+    """(content index, logprobs, the part's text) of a message item's parts that carry logprobs."""
+    if item.get("type") != "message":
+        return []
+    return [(ci, p["logprobs"], part_text(p) or "") for ci, p in enumerate(item.get("content") or [])
+            if isinstance(p, dict) and p.get("logprobs")]
+
+
+def logprob_events(logprobs: Any, said: str, *, whole: bool = False) -> list[Event]:
+    """A text's logprobs (``[{token, bytes, logprob, top_logprobs: [...]}]``), checked against the
+    text they spell (``proxy.wire.logprobs``). (Replacement and redaction drop the logprobs.)"""
+    if not isinstance(logprobs, list) or not all(isinstance(t, dict) for t in logprobs):
         return [Unvetted("logprobs of an unknown shape")]
-    chosen: list[str] = []
-    alternatives: list[str] = []
-    for t in logprobs:
-        if not isinstance(t, dict):
-            return [Unvetted("a logprob of an unknown shape")]
-        chosen.append(str(t.get("token") or ""))
-        alternatives += [str(a.get("token") or "") for a in t.get("top_logprobs") or [] if isinstance(a, dict)]
-    spelled = "".join(chosen)
-    out: list[Event] = [] if spelled == said else [TextDelta(spelled, 0, "logprobs")]
-    if alternatives:
-        out.append(WholeText(" ".join(alternatives), 0, "top_logprobs"))
-    return out
+    return token_events(logprobs, said, whole=whole)
 
 
 class OutputTexts:
@@ -142,6 +185,8 @@ class OutputTexts:
 
     def __init__(self) -> None:
         self._slots: dict[Slot, list[str]] = {}
+        self._logprobs: dict[Slot, list[Any]] = {}
+        """The logprob entries the deltas carried per slot (checked with them)."""
 
     def delta(self, kind: str, ev: dict[str, Any]) -> list[Event]:
         delta = ev.get("delta")
@@ -152,12 +197,16 @@ class OutputTexts:
         events: list[Event] = [TextDelta(delta, 0, lane(kind, oi, pi))] if delta else []
         if logprobs := ev.get("logprobs"):  # usually ``[]``
             events += logprob_events(logprobs, delta)
+            if isinstance(logprobs, list):
+                self._logprobs.setdefault((kind, oi, pi), []).extend(logprobs)
         return events
 
     def done(self, t: str, ev: dict[str, Any]) -> list[Event]:
         kind, field = DONES[t]
         oi, pi = _index(ev, "output_index"), _index(ev, "summary_index" if kind == "summary" else "content_index")
-        events = self.repeat((kind, oi, pi), ev.get(field))
+        text = ev.get(field)
+        events = self.repeat((kind, oi, pi), text)
+        events += self.repeat_logprobs((kind, oi, pi), ev.get("logprobs"), text)
         return events if kind in ("text", "transcript") else [*events, LaneEnd(0, lane(kind, oi, pi))]
 
     def part(self, t: str, ev: dict[str, Any]) -> list[Event]:
@@ -168,14 +217,25 @@ class OutputTexts:
             kind = "reasoning"
         events = self.repeat((kind, oi, pi), part_text(part))
         if isinstance(part, dict):
-            events += [WholeText(s, 0, "annotation") for s in strings(part.get("annotations"))]
+            found = strings(part.get("annotations"))
+            events += [WholeText("\n".join(found), 0, "annotation")] if found else []
+            events += self.repeat_logprobs((kind, oi, pi), part.get("logprobs"), part_text(part))
         return events
 
     def item(self, item: dict[str, Any], oi: int) -> list[Event]:
         events: list[Event] = []
         for slot, text in item_slots(item, oi):
             events += self.repeat(slot, text)
+        for ci, logprobs, text in part_logprobs(item):
+            events += self.repeat_logprobs(("text", oi, ci), logprobs, text)
         return events + item_extras(item)
+
+    def repeat_logprobs(self, slot: Slot, logprobs: Any, text: Any) -> list[Event]:
+        """Logprobs that repeat ``slot``'s (a ``.done`` event's, a part's, an item's): nothing when
+        they are exactly the entries its deltas carried, else checked whole against ``text``."""
+        if not logprobs or logprobs == self._logprobs.get(slot):
+            return []
+        return logprob_events(logprobs, text if isinstance(text, str) else "", whole=True)
 
     def repeat(self, slot: Slot, text: Any) -> list[Event]:
         """A text that repeats ``slot``: nothing when the deltas gave exactly it, else checked whole."""
@@ -193,6 +253,7 @@ def body_events(output: list[dict[str, Any]]) -> list[Event]:
         for (kind, _, pi), text in item_slots(item, oi):
             if text:
                 events.append(TextDelta(text, 0, lane(kind, oi, pi)))
+        events += [e for _, logprobs, text in part_logprobs(item) for e in logprob_events(logprobs, text, whole=True)]
         events += item_extras(item)
     return events
 

@@ -1,0 +1,132 @@
+"""Every field of the objects a decoder reads, so that what no decoder reads is still checked (#10).
+
+A codec reads the fields that carry output (text, tool arguments) and knows the ones that carry none
+(ids, enums, numbers, usage). A field outside both, at any depth (an extra string inside a chat tool
+call, an Anthropic delta, a Responses event or item, a Gemini content or function call), is still
+shown by a client that prints the object: curl, agents that log raw JSON, SDK objects that keep
+unknown fields (``model_dump``). ``unread`` finds every such field with its strings, for the codec to
+check: in a streamed object as a lane of its own per field path (``lane_events``: a value split over
+several chunks is checked as one text, as a client that concatenates them would show it), in a whole
+object checked whole (``whole_events``). Replacement rebuilds the answer from known fields only, so
+an unread field never survives it.
+
+Cost: the fields of an object are compared with its shape in one set operation (C speed); only
+fields whose values have a shape of their own are descended into. A clean chat chunk is three such
+comparisons. The strings of an unread field are gathered only when there is one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from guardrails.datamodel import Event, TextDelta, WholeText
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """The fields an API defines for one object."""
+
+    keys: frozenset[str]
+    children: dict[str, Shape | ByType] = field(default_factory=dict)
+    """Fields whose value (an object, or a list of objects) has a shape of its own."""
+
+
+@dataclass(frozen=True, slots=True)
+class ByType:
+    """Objects discriminated by ``type``; a type missing here is the codec's to decode (it either
+    checks every string of such an object or fails closed)."""
+
+    shapes: dict[str, Shape]
+
+
+def obj(*keys: str, **children: Shape | ByType) -> Shape:
+    """A shape with ``keys`` (read, or carrying no text) and ``children`` (descended into)."""
+    return Shape(frozenset(keys) | frozenset(children), children)
+
+
+def by_type(**shapes: Shape) -> ByType:
+    return ByType(shapes)
+
+
+Unread = list[tuple[str, str, str]]
+"""(field path, field name, the text of its value) per unread field."""
+
+
+def unread(value: Any, shape: Shape | ByType, path: str = "") -> Unread:
+    """Every field of ``value`` (an object or a list of objects) outside ``shape``, at any depth,
+    with its path under ``path``. List items are told apart by their ``index`` when they have one
+    (choices, candidates, blocks), else they share a path (their values then read as one text)."""
+    found = _walk_object(value, shape) if type(value) is dict else _walk(value, shape)
+    return [(path + p, name, text) for p, name, text in found] if found else []
+
+
+def _walk(value: Any, shape: Shape | ByType) -> Unread | None:
+    """Paths are built only on the way back from a find: a clean object costs no string work."""
+    if type(value) is dict:
+        return _walk_object(value, shape)
+    if type(value) is not list:
+        return None
+    out: Unread | None = None
+    for item in value:
+        if type(item) is dict and (found := _walk_object(item, shape)):
+            index = item.get("index")
+            at = f"[{index}]" if type(index) is int else ""
+            out = (out or []) + [(at + p, name, text) for p, name, text in found]
+    return out
+
+
+def _walk_object(value: dict[str, Any], shape: Shape | ByType) -> Unread | None:
+    if type(shape) is ByType:
+        found_shape = shape.shapes.get(value.get("type"))  # type: ignore[arg-type]
+        if found_shape is None:
+            return None
+        shape = found_shape
+    assert type(shape) is Shape
+    out: Unread | None = None
+    if not shape.keys.issuperset(value):
+        out = [(f".{k}", k, "\n".join(texts(v))) for k, v in value.items() if k not in shape.keys]
+    children = shape.children
+    if not children:
+        return out
+    # Walk whichever is shorter, the object's fields or the shape's children (a delta has one field).
+    if len(value) <= len(children):
+        for key, v in value.items():
+            if type(v) is not str and v and (child := children.get(key)) is not None \
+                    and (found := _walk_object(v, child) if type(v) is dict else _walk(v, child)):
+                out = (out or []) + [(f".{key}{p}", name, text) for p, name, text in found]
+    else:
+        for key, child in children.items():
+            if (v := value.get(key)) and type(v) is not str \
+                    and (found := _walk_object(v, child) if type(v) is dict else _walk(v, child)):
+                out = (out or []) + [(f".{key}{p}", name, text) for p, name, text in found]
+    return out
+
+
+def texts(value: Any) -> list[str]:
+    """Every string a client could print in ``value``: strings, numbers, and the names of fields."""
+    if isinstance(value, str):
+        return [value] if value else []
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (k, *texts(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in texts(v)]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [str(value)]
+    return []
+
+
+def lane_events(found: Unread, c: int = 0) -> list[Event]:
+    """Unread fields of a streamed object: each field path is a lane of its own (``extra:<path>``),
+    and the fields' names are checked whole."""
+    if not found:
+        return []
+    events: list[Event] = [TextDelta(text, c, f"extra:{path}") for path, _, text in found if text]
+    return [WholeText("\n".join(name for _, name, _ in found), c, "extra"), *events]
+
+
+def whole_events(found: Unread, c: int = 0) -> list[Event]:
+    """Unread fields of a whole object (a body, a ``done`` item), checked whole in one text."""
+    if not found:
+        return []
+    return [WholeText("\n".join(f"{name}\n{text}" for _, name, text in found), c, "extra")]

@@ -432,3 +432,98 @@ def test_anthropic_clean_stream_with_unknown_harmless_fields_passes_byte_for_byt
     with claude(proxy).messages.stream(**ANTHROPIC_BODY) as stream:  # type: ignore[arg-type]
         assert stream.get_final_message().content[0].text == "Hello " + PADDING  # type: ignore[union-attr]
 
+
+
+# -- README coverage rows without a test of their own elsewhere -----------------------------------------
+def _responses_lane_turn(delta_type: str, **where: Any) -> list[bytes]:
+    s = Seq()
+    pieces = ["The key is ", HEAD, TAIL, " as asked. ", PADDING]
+    return [s("response.created", response=RESP),
+            *[s(delta_type, item_id="it_1", output_index=0, **where, delta=p) for p in pieces],
+            s("response.completed", response={**RESP, "status": "completed"})]
+
+
+@pytest.mark.parametrize(("delta_type", "where"), [
+    ("response.reasoning_text.delta", {"content_index": 0}),
+    ("response.audio.transcript.delta", {}),
+    ("response.code_interpreter_call_code.delta", {}),
+    ("response.mcp_call_arguments.delta", {}),
+], ids=["reasoning-text", "audio-transcript", "code-interpreter-code", "mcp-arguments"])
+def test_responses_text_deltas_beside_the_answer_are_checked_across_deltas(
+        proxy: ProxyServer, upstream: FakeUpstream, delta_type: str, where: dict[str, Any]) -> None:
+    frames = _responses_lane_turn(delta_type, **where)
+    upstream.queue(Reply(raw_frames=frames))
+    status, raw = raw_post(proxy, "/v1/responses", {**RESPONSES_BODY, "stream": True})
+    assert status == 200
+    assert_clean(raw)
+    upstream.queue(Reply(raw_frames=frames))
+    assert_clean(sdk_view(lambda: responses_sdk_stream(proxy)))
+
+
+def test_gemini_grounding_metadata_is_checked(proxy: ProxyServer, upstream: FakeUpstream) -> None:
+    grounding = {"webSearchQueries": [f"find {SECRET}"], "searchEntryPoint": {"renderedContent": "<div/>"}}
+    frames = sse_frames([gem([cand(0, {"text": "Hello. "})]),
+                         gem([cand(0, {"text": PADDING}, finish="STOP", groundingMetadata=grounding)])])
+    upstream.queue(Reply(raw_frames=frames))
+    status, raw = raw_post(proxy, "/v1beta/models/m:streamGenerateContent?alt=sse", GEMINI_BODY)
+    assert status == 200
+    assert_clean(raw)
+    upstream.queue(Reply(raw_frames=frames))
+    assert_clean(sdk_view(lambda: gemini_sdk_stream(proxy)))
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_gemini_part_without_a_decoder_fails_closed(proxy: ProxyServer, upstream: FakeUpstream, stream: bool) -> None:
+    chunk_ = gem([cand(0, {"inlineData": {"mimeType": "text/plain", "data": "QUtJQQ=="}}, finish="STOP")])
+    before = coverage_trips(proxy)
+    if stream:
+        upstream.queue(Reply(raw_frames=sse_frames([chunk_])))
+        status, raw = raw_post(proxy, "/v1beta/models/m:streamGenerateContent?alt=sse", GEMINI_BODY)
+    else:
+        upstream.queue(Reply(raw_body=json.dumps(chunk_).encode()))
+        status, raw = raw_post(proxy, "/v1beta/models/m:generateContent", GEMINI_BODY)
+    assert status == 502 and b"QUtJQQ" not in raw
+    assert b"error" in raw
+    assert coverage_trips(proxy) == before + 1
+
+
+# -- a key written twice: parsers keep the last value, raw clients show both ------------------------------
+def _twice(frame: bytes, field: bytes) -> bytes:
+    """``frame`` with ``"<field>": "<SECRET>",`` written before its own ``field``."""
+    return frame.replace(b'"' + field + b'":', b'"' + field + b'": "' + SECRET.encode() + b'", "' + field + b'":', 1)
+
+
+DUPLICATES: dict[str, tuple[Callable[[], list[bytes]], bytes, int, str, dict[str, Any]]] = {
+    "chat": (_chat_turn, b"content", 1, "/v1/chat/completions", {**CHAT_BODY, "stream": True}),
+    "anthropic": (_anthropic_turn, b"text", 2, "/v1/messages", {**ANTHROPIC_BODY, "stream": True}),
+    "responses": (lambda: responses_turn(["Hello. ", PADDING]), b"delta", 3, "/v1/responses",
+                  {**RESPONSES_BODY, "stream": True}),
+    "gemini": (_gemini_turn, b"text", 0, "/v1beta/models/m:streamGenerateContent?alt=sse", GEMINI_BODY),
+}
+
+
+@pytest.mark.parametrize("api", list(DUPLICATES))
+def test_a_key_written_twice_fails_closed(proxy: ProxyServer, upstream: FakeUpstream, api: str) -> None:
+    make, field, at, path, body = DUPLICATES[api]
+    frames = make()
+    frames[at] = _twice(frames[at], field)
+    assert SECRET.encode() in frames[at]
+    upstream.queue(Reply(raw_frames=frames))
+    status, raw = raw_post(proxy, path, body)
+    assert_clean(raw)
+    assert status == 502 or b"error" in raw
+
+
+@pytest.mark.parametrize(("path", "body", "reply"), [
+    ("/v1/chat/completions", CHAT_BODY, chat_body({"content": "fine"})),
+    ("/v1/messages", ANTHROPIC_BODY, anthropic_body({"type": "text", "text": "fine"})),
+    ("/v1beta/models/m:generateContent", GEMINI_BODY, json.dumps(gem([cand(0, {"text": "fine"}, finish="STOP")]))
+     .encode()),
+], ids=["chat", "anthropic", "gemini"])
+def test_a_unary_body_with_a_key_written_twice_is_a_502(proxy: ProxyServer, upstream: FakeUpstream, path: str,
+                                                        body: dict[str, Any], reply: bytes) -> None:
+    field = b"content" if b'"content": "fine"' in reply else b"text"
+    upstream.queue(Reply(raw_body=_twice(reply, field)))
+    status, raw = raw_post(proxy, path, body)
+    assert status == 502
+    assert_clean(raw)

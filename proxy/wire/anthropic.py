@@ -64,6 +64,7 @@ from proxy.wire.base import (
     known_only,
     label_events,
     loads,
+    loads_output,
     quick_decoder,
     with_temperature,
 )
@@ -311,7 +312,7 @@ class AnthropicMessages(WireFormat):
                                 provider_parts=[copy.deepcopy(b) for b in blocks if b.get("type") in _KEPT_BLOCKS])
 
     def decode_events(self, body: bytes) -> tuple[Event, ...]:
-        data = loads(body)
+        data = loads_output(body)
         if not isinstance(data.get("content"), list):
             raise TypeError("not a Messages response: no content")
         events: list[Event] = whole_events(unread(data, _MESSAGE))
@@ -421,7 +422,7 @@ class MessagesStream(StreamCodec):
             # comments, and events that carry nothing: an event name of this API shows nothing new
             return Frame(raw, tuple(label_events(sse, sse.event if sse.event in _EVENT.shapes else None)))
         try:
-            data = loads(sse.data)
+            data = loads_output(sse.data)
         except ValueError:
             return Frame(raw, unreadable=True)
         if not isinstance(data, dict):

@@ -64,6 +64,7 @@ from proxy.wire.base import (
     known_only,
     label_events,
     loads,
+    loads_output,
 )
 from proxy.wire.shapes import lane_events, obj, unread, whole_events
 
@@ -406,7 +407,7 @@ class Gemini(WireFormat):
                                 provider_parts=_signed_calls(_parts(content)))
 
     def decode_events(self, body: bytes) -> tuple[Event, ...]:
-        data = loads(body)
+        data = loads_output(body)
         if not isinstance(data, dict):
             raise TypeError("not a GenerateContentResponse")
         return tuple(whole_events(unread(data, _BODY)) + _Decoder().chunk_events(data))
@@ -638,7 +639,7 @@ class GeminiSSEStream(_GeminiStream):
         if not text.strip():
             return Frame(raw, tuple(label_events(sse)))
         try:
-            chunk = loads(text)
+            chunk = loads_output(text)
         except ValueError:
             return Frame(raw, unreadable=True)
         if not isinstance(chunk, dict):
@@ -698,7 +699,7 @@ class GeminiArrayStream(_GeminiStream):
         if self._seen_objects == 2:
             self._sep = raw[:brace].decode("utf-8", errors="replace") or self._sep
         try:
-            return Frame(raw, self._events(loads(raw[brace:])))
+            return Frame(raw, self._events(loads_output(raw[brace:])))
         except ValueError:
             return Frame(raw, unreadable=True)
 

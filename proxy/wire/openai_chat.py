@@ -47,6 +47,7 @@ from proxy.wire.base import (
     known_only,
     label_events,
     loads,
+    loads_output,
     quick_decoder,
     with_temperature,
 )
@@ -365,7 +366,7 @@ class OpenAIChat(WireFormat):
                                 finish_reason=choice.get("finish_reason"), annotations=annotations)
 
     def decode_events(self, body: bytes) -> tuple[Event, ...]:
-        data = loads(body)
+        data = loads_output(body)
         choices = data.get("choices")
         if not isinstance(choices, list):
             raise TypeError("not a chat completion: no choices")
@@ -511,7 +512,7 @@ class ChatStream(StreamCodec):
                 return Frame(raw, unreadable=True)
             return Frame(raw, self._close_tools(), last=True)
         try:
-            chunk = loads(sse.data)
+            chunk = loads_output(sse.data)
         except ValueError:
             return Frame(raw, unreadable=True)
         if not isinstance(chunk, dict):

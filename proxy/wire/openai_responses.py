@@ -63,6 +63,7 @@ from proxy.wire.base import (
     known_only,
     label_events,
     loads,
+    loads_output,
     with_temperature,
 )
 from proxy.wire.openai_chat import error_object
@@ -217,7 +218,7 @@ class OpenAIResponses(WireFormat):
             raise ValueError(f"not a Responses API response: {exc!r}") from None
 
     def decode_events(self, body: bytes) -> tuple[Event, ...]:
-        data = loads(body)
+        data = loads_output(body)
         output = data.get("output")
         if not isinstance(output, list) or not all(isinstance(i, dict) for i in output):
             raise ValueError("not a Responses API response: no output list")
@@ -366,7 +367,7 @@ def _load(raw: bytes | SSEFrame) -> dict[str, Any] | None:
     if not sse.has_data:
         return {}
     try:
-        ev = loads(sse.data)
+        ev = loads_output(sse.data)
     except ValueError:
         return None
     if not isinstance(ev, dict):

@@ -200,15 +200,15 @@ class StreamGuard:
         return Step([], redactions=redactions)
 
     def _check_tool_arguments(self) -> Trip | None:
-        """Tool-call arguments are text too. They are held until the message ends, so each is checked
-        whole, once. Redactions do not apply to them (a call is released or acted on as a whole)."""
+        """Tool-call names and arguments are text too. They are held until the message ends, so each
+        call is checked whole, once. Redactions do not apply to them (a call is released or acted on as a whole)."""
         if self._rearm is None:
             return None
         for call in self._tools.values():
-            if not call.arguments:
-                continue
-            # The raw JSON text, and its decoded string values: "\u0041KIA..." is "AKIA..." to the tool.
-            for text in (call.arguments, decoded_text(call.arguments)):
+            # The tool's name (an agent shows it, and records it in the conversation) with the raw
+            # JSON text, and its decoded string values: "\u0041KIA..." is "AKIA..." to the tool.
+            named = f"{call.name}\n{call.arguments}" if call.name else call.arguments
+            for text in (named, decoded_text(call.arguments)):
                 if not text:
                     continue
                 armed = self._rearm()

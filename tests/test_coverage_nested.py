@@ -527,3 +527,35 @@ def test_a_unary_body_with_a_key_written_twice_is_a_502(proxy: ProxyServer, upst
     status, raw = raw_post(proxy, path, body)
     assert status == 502
     assert_clean(raw)
+
+
+# -- a tool call's name is output too (agents show it and keep it in the conversation) -------------------
+def _named_call_frames(api: str) -> list[bytes]:
+    if api == "chat":
+        return chat_stream(chunk([delta(0, role="assistant", content="")]),
+                           chunk([tool_delta(id="call_1", type="function", function={"name": SECRET, "arguments": ""})]),
+                           chunk([tool_delta(function={"arguments": "{}"})]), chunk([delta(0, finish="tool_calls")]))
+    if api == "anthropic":
+        return [START, *block(0, {"type": "tool_use", "id": "toolu_1", "name": SECRET, "input": {}},
+                              {"type": "input_json_delta", "partial_json": "{}"}), *END]
+    if api == "responses":
+        s = Seq()
+        item = {"id": "fc_1", "type": "function_call", "status": "in_progress", "call_id": "c1", "name": SECRET,
+                "arguments": ""}
+        return [s("response.created", response=RESP), s("response.output_item.added", output_index=0, item=item),
+                s("response.function_call_arguments.delta", item_id="fc_1", output_index=0, delta="{}"),
+                s("response.function_call_arguments.done", item_id="fc_1", output_index=0, arguments="{}"),
+                s("response.output_item.done", output_index=0, item={**item, "status": "completed", "arguments": "{}"}),
+                s("response.completed", response={**RESP, "status": "completed"})]
+    return sse_frames([gem([cand(0, {"functionCall": {"name": SECRET, "args": {}}}, finish="STOP")])])
+
+
+@pytest.mark.parametrize("api", list(TURNS))
+def test_a_tool_calls_name_is_checked(proxy: ProxyServer, upstream: FakeUpstream, api: str) -> None:
+    _, path, body = TURNS[api]
+    frames = _named_call_frames(api)
+    upstream.queue(Reply(raw_frames=frames))
+    status, raw = raw_post(proxy, path, body)
+    assert status == 200
+    assert_clean(raw)
+    assert REPLACEMENT.encode() in raw

@@ -68,7 +68,7 @@ from proxy.wire.base import (
     quick_decoder,
     with_temperature,
 )
-from proxy.wire.shapes import by_type, lane_events, obj, unread, whole_events
+from proxy.wire.shapes import ByType, by_type, lane_events, obj, plain, unread, whole_events
 
 _ERROR_TYPES: dict[str, str] = {
     "invalid_request": "invalid_request_error",
@@ -112,6 +112,19 @@ _EVENT = by_type(
     message_stop=obj("type"), ping=obj("type"))
 """Every event the codec reads, down to its blocks and deltas (``proxy.wire.shapes``): whatever lies
 outside is checked (in a delta, as a lane per field)."""
+_DELTA_EVENT = _EVENT.shapes["content_block_delta"]
+_DELTAS = _DELTA_EVENT.children["delta"]
+assert isinstance(_DELTAS, ByType)
+_DELTA_SHAPES = _DELTAS.shapes
+
+
+def _plain_event(name: str, data: dict[str, Any]) -> bool:
+    """A text delta event with nothing but its known fields (the hot path skips ``unread``)."""
+    delta = data.get("delta")
+    return (name == "content_block_delta" and _DELTA_EVENT.keys.issuperset(data) and type(delta) is dict
+            and plain(delta, _DELTA_SHAPES.get(delta.get("type"))))  # type: ignore[arg-type]
+
+
 _QUIET_EVENTS = frozenset({"ping", "message_stop"})
 """Event types without text (after ``_event_type``: an SDK reads a misnamed event by its data.type)."""
 _SERVER_BLOCKS = ("server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
@@ -436,7 +449,7 @@ class MessagesStream(StreamCodec):
         try:
             name = _event_type(sse.event, data)
             events = self._events(name, data)
-            if found := unread(data, _EVENT, f"{name}#{data.get('index', '')}"):
+            if not _plain_event(name, data) and (found := unread(data, _EVENT, f"{name}#{data.get('index', '')}")):
                 events += lane_events(found) if name == "content_block_delta" else whole_events(found)
             if sse.labels or sse.event != name:
                 events[:0] = label_events(sse, name)

@@ -67,7 +67,7 @@ from proxy.wire.base import (
     with_temperature,
 )
 from proxy.wire.openai_chat import error_object
-from proxy.wire.shapes import lane_events, obj, unread, whole_events
+from proxy.wire.shapes import lane_events, obj, plain, unread, whole_events
 
 _TOOL_ITEMS = {"function_call": "arguments", "custom_tool_call": "input"}
 """Tool-call item types and the field that carries their arguments."""
@@ -435,7 +435,7 @@ class ResponsesStream(StreamCodec):
         try:
             events = self._events(ev)
             t = ev.get("type")
-            if found := unread(ev, rt.EVENT, str(t)):
+            if not plain(ev, rt.EVENT.shapes.get(t)) and (found := unread(ev, rt.EVENT, str(t))):  # type: ignore[arg-type]
                 events += lane_events(found) if t in rt.STREAMED else whole_events(found)
             if sse.labels or sse.event != t:
                 events[:0] = label_events(sse, t if isinstance(t, str) else None)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import hmac
 import json
+import os
 import re
 import time
-import uuid
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -100,7 +100,7 @@ class Exchange:
     def __init__(self, services: Services, scope: Scope, body: bytes | None, send: Send) -> None:
         self.services = services
         self.scope, self.body = scope, body
-        self.request_id = uuid.uuid4().hex[:16]
+        self.request_id = os.urandom(8).hex()  # 16 hex digits, as uuid4().hex[:16] gave (without the UUID object)
         self.responder = Responder(send, self.request_id)
         self.headers = header_list(scope)
         self.header = {k: v for k, v in self.headers}
@@ -198,8 +198,10 @@ class Exchange:
             await self._passthrough(body)
             return
         request = JsonBody(body)
+        background = False
         try:
-            # A planted canary rewrites the whole body: then it is decoded whole at once.
+            # A planted canary rewrites the whole body: then it is decoded whole at once. A quick view
+            # declines whatever the whole path refuses or checks (a Responses ``background``).
             view = None if plants_canary(self.services) else wire.quick_view(request, stream=bool(route.stream))
             if view is None:
                 data = request.data
@@ -207,10 +209,11 @@ class Exchange:
                     # "false" as a string is true to a reader that tests truth, false to the upstream
                     raise BadRequest("'stream' must be a boolean")
                 view = wire.parse_request(data, stream=bool(route.stream))
+                background = data.get("background") not in (None, False)
         except BadRequest as exc:
             await self._fail(400, str(exc), "invalid_request")
             return
-        if route.wire == "openai_responses" and request.data.get("background") not in (None, False):
+        if route.wire == "openai_responses" and background:
             self.services.metrics.fail_closed.labels(reason="refused_background").inc()
             await self._fail(400, "guardproxy does not accept 'background': a background response is "
                                   "retrieved later, unchecked; send it in the foreground", "invalid_request")

@@ -109,9 +109,10 @@ class GuardedTurn:
 
     def __init__(self, services: Services, facts: Facts, responder: Responder, call: CallUpstream) -> None:
         self.services, self.facts, self.responder, self._call = services, facts, responder, call
-        self.limits = Limits.of(services.settings)
+        self.limits = services.guard.once("limits", lambda: Limits.of(services.settings))
         self.canary_token = ""
-        self.timings = StreamTimings(services.metrics)
+        # What holding back costs a stream's text (``/metrics``); a unary answer streams nothing.
+        self.timings = StreamTimings(services.metrics) if facts.view.stream else None
         body, raw = self._plant_canary()
         notes = TurnNotes(services, facts.request_id)
         guard, policy, interactive = services.guard, services.policy, facts.mode == "interactive"
@@ -124,8 +125,9 @@ class GuardedTurn:
         rules = Rules(on_trip=guard.on_trip, default_replacement=policy.defaults.replacement,
                       holdback=policy.defaults.holdback_chars, buffered=services.buffered,
                       interactive=interactive, max_feedback_rounds=tools.max_feedback_rounds if tools else 0,
-                      arm=arming.arm, arm_tools=arming.arm_tools, clock=time.perf_counter,
-                      on_release=self.timings.held, limits=self.limits,
+                      arm=arming.arm, arm_tools=arming.arm_tools,
+                      clock=time.perf_counter if self.timings else None,
+                      on_release=self.timings.held if self.timings else None, limits=self.limits,
                       log_only_start=guard.once(("log_only", interactive),
                                                 lambda: log_only_ids(guard.on_trip, interactive, Counter())))
         self.turn = Turn(Request(facts.wire, body, raw, facts.view, facts.sse), rules, notes)
@@ -150,7 +152,8 @@ class GuardedTurn:
             while pending:
                 pending.extend(await self._do(pending.popleft()))
         finally:
-            self.timings.flush()
+            if self.timings is not None:
+                self.timings.flush()
 
     async def _warm_prompt_indexes(self) -> None:
         """A big system prompt's canary index is built in a worker thread on its first turn, not on
@@ -169,9 +172,11 @@ class GuardedTurn:
                 r.codec = self.turn.client_codec
                 await r.start(cmd.status, cmd.headers, cmd.content_type)
                 await r.write(cmd.data)
-                self.timings.delivered()
+                if self.timings is not None:
+                    self.timings.delivered()
             case Finish():
-                self.timings.flush()  # in /metrics before the client sees the end
+                if self.timings is not None:
+                    self.timings.flush()  # in /metrics before the client sees the end
                 await r.finish()
             case Reply():
                 await r.respond(cmd.status, cmd.body, cmd.headers, cmd.content_type, decided=True)
@@ -238,7 +243,8 @@ class GuardedTurn:
         budget = ReadBudget(self.limits)
         try:
             async for chunk in resp.iter_chunks():
-                self.timings.upstream_read()
+                if self.timings is not None:
+                    self.timings.upstream_read()
                 frames_before = turn.frames_in
                 cmds = await off_loop_if_large(len(chunk), turn.on_chunk, chunk)
                 over = budget.add(len(chunk), framed=turn.frames_in != frames_before) \

@@ -20,18 +20,23 @@ from hypothesis import strategies as st
 from bench.common import request_body
 from proxy.wire.anthropic import AnthropicMessages
 from proxy.wire.base import BadRequest, JsonBody, WireFormat, load_json_body
+from proxy.wire.gemini import Gemini
 from proxy.wire.openai_chat import OpenAIChat
+from proxy.wire.openai_responses import OpenAIResponses
 from tests.apis import request_for
 
-WIRES: dict[str, WireFormat] = {"chat": OpenAIChat(), "anthropic": AnthropicMessages()}
+WIRES: dict[str, WireFormat] = {"chat": OpenAIChat(), "anthropic": AnthropicMessages(),
+                                "responses": OpenAIResponses(), "gemini": Gemini()}
 
 
 def _whole(wire: WireFormat, raw: bytes) -> tuple[Any, ...] | None:
     """The view of the whole decode as plain values, None when that path refuses the body."""
     try:
         data = load_json_body(raw)
-        if not isinstance(data.get("stream", False), (bool, type(None))):
-            return None
+        if wire.name != "gemini" and not isinstance(data.get("stream", False), (bool, type(None))):
+            return None  # the edge refuses it (Gemini's stream is in its URL)
+        if wire.name == "openai_responses" and data.get("background") not in (None, False):
+            return None  # the edge refuses it
         view = wire.parse_request(data, stream=False)
     except BadRequest:
         return None
@@ -49,19 +54,24 @@ def _agrees(wire: WireFormat, raw: bytes) -> bool:
     return True
 
 
+_HISTORIES: dict[str, list[Any]] = {
+    "chat": [{"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"file_path": "/w/a"}'}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "x = 1"}],
+    "anthropic": [{"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read",
+                                                     "input": {"file_path": "/w/a"}}]},
+                  {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]}],
+    "responses": [{"type": "function_call", "call_id": "c1", "name": "read_file", "arguments": '{"file_path": "/w/a"}'},
+                  {"type": "function_call_output", "call_id": "c1", "output": "x = 1"}],
+    "gemini": [{"role": "model", "parts": [{"functionCall": {"name": "read_file", "args": {"file_path": "/w/a"}}}]},
+               {"role": "function", "parts": [{"functionResponse": {"name": "read_file", "response": {"ok": 1}}}]}],
+}
+
+
 @pytest.mark.parametrize("api", list(WIRES))
 @pytest.mark.parametrize("stream", [False, True])
 def test_the_quick_view_answers_for_ordinary_requests(api: str, stream: bool) -> None:
-    history: list[Any] = []
-    if api == "chat":
-        history = [{"role": "assistant", "content": None, "tool_calls": [
-            {"id": "c1", "type": "function", "function": {"name": "read_file", "arguments": '{"file_path": "/w/a"}'}}]},
-            {"role": "tool", "tool_call_id": "c1", "content": "x = 1"}]
-    else:
-        history = [{"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Read",
-                                                      "input": {"file_path": "/w/a"}}]},
-                   {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x"}]}]
-    _, body = request_for(api, stream=stream, system="Be brief.", user="hi", history=history)
+    _, body = request_for(api, stream=stream, system="Be brief.", user="hi", history=_HISTORIES[api])
     assert _agrees(WIRES[api], json.dumps(body).encode())
 
 
@@ -97,20 +107,48 @@ def test_odd_bodies_get_the_same_view_or_the_whole_path(api: str, raw: bytes) ->
 
 _TEXT = st.text(alphabet=st.sampled_from("ab \n\"\\é\u2028😀"), max_size=6)
 _SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), _TEXT)
-_PART = st.one_of(_SCALAR, st.fixed_dictionaries({}, optional={"type": st.sampled_from(["text", "image", 1]),
-                                                                 "text": st.one_of(_TEXT, st.integers())}))
+_DICT_PART = st.fixed_dictionaries({"text": st.one_of(_TEXT, _TEXT, st.integers())}, optional={
+    "type": st.sampled_from(["text", "text", "image", "tool_result", 1]), "thought": st.one_of(st.booleans(), st.none())})
+_PART = st.one_of(_DICT_PART, _DICT_PART, _DICT_PART, _SCALAR)
 _CONTENT = st.one_of(_SCALAR, st.lists(_PART, max_size=3))
 _ROLE = st.one_of(st.sampled_from(["system", "developer", "user", "assistant", "tool"]), _SCALAR)
-_DICT_MESSAGE = st.fixed_dictionaries({"role": _ROLE}, optional={"content": _CONTENT, "name": _TEXT})
-_MESSAGE = st.one_of(_DICT_MESSAGE, _DICT_MESSAGE, _DICT_MESSAGE, _SCALAR,
-                     st.fixed_dictionaries({}, optional={"content": _CONTENT}))
-_ORDINARY = st.fixed_dictionaries(
-    {"model": _TEXT, "messages": st.lists(_DICT_MESSAGE, max_size=6)},
-    optional={"stream": st.one_of(st.booleans(), st.none()), "system": _CONTENT, "tools": st.lists(_SCALAR, max_size=2)})
-_ANY = st.fixed_dictionaries({}, optional={"model": st.one_of(_TEXT, _SCALAR), "stream": _SCALAR,
-                                           "system": _CONTENT, "messages": st.one_of(_SCALAR, st.lists(_MESSAGE, max_size=5)),
-                                           "tools": st.lists(_SCALAR, max_size=2)})
-_BODY = st.one_of(_ORDINARY, _ORDINARY, _ANY)
+_ROLES = {"chat": ["system", "developer", "user", "assistant", "tool"], "anthropic": ["user", "assistant", "system"],
+          "responses": ["system", "developer", "user", "assistant"], "gemini": ["user", "model", "function"]}
+_LIST_KEY = {"chat": "messages", "anthropic": "messages", "responses": "input", "gemini": "contents"}
+
+
+def _message(roles: list[Any], odd: bool = True) -> st.SearchStrategy[dict[str, Any]]:
+    """A message with one of ``roles`` (the user's and the system's most often); ``odd``: also roles
+    and parts that the API refuses or that are not objects."""
+    common = [r for r in roles if r in ("user", "system", "developer")] * 3
+    parts = st.one_of(st.lists(_PART, max_size=3), _SCALAR) if odd else st.lists(_DICT_PART, max_size=3)
+    content = st.one_of(_TEXT, _CONTENT) if odd else st.one_of(_TEXT, st.lists(_DICT_PART, max_size=3))
+    return st.fixed_dictionaries({"role": st.sampled_from([*roles, *common, *([None, 7, ""] if odd else [])]),
+                                  "content": content}, optional={
+        "name": _TEXT, "type": st.sampled_from(["message", "function_call", None]), "parts": parts})
+
+
+_SYSTEM = st.one_of(_CONTENT, st.fixed_dictionaries({}, optional={"parts": st.lists(_PART, max_size=2)}))
+_OK_SYSTEM = st.one_of(_TEXT, st.fixed_dictionaries({"parts": st.lists(_DICT_PART, max_size=2)}))
+_MESSAGE = st.one_of(_message(_ROLES["chat"] + _ROLES["gemini"]), _SCALAR,
+                     st.fixed_dictionaries({}, optional={"content": _CONTENT, "parts": st.lists(_PART, max_size=2)}))
+_ANY = st.fixed_dictionaries({}, optional={
+    "model": st.one_of(_TEXT, _SCALAR), "messages": st.one_of(_SCALAR, st.lists(_MESSAGE, max_size=5)),
+    "input": st.one_of(_SCALAR, st.lists(_MESSAGE, max_size=5)), "contents": st.one_of(_SCALAR, st.lists(_MESSAGE, max_size=5)),
+    "stream": _SCALAR, "system": _SYSTEM, "tools": st.lists(_SCALAR, max_size=2), "instructions": _SCALAR,
+    "background": _SCALAR, "systemInstruction": _SYSTEM, "system_instruction": _SYSTEM, "prompt": _SCALAR})
+
+
+def _ordinary(api: str) -> st.SearchStrategy[dict[str, Any]]:
+    """Mostly well-formed requests of ``api`` (roles of its own, an odd one now and then)."""
+    listed = st.lists(st.one_of(_message(_ROLES[api], odd=False), _message(_ROLES[api], odd=False),
+                                _message(_ROLES[api])), max_size=5)
+    return st.fixed_dictionaries({"model": _TEXT, _LIST_KEY[api]: st.one_of(listed, _TEXT) if api == "responses" else listed},
+                                 optional={"stream": st.one_of(st.booleans(), st.none()), "system": _SYSTEM,
+                                           "tools": st.lists(_SCALAR, max_size=2),
+                                           "instructions": st.one_of(_TEXT, st.none()), "systemInstruction": _OK_SYSTEM,
+                                           "system_instruction": _OK_SYSTEM,
+                                           "background": st.sampled_from([False, None, True])})
 
 
 def _with_duplicates(body: dict[str, Any], again: dict[str, Any]) -> bytes:
@@ -122,8 +160,10 @@ def _with_duplicates(body: dict[str, Any], again: dict[str, Any]) -> bytes:
     return (first[:-1] + ("," if body else "") + rest).encode()
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(body=_BODY, again=_BODY, api=st.sampled_from(list(WIRES)))
-def test_drawn_bodies_get_the_same_view_or_the_whole_path(body: dict[str, Any], again: dict[str, Any],
-                                                          api: str) -> None:
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+@pytest.mark.parametrize("api", list(WIRES))
+def test_drawn_bodies_get_the_same_view_or_the_whole_path(api: str, data: st.DataObject) -> None:
+    body = data.draw(st.one_of(_ordinary(api), _ordinary(api), _ANY))
+    again = data.draw(st.one_of(st.just({}), _ordinary(api), _ANY))
     _agrees(WIRES[api], _with_duplicates(body, again))

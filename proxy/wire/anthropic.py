@@ -245,9 +245,16 @@ def _content_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     return out
 
 
+class _QuickBlock(msgspec.Struct, gc=False):
+    type: Any = None
+    text: Any = None
+
+
 class _QuickMessage(msgspec.Struct, gc=False):
     role: Any = None
-    content: Any = None
+    content: str | list[_QuickBlock] | msgspec.UnsetType = msgspec.UNSET
+    """Blocks as their type and text only: tool results and images are skipped, not built (a block
+    that is not an object makes the whole quick decode decline)."""
 
 
 class _QuickRequest(msgspec.Struct, gc=False):
@@ -260,6 +267,13 @@ class _QuickRequest(msgspec.Struct, gc=False):
 
 
 _QUICK = quick_decoder(_QuickRequest)
+
+
+def _quick_text(content: str | list[_QuickBlock]) -> str:
+    """``_text_of`` of a quick-decoded content."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.text for b in content if b.type == "text" and isinstance(b.text, str))
 
 
 def _whole_history(body: JsonBody) -> list[HistoryToolCall]:
@@ -278,11 +292,11 @@ class AnthropicMessages(WireFormat):
         user_texts: list[str] = []
         for m in quick.messages:  # what parse_request does, on the same values
             role, content = m.role, m.content
-            if not isinstance(role, str) or not isinstance(content, (str, list)):
+            if not isinstance(role, str) or content is msgspec.UNSET:
                 return None
             if role == "system":
-                parts.append(_text_of(content))
-            elif role == "user" and (t := _text_of(content)):
+                parts.append(_quick_text(content))
+            elif role == "user" and (t := _quick_text(content)):
                 user_texts.append(t)
         return RequestView(model=quick.model, stream=stream or bool(quick.stream),
                            system_prompt="\n".join(p for p in parts if p),

@@ -178,6 +178,21 @@ def quick_decoder(struct: type[Any]) -> Callable[[bytes], Any]:
     return decode
 
 
+QUICK_REFUSALS = (msgspec.DecodeError, RecursionError)
+"""What decoding a kept raw field (``raw_value``) may raise: the quick view then declines."""
+
+
+QUICK_NULL = msgspec.Raw(b"null")
+"""The default of a ``msgspec.Raw`` field of a quick decode: an absent field reads as null (``dict.get``)."""
+_VALUE = msgspec.json.Decoder()
+
+
+def raw_value(raw: msgspec.Raw) -> Any:
+    """A field a quick decode kept as raw JSON, decoded now that a view needs it (the same value the
+    whole decode gives; ``msgspec.DecodeError`` where msgspec refuses it: the quick view then declines)."""
+    return _VALUE.decode(raw)
+
+
 class StreamCodec(ABC):
     """Decodes one upstream stream into frames and renders what the proxy adds to it."""
 

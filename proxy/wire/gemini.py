@@ -31,6 +31,8 @@ from collections import defaultdict, deque
 from functools import partial
 from typing import Any
 
+import msgspec
+
 from guardrails.datamodel import (
     ANSWER,
     AssistantMessage,
@@ -56,6 +58,7 @@ from proxy.wire.base import (
     BadRequest,
     ErrorKind,
     FinishKind,
+    JsonBody,
     Replaced,
     StreamCodec,
     WireFormat,
@@ -65,6 +68,7 @@ from proxy.wire.base import (
     label_events,
     loads,
     loads_output,
+    quick_decoder,
 )
 from proxy.wire.shapes import lane_events, obj, unread, whole_events
 
@@ -369,8 +373,58 @@ def _cands_by_index(data: dict[str, Any]) -> dict[int, dict[str, Any]]:
     return {_candidate_index(c, n): c for n, c in enumerate(data.get("candidates") or []) if isinstance(c, dict)}
 
 
+class _QuickPart(msgspec.Struct, gc=False):
+    text: Any = None
+    thought: Any = None
+
+
+class _QuickContent(msgspec.Struct, gc=False):
+    role: Any = msgspec.UNSET
+    parts: list[_QuickPart] | msgspec.UnsetType = msgspec.UNSET
+    """Parts as their text only: calls, function responses and inline data are skipped, not built
+    (a part that is not an object makes the whole quick decode decline)."""
+
+
+class _QuickRequest(msgspec.Struct, gc=False):
+    """What ``parse_request`` reads of a request (``quick_view``); tools and config are skipped."""
+
+    contents: list[_QuickContent] | None = None
+    systemInstruction: Any = msgspec.UNSET
+    system_instruction: Any = msgspec.UNSET
+
+
+_QUICK = quick_decoder(_QuickRequest)
+_ROLES = ("user", "model", "function")
+
+
+def _whole_history(body: JsonBody) -> list[HistoryToolCall]:
+    return _history(body.data["contents"])
+
+
 class Gemini(WireFormat):
     name = "gemini"
+
+    def quick_view(self, body: JsonBody, *, stream: bool, model: str = "") -> RequestView | None:
+        quick = _QUICK(body.raw)
+        if quick is None or quick.contents is None:
+            return None
+        users: list[str] = []
+        for c in quick.contents:  # what parse_request does, on the same values
+            role = "user" if c.role is msgspec.UNSET else c.role
+            if role not in _ROLES:
+                return None
+            if role == "user" and c.parts is not msgspec.UNSET and (
+                    t := "".join(p.text for p in c.parts if isinstance(p.text, str) and not p.thought)):
+                users.append(t)
+        system = quick.systemInstruction
+        if system is msgspec.UNSET:
+            system = None if quick.system_instruction is msgspec.UNSET else quick.system_instruction
+        if system is not None and not isinstance(system, dict | str):
+            return None
+        return RequestView(model=model, stream=stream,
+                           system_prompt=system if isinstance(system, str) else _text(system),
+                           last_user_text=users[-1] if users else "",
+                           history=LazyHistory(partial(_whole_history, body)))
 
     def parse_request(self, body: dict[str, Any], *, stream: bool, model: str = "") -> RequestView:
         """``model`` is taken from the URL by the caller (the body has none)."""

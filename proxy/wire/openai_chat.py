@@ -35,6 +35,8 @@ from guardrails.datamodel import (
 )
 from proxy.sse import SSEFrame, SSESplitter, parse_fields
 from proxy.wire.base import (
+    QUICK_NULL,
+    QUICK_REFUSALS,
     REPLACED_EVENT,
     BadRequest,
     ErrorKind,
@@ -49,6 +51,7 @@ from proxy.wire.base import (
     loads,
     loads_output,
     quick_decoder,
+    raw_value,
     with_temperature,
 )
 from proxy.wire.logprobs import token_events
@@ -289,7 +292,8 @@ def _by_index(choices: Any) -> dict[int, dict[str, Any]]:
 
 class _QuickMessage(msgspec.Struct, gc=False):
     role: Any = None
-    content: Any = None
+    content: msgspec.Raw = QUICK_NULL
+    """Decoded only for the messages a view reads (system, developer, the last user's)."""
 
 
 class _QuickRequest(msgspec.Struct, gc=False):
@@ -318,15 +322,18 @@ class OpenAIChat(WireFormat):
             return None
         system: list[str] = []
         last_user: _QuickMessage | None = None
-        for m in quick.messages:  # what parse_request does, on the same values
-            role = m.role
-            if role == "user":
-                last_user = m
-            elif role == "system" or role == "developer":
-                system.append(_content_text(m.content))
+        try:
+            for m in quick.messages:  # what parse_request does, on the same values
+                role = m.role
+                if role == "user":
+                    last_user = m
+                elif role == "system" or role == "developer":
+                    system.append(_content_text(raw_value(m.content)))
+            last_user_text = _content_text(raw_value(last_user.content)) if last_user else ""
+        except QUICK_REFUSALS:
+            return None
         return RequestView(model=quick.model, stream=bool(quick.stream), system_prompt="\n".join(system),
-                           last_user_text=_content_text(last_user.content) if last_user else "",
-                           history=LazyHistory(partial(_whole_history, body)))
+                           last_user_text=last_user_text, history=LazyHistory(partial(_whole_history, body)))
 
     def parse_request(self, body: dict[str, Any], *, stream: bool) -> RequestView:
         messages = body.get("messages")

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+import msgspec
+
 from guardrails.datamodel import (
     AssistantMessage,
     Event,
@@ -52,10 +54,13 @@ from guardrails.datamodel import (
 from proxy.sse import SSEFrame, SSESplitter, parse_fields
 from proxy.wire import responses_text as rt
 from proxy.wire.base import (
+    QUICK_NULL,
+    QUICK_REFUSALS,
     REPLACED_EVENT,
     BadRequest,
     ErrorKind,
     FinishKind,
+    JsonBody,
     Replaced,
     StreamCodec,
     WireFormat,
@@ -64,6 +69,8 @@ from proxy.wire.base import (
     label_events,
     loads,
     loads_output,
+    quick_decoder,
+    raw_value,
     with_temperature,
 )
 from proxy.wire.openai_chat import error_object
@@ -181,8 +188,58 @@ def _custom_tool_names(body: dict[str, Any]) -> set[str]:
     return {str(t.get("name")) for t in tools if isinstance(t, dict) and t.get("type") == "custom"}
 
 
+class _QuickItem(msgspec.Struct, gc=False):
+    type: Any = msgspec.UNSET
+    role: Any = msgspec.UNSET
+    content: msgspec.Raw = QUICK_NULL
+    """Decoded only for the messages a view reads (system, developer, the last user's)."""
+
+
+class _QuickRequest(msgspec.Struct, gc=False):
+    """What ``parse_request`` (and the edge's ``background`` check) reads of a request (``quick_view``)."""
+
+    model: Any = None
+    stream: Any = None
+    instructions: Any = None
+    background: Any = None
+    input: str | list[_QuickItem] = msgspec.field(default_factory=list)
+
+
+_QUICK = quick_decoder(_QuickRequest)
+
+
+def _whole_history(body: JsonBody) -> list[HistoryToolCall]:
+    return _history(_input_items(body.data))
+
+
 class OpenAIResponses(WireFormat):
     name = "openai_responses"
+
+    def quick_view(self, body: JsonBody, *, stream: bool) -> RequestView | None:
+        """Declines a request with ``background`` set: the edge refuses those, on the whole decode."""
+        quick = _QUICK(body.raw)
+        if (quick is None or not isinstance(quick.model, str) or quick.background not in (None, False)
+                or not isinstance(quick.instructions, (str, type(None)))
+                or not isinstance(quick.stream, (bool, type(None)))):
+            return None
+        system = [quick.instructions or ""]
+        if isinstance(quick.input, str):  # one user message
+            last_user_text = quick.input
+        else:
+            last_user: _QuickItem | None = None
+            try:
+                for i in quick.input:  # what parse_request does, on the same values
+                    if (i.type is msgspec.UNSET or i.type == "message") and i.role is not msgspec.UNSET:
+                        if i.role in ("system", "developer"):
+                            system.append(_text(raw_value(i.content)))
+                        elif i.role == "user":
+                            last_user = i
+                last_user_text = _text(raw_value(last_user.content)) if last_user else ""
+            except QUICK_REFUSALS:
+                return None
+        return RequestView(model=quick.model, stream=bool(quick.stream),
+                           system_prompt="\n".join(s for s in system if s),
+                           last_user_text=last_user_text, history=LazyHistory(partial(_whole_history, body)))
 
     def parse_request(self, body: dict[str, Any], *, stream: bool) -> RequestView:
         items = _input_items(body)

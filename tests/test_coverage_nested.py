@@ -78,11 +78,20 @@ def sdk_view(read: Callable[[], Any]) -> str:
     return seen[0] if isinstance(seen, tuple) else str(seen)
 
 
-def coverage_trips(proxy: ProxyServer) -> float:
+def counted(proxy: ProxyServer, prefix: str) -> float:
+    """The value of the ``/metrics`` sample whose line starts with ``prefix`` (0 when absent)."""
     for line in httpx.get(proxy.url + "/metrics").text.splitlines():
-        if line.startswith('guardproxy_stream_guardrail_trips_total{guardrail_id="guardproxy-coverage"'):
+        if line.startswith(prefix):
             return float(line.rsplit(" ", 1)[1])
     return 0.0
+
+
+def coverage_trips(proxy: ProxyServer) -> float:
+    return counted(proxy, 'guardproxy_stream_guardrail_trips_total{guardrail_id="guardproxy-coverage"')
+
+
+def unreadable_answers(proxy: ProxyServer) -> float:
+    return counted(proxy, 'guardproxy_fail_closed_total{reason="unreadable"}')
 
 
 # -- unread fields inside known objects: chat ----------------------------------------------------------
@@ -508,10 +517,12 @@ def test_a_key_written_twice_fails_closed(proxy: ProxyServer, upstream: FakeUpst
     frames = make()
     frames[at] = _twice(frames[at], field)
     assert SECRET.encode() in frames[at]
+    before = unreadable_answers(proxy)
     upstream.queue(Reply(raw_frames=frames))
     status, raw = raw_post(proxy, path, body)
     assert_clean(raw)
     assert status == 502 or b"error" in raw
+    assert unreadable_answers(proxy) == before + 1
 
 
 @pytest.mark.parametrize(("path", "body", "reply"), [
@@ -519,14 +530,17 @@ def test_a_key_written_twice_fails_closed(proxy: ProxyServer, upstream: FakeUpst
     ("/v1/messages", ANTHROPIC_BODY, anthropic_body({"type": "text", "text": "fine"})),
     ("/v1beta/models/m:generateContent", GEMINI_BODY, json.dumps(gem([cand(0, {"text": "fine"}, finish="STOP")]))
      .encode()),
-], ids=["chat", "anthropic", "gemini"])
+    ("/v1/responses", RESPONSES_BODY, responses_body(message_item("fine"))),
+], ids=["chat", "anthropic", "gemini", "responses"])
 def test_a_unary_body_with_a_key_written_twice_is_a_502(proxy: ProxyServer, upstream: FakeUpstream, path: str,
                                                         body: dict[str, Any], reply: bytes) -> None:
     field = b"content" if b'"content": "fine"' in reply else b"text"
+    before = unreadable_answers(proxy)
     upstream.queue(Reply(raw_body=_twice(reply, field)))
     status, raw = raw_post(proxy, path, body)
     assert status == 502
     assert_clean(raw)
+    assert unreadable_answers(proxy) == before + 1
 
 
 # -- a tool call's name is output too (agents show it and keep it in the conversation) -------------------

@@ -204,7 +204,7 @@ class ChoiceGuard:
         """From here on frames go through entries: the primary's held frames become the first ones."""
         self._multi = self._retexts.multi = True
         fifo = self._fifo.setdefault(id(self._primary), deque())
-        for frame in self._primary.held_frames():
+        for frame in self._primary.hold_as_pushed():
             entry = _Entry(frame, [frame], 1)
             self._queue.append(entry)
             fifo.append(entry)
@@ -329,12 +329,13 @@ class ChoiceGuard:
         self.redaction_log += redactions
         return Step([], redactions=redactions)
 
-    def release_all(self) -> list[Frame]:
-        """Everything still held, in order (after the driver has vetted the message)."""
+    def release_all(self, at_most: int | None = None) -> list[Frame]:
+        """Everything still held, in order (after the driver has vetted the message); with one lane,
+        at most ``at_most`` frames per call (call until it returns none)."""
         if self.tripped:
             return []
         if not self._multi:
-            out = self._primary.release_all()
+            out = self._primary.release_all(at_most)
         else:
             for guard in (*self._lanes.values(), *self._closed):
                 self._released(guard, guard.release_all())

@@ -23,8 +23,7 @@ Cost per frame: O(len(frame text)) plus the armed checks' own O(len(delta)).
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from guardrails.datamodel import (
@@ -41,24 +40,12 @@ from guardrails.datamodel import (
 from guardrails.decision import Block, Redact
 from guardrails.stream import ArmedSet, Trip
 from guardrails.tools.arguments import decoded_text
+from proxy.held import HeldFrames
 
 CHECK_CHUNK = 1024
 """Text longer than this (a unary body, tool arguments, a huge delta) is checked in pieces of it."""
 _MAX_REDACTIONS_PER_DELTA = 64
 """Bounds the re-check loop after a redaction (each re-check is O(1) for a check with nothing new)."""
-
-
-@dataclass(slots=True)
-class _Held:
-    frame: Frame
-    start: int
-    end: int
-    redactions: list[tuple[int, int, str]] = field(default_factory=list)
-    """Spans relative to ``start`` with the mask that stands there instead."""
-    terminal: bool = False
-    """Carries the message's finish: held (with all after it) until the message is vetted."""
-    arrived: float = 0.0
-    """The injected clock's reading when the frame came in (0 without a clock)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +75,7 @@ class StreamGuard:
         self._holdback = holdback if self._armed else 0
         self._buffered = buffered
         self._retext = retext
-        self._queue: deque[_Held] = deque()
+        self._queue = HeldFrames(timed=self._clock is not None)
         self._acc = ""
         self._tools: dict[str, ToolCall] = {}
         self._tool_args: dict[str, list[str]] = {}
@@ -127,8 +114,14 @@ class StreamGuard:
             elif isinstance(event, Finish):
                 self.finish_reason = event.reason
         terminal = self.finish_reason is not None or frame.last or self.error is not None
-        self._queue.append(_Held(frame, start, len(self._acc), terminal=terminal,
-                                 arrived=self._clock() if self._clock is not None else 0.0))
+        end = len(self._acc)
+        if not self._queue and not terminal and not redactions and end <= self._limit():
+            # Nothing held before it and all of it releasable: it goes out without being queued.
+            if self._on_release is not None and end > start:
+                self._on_release(0.0)
+            self.committed = True
+            return Step([frame])
+        self._queue.push(frame, start, end, terminal, self._clock() if self._clock is not None else 0.0)
         self.redaction_log += redactions
         for r in redactions:
             self._apply_redaction(r)
@@ -244,19 +237,22 @@ class StreamGuard:
         """Tool calls begun so far in this message."""
         return len(self._tools)
 
-    def release_all(self) -> list[Frame]:
-        """Everything still held, in order (after the driver has vetted the message)."""
+    def release_all(self, at_most: int | None = None) -> list[Frame]:
+        """Everything still held, in order (after the driver has vetted the message); at most
+        ``at_most`` frames per call when given (call until it returns none)."""
         if self.tripped:
             return []
-        self._report(self._queue)
-        out = [self._render(h) for h in self._queue]
-        self._queue.clear()
+        queue = self._queue
+        count = len(queue) if at_most is None else min(at_most, len(queue))
+        self._report(count)
+        out = queue.take_all(count, self._acc, self._retext)
         self.committed = self.committed or bool(out)
         return out
 
-    def held_frames(self) -> list[Frame]:
-        """The frames held now, oldest first (as pushed, before any redaction)."""
-        return [h.frame for h in self._queue]
+    def hold_as_pushed(self) -> list[Frame]:
+        """The frames held now, oldest first (as pushed, before any redaction); from now on every
+        frame is kept as the object pushed (``ChoiceGuard`` keys lane rewrites by frame identity)."""
+        return self._queue.frames(self._acc)
 
     def drop_held(self) -> None:
         self._queue.clear()
@@ -286,48 +282,36 @@ class StreamGuard:
         self._queue.clear()
         return Step([], trip=trip)
 
-    def _releasable(self) -> list[Frame]:
+    def _limit(self) -> int:
+        """Text before this offset may be released (-1: nothing may, until ``release_all``)."""
         if self._buffered or self._holding_tools:
-            return []
+            return -1
         limit = len(self._acc) - self._holdback
         if self._armed is not None:
             limit = min(limit, self._armed.horizon(self._acc))
-        queue = self._queue
-        released: list[_Held] = []
-        while queue and queue[0].end <= limit and not queue[0].terminal:
-            released.append(queue.popleft())
-        self._report(released)
-        out = [self._render(h) for h in released]
-        if out:
-            self.committed = True
-        return out
+        return limit
 
-    def _report(self, released: Iterable[_Held]) -> None:
+    def _releasable(self) -> list[Frame]:
+        limit = self._limit()
+        if limit < 0:
+            return []
+        count = self._queue.releasable(limit)
+        if not count:
+            return []
+        self._report(count)
+        self.committed = True
+        return self._queue.take(count, self._acc, self._retext)
+
+    def _report(self, count: int) -> None:
         if self._clock is None or self._on_release is None:
             return
-        now = self._clock()
-        for held in released:
-            if held.end > held.start:
-                self._on_release(now - held.arrived)
-
-    def _render(self, held: _Held) -> Frame:
-        if not held.redactions or self._retext is None:
-            return held.frame
-        text = self._acc[held.start:held.end]
-        for rs, re_, mask in sorted(held.redactions, reverse=True):
-            text = text[:rs] + mask + text[re_:]
-        return Frame(self._retext(held.frame, text), (TextDelta(text),))
+        for waited in self._queue.waits(count, self._clock()):
+            self._on_release(waited)
 
     def _apply_redaction(self, trip: Trip) -> None:
         d = trip.decision
         assert isinstance(d, Redact)
-        first = True
-        for held in self._queue:
-            lo, hi = max(d.start, held.start), min(d.end, held.end)
-            if lo >= hi:
-                continue
-            held.redactions.append((lo - held.start, hi - held.start, d.mask if first else ""))
-            first = False
+        self._queue.redact(d.start, d.end, d.mask)
 
 
 def _check_whole(armed: ArmedSet, text: str) -> Trip | None:

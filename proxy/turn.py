@@ -41,6 +41,8 @@ from proxy.upstream import UpstreamError
 from proxy.wire.base import ErrorKind, FinishKind, JsonBody, Replaced, StreamCodec, WireFormat, dumps
 
 BATCH_FRAMES = 32
+RELEASE_BATCH = 4096
+"""Frames per write when a held message is released whole (about 0.7 MB of one-character deltas)."""
 """Released frames sent per write within one upstream read: few sends, bounded delay."""
 NOT_RUN = ("Not run: another tool call in the same turn was blocked by guardproxy. "
            "Call it again if it is still needed.")
@@ -223,7 +225,7 @@ class Turn:
             return self._on_finding(finding, ending.message)
         if self.tail:
             return self._tail(ending.message, "normal", None)
-        return [self._write(self._guard_().release_all()), Finish()]
+        return [*self._release_held(), Finish()]
 
     # ------------------------------------------------------------------ events: streaming
     def on_open(self, status: int, headers: list[tuple[str, str]]) -> bool:
@@ -391,7 +393,7 @@ class Turn:
         if act == "log":
             if self.tail:
                 return self._tail(message, "normal", None)
-            return [self._write(self._guard_().release_all()), Finish()]
+            return [*self._release_held(), Finish()]
         if act == "replace":
             self.notes.replaced(f, "replace")
             return self._tail(AssistantMessage(f.replacement), "filtered",
@@ -402,6 +404,15 @@ class Turn:
     def _tail(self, message: AssistantMessage, finish: FinishKind, replaced: Replaced | None) -> list[Command]:
         codec = self._client_codec()
         return [self._write_bytes(codec.render_tail(message, finish, replaced)), Finish()]
+
+    def _release_held(self) -> list[Write]:
+        """Everything held, in writes of at most ``RELEASE_BATCH`` frames: the frames of a long
+        buffered message (held compactly, ``proxy.held``) are rebuilt and dropped a batch at a time,
+        never all alive at once (a full garbage collection would walk every one of them)."""
+        guard, writes = self._guard_(), list[Write]()
+        while batch := guard.release_all(at_most=RELEASE_BATCH):
+            writes.append(self._write(batch))
+        return writes or [self._write([])]
 
     def _write(self, frames: list[Frame]) -> Write:
         codec = self._codec_()

@@ -56,14 +56,20 @@ class UpstreamResponse:
     async def iter_chunks(self) -> AsyncIterator[bytes]:
         """The body as it arrives; decoded from its content-encoding when asked (a coding that cannot
         be undone raises ``UpstreamError``, reason ``content_encoding``)."""
+        # Each loop drops its read before awaiting the next: a suspended generator's locals stay
+        # alive, and an idle stream would hold its last read (a burst of frames, whole) meanwhile.
         if self._decoder is None:
             async for chunk in self._raw_chunks():
                 yield chunk
+                del chunk
             return
         try:
             async for chunk in self._raw_chunks():
-                if out := self._decoder.feed(chunk):
+                out = self._decoder.feed(chunk)
+                del chunk
+                if out:
                     yield out
+                del out
             if out := self._decoder.finish():
                 yield out
         except ContentCodingError as exc:
@@ -73,6 +79,7 @@ class UpstreamResponse:
         try:
             async for chunk in self._resp.content.iter_any():
                 yield chunk
+                del chunk
         except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
             raise UpstreamError("the upstream stalled past the read timeout", timeout=True) from exc
         except (aiohttp.ClientError, ConnectionError) as exc:

@@ -122,3 +122,37 @@ def test_drop_held_forgets_what_was_not_released() -> None:
     assert g.held
     g.drop_held()
     assert not g.held and g.release_all() == []
+
+
+def _frames_alive() -> int:
+    import gc
+
+    return sum(1 for o in gc.get_objects() if type(o) is Frame)
+
+
+def test_a_long_buffered_message_is_held_without_an_object_per_frame_and_released_as_pushed() -> None:
+    g = StreamGuard(armed(), holdback=0, buffered=True)
+    texts = [chr(ord("a") + i % 26) for i in range(5000)]
+    before = _frames_alive()
+    for i, text in enumerate(texts):
+        assert g.push(t(f"<{i}>", text)).send == []
+    assert _frames_alive() - before < 100  # held as bytes and offsets, not as frames
+    out: list[Frame] = []
+    while batch := g.release_all(at_most=700):
+        assert len(batch) <= 700
+        out += batch
+    assert out == [t(f"<{i}>", text) for i, text in enumerate(texts)]
+    assert not g.held
+
+
+def test_a_redaction_reaches_frames_held_in_the_compact_form() -> None:
+    spec = PiiGuardrail(id="pii", kind="pii", categories=["email"], action="redact")
+    g = StreamGuard(ArmedSet.arm(build_stream_guardrails([spec], "[x]"), CTX), holdback=0, buffered=True,
+                    retext=lambda frame, text: text.encode())
+    message = "padding words. " * 10 + "write to bob.smith@acmecorp.io today, thanks"
+    for i, ch in enumerate(message):
+        g.push(t(f"<{i}>", ch))
+    assert g.end().trip is None
+    sent = b"".join(f.raw for f in g.release_all())
+    at = message.index("bob")
+    assert sent.startswith(b"<0><1>") and f"<{at - 1}>[email]<{at + 21}>".encode() in sent and g.redaction_log

@@ -68,7 +68,7 @@ class ArmedSet:
 
     def __init__(self, armed: list[tuple[str, DeltaCheck]]) -> None:
         self._armed = armed
-        self.ids = [guardrail_id for guardrail_id, _ in armed]
+        self._bind()
         self.window = max((check.window for _, check in armed), default=0)
         """Hold back at least this many characters: no armed check can still need more."""
         self._owed: dict[int, str] = {}
@@ -81,19 +81,25 @@ class ArmedSet:
     def disarm(self, guardrail_id: str) -> None:
         """Stop running one guardrail on this stream (its block was only to be logged)."""
         self._armed = [(g, c) for g, c in self._armed if g != guardrail_id]
-        self.ids = [g for g, _ in self._armed]
+        self._bind()
+
+    def _bind(self) -> None:
+        self.ids = [guardrail_id for guardrail_id, _ in self._armed]
+        # Bound once: the hot path calls them after every delta.
+        self._checks = [check.check for _, check in self._armed]
+        self._horizons = [check.horizon for _, check in self._armed]
 
     def check(self, accumulated: str, delta: str) -> Trip | None:
         """The first trip of the armed checks on ``delta``. After a ``Redact`` the caller calls again
         with an empty delta; the checks after the one that redacted have not seen ``delta`` yet, so
         they get it then (``_owed``): a check that reads only the delta (the canary) misses nothing."""
         owed = self._owed
-        for index, (guardrail_id, check) in enumerate(self._armed):
+        for index, check in enumerate(self._checks):
             seen = owed.pop(index, "") + delta if owed else delta
-            decision = check.check(accumulated, seen)
-            if decision is not PASS and (trip := _trip(guardrail_id, decision)) is not None:
+            decision = check(accumulated, seen)
+            if decision is not PASS and (trip := _trip(self.ids[index], decision)) is not None:
                 if isinstance(trip.decision, Redact):
-                    for later in range(index + 1, len(self._armed)):
+                    for later in range(index + 1, len(self._checks)):
                         owed[later] = owed.get(later, "") + delta
                 return trip
         return None
@@ -102,8 +108,10 @@ class ArmedSet:
         """The smallest horizon of the armed checks (``len(accumulated)`` when none is armed):
         every character before it may be released. See ``DeltaCheck.horizon``."""
         end = len(accumulated)
-        for _, check in self._armed:
-            end = min(end, check.horizon(accumulated))
+        for horizon in self._horizons:
+            at = horizon(accumulated)
+            if at < end:  # noqa: PLR1730 - min() is a builtin call per check per delta
+                end = at
         return end
 
     def finish(self, accumulated: str) -> Trip | None:

@@ -43,7 +43,6 @@ from __future__ import annotations
 import re
 import secrets
 import unicodedata
-from collections import deque
 
 from config.policy import CanaryGuardrail
 from guardrails.decision import PASS, SYSTEM_PROMPT_LEAK, Block, Decision
@@ -114,7 +113,8 @@ class CanaryCheck(DeltaCheck):
         self._miss = -(10**9)  # normalised offset of the last stepped gram missing from the prompt
         self._chain = 0  # normalised offset where the current chain of prompt grams starts
         # (normalised start, raw start, one raw character per normalised one) of recent deltas
-        self._offsets: deque[tuple[int, int, bool]] = deque()
+        # (a list: at most ``_OFFSETS_KEPT`` entries, and an empty deque costs 600 bytes a stream)
+        self._offsets: list[tuple[int, int, bool]] = []
         self._horizon = 0
 
     def check(self, accumulated: str, delta: str) -> Decision:
@@ -186,10 +186,12 @@ class CanaryCheck(DeltaCheck):
     def _raw_offset(self, normalised: int, end: int) -> int:
         """The raw offset of normalised offset ``normalised`` (or of the start of its delta)."""
         offsets = self._offsets
-        while len(offsets) > 1 and offsets[1][0] <= normalised:
-            offsets.popleft()
-        while len(offsets) > _OFFSETS_KEPT:
-            offsets.popleft()
+        drop = 0
+        while len(offsets) - drop > 1 and offsets[drop + 1][0] <= normalised:
+            drop += 1
+        drop = max(drop, len(offsets) - _OFFSETS_KEPT)
+        if drop:
+            del offsets[:drop]
         if not offsets:
             return end
         norm_start, raw_start, exact = offsets[0]

@@ -156,3 +156,25 @@ def test_a_redaction_reaches_frames_held_in_the_compact_form() -> None:
     sent = b"".join(f.raw for f in g.release_all())
     at = message.index("bob")
     assert sent.startswith(b"<0><1>") and f"<{at - 1}>[email]<{at + 21}>".encode() in sent and g.redaction_log
+
+
+def test_held_frames_in_the_compact_form_keep_their_redaction_when_a_second_lane_begins() -> None:
+    from guardrails.datamodel import PRIMARY, Lane
+    from proxy.lanes import ChoiceGuard
+
+    spec = PiiGuardrail(id="pii", kind="pii", categories=["email"], action="redact")
+    providers = build_stream_guardrails([spec], "[x]")
+
+    def retext(frame: Frame, texts: dict[Lane, str]) -> bytes:
+        return texts.get(PRIMARY, "").encode()
+
+    guard = ChoiceGuard(lambda _: ArmedSet.arm(providers, CTX), holdback=0, buffered=True, retext=retext)
+    message = "padding words. " * 4 + "mail bob.smith@acmecorp.io"
+    for i, ch in enumerate(message):  # past the frames kept as pushed: the rest is held compactly
+        assert guard.push(t(f"<{i}>", ch)).trip is None
+    assert guard.push(Frame(b"<other>", (TextDelta("hello", choice=1),))).trip is None  # now two lanes
+    assert guard.push(t("<end>", " today")).trip is None
+    assert guard.end().trip is None
+    sent = b"".join(f.raw for f in guard.release_all())
+    at = message.index("bob")
+    assert f"<{at - 1}>[email]".encode() in sent and b"bob.smith" not in sent and sent.endswith(b"<other><end>")

@@ -128,6 +128,19 @@ def test_a_clean_stream_is_released_vetted_and_finished() -> None:
     assert b"[DONE]" in written(first + out) and b"[DONE]" not in written(first)
 
 
+def test_a_long_buffered_message_goes_out_whole_in_bounded_writes_after_the_verdict() -> None:
+    from proxy.turn import RELEASE_BATCH
+
+    turn, _ = make_turn(buffered=True)
+    open_stream(turn)
+    deltas = [text("ab"[i % 2]) for i in range(2 * RELEASE_BATCH + 10)]
+    assert written([c for d in deltas for c in turn.on_chunk(d)]) == b""  # buffered: all held
+    turn.on_chunk(END)
+    out = vet(turn, turn.on_end())
+    assert kinds(out) == ["Write", "Write", "Write", "Finish"]
+    assert written(out) == b"".join(deltas) + END
+
+
 def test_the_finish_waits_for_the_verdict_and_a_message_finding_replaces_after_it() -> None:
     turn, notes = make_turn()
     open_stream(turn)

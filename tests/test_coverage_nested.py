@@ -78,6 +78,17 @@ def sdk_view(read: Callable[[], Any]) -> str:
     return seen[0] if isinstance(seen, tuple) else str(seen)
 
 
+def assert_clean_raw_and_sdk(proxy: ProxyServer, upstream: FakeUpstream, frames: list[bytes], path: str,
+                             body: dict[str, Any], sdk_stream: Callable[[ProxyServer], Any]) -> None:
+    """The same upstream bytes twice: the raw response and what the SDK shows hold no byte of the secret."""
+    upstream.queue(Reply(raw_frames=frames))
+    status, raw = raw_post(proxy, path, body)
+    assert status == 200
+    assert_clean(raw)
+    upstream.queue(Reply(raw_frames=frames))
+    assert_clean(sdk_view(lambda: sdk_stream(proxy)))
+
+
 def counted(proxy: ProxyServer, prefix: str) -> float:
     """The value of the ``/metrics`` sample whose line starts with ``prefix`` (0 when absent)."""
     for line in httpx.get(proxy.url + "/metrics").text.splitlines():
@@ -178,12 +189,7 @@ ANTHROPIC_NESTED = {
 def test_anthropic_stream_fields_nobody_decodes_are_checked(proxy: ProxyServer, upstream: FakeUpstream,
                                                             blocks: list[bytes]) -> None:
     frames = [START, *blocks, *text_block(5, PADDING), *END]
-    upstream.queue(Reply(raw_frames=frames))
-    status, raw = raw_post(proxy, "/v1/messages", {**ANTHROPIC_BODY, "stream": True})
-    assert status == 200
-    assert_clean(raw)
-    upstream.queue(Reply(raw_frames=frames))
-    assert_clean(sdk_view(lambda: anthropic_sdk_stream(proxy)))
+    assert_clean_raw_and_sdk(proxy, upstream, frames, "/v1/messages", {**ANTHROPIC_BODY, "stream": True}, anthropic_sdk_stream)
 
 
 def test_anthropic_refusal_explanation_is_checked(proxy: ProxyServer, upstream: FakeUpstream) -> None:
@@ -246,12 +252,7 @@ def test_responses_stream_fields_nobody_decodes_are_checked(proxy: ProxyServer, 
     s = Seq()
     turn.insert(1, s("response.in_progress", response=RESP))
     frames = patched(turn, event_type, change)
-    upstream.queue(Reply(raw_frames=frames))
-    status, raw = raw_post(proxy, "/v1/responses", {**RESPONSES_BODY, "stream": True})
-    assert status == 200
-    assert_clean(raw)
-    upstream.queue(Reply(raw_frames=frames))
-    assert_clean(sdk_view(lambda: responses_sdk_stream(proxy)))
+    assert_clean_raw_and_sdk(proxy, upstream, frames, "/v1/responses", {**RESPONSES_BODY, "stream": True}, responses_sdk_stream)
 
 
 @pytest.mark.parametrize("item", [
@@ -284,12 +285,7 @@ GEMINI_NESTED = {
 def test_gemini_stream_fields_nobody_decodes_are_checked(proxy: ProxyServer, upstream: FakeUpstream,
                                                          chunks: list[dict[str, Any]]) -> None:
     frames = sse_frames([*chunks, gem([cand(0, {"text": PADDING}, finish="STOP")])])
-    upstream.queue(Reply(raw_frames=frames))
-    status, raw = raw_post(proxy, "/v1beta/models/m:streamGenerateContent?alt=sse", GEMINI_BODY)
-    assert status == 200
-    assert_clean(raw)
-    upstream.queue(Reply(raw_frames=frames))
-    assert_clean(sdk_view(lambda: gemini_sdk_stream(proxy)))
+    assert_clean_raw_and_sdk(proxy, upstream, frames, "/v1beta/models/m:streamGenerateContent?alt=sse", GEMINI_BODY, gemini_sdk_stream)
 
 
 def test_gemini_unary_content_field_is_checked_and_not_kept(proxy: ProxyServer, upstream: FakeUpstream) -> None:
@@ -461,24 +457,14 @@ def _responses_lane_turn(delta_type: str, **where: Any) -> list[bytes]:
 def test_responses_text_deltas_beside_the_answer_are_checked_across_deltas(
         proxy: ProxyServer, upstream: FakeUpstream, delta_type: str, where: dict[str, Any]) -> None:
     frames = _responses_lane_turn(delta_type, **where)
-    upstream.queue(Reply(raw_frames=frames))
-    status, raw = raw_post(proxy, "/v1/responses", {**RESPONSES_BODY, "stream": True})
-    assert status == 200
-    assert_clean(raw)
-    upstream.queue(Reply(raw_frames=frames))
-    assert_clean(sdk_view(lambda: responses_sdk_stream(proxy)))
+    assert_clean_raw_and_sdk(proxy, upstream, frames, "/v1/responses", {**RESPONSES_BODY, "stream": True}, responses_sdk_stream)
 
 
 def test_gemini_grounding_metadata_is_checked(proxy: ProxyServer, upstream: FakeUpstream) -> None:
     grounding = {"webSearchQueries": [f"find {SECRET}"], "searchEntryPoint": {"renderedContent": "<div/>"}}
     frames = sse_frames([gem([cand(0, {"text": "Hello. "})]),
                          gem([cand(0, {"text": PADDING}, finish="STOP", groundingMetadata=grounding)])])
-    upstream.queue(Reply(raw_frames=frames))
-    status, raw = raw_post(proxy, "/v1beta/models/m:streamGenerateContent?alt=sse", GEMINI_BODY)
-    assert status == 200
-    assert_clean(raw)
-    upstream.queue(Reply(raw_frames=frames))
-    assert_clean(sdk_view(lambda: gemini_sdk_stream(proxy)))
+    assert_clean_raw_and_sdk(proxy, upstream, frames, "/v1beta/models/m:streamGenerateContent?alt=sse", GEMINI_BODY, gemini_sdk_stream)
 
 
 @pytest.mark.parametrize("stream", [True, False])

@@ -122,6 +122,8 @@ TEMPLATES: dict[str, str] = {
     "shopify-token": "shpat_{hex:32}",
     "square-token": "EAAA{b64u:60}",
     "rootly-key": "rootly_{hex:64}",
+    "discord-bot-token": "DISCORD_BOT=MTk4NjIy{b64u:18}.{b64u:6}.{b64u:38}",
+    "npmrc-auth-token": "//registry.npmjs.org/:_authToken={uuid}",
     "spectralops-token": "spu-{low:32}",
     "teamwork-token": "tkn.v1_{b62:71}=",
     "portainer-token": "ptr_{b62:43}",

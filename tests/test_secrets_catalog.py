@@ -233,6 +233,7 @@ HEX32, B62 = _rand("0123456789abcdef", 32, "hex"), _rand(string.ascii_letters + 
     f'twilio_sid = "SK{HEX32}"',                              # type letters, then hex
     f"set SNYK_API_TOKEN={HEX32[:8]}-{HEX32[8:12]}-{HEX32[12:16]}-{HEX32[16:20]}-{HEX32[20:]}",  # no spaces
     f"DATADOG_API_KEY={HEX32}",
+    f"AZURE_API_MANAGEMENT_SUBSCRIPTION_KEY={HEX32}",         # a long name between the word and the value
     f'sumoToken = "su{B62[:12]}"',                            # a 14-character access id
     "sumo_token: 'suCbalLsXNkFlC'",                           # ... of letters only
     f"finicityToken = '{HEX32[:10]}5678{HEX32[14:]}'",        # one counting run in a long random value

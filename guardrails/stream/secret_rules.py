@@ -26,6 +26,7 @@ where a provider word names them (``DATADOG_API_KEY=...``, ``"twilio_token": "..
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass
 
 
@@ -73,6 +74,7 @@ def _p(id: str, family: str, kw: str | tuple[str, ...], regex: str, **kw_args: o
 # to JWT_HEADER_MAX characters; the token is settled once 21 payload characters (or a short payload
 # and 16 signature characters) have arrived.
 JWT_HEADER_MAX = 600
+DISCORD_ID_STARTS = tuple(sorted({base64.b64encode(str(n).encode()).decode()[:4] for n in range(100, 1000)}))
 
 RULES: tuple[SecretRule, ...] = (
     # --- cloud -------------------------------------------------------------------------------------
@@ -148,6 +150,10 @@ RULES: tuple[SecretRule, ...] = (
     _p("atlassian-api-token", "atlassian", ("atatt3", "atctt3", "atstt3"),
        rf"{_LB}AT[ACS]TT3(?P<s>[A-Za-z0-9_=-]{{32}})"),
     _p("npm-token", "npm", "npm_", rf"{_LB}npm_(?P<s>{_B62}{{36}}){_END}", checksum="crc32_base62"),
+    # ``.npmrc``: ``//registry.npmjs.org/:_authToken=<token>`` (a legacy token is a UUID).
+    _p("npmrc-auth-token", "npm", "_authtoken",
+       rf"_authToken[ \t]?=[ \t]?[\"']?(?P<s>{_UUID}|[A-Za-z0-9_+/=.-]{{24,200}})(?![A-Za-z0-9_+/=.-])", spans_space=True,
+       alive=r"_authToken[ \t]?=?[ \t]?[\"']?[A-Za-z0-9_+/=.-]{0,200}"),
     _p("pypi-token", "pypi", ("pypi-ageicHlwaS5vcmc", "pypi-agendgvzdc5wexbplm9yzw"),
        rf"{_LB}pypi-(?:AgEIcHlwaS5vcmc|AgENdGVzdC5weXBpLm9yZw){_B64URL}{{50}}", checksum="shape"),
     _p("rubygems-token", "rubygems", "rubygems_", rf"{_LB}rubygems_(?P<s>[a-z0-9]{{48}}){_END}"),
@@ -219,6 +225,11 @@ RULES: tuple[SecretRule, ...] = (
     _p("tines-webhook", "tines", ".tines.com/webhook/", r"\.tines\.com/webhook/[a-z0-9]{32}/(?P<s>[a-z0-9]{32})"),
     _p("discord-webhook", "discord", ("discord.com/api/webhooks/", "discordapp.com/api/webhooks/"),
        r"discord(?:app)?\.com/api/webhooks/\d{17,20}/(?P<s>[A-Za-z0-9_-]{32})"),
+    # A bot token: base64 of the bot's numeric user id (a snowflake of 17-20 digits, so its first
+    # four characters encode three digits: the keywords), ``.``, a 6-character timestamp, ``.``,
+    # an HMAC of 27 (older) or 38 characters.
+    _p("discord-bot-token", "discord", DISCORD_ID_STARTS,
+       r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.(?P<s>[A-Za-z0-9_-]{27})"),
     _p("telegram-bot-token", "telegram", ":a", r"(?<![\w:])\d{8,10}:A(?P<s>[A-Za-z0-9_-]{34})(?![\w-])", back=10),
     _p("teams-webhook", "teams", ("webhookb2/", "incomingwebhook/"),
        r"(?:webhookb2/[a-z0-9-]{36}@[a-z0-9-]{36}/)?IncomingWebhook/(?P<s>[a-z0-9]{32})/[a-z0-9-]{36}"),
@@ -502,6 +513,6 @@ def keyed_rule(family: str, keywords: tuple[str, ...]) -> tuple[SecretRule, str]
     name = r"(?:(?<![A-Za-z])|(?=[A-Z]))(?i:" + "|".join(k.replace(".", r"\.") for k in keywords) + ")"
     value = _KEYED_VALUE + (f"|{KEYED_SHORT[family]}" if family in KEYED_SHORT else "")
     rule = SecretRule(f"{family}-keyed", family, keywords,
-                      r"(?<![/.@])" + name + _NOT_DOMAIN + r"[\w .:-]{0,30}?" + _KEYED_SEP + _KEYED_VALUE_START
+                      r"(?<![/.@])" + name + _NOT_DOMAIN + r"[\w .:-]{0,40}?" + _KEYED_SEP + _KEYED_VALUE_START
                       + f"(?P<s>{value}){_KEYED_END}", spans_space=True)
-    return rule, name + r"[\w .:-]{0,30}" + _KEYED_SEP_ALIVE + r"[A-Za-z0-9_+/.:=-]{0,100}"
+    return rule, name + r"[\w .:-]{0,40}" + _KEYED_SEP_ALIVE + r"[A-Za-z0-9_+/.:=-]{0,100}"

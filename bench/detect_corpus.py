@@ -12,7 +12,9 @@ Reads local snapshots of public repositories when present (``--mirrors``, defaul
   labelled by the file's provider;
 - ``trufflesecurity/trufflehog`` ``pkg/detectors/*/*_test.go``: each pattern test case's
   ``input``, a true positive when its ``want`` expects a finding, else a false positive,
-  labelled by the detector's folder.
+  labelled by the detector's folder;
+- ``Yelp/detect-secrets`` ``tests/plugins/*_test.py``: each parametrized ``(string, bool)``
+  case, labelled by the plugin. No rule was written against these: a held-out set.
 
 It also writes PII samples: libphonenumber's example numbers for every region (``phonenumbers``,
 international and national format), the example ids in ``python-stdnum``'s own docstrings that
@@ -23,6 +25,7 @@ samples (facts) are kept, as JSON lines: ``{"source", "family", "label", "text"}
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import json
 import pkgutil
@@ -91,6 +94,38 @@ def trufflehog_samples(repo: Path, seed: int = 0) -> Iterator[dict[str, str]]:
                 yield {"source": "trufflehog", "family": family, "label": "tp" if wanted else "fp", "text": value}
 
 
+def detect_secrets_samples(repo: Path, seed: int = 0) -> Iterator[dict[str, str]]:
+    """Yelp detect-secrets' plugin tests (``tests/plugins/*_test.py``): each ``parametrize`` case
+    that holds one string and one boolean, a true positive when the boolean says the plugin
+    should find a secret. Read with ``ast`` (literals, and names bound to literals in the file);
+    the public-IP plugin's cases are left out (an address is not a credential here)."""
+    for name, text in _git_files(repo, "tests/plugins", "_test.py"):
+        family = Path(name).stem.removesuffix("_test")
+        if family in ("ip_public", "base"):
+            continue
+        tree = ast.parse(text)
+        bound = {node.targets[0].id: node.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                 and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)}
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "parametrize"
+                    and len(node.args) >= 2):
+                continue
+            cases = node.args[1]
+            if isinstance(cases, ast.Name):
+                cases = bound.get(cases.id, cases)
+            try:
+                values = ast.literal_eval(cases)
+            except ValueError:
+                continue
+            for case in values if isinstance(values, (list, tuple)) else ():
+                parts = case if isinstance(case, tuple) else (case,)
+                strings = [v for v in parts if isinstance(v, str)]
+                flags = [v for v in parts if isinstance(v, bool)]
+                if len(strings) == 1 and len(flags) == 1 and len(strings[0].strip()) >= 8:
+                    yield {"source": "detect-secrets", "family": family, "label": "tp" if flags[0] else "fp",
+                           "text": strings[0]}
+
+
 def phone_samples() -> Iterator[dict[str, str]]:
     for region in sorted(phonenumbers.SUPPORTED_REGIONS):
         for kind in (phonenumbers.PhoneNumberType.FIXED_LINE, phonenumbers.PhoneNumberType.MOBILE):
@@ -146,7 +181,8 @@ def main() -> None:
     out, mirrors = Path(args.out), Path(args.mirrors)
     out.mkdir(parents=True, exist_ok=True)
     sets = {"secrets-gitleaks": (mirrors / "gitleaks+gitleaks" / "repo", gitleaks_samples),
-            "secrets-trufflehog": (mirrors / "trufflesecurity+trufflehog" / "repo", trufflehog_samples)}
+            "secrets-trufflehog": (mirrors / "trufflesecurity+trufflehog" / "repo", trufflehog_samples),
+            "secrets-detect-secrets": (mirrors / "Yelp+detect-secrets" / "repo", detect_secrets_samples)}
     for stem, (repo, gather) in sets.items():
         if repo.exists():
             _write(out / f"{stem}.jsonl", gather(repo, args.seed))

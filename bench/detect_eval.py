@@ -36,6 +36,7 @@ from guardrails.decision import Block, Redact
 from guardrails.seams import DeltaCheck, StreamContext
 from guardrails.stream.pii import PiiProvider
 from guardrails.stream.pii_regions import NATIONAL_IDS
+from guardrails.stream.secret_checks import KNOWN_SAMPLES
 from guardrails.stream.secrets import CATEGORIES, SecretsProvider
 
 RESULTS = Path(__file__).parent / "results"
@@ -62,7 +63,7 @@ def blocks(check: DeltaCheck, text: str, seed: int = 0) -> bool:
 
 
 # Source names that differ from the catalog's family names.
-ALIASES = {"artifactory": "jfrog", "hashicorpvault": "vault", "hashicorp": "terraform", "privatekey": "private_key",
+ALIASES = {"squareoauth": "square", "ibmcloud": "ibm", "softlayer": "ibm", "artifactory": "jfrog", "hashicorpvault": "vault", "hashicorp": "terraform", "privatekey": "private_key",
            "gcp": "gcp", "googleoauth": "google_oauth", "sendinblue": "brevo", "microsoftteams": "teams",
            "flyio": "flyio", "octopusdeploy": "octopus", "definednetworking": "defined_networking",
            "azure": "azure", "microsoft": "azure", "ngrok": "ngrok", "bitbucketapppassword": "bitbucket"}
@@ -86,9 +87,10 @@ def load(path: Path) -> list[dict[str, str]]:
 
 # A sample its own authors marked as not a real key: a word that says so, a run of eight of one
 # character (other than "A", which base64 of zero bytes and some formats' padding are made of),
-# or a counting run. The randomness test lets these pass on purpose; "realistic" recall leaves
+# a counting run, or a published example value (jwt.io's sample token). The randomness test lets these pass on purpose; "realistic" recall leaves
 # them out, the raw figure keeps them.
-PLACEHOLDER = re.compile(r"(?i:fake|example|dummy|placeholder)|([^A])\1{7}|123456789|(?i:abcdefghij)")
+PLACEHOLDER = re.compile(r"(?i:fake|example|dummy|placeholder)|([^A])\1{7}|123456789|(?i:abcdefghij)|"
+                         + "|".join(re.escape(s) for s in KNOWN_SAMPLES))
 
 
 def secrets_recall(rows: list[dict[str, str]]) -> dict[str, object]:
@@ -288,7 +290,7 @@ def main() -> None:
     tag = f"-{args.tag}" if args.tag else ""
     data = Path(args.data)
     report: dict[str, object] = {}
-    for stem in ("secrets-gitleaks", "secrets-trufflehog"):
+    for stem in ("secrets-gitleaks", "secrets-trufflehog", "secrets-detect-secrets"):
         rows = load(data / f"{stem}.jsonl")
         if rows:
             report[stem] = secrets_recall(rows)
@@ -310,7 +312,7 @@ def summary(report: dict[str, Any], data: Path) -> dict[str, object]:
     """The committed record (``detect_summary.json``): figures per family and kind, no samples."""
     out: dict[str, object] = {"date": datetime.date.today().isoformat(),
                               "corpus": {p.name: sum(1 for _ in p.open()) for p in sorted(data.glob("*.jsonl"))}}
-    for stem in ("secrets-gitleaks", "secrets-trufflehog"):
+    for stem in ("secrets-gitleaks", "secrets-trufflehog", "secrets-detect-secrets"):
         part = report.get(stem)
         if part:
             out[stem] = {k: part[k] for k in ("per_family", "per_family_realistic", "samples", "tp_caught",
@@ -323,7 +325,7 @@ def summary(report: dict[str, Any], data: Path) -> dict[str, object]:
 
 
 def print_summary(report: dict[str, object]) -> None:
-    for stem in ("secrets-gitleaks", "secrets-trufflehog"):
+    for stem in ("secrets-gitleaks", "secrets-trufflehog", "secrets-detect-secrets"):
         part = report.get(stem)
         if isinstance(part, dict):
             fams = {f: r for f, r in part["per_family"].items() if f != "(not in catalog)"}

@@ -74,7 +74,8 @@ def _p(id: str, family: str, kw: str | tuple[str, ...], regex: str, **kw_args: o
 # to JWT_HEADER_MAX characters; the token is settled once 21 payload characters (or a short payload
 # and 16 signature characters) have arrived.
 JWT_HEADER_MAX = 600
-DISCORD_ID_STARTS = tuple(sorted({base64.b64encode(str(n).encode()).decode()[:4] for n in range(100, 1000)}))
+# The base64 of three digits, each spelling the regex below allows (``MTk4`` is "198").
+DISCORD_ID_STARTS = tuple(sorted(base64.b64encode(f"{n:03d}".encode()).decode() for n in range(1000)))
 
 RULES: tuple[SecretRule, ...] = (
     # --- cloud -------------------------------------------------------------------------------------
@@ -229,7 +230,8 @@ RULES: tuple[SecretRule, ...] = (
     # four characters encode three digits: the keywords), ``.``, a 6-character timestamp, ``.``,
     # an HMAC of 27 (older) or 38 characters.
     _p("discord-bot-token", "discord", DISCORD_ID_STARTS,
-       r"(?<![A-Za-z0-9_.-])[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.(?P<s>[A-Za-z0-9_-]{27})"),
+       r"(?<![A-Za-z0-9_.-])(?:[MN][DTjz]|O[DT])[AEIMQUYcgk][w-z0-5][A-Za-z0-9_-]{20,23}\.[A-Za-z0-9_-]{6}\."
+       r"(?P<s>[A-Za-z0-9_-]{27})"),
     _p("telegram-bot-token", "telegram", ":a", r"(?<![\w:])\d{8,10}:A(?P<s>[A-Za-z0-9_-]{34})(?![\w-])", back=10),
     _p("teams-webhook", "teams", ("webhookb2/", "incomingwebhook/"),
        r"(?:webhookb2/[a-z0-9-]{36}@[a-z0-9-]{36}/)?IncomingWebhook/(?P<s>[a-z0-9]{32})/[a-z0-9-]{36}"),

@@ -153,3 +153,10 @@ def test_written_with_the_trunk_prefix_or_in_groups() -> None:
 ])
 def test_national_ids_in_the_forms_people_write(region: str, value: str) -> None:
     assert redacted(f"id {value} ok", [region]) == [(value, "[id]")]
+
+
+def test_an_id_the_library_raises_on_is_withheld_not_an_error() -> None:
+    # A well-formed Chinese resident id (checksum holds) whose area code python-stdnum's table lacks a
+    # county for: its is_valid raises KeyError.
+    number = "611430199001017062"
+    assert redacted(f"my id is {number} ok", ["CN"]) == [(number, "[id]")]

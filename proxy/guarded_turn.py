@@ -58,32 +58,6 @@ class Facts:
     """From the policy and ``x-guardproxy-mode``, checked by the edge."""
 
 
-READ_SLICE = 8_192
-"""A read larger than this (a burst: many frames written at once) is checked in slices cut at line
-ends, and what each slice releases is written before the next is checked, so a burst's first text
-leaves after one slice's checks rather than the whole read's, and 32 bursting streams take turns."""
-
-
-def read_slices(chunk: bytes) -> list[bytes]:
-    """``chunk`` cut after a line end at most every ``READ_SLICE`` bytes; whole when it is small or has
-    no line end to cut at (one large frame, which then goes to a thread whole)."""
-    if len(chunk) <= READ_SLICE:
-        return [chunk]
-    pieces: list[bytes] = []
-    start = 0
-    while len(chunk) - start > READ_SLICE:
-        cut = chunk.rfind(b"\n", start, start + READ_SLICE) + 1 or chunk.find(b"\n", start + READ_SLICE) + 1
-        if cut <= start:
-            break
-        pieces.append(chunk[start:cut])
-        start = cut
-    if not pieces:
-        return [chunk]
-    if start < len(chunk):
-        pieces.append(chunk[start:])
-    return pieces
-
-
 def plants_canary(s: Services) -> bool:
     """Whether the request's policy plants a canary token in every system prompt (rewriting the body)."""
     return s.guard.once("plants", lambda: any(plants_instruction(g) for g in s.stream_guardrails))
@@ -271,21 +245,18 @@ class GuardedTurn:
             async for chunk in resp.iter_chunks():
                 if self.timings is not None:
                     self.timings.upstream_read()
-                for n, piece in enumerate(read_slices(chunk)):
-                    if n:
-                        await asyncio.sleep(0)  # let the other streams' writes go out between slices
-                    frames_before = turn.frames_in
-                    cmds = await off_loop_if_large(len(piece), turn.on_chunk, piece)
-                    over = budget.add(len(piece), framed=turn.frames_in != frames_before) \
-                        or tool_call_violation(turn.tool_calls_seen, self.limits)
-                    if over is not None and turn.reading:
-                        return turn.on_break(over)  # nothing of the read that crossed the bound is sent
-                    if not turn.reading:
-                        return cmds
-                    await self._do_all(cmds)
+                frames_before = turn.frames_in
+                cmds = await off_loop_if_large(len(chunk), turn.on_chunk, chunk)
+                over = budget.add(len(chunk), framed=turn.frames_in != frames_before) \
+                    or tool_call_violation(turn.tool_calls_seen, self.limits)
+                if over is not None and turn.reading:
+                    return turn.on_break(over)  # nothing of the read that crossed the bound is sent
+                if not turn.reading:
+                    return cmds
+                await self._do_all(cmds)
                 # Nothing of this read stays referenced while the next one is awaited: an idle stream
                 # holds only what the guard holds back (not its last read and last write, whole).
-                del chunk, piece, cmds
+                del chunk, cmds
             return await off_loop_if_large(turn.pending_check_chars, turn.on_end)
         except UpstreamError as exc:
             return turn.on_break(exc)

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -26,6 +29,30 @@ class Scene:
     fake: ScriptedAPI
     audit: Path
     run: subprocess.CompletedProcess[str]
+
+
+@dataclass(frozen=True)
+class Rooms:
+    """Where one agent run happens: its workspace, its own home, the proxy's audit log, and the
+    file the scripted model edits."""
+
+    workspace: Path
+    home: Path
+    audit: Path
+    target: Path
+
+
+@contextmanager
+def agent_rooms(prefix: str, original: str) -> Iterator[Rooms]:
+    """Fresh rooms under /tmp (resolved: the tool rules compare real paths), the target holding
+    ``original``; removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix=prefix, dir="/tmp") as tmp:
+        root = Path(tmp).resolve()
+        rooms = Rooms(root / "project", root / "home", root / "audit.jsonl", root / "project" / "notes.txt")
+        rooms.workspace.mkdir()
+        rooms.home.mkdir()
+        rooms.target.write_text(original)
+        yield rooms
 
 
 def feedback_policy(workspace: Path) -> str:

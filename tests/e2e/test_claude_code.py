@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.agent_scene import Scene, diagnose, feedback_policy
+from tests.e2e.agent_scene import Scene, agent_rooms, diagnose, feedback_policy
 from tests.e2e.scripted_api import ScriptedAPI, Turn
 from tests.fakes.proxy import ProxyServer
 
@@ -109,20 +109,15 @@ def scene() -> Iterator[Scene]:
     if binary is None:
         pytest.skip("Claude Code is not installed (`make e2e-deps` installs it): set "
                     f"GUARDPROXY_E2E_CLAUDE or `npm install --prefix tests/e2e @anthropic-ai/claude-code@{PINNED}`")
-    with tempfile.TemporaryDirectory(prefix="gp-e2e-claude-", dir="/tmp") as tmp:
-        root = Path(tmp).resolve()
-        ws, home, audit = root / "project", root / "home", root / "audit.jsonl"
-        ws.mkdir()
-        home.mkdir()
-        target = ws / "notes.txt"
-        target.write_text(ORIGINAL)
-        model = ReadThenEdit(target)
-        policy = feedback_policy(ws)
-        with ScriptedAPI(model) as fake, ProxyServer(fake.url, policy, audit_log=str(audit)) as proxy:
+    with agent_rooms("gp-e2e-claude-", ORIGINAL) as rooms:
+        model = ReadThenEdit(rooms.target)
+        policy = feedback_policy(rooms.workspace)
+        with ScriptedAPI(model) as fake, ProxyServer(fake.url, policy, audit_log=str(rooms.audit)) as proxy:
             run = subprocess.run([str(binary), "-p", PROMPT, "--output-format", "text", "--permission-mode",
-                                  "acceptEdits", "--allowedTools", "Read,Edit"], cwd=ws, env=_env(home, proxy.url),
-                                 stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180, check=False)
-        yield Scene(target, model, fake, audit, run)
+                                  "acceptEdits", "--allowedTools", "Read,Edit"], cwd=rooms.workspace,
+                                 env=_env(rooms.home, proxy.url), stdin=subprocess.DEVNULL, capture_output=True,
+                                 text=True, timeout=180, check=False)
+        yield Scene(rooms.target, model, fake, rooms.audit, run)
 
 
 def test_version_is_the_pinned_one(scene: Scene) -> None:

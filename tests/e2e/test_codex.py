@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.agent_scene import Scene, diagnose, feedback_policy
+from tests.e2e.agent_scene import Scene, agent_rooms, diagnose, feedback_policy
 from tests.e2e.scripted_api import ScriptedAPI, Turn
 from tests.fakes.proxy import ProxyServer
 
@@ -99,26 +99,21 @@ def scene() -> Iterator[Scene]:
     if binary is None:
         pytest.skip("Codex is not installed (`make e2e-deps` installs it): set GUARDPROXY_E2E_CODEX "
                     f"or `npm install --prefix tests/e2e @openai/codex@{PINNED}`")
-    with tempfile.TemporaryDirectory(prefix="gp-e2e-codex-", dir="/tmp") as tmp:
-        root = Path(tmp).resolve()
-        ws, home, audit = root / "project", root / "home", root / "audit.jsonl"
-        (home / ".codex").mkdir(parents=True)
-        ws.mkdir()
-        target = ws / "notes.txt"
-        target.write_text(ORIGINAL)
-        model = ReadThenEdit(target)
-        policy = feedback_policy(ws)
+    with agent_rooms("gp-e2e-codex-", ORIGINAL) as rooms:
+        (rooms.home / ".codex").mkdir()
+        model = ReadThenEdit(rooms.target)
+        policy = feedback_policy(rooms.workspace)
         env = {k: os.environ[k] for k in ("PATH", "LANG", "LC_ALL", "TMPDIR") if k in os.environ}
-        env.update({"HOME": str(home), "CODEX_HOME": str(home / ".codex"), "E2E_KEY": "sk-e2e-fake",
+        env.update({"HOME": str(rooms.home), "CODEX_HOME": str(rooms.home / ".codex"), "E2E_KEY": "sk-e2e-fake",
                     "NO_COLOR": "1", "NO_PROXY": "127.0.0.1,localhost"})
-        with ScriptedAPI(model) as fake, ProxyServer(fake.url, policy, audit_log=str(audit)) as proxy:
+        with ScriptedAPI(model) as fake, ProxyServer(fake.url, policy, audit_log=str(rooms.audit)) as proxy:
             provider = (f'model_providers.e2e={{name="e2e", base_url="{proxy.url}/v1", wire_api="responses", '
                         'env_key="E2E_KEY"}')
             run = subprocess.run([str(binary), "exec", "--skip-git-repo-check",
                                   "--dangerously-bypass-approvals-and-sandbox", "-c", 'model_provider="e2e"',
-                                  "-c", provider, "-m", "gpt-5", PROMPT], cwd=ws, env=env,
+                                  "-c", provider, "-m", "gpt-5", PROMPT], cwd=rooms.workspace, env=env,
                                  stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180, check=False)
-        yield Scene(target, model, fake, audit, run)
+        yield Scene(rooms.target, model, fake, rooms.audit, run)
 
 
 def test_codex_reads_then_edits_after_the_blind_edit_is_blocked(scene: Scene) -> None:

@@ -11,9 +11,10 @@ for "this check does not apply to this message" so a judge that never ran is not
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import httpx
 
@@ -77,6 +78,17 @@ def refused(response: httpx.Response) -> Undecided:
     if classify_refusal(status, response.text[:2000]) == "unavailable":
         return Undecided(f"http_{status}")
     raise ContentRefused(f"http_{status}")
+
+
+def json_answer(response: httpx.Response) -> Any | Undecided:
+    """The decoded body of a checker's answer, or the ``Undecided`` (or raised ``ContentRefused``,
+    see ``refused``) for an error status or a body that is not JSON."""
+    if not response.is_success:
+        return refused(response)
+    try:
+        return response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return Undecided("bad_json")
 
 
 AnySpec = JudgeGuardrail | WebhookGuardrail | ModerationGuardrail

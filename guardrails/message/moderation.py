@@ -23,7 +23,6 @@ fails open.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -32,7 +31,7 @@ import httpx
 
 from config.policy import ModerationGuardrail
 from guardrails.decision import MODERATION_FLAGGED, PASS, Block, Decision
-from guardrails.message.base import ConfiguredGuardrail, Skipped, Undecided, every_part_passes, refused
+from guardrails.message.base import ConfiguredGuardrail, Skipped, Undecided, every_part_passes, json_answer
 from guardrails.message.content import safe_text, split_parts
 from guardrails.seams import MessageContext
 
@@ -90,12 +89,9 @@ class Moderation(ConfiguredGuardrail[ModerationGuardrail]):
             headers=headers,
             timeout=self.spec.timeout_s,
         )
-        if not response.is_success:
-            return refused(response)
-        try:
-            body = response.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return Undecided("bad_json")
+        body = json_answer(response)
+        if isinstance(body, Undecided):
+            return body
         results = body.get("results") if isinstance(body, dict) else None
         if not isinstance(results, list) or not results or not isinstance(results[0], dict):
             return Undecided("bad_response")

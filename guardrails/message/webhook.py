@@ -32,14 +32,13 @@ values may be secrets: nothing here logs them.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
 
 from config.policy import WebhookGuardrail
 from guardrails.decision import PASS, WEBHOOK_BLOCK, Block, Decision
-from guardrails.message.base import ConfiguredGuardrail, Undecided, clip, every_part_passes, refused
+from guardrails.message.base import ConfiguredGuardrail, Undecided, clip, every_part_passes, json_answer
 from guardrails.message.content import Part, elide, safe_text, split_parts
 from guardrails.seams import MessageContext
 
@@ -103,12 +102,9 @@ class Webhook(ConfiguredGuardrail[WebhookGuardrail]):
         # call shorter (or let it run longer) than the policy says; the runner bounds it as well.
         response = await self._http.post(self.spec.url, json=payload, headers=self.spec.headers,
                                          timeout=self.spec.timeout_s)
-        if not response.is_success:
-            return refused(response)
-        try:
-            body = response.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return Undecided("bad_json")
+        body = json_answer(response)
+        if isinstance(body, Undecided):
+            return body
         if not isinstance(body, dict):
             return Undecided("bad_json")
         return self._decide(body)

@@ -23,7 +23,7 @@ from guardrails.stream import ArmedSet
 from guardrails.stream.canary import CanaryProvider, canary_instruction, make_canary_token
 from proxy.completer import completer_factory, request_completer
 from proxy.limits import Limits, ReadBudget, read_bounded, tool_call_violation
-from proxy.offload import off_loop_if_large
+from proxy.offload import OFF_LOOP_CHARS, off_loop_if_large
 from proxy.responder import Responder
 from proxy.services import Services
 from proxy.stream_timing import StreamTimings
@@ -199,10 +199,6 @@ class GuardedTurn:
                 return await (self._stream(cmd.body) if self.facts.view.stream else self._unary(cmd.body))
         return []
 
-    async def _do_all(self, cmds: list[Command]) -> None:
-        for cmd in cmds:
-            await self._do(cmd)
-
     async def _unary(self, body: bytes) -> list[Command]:
         try:
             resp = await self._call(body)
@@ -240,20 +236,29 @@ class GuardedTurn:
             return await self._whole(resp)
         metrics = self.services.metrics
         metrics.open_streams.inc()
-        budget = ReadBudget(self.limits)
+        budget, limits, timings, responder = ReadBudget(self.limits), self.limits, self.timings, self.responder
         try:
             async for chunk in resp.iter_chunks():
-                if self.timings is not None:
-                    self.timings.upstream_read()
+                # Once per upstream read, and a paced stream reads once per delta: the common read
+                # is handled inline (no coroutine per step), writes of a started response included.
+                if timings is not None:
+                    timings.upstream_read()
                 frames_before = turn.frames_in
-                cmds = await off_loop_if_large(len(chunk), turn.on_chunk, chunk)
-                over = budget.add(len(chunk), framed=turn.frames_in != frames_before) \
-                    or tool_call_violation(turn.tool_calls_seen, self.limits)
+                size = len(chunk)
+                cmds = turn.on_chunk(chunk) if size <= OFF_LOOP_CHARS else \
+                    await asyncio.to_thread(turn.on_chunk, chunk)
+                over = budget.add(size, framed=turn.frames_in != frames_before) \
+                    or tool_call_violation(turn.tool_calls_seen, limits)
                 if over is not None and turn.reading:
                     return turn.on_break(over)  # nothing of the read that crossed the bound is sent
                 if not turn.reading:
                     return cmds
-                await self._do_all(cmds)
+                for cmd in cmds:
+                    if type(cmd) is Write and responder.started and responder.codec is turn.client_codec \
+                            and (timings is None or timings.has_delivered):
+                        await responder.write(cmd.data)
+                    else:
+                        await self._do(cmd)
                 # Nothing of this read stays referenced while the next one is awaited: an idle stream
                 # holds only what the guard holds back (not its last read and last write, whole).
                 del chunk, cmds

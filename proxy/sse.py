@@ -93,6 +93,11 @@ class SSESplitter:
         self._buf = bytearray()
         self._scan_from = 0
 
+    @property
+    def idle(self) -> bool:
+        """No bytes held of an unfinished frame: the next feed starts a frame."""
+        return not self._buf
+
     def feed(self, data: bytes) -> list[bytes]:
         self._buf += data
         frames: list[bytes] = []

@@ -52,6 +52,11 @@ class StreamTimings:
             self._delivered = True
             self._delivered_at.observe(time.perf_counter() - self._t0)
 
+    @property
+    def has_delivered(self) -> bool:
+        """The first byte to the client has been timed (``delivered`` has nothing more to do)."""
+        return self._delivered
+
     def _count(self, seconds: float) -> None:
         self._counts[bisect_left(self._bounds, seconds)] += 1  # the histogram's own rule: value <= bound
         self._sum += seconds

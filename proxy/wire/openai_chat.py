@@ -56,6 +56,7 @@ from proxy.wire.base import (
 )
 from proxy.wire.logprobs import token_events
 from proxy.wire.shapes import by_type, lane_events, obj, unread, whole_events
+from proxy.wire.template import Templates
 
 _ERROR_TYPES: dict[str, tuple[str, str | None]] = {
     "invalid_request": ("invalid_request_error", None),
@@ -487,9 +488,17 @@ class ChatStream(StreamCodec):
         """Open tool-call indexes per choice."""
         self._reasoning: dict[int, set[str]] = {}
         """Reasoning lanes open per choice (ended when the answer starts)."""
+        self._templates = Templates("content")
+        """The shape of the last plain text chunk: later ones decode from their bytes (``template``)."""
 
     # -- decoding ---------------------------------------------------------------------------
     def feed(self, data: bytes) -> list[Frame]:
+        # A read of one whole text frame of the learnt shape (a paced stream's every read) skips the
+        # splitter too: the template's bytes hold exactly one blank line, at their end.
+        template = self._templates.current
+        if template is not None and not self._reasoning and self._split.idle \
+                and (frame := template.match(data)) is not None:
+            return [frame]
         return [self._decode(raw) for raw in self._split.feed(data)]
 
     def flush(self) -> list[Frame]:
@@ -497,10 +506,18 @@ class ChatStream(StreamCodec):
         return [self._decode(rest)] if rest.strip() else ([Frame(rest)] if rest else [])
 
     def _decode(self, raw: bytes) -> Frame:
+        # Open reasoning lanes make a text frame's decode stateful (the answer's start ends them):
+        # templates are used and learnt only without them.
+        template = self._templates.current
+        if template is not None and not self._reasoning and (frame := template.match(raw)) is not None:
+            return frame
         try:
-            return self._decode_frame(raw)
+            frame = self._decode_frame(raw)
         except (TypeError, AttributeError, ValueError, KeyError):
             return Frame(raw, unreadable=True)  # an unexpected shape fails closed, never raised on
+        if not self._reasoning:
+            self._templates.learn(raw, frame, self._decode_frame)
+        return frame
 
     def _decode_frame(self, raw: bytes) -> Frame:
         sse = parse_fields(raw)

@@ -128,6 +128,7 @@ class GuardedTurn:
                       arm=arming.arm, arm_tools=arming.arm_tools,
                       clock=time.perf_counter if self.timings else None,
                       on_release=self.timings.held if self.timings else None, limits=self.limits,
+                      on_lanes=services.metrics.unary_lanes.inc,
                       log_only_start=guard.once(("log_only", interactive),
                                                 lambda: log_only_ids(guard.on_trip, interactive, Counter())))
         self.turn = Turn(Request(facts.wire, body, raw, facts.view, facts.sse), rules, notes)

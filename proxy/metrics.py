@@ -78,6 +78,9 @@ class Metrics:
                                       "Policy reload attempts by outcome (ok, error).", ["outcome"],
                                       registry=reg)
 
+        self.unary_lanes = Counter("guardproxy_unary_lane_checks_total",
+                                   "Non-streamed answers whose shape (a second choice, output that could not "
+                                   "be vetted) took the per-lane checks instead of the one-pass check.", registry=reg)
         self.feed_dropped = Counter("guardproxy_feed_dropped_total",
                                     "Decision feed records a slow /events subscriber did not get.", registry=reg)
         # Labelled children the hot path uses on every request, bound once (``labels()`` parses its

@@ -38,6 +38,7 @@ from guardrails.stream import ArmedSet, Trip
 from proxy.lanes import COVERAGE_ID, ArmFor, ChoiceGuard
 from proxy.limits import Limits, message_violation, messages_violation
 from proxy.upstream import UpstreamError
+from proxy.whole_answer import WholeVerdict, check_whole_answer
 from proxy.wire.base import ErrorKind, FinishKind, JsonBody, Replaced, StreamCodec, WireFormat, dumps
 
 BATCH_FRAMES = 32
@@ -141,6 +142,8 @@ class Rules:
     """Bounds on tool calls and argument nesting (``proxy.limits``); past them the answer fails closed."""
     log_only_start: frozenset[str] | None = None
     """``log_only_ids`` before any attempt is spent, when the caller keeps it per policy (None: computed)."""
+    on_lanes: Callable[[], None] | None = None
+    """Told when a whole answer's shape needs the per-lane checks (``proxy.whole_answer``); for ``/metrics``."""
 
 
 @dataclass(slots=True)
@@ -469,9 +472,15 @@ class Turn:
         refusals, citations, tool arguments; ``decode_events``), each lane as one delta. Only choice
         0's answer may be redacted (returned rewritten); any other trip is a finding. Also the other
         choices' messages, for the vetting."""
+        events = self.wire.decode_events(raw)
+        verdict = check_whole_answer(events, self.rules.arm, self.rules.arm_tools, self._log_only())
+        if verdict is not None:
+            return self._whole_verdict(verdict)
+        if self.rules.on_lanes is not None:
+            self.rules.on_lanes()
         guard = ChoiceGuard(self.rules.arm, holdback=0, buffered=True, rearm=self.rules.arm_tools,
                             redact_lanes=False, log_only=self._log_only())
-        step = guard.push(Frame(b"", self.wire.decode_events(raw)))
+        step = guard.push(Frame(b"", events))
         if step.trip is None:
             step = guard.end()
         self._note_logged(guard)
@@ -483,6 +492,18 @@ class Turn:
             return None, None, others
         self.notes.redacted(trips)
         return None, apply_redactions(guard.text, trips), others
+
+    def _whole_verdict(self, verdict: WholeVerdict) -> tuple[Finding | None, str | None, tuple[AssistantMessage, ...]]:
+        """``_check_body``'s result from the one-pass check (``proxy.whole_answer``): one choice, so
+        no other messages."""
+        if verdict.logged:
+            self.notes.logged(verdict.logged)
+        if verdict.trip is not None:
+            return self._from_trip(verdict.trip), None, ()
+        if not verdict.redactions:
+            return None, None, ()
+        self.notes.redacted(verdict.redactions)
+        return None, apply_redactions(verdict.text, verdict.redactions), ()
 
     # ------------------------------------------------------------------ decisions
     def _from_trip(self, trip: Trip) -> Finding:

@@ -1,0 +1,336 @@
+"""The stream checks over a whole (non-streamed) answer, in one pass, without the per-lane guards.
+
+A unary body is decoded into the same events a stream carries (``WireFormat.decode_events``), and
+``ChoiceGuard`` could check them as one frame; but for choice 0 (its answer, any text beside it such
+as reasoning, thinking, a refusal or an unread field's value, its tool calls and finish, and whole
+texts) that machinery (a ``StreamGuard`` per lane with its hold-back queue, frame entries, frames)
+holds nothing a whole answer needs. ``check_whole_answer`` makes the same check calls, in the same
+order, with the same arguments, as ``ChoiceGuard`` with one frame:
+- each ``WholeText`` with a freshly armed set for its ``what``, in event order, before any lane's
+  text (a log-only block is noted and the text checked again without that guardrail; a redaction
+  blocks; a text that passed once is not checked again);
+- each lane's events, lanes in the order they first appear (tool calls and the finish belong to
+  the answer's lane), each text delta in ``CHECK_CHUNK`` pieces (an empty delta is one empty piece)
+  with the lane's one armed set, a redaction re-checked with an empty delta until the checks pass or
+  block;
+- each lane's ``finish``, the answer's lane first (``ChoiceGuard`` makes it at the start), the others
+  in the order they appeared; then, for the answer's lane, each tool call's name with its arguments
+  and their decoded strings, with a fresh set, blocks only.
+Only the answer is redacted; a redaction in any other lane blocks (as ``ChoiceGuard`` with
+``redact_lanes=False``). So the verdicts, redactions and log-only notes are ``ChoiceGuard``'s
+(``tests/test_whole_answer.py`` checks it on drawn answers of all four APIs and drawn event mixes).
+Any other shape (another choice, a lane end, output the decoder could not vet, an in-stream error)
+returns None: the caller then runs ``ChoiceGuard`` (and counts it).
+
+Cost: the checks' own work plus one pass over the events; nothing is held, no frame is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from guardrails.datamodel import (
+    ANSWER,
+    Event,
+    Finish,
+    TextDelta,
+    ToolCallArgsDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    WholeText,
+)
+from guardrails.decision import Block, Redact
+from guardrails.stream import ArmedSet, Trip
+from guardrails.tools.arguments import decoded_text
+from proxy.lanes import ArmFor
+from proxy.stream_guard import CHECK_CHUNK
+
+MAX_REDACTIONS = 64
+"""Re-checks after redactions per piece, as ``StreamGuard`` bounds them."""
+_WHOLE_MEMO = 256
+_WHOLE_MEMO_CHARS = 4096
+"""Whole texts remembered as passed per answer, and the longest remembered (as ``ChoiceGuard``)."""
+
+
+class WholeVerdict:
+    """What the checks found in a whole answer. ``trip``: the block that stops it (None: it passes,
+    with ``redactions`` applied to ``text``, choice 0's answer); ``logged``: blocks of log-only
+    guardrails, in the order ``ChoiceGuard.logged`` reports them."""
+
+    __slots__ = ("logged", "redactions", "text", "trip")
+
+    def __init__(self, trip: Trip | None, redactions: list[Trip], logged: list[Trip], text: str) -> None:
+        self.trip, self.redactions, self.logged, self.text = trip, redactions, logged, text
+
+
+def single_answer(events: Sequence[Event]) -> bool:
+    """Whether ``events`` hold only what ``check_whole_answer`` takes: choice 0's text (answer and
+    any other channel), tool calls and finish, and whole texts."""
+    for e in events:
+        t = type(e)
+        if t is TextDelta or t is ToolCallStart or t is ToolCallArgsDelta or t is ToolCallEnd or t is Finish:
+            if e.choice:  # type: ignore[union-attr]
+                return False
+        elif t is not WholeText:
+            return False
+    return True
+
+
+def check_whole_answer(events: Sequence[Event], arm: ArmFor, arm_tools: Callable[[], ArmedSet | None],
+                       log_only: frozenset[str]) -> WholeVerdict | None:
+    """The checks over a whole answer's ``events``, or None when its shape needs ``ChoiceGuard``."""
+    if not single_answer(events):
+        return None
+    return _Pass(arm, arm_tools, log_only).run(events)
+
+
+class _Lane:
+    """One channel's text and armed checks (what its ``StreamGuard`` would hold)."""
+
+    __slots__ = ("armed", "channel", "logged", "redactions", "text")
+
+    def __init__(self, channel: str, armed: ArmedSet | None) -> None:
+        self.channel = channel
+        self.armed = armed if armed else None
+        self.text = ""
+        self.redactions: list[Trip] = []
+        self.logged: list[Trip] = []
+
+
+class _Pass:
+    """One answer's pass, in the order the module docstring gives."""
+
+    __slots__ = ("_args", "_arm", "_arm_tools", "_calls", "_joined", "_log_only", "_whole_logged")
+
+    def __init__(self, arm: ArmFor, arm_tools: Callable[[], ArmedSet | None], log_only: frozenset[str]) -> None:
+        self._arm, self._arm_tools, self._log_only = arm, arm_tools, log_only
+        self._whole_logged: list[Trip] = []
+        self._calls: dict[str, tuple[str, str]] = {}
+        """The answer's tool calls by key: (call id, name), in the order they began."""
+        self._args: dict[str, list[str]] = {}
+        self._joined: dict[str, str] = {}
+        """Arguments joined at a call's end (a call without an end is joined at the answer's end)."""
+
+    def run(self, events: Sequence[Event]) -> WholeVerdict:
+        answer = _Lane(ANSWER, self._arm(ANSWER))
+        lanes = {ANSWER: answer}
+        trip = self._whole_texts(events)
+        if trip is None:
+            trip = self._push(events, lanes)
+        if trip is None:
+            for lane in lanes.values():
+                if (trip := self._end(lane)) is not None:
+                    break
+        logged = self._whole_logged + [t for lane in lanes.values() for t in lane.logged]
+        return WholeVerdict(trip, answer.redactions if trip is None else [], logged, answer.text)
+
+    # -- whole texts ------------------------------------------------------------------------------
+    def _whole_texts(self, events: Sequence[Event]) -> Trip | None:
+        passed: set[tuple[str, str]] = set()
+        for e in events:
+            if type(e) is not WholeText:
+                continue
+            assert isinstance(e, WholeText)
+            key = (e.what, e.text)
+            if key in passed:
+                continue
+            if (trip := self._whole_trip(e)) is not None:
+                return trip
+            if len(e.text) <= _WHOLE_MEMO_CHARS and len(passed) < _WHOLE_MEMO:
+                passed.add(key)
+        return None
+
+    def _whole_trip(self, e: WholeText) -> Trip | None:
+        skip: list[str] = []
+        for _ in range(len(self._log_only) + 1):
+            armed = self._arm(e.what)
+            for gid in skip:
+                if armed:
+                    armed.disarm(gid)
+            if not armed:
+                return None
+            trip = _pieces_trip(armed, e.text)
+            if trip is None:
+                return None
+            if isinstance(trip.decision, Block) and trip.guardrail_id in self._log_only:
+                self._whole_logged.append(trip)
+                skip.append(trip.guardrail_id)
+                continue
+            if isinstance(trip.decision, Block):
+                return trip
+            return Trip(trip.guardrail_id, Block(trip.decision.reason_code))
+        return None
+
+    # -- the lanes' text --------------------------------------------------------------------------
+    def _push(self, events: Sequence[Event], lanes: dict[str, _Lane]) -> Trip | None:
+        by_lane: dict[str, list[Event]] = {}
+        for e in events:
+            t = type(e)
+            if t is TextDelta:
+                by_lane.setdefault(e.channel, []).append(e)  # type: ignore[union-attr]
+            elif t is not WholeText:
+                by_lane.setdefault(ANSWER, []).append(e)
+        for channel, lane_events in by_lane.items():
+            lane = lanes.get(channel)
+            if lane is None:
+                lane = lanes[channel] = _Lane(channel, self._arm(channel))
+            if (trip := self._lane_events(lane, lane_events)) is not None:
+                return trip
+            if (trip := _unredactable(lane, lane.redactions)) is not None:
+                return trip
+        return None
+
+    def _lane_events(self, lane: _Lane, events: list[Event]) -> Trip | None:
+        calls, args, joined = self._calls, self._args, self._joined
+        for e in events:
+            t = type(e)
+            if t is TextDelta:
+                assert isinstance(e, TextDelta)
+                if (trip := self._append(lane, e.text)) is not None:
+                    return trip
+            elif t is ToolCallStart:
+                assert isinstance(e, ToolCallStart)
+                calls[e.key] = (e.call_id, e.name)
+                joined.pop(e.key, None)
+                args[e.key] = []
+            elif t is ToolCallArgsDelta:
+                assert isinstance(e, ToolCallArgsDelta)
+                args.setdefault(e.key, []).append(e.fragment)
+            elif t is ToolCallEnd:
+                assert isinstance(e, ToolCallEnd)
+                if e.key in calls:
+                    joined[e.key] = "".join(args.get(e.key, ()))
+        return None
+
+    def _append(self, lane: _Lane, text: str) -> Trip | None:
+        if len(text) <= CHECK_CHUNK:
+            _grow(lane, text)
+            return self._check(lane, text)
+        for at in range(0, len(text), CHECK_CHUNK):
+            piece = text[at:at + CHECK_CHUNK]
+            _grow(lane, piece)
+            if (trip := self._check(lane, piece)) is not None:
+                return trip
+        return None
+
+    def _check(self, lane: _Lane, delta: str) -> Trip | None:
+        armed = lane.armed
+        if armed is None:
+            return None
+        trip = armed.check(lane.text, delta)
+        if trip is None:
+            return None
+        for _ in range(MAX_REDACTIONS):
+            if trip is not None and _logs(lane, trip, armed, self._log_only):
+                trip = armed.check(lane.text, "")
+                continue
+            if trip is None or not isinstance(trip.decision, Redact):
+                return trip
+            lane.redactions.append(trip)
+            trip = armed.check(lane.text, "")
+        return trip
+
+    def _end(self, lane: _Lane) -> Trip | None:
+        """The lane's finish checks, then (the answer's lane) each tool call's arguments."""
+        armed = lane.armed
+        before = len(lane.redactions)
+        if armed is not None:
+            trip = armed.finish(lane.text)
+            for _ in range(MAX_REDACTIONS):
+                if trip is not None and _logs(lane, trip, armed, self._log_only):
+                    trip = armed.finish(lane.text)
+                    continue
+                if trip is None or not isinstance(trip.decision, Redact):
+                    break
+                lane.redactions.append(trip)
+                trip = armed.finish(lane.text)
+            if trip is not None:
+                return trip
+        if lane.channel == ANSWER and (trip := self._tool_calls(lane)) is not None:
+            return trip
+        return _unredactable(lane, lane.redactions[before:])
+
+    # -- tool calls -------------------------------------------------------------------------------
+    def _tool_calls(self, lane: _Lane) -> Trip | None:
+        """Each call's name with its raw arguments, then its decoded string values, as
+        ``StreamGuard._check_tool_arguments`` checks them."""
+        calls, args, joined = self._calls, self._args, self._joined
+        for key, (_, name) in calls.items():
+            arguments = joined.get(key) or "".join(args.get(key, ()))
+            named = f"{name}\n{arguments}" if name else arguments
+            for text in (named, decoded_text(arguments)):
+                if not text:
+                    continue
+                armed = self._arm_tools()
+                if not armed:
+                    return None
+                if (trip := self._tool_block(lane, armed, text)) is not None:
+                    return trip
+        return None
+
+    def _tool_block(self, lane: _Lane, armed: ArmedSet, arguments: str) -> Trip | None:
+        skip: list[str] = []
+        for _ in range(len(armed.ids) + 1):
+            for gid in skip:
+                armed.disarm(gid)
+            if not armed:
+                return None
+            trip = _blocks_only(armed, arguments)
+            if trip is None or trip.guardrail_id not in self._log_only:
+                return trip
+            lane.logged.append(trip)
+            skip.append(trip.guardrail_id)
+            fresh = self._arm_tools()
+            if fresh is None:
+                return None
+            armed = fresh
+        return None
+
+
+def _grow(lane: _Lane, piece: str) -> None:
+    """Append ``piece`` to the lane's text in place: detached from the lane first, the string has one
+    owner and CPython grows it instead of copying it whole (a 20 MB answer in 1,024-character pieces
+    would otherwise copy gigabytes)."""
+    text, lane.text = lane.text, ""
+    text += piece
+    lane.text = text
+
+
+def _logs(lane: _Lane, trip: Trip, armed: ArmedSet, log_only: frozenset[str]) -> bool:
+    """A block of a log-only guardrail: noted, and that check disarmed for the rest of the lane."""
+    if not isinstance(trip.decision, Block) or trip.guardrail_id not in log_only:
+        return False
+    lane.logged.append(trip)
+    armed.disarm(trip.guardrail_id)
+    return True
+
+
+def _unredactable(lane: _Lane, redactions: list[Trip]) -> Trip | None:
+    """A redaction outside the answer, as a block (only the answer's text is rewritten)."""
+    if not redactions or lane.channel == ANSWER:
+        return None
+    return Trip(redactions[0].guardrail_id, Block(redactions[0].decision.reason_code))
+
+
+def _pieces_trip(armed: ArmedSet, text: str) -> Trip | None:
+    """The first trip over ``text`` checked in ``CHECK_CHUNK`` pieces, then ``finish``."""
+    acc = ""
+    for at in range(0, len(text), CHECK_CHUNK):
+        piece = text[at:at + CHECK_CHUNK]
+        acc += piece
+        if (trip := armed.check(acc, piece)) is not None:
+            return trip
+    return armed.finish(acc)
+
+
+def _blocks_only(armed: ArmedSet, text: str) -> Trip | None:
+    """As ``_pieces_trip``, counting blocks only (a tool call is released or acted on whole)."""
+    acc = ""
+    for at in range(0, len(text), CHECK_CHUNK):
+        piece = text[at:at + CHECK_CHUNK]
+        acc += piece
+        trip = armed.check(acc, piece)
+        if trip is not None and isinstance(trip.decision, Block):
+            return trip
+    trip = armed.finish(acc)
+    return trip if trip is not None and isinstance(trip.decision, Block) else None

@@ -76,20 +76,24 @@ def _request_completer(services: Services, f: Facts) -> TextCompleter:
 class Arming:
     """Arms the stream checks of one request: per lane (``arm``) and per tool call (``arm_tools``)."""
 
-    __slots__ = ("_services", "_token", "_view", "_wire")
+    __slots__ = ("_ctx", "_services", "_token", "_view", "_wire")
 
     def __init__(self, services: Services, view: RequestView, wire: str, canary_token: str) -> None:
         self._services, self._view, self._wire, self._token = services, view, wire, canary_token
+        self._ctx: StreamContext | None = None
 
     def arm(self, channel: str = ANSWER, *, for_tools: bool = False) -> ArmedSet | None:
         """The armed checks for one lane (``channel``) or, ``for_tools``, one tool call's arguments."""
-        s, view = self._services, self._view
+        s = self._services
         guardrails = s.guard.once(("lane", channel != ANSWER, for_tools),
                                   lambda: _lane_guardrails(s, channel, for_tools))
         if not guardrails:
             return None
-        ctx = StreamContext(system_prompt=view.system_prompt, model=view.model, wire=self._wire,
-                            canary_token=self._token)
+        ctx = self._ctx
+        if ctx is None:  # one per request: its lanes and tool calls are all armed for the same request
+            view = self._view
+            ctx = self._ctx = StreamContext(system_prompt=view.system_prompt, model=view.model, wire=self._wire,
+                                            canary_token=self._token)
         armed = ArmedSet.arm(guardrails, ctx)
         return armed if armed else None
 
@@ -104,6 +108,16 @@ def _lane_guardrails(s: Services, channel: str, for_tools: bool) -> list[StreamG
     return guardrails
 
 
+def _policy_rules(s: Services, interactive: bool) -> dict[str, Any]:
+    """The fields of ``Rules`` that depend only on the policy and the mode (made once per policy load)."""
+    policy, tools = s.policy, s.policy.tools
+    return {"on_trip": s.guard.on_trip, "default_replacement": policy.defaults.replacement,
+            "holdback": policy.defaults.holdback_chars, "buffered": s.buffered, "interactive": interactive,
+            "max_feedback_rounds": tools.max_feedback_rounds if tools else 0,
+            "limits": s.guard.once("limits", lambda: Limits.of(s.settings)), "on_lanes": s.metrics.unary_lanes.inc,
+            "log_only_start": log_only_ids(s.guard.on_trip, interactive, Counter())}
+
+
 class GuardedTurn:
     """One request on one of the four client APIs with guardrails on."""
 
@@ -115,22 +129,16 @@ class GuardedTurn:
         self.timings = StreamTimings(services.metrics) if facts.view.stream else None
         body, raw = self._plant_canary()
         notes = TurnNotes(services, facts.request_id)
-        guard, policy, interactive = services.guard, services.policy, facts.mode == "interactive"
-        tools = policy.tools
+        guard, interactive = services.guard, facts.mode == "interactive"
         # Nothing handed to the turn machine or the vetter points back at this object: a request's
         # objects (its decoded body among them) are freed by reference counting the moment it ends,
         # not by the cycle collector (which, for an agent's 66 KB body at 32 concurrent requests,
         # cost more than the guard itself: bench/request_cost.py).
         arming = Arming(services, facts.view, facts.wire.name, self.canary_token)
-        rules = Rules(on_trip=guard.on_trip, default_replacement=policy.defaults.replacement,
-                      holdback=policy.defaults.holdback_chars, buffered=services.buffered,
-                      interactive=interactive, max_feedback_rounds=tools.max_feedback_rounds if tools else 0,
+        rules = Rules(**guard.once(("rules", interactive), lambda: _policy_rules(services, interactive)),
                       arm=arming.arm, arm_tools=arming.arm_tools,
                       clock=time.perf_counter if self.timings else None,
-                      on_release=self.timings.held if self.timings else None, limits=self.limits,
-                      on_lanes=services.metrics.unary_lanes.inc,
-                      log_only_start=guard.once(("log_only", interactive),
-                                                lambda: log_only_ids(guard.on_trip, interactive, Counter())))
+                      on_release=self.timings.held if self.timings else None)
         self.turn = Turn(Request(facts.wire, body, raw, facts.view, facts.sse), rules, notes)
         self.vetter = Vetter(services, notes, facts.request_id, partial(_grants, facts.headers),
                              partial(_request_completer, services, facts),
@@ -147,7 +155,8 @@ class GuardedTurn:
 
     # ------------------------------------------------------------------ the command loop
     async def run(self) -> None:
-        await self._warm_prompt_indexes()
+        if len(self.facts.view.system_prompt) >= WARM_OFF_LOOP_CHARS:
+            await self._warm_prompt_indexes()
         pending: list[Command] = self.turn.begin()  # a few commands at a time (a deque costs 600 bytes)
         try:
             while pending:
@@ -187,6 +196,8 @@ class GuardedTurn:
                 r.codec = self.turn.client_codec or r.codec
                 await r.fail(cmd.status, cmd.message, cmd.kind, extra=cmd.extra)
             case Vet():
+                if not self.vetter.needed(cmd.message, cmd.others):  # no tool rule or message check applies
+                    return await off_loop_if_large(len(cmd.message.text), self.turn.on_verdict, None)
                 finding = await self.vetter.vet(cmd.message, cmd.view, self.facts.view)
                 for other in cmd.others:  # every choice gets its own tool rules and message checks
                     if finding is not None:

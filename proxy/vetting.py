@@ -92,6 +92,12 @@ class Vetter:
         self._grants: frozenset[str] | None = None
         self._completer: TextCompleter | None = None
 
+    def needed(self, message: AssistantMessage, others: Sequence[AssistantMessage] = ()) -> bool:
+        """Whether ``vet`` could find anything in these messages: message checks are armed, or tool
+        rules are and a message calls a tool (else every ``vet`` of them returns None)."""
+        return bool(self._s.message_guardrails) or (
+            self._s.assessor is not None and any(m.tool_calls for m in (message, *others)))
+
     async def vet(self, message: AssistantMessage, view: RequestView, first: RequestView) -> Finding | None:
         """``view`` is the request being answered now (tool history); ``first`` the client's own."""
         finding = await self.assess_tools(message, view)

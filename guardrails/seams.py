@@ -43,8 +43,12 @@ class DeltaCheck:
     conservative ``len(accumulated) - window``, so a check that only sets ``window`` holds a fixed
     window, exactly as before horizons existed. A check that can match across deltas must set it to
     at least the longest span it needs to see before it can block.
+
+    One is armed per open stream: the built-in checks declare ``__slots__`` (an instance dict is
+    a few hundred bytes per object, per stream); a subclass without them still works.
     """
 
+    __slots__ = ()
     window: int = 0
 
     def check(self, accumulated: str, delta: str) -> Decision:

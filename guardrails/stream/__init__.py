@@ -55,6 +55,9 @@ def build_stream_guardrails(specs: Sequence[StreamGuardrailSpec], default_replac
     return providers
 
 
+_NOTHING_OWED: dict[int, str] = {}
+
+
 @dataclass(frozen=True, slots=True)
 class Trip:
     """Which armed guardrail acted, and how."""
@@ -66,12 +69,17 @@ class Trip:
 class ArmedSet:
     """One stream's armed checks, run in policy order; the first non-Pass decision wins."""
 
+    # One per open stream: its ids and checks in two lists (no pair per check) and no dict of
+    # owed text until a redaction owes some (``_NOTHING_OWED`` is shared and never written).
+    __slots__ = ("_checks", "_horizons", "_objects", "_owed", "ids", "window")
+
     def __init__(self, armed: list[tuple[str, DeltaCheck]]) -> None:
-        self._armed = armed
+        self.ids = [guardrail_id for guardrail_id, _ in armed]
+        self._objects = [check for _, check in armed]
         self._bind()
-        self.window = max((check.window for _, check in armed), default=0)
+        self.window = max((check.window for check in self._objects), default=0)
         """Hold back at least this many characters: no armed check can still need more."""
-        self._owed: dict[int, str] = {}
+        self._owed = _NOTHING_OWED
 
     @classmethod
     def arm(cls, guardrails: Sequence[StreamGuardrail], ctx: StreamContext) -> ArmedSet:
@@ -80,14 +88,15 @@ class ArmedSet:
 
     def disarm(self, guardrail_id: str) -> None:
         """Stop running one guardrail on this stream (its block was only to be logged)."""
-        self._armed = [(g, c) for g, c in self._armed if g != guardrail_id]
+        kept = [(g, c) for g, c in zip(self.ids, self._objects, strict=True) if g != guardrail_id]
+        self.ids = [g for g, _ in kept]
+        self._objects = [c for _, c in kept]
         self._bind()
 
     def _bind(self) -> None:
-        self.ids = [guardrail_id for guardrail_id, _ in self._armed]
         # Bound once: the hot path calls them after every delta.
-        self._checks = [check.check for _, check in self._armed]
-        self._horizons = [check.horizon for _, check in self._armed]
+        self._checks = [check.check for check in self._objects]
+        self._horizons = [check.horizon for check in self._objects]
 
     def check(self, accumulated: str, delta: str) -> Trip | None:
         """The first trip of the armed checks on ``delta``. After a ``Redact`` the caller calls again
@@ -99,6 +108,8 @@ class ArmedSet:
             decision = check(accumulated, seen)
             if decision is not PASS and (trip := _trip(self.ids[index], decision)) is not None:
                 if isinstance(trip.decision, Redact):
+                    if owed is _NOTHING_OWED:
+                        owed = self._owed = {}
                     for later in range(index + 1, len(self._checks)):
                         owed[later] = owed.get(later, "") + delta
                 return trip
@@ -115,14 +126,14 @@ class ArmedSet:
         return end
 
     def finish(self, accumulated: str) -> Trip | None:
-        for guardrail_id, check in self._armed:
+        for guardrail_id, check in zip(self.ids, self._objects, strict=True):
             trip = _trip(guardrail_id, check.finish(accumulated))
             if trip is not None:
                 return trip
         return None
 
     def __bool__(self) -> bool:
-        return bool(self._armed)
+        return bool(self._objects)
 
 
 def _trip(guardrail_id: str, decision: Decision) -> Trip | None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from guardrails.stream._prefix import first_chars, prefix_closure
-from guardrails.stream._scan import MatchLike, TailScanner
+from guardrails.stream._scan import NO_ANCHORS, MatchLike, TailScanner
 
 # Found anchors whose matches are tested for viability one by one; past this many, the horizon
 # holds from the earliest of them. Ordinary text has none or one within a scanner's window.
@@ -79,11 +79,13 @@ class ScanHorizon:
     """Follows one ``TailScanner``; call ``update`` after every pass of the scanner. Written for
     the hot path: one regex search per call while no anchor is pending, few Python calls."""
 
+    __slots__ = ("_alive", "_full", "_tail", "_tail_reach", "value")
+
     def __init__(self, full: ClosureLike, tail: ClosureLike | None = None, tail_reach: int = 0) -> None:
         self._full = full
         self._tail = full.compiled if tail is None else tail.compiled
         self._tail_reach = tail_reach if tail is not None else -1
-        self._alive: dict[int, int] = {}  # found anchor -> first start not yet ruled out
+        self._alive = NO_ANCHORS  # found anchor -> first start not yet ruled out (its own dict once one is)
         self.value = 0
 
     def update(self, scanner: TailScanner[Any], text: str) -> int:
@@ -104,6 +106,8 @@ class ScanHorizon:
 
     def _found(self, scanner: TailScanner[Any], text: str, low: int) -> int:
         found, alive, end = scanner.found, self._alive, len(text)
+        if alive is NO_ANCHORS:
+            alive = self._alive = {}
         if len(found) > MAX_TESTED_ANCHORS:
             # Text dense with anchors (a run of digits, "sk-sk-sk-"): each test reads to the end of
             # the text, so hold from the earliest of them instead (safe, and bounded by the window).

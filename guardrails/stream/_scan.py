@@ -196,6 +196,11 @@ def literal_prefix(pattern: re.Pattern[str]) -> str | None:
     return f"(?i:{''.join(chars)})" if parsed.state.flags & re.IGNORECASE else "".join(chars)
 
 
+NO_ANCHORS: dict[int, int] = {}
+"""Shared by every scanner that has found no anchor yet (never written: a scanner makes its own
+dict on its first anchor), so an idle stream holds no empty dict per scanner."""
+
+
 class TailScanner(Generic[M]):
     """Reports each match of ``pattern`` in a growing text once, as soon as it is settled.
 
@@ -229,6 +234,9 @@ class TailScanner(Generic[M]):
     delta).
     """
 
+    __slots__ = ("_anchors", "_by_length", "_floor", "_found", "_is_final", "_seen", "pattern", "pending", "slack",
+                 "window")
+
     def __init__(self, pattern: PatternLike[M], window: int, *, slack: int = 0,
                  is_final: Callable[[M], bool] | None = None,
                  anchors: Anchors | None = None, end_sensitive: bool = False) -> None:
@@ -240,7 +248,7 @@ class TailScanner(Generic[M]):
         self._floor = 0
         self._anchors = anchors
         self._seen = 0  # the text's length when anchors were last searched for
-        self._found: dict[int, int] = {}  # anchor offset -> earliest start of a match holding it
+        self._found = NO_ANCHORS  # anchor offset -> earliest start of a match holding it
         self.pending: int | None = None
         """Start of the match the last call found but could not settle yet (None: there was none)."""
 
@@ -311,6 +319,8 @@ class TailScanner(Generic[M]):
         if end > self._seen and not self._quiet(text, end):
             search = anchors.pattern.search
             hit = search(text, max(self._seen - anchors.reach + 1, floor))
+            if hit is not None and found is NO_ANCHORS:
+                found = self._found = {}
             while hit is not None:
                 at = hit.start()
                 earliest = at - anchors.back(text, at)

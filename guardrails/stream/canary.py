@@ -96,6 +96,9 @@ class CanaryCheck(DeltaCheck):
     """Per-stream state: the tail of the normalised output, whether a run is being reported, and
     the chain of prompt grams that the horizon follows."""
 
+    __slots__ = ("_chain", "_horizon", "_last_hit", "_miss", "_offsets", "_qgrams", "_replacement", "_seen",
+                 "_shingle", "_shingles", "_stride", "_tail", "_token", "window")
+
     def __init__(self, index: PromptIndex, shingle: int, stride: int, min_chars: int, token: str,
                  replacement: str) -> None:
         self.window = max(RAW_PER_NORMALISED * min_chars, len(token))

@@ -130,6 +130,8 @@ def shannon_entropy(value: str) -> float:
 class GitleaksScanner:
     """One stream's state over the operator's rules: live keywords, and matches already reported."""
 
+    __slots__ = ("_live", "_reported", "_rules", "_seen", "_unkeyed")
+
     def __init__(self, rules: GitleaksRules) -> None:
         self._rules = rules
         self._unkeyed = rules.unkeyed

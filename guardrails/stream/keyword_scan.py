@@ -117,6 +117,8 @@ Hit = tuple[int, int, ScanRule]  # (earliest match start, keyword start, rule)
 class KeywordScanner:
     """One stream's pending keyword hits over an index; reports settled matches one at a time."""
 
+    __slots__ = ("_index", "_pending", "_seen", "_spaced", "_token_start")
+
     def __init__(self, index: KeywordIndex) -> None:
         self._index = index
         self._seen = 0

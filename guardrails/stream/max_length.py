@@ -10,6 +10,8 @@ from guardrails.seams import DeltaCheck, StreamContext
 class MaxLengthCheck(DeltaCheck):
     """Trips once, on the delta that crosses the limit (window 0: nothing needs holding back)."""
 
+    __slots__ = ("_max_chars", "_replacement", "_tripped", "window")
+
     def __init__(self, max_chars: int, replacement: str) -> None:
         self.window = 0
         self._max_chars = max_chars

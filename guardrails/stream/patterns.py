@@ -39,6 +39,8 @@ _LOOKS_AHEAD = {_constants.AT_END, _constants.AT_END_LINE, _constants.AT_END_STR
 
 
 class RegexCheck(DeltaCheck):
+    __slots__ = ("_horizon", "_horizons", "_replacement", "_scanners", "window")
+
     def __init__(self, patterns: list[_Compiled], window: int, replacement: str) -> None:
         self.window = window
         # An end-sensitive pattern's match is final once a character follows it (on RE2 ``$``

@@ -203,6 +203,8 @@ def _valid(kind: str, text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> bo
 class PiiCheck(DeltaCheck):
     """Per-stream state: one tail scanner over the selected categories' alternation."""
 
+    __slots__ = ("_horizon", "_provider", "_scanner", "window")
+
     def __init__(self, provider: PiiProvider) -> None:
         self.window = PII_WINDOW
         self._provider = provider

@@ -119,6 +119,8 @@ def _unnamed_secret(rule: SecretRule, text: str) -> str:
 class SecretsCheck(DeltaCheck):
     """Per-stream state: the catalog's keyword scanner and, with a rules file, the operator's."""
 
+    __slots__ = ("_custom", "_provider", "_scanner", "last_start", "window")
+
     def __init__(self, provider: SecretsProvider) -> None:
         self._provider = provider
         self._scanner = KeywordScanner(provider.index) if provider.index is not None else None

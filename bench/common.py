@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import socket
 from dataclasses import dataclass
@@ -38,13 +39,18 @@ class Shape:
     request: str = "small"
     """The request the driver sends: ``small`` (two short messages), ``sys`` (a 180-character system
     prompt) or ``agent`` (a coding agent's turn: 15 KB system prompt, tools, 50 KB of history)."""
+    tokens: bool = False
+    """Deltas shaped like a model's tokens (`` deployment``: a word and the space before it), from
+    ``tok`` in the model name; otherwise 3-8 characters cut anywhere, mid-word mostly."""
 
 
 def parse_model(model: str) -> Shape:
-    deltas, pace, latency, judge, burst, request = 20, 0.0, 0.0, False, 1, "small"
+    deltas, pace, latency, judge, burst, request, tokens = 20, 0.0, 0.0, False, 1, "small", False
     for part in model.split("-"):
         if part == "judge":
             judge = True
+        elif part == "tok":
+            tokens = True
         elif part in ("sys", "agent"):
             request = part
         elif len(part) > 1 and part[0] in "dplb" and part[1:].replace(".", "", 1).isdigit():
@@ -57,7 +63,7 @@ def parse_model(model: str) -> Shape:
                 burst = max(1, int(value))
             else:
                 latency = value
-    return Shape(deltas, pace, latency, judge, burst, request)
+    return Shape(deltas, pace, latency, judge, burst, request, tokens)
 
 
 def deltas_for(n: int) -> list[str]:
@@ -74,8 +80,20 @@ def deltas_for(n: int) -> list[str]:
     return out
 
 
+def token_deltas_for(n: int) -> list[str]:
+    """``n`` deltas shaped like tokens: each word of the prose with the space before it."""
+    words = re.findall(r"\s*\S+", _PROSE)
+    return [words[i % len(words)] for i in range(n)]
+
+
+def texts_for(shape: Shape) -> list[str]:
+    if shape.judge:
+        return ["PASS"]
+    return token_deltas_for(shape.deltas) if shape.tokens else deltas_for(shape.deltas)
+
+
 def content_for(shape: Shape) -> str:
-    return "PASS" if shape.judge else "".join(deltas_for(shape.deltas))
+    return "".join(texts_for(shape))
 
 
 def _chunk(model: str, delta: dict[str, str], finish: str | None) -> bytes:
@@ -87,7 +105,7 @@ def _chunk(model: str, delta: dict[str, str], finish: str | None) -> bytes:
 def stream_frames(model: str) -> list[bytes]:
     """The SSE frames of one OpenAI chat stream, ``[DONE]`` included."""
     shape = parse_model(model)
-    texts = ["PASS"] if shape.judge else deltas_for(shape.deltas)
+    texts = texts_for(shape)
     frames = [_chunk(model, {"role": "assistant", "content": texts[0]}, None)]
     frames += [_chunk(model, {"content": t}, None) for t in texts[1:]]
     frames.append(_chunk(model, {}, "stop"))

@@ -10,7 +10,10 @@ Commands (``op``):
 - ``streams``: ``count`` streams at ``concurrency`` (capped at ``time_cap`` s); time to first token,
   total time, completion rate, bodies verified.
 - ``cpu``: ``count`` streams one after another; the server's utime+stime per delta.
-- ``hold``: ``n`` streams opened at once and kept open; the server's VmRSS before and while open.
+- ``hold``: ``n`` streams opened at once (or ``batch`` at a time, each batch open before the next)
+  and kept open; the server's VmRSS before and while open.
+- ``first_token``: ``count`` rounds of one stream to each of ``urls`` in turn, one at a time; time
+  to first token per contender, and each one's difference from the bare relay's in the same round.
 """
 
 from __future__ import annotations
@@ -250,9 +253,15 @@ async def op_hold(cmd: dict[str, Any]) -> dict[str, Any]:
             except (TimeoutError, aiohttp.ClientError, OSError, ValueError) as exc:
                 errors[type(exc).__name__] = errors.get(type(exc).__name__, 0) + 1
 
-        tasks = [asyncio.ensure_future(hold()) for _ in range(n)]
+        batch = int(cmd.get("batch", 0)) or n
+        tasks: list[asyncio.Future[None]] = []
+        deadline = t0 + float(cmd.get("open_timeout", 30))
+        for first in range(0, n, batch):
+            tasks += [asyncio.ensure_future(hold()) for _ in range(min(batch, n - first))]
+            while opened + sum(errors.values()) < len(tasks) and time.perf_counter() < deadline:
+                await asyncio.sleep(0.02)
         try:
-            await asyncio.wait_for(all_open.wait(), timeout=float(cmd.get("open_timeout", 30)))
+            await asyncio.wait_for(all_open.wait(), timeout=max(0.1, deadline - time.perf_counter()))
         except TimeoutError:
             pass
         open_s = time.perf_counter() - t0
@@ -271,7 +280,47 @@ async def op_hold(cmd: dict[str, Any]) -> dict[str, Any]:
             "kib_per_stream": round((rss_open - rss_before) / max(still_open, 1), 2)}
 
 
-OPS = {"load": op_load, "streams": op_streams, "cpu": op_cpu, "hold": op_hold}
+async def op_first_token(cmd: dict[str, Any]) -> dict[str, Any]:
+    """One stream at a time, contenders in turn (the order rotates each round), so no stream waits
+    behind another one's start and drift lands on every contender alike. ``extra_ms``: each
+    contender's TTFT minus the bare relay's of the same round."""
+    urls: dict[str, str] = cmd["urls"]
+    model, count = cmd["model"], int(cmd["count"])
+    check, body = Checker(model, True, cmd.get("verify", "bytes")), request_body(model, True)
+    names = list(urls)
+    ttft: dict[str, list[float]] = {n: [] for n in names}
+    total: dict[str, list[float]] = {n: [] for n in names}
+    extra: dict[str, list[float]] = {n: [] for n in names}
+    verified = dict.fromkeys(names, 0)
+    async with _session(float(cmd.get("timeout", 30))) as session:
+        for name in names:  # a warm connection to each
+            await one(session, urls[name], body, True, check, Tally(), False)
+        for r in range(count):
+            this: dict[str, float] = {}
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                tally = Tally()
+                await one(session, urls[name], body, True, check, tally, True)
+                verified[name] += tally.verified
+                if tally.ttft:
+                    this[name] = tally.ttft[0]
+                    total[name] += tally.latencies
+            for name, t in this.items():
+                ttft[name].append(t)
+                if "bare-relay" in this:
+                    extra[name].append(t - this["bare-relay"])
+    return {name: {"streams": count, "verified": verified[name], "ttft": _spread(ttft[name]),
+                   "total": _spread(total[name]), "extra_ms": _spread(extra[name])} for name in names}
+
+
+def _spread(values: list[float]) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for q in (25, 50, 75):
+        v = pct(values, q)
+        out[f"p{q}_ms"] = None if v is None else round(v * 1000, 3)
+    return out
+
+
+OPS = {"load": op_load, "streams": op_streams, "cpu": op_cpu, "hold": op_hold, "first_token": op_first_token}
 
 
 async def serve() -> None:

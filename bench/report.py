@@ -11,17 +11,9 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-ORDER = ["direct", "bare-relay", "gp-off", "gp-default", "gp-armed", "gp-judge", "litellm"]
+from bench import report_first_token
 
-_FIRST_TOKEN_WAIT = (
-    "Where the wait comes from: a frame goes out whole once all of it lies before every armed check's "
-    "horizon. These deltas are cut mid-word (3-8 characters: `The de`, `ploymen`, `t finish`), and a word "
-    "still being typed can begin a credential: some of the catalog's keys put up to 52 characters of their "
-    "random part before their keyword (Azure identifiable keys, Mailchimp, New Relic, Dropbox, Terraform, a "
-    "URL's scheme), and the 431 keywords begin with nearly every letter. So `secrets` holds the trailing "
-    "word and the first frame goes out with the delta that ends its word (the third here: 2 deltas); the "
-    "canary holds the last 5 normalised characters. Deltas shaped like tokens (` The`, ` deployment`) wait "
-    "one delta (typically). Less would mean splitting a frame at the horizon, rewriting its bytes.\n\n")
+ORDER = ["direct", "bare-relay", "gp-off", "gp-default", "gp-armed", "gp-judge", "litellm"]
 
 
 def _med(values: list[float | None]) -> float | None:
@@ -68,6 +60,7 @@ def summarize(out: dict[str, Any]) -> dict[str, Any]:
     s["cpu"] = {n: {k: v.get("us_per_delta") for k, v in rows.items()}
                 for n, rows in sc.get("cpu_per_delta", {}).items()}
     s["memory"] = {n: r.get("kib_per_stream") for n, r in sc.get("memory_idle_streams", {}).items()}
+    s["memory_by_50"] = {n: r.get("kib_per_stream") for n, r in sc.get("memory_idle_streams_by_50", {}).items()}
     own = sc.get("judge_own_latency", {})
     jd = s["load"].get("judge_ns_c1", {})
     if own and jd.get("gp-judge") and jd.get("gp-default"):
@@ -130,6 +123,8 @@ def targets(out: dict[str, Any], s: dict[str, Any]) -> list[dict[str, Any]]:
     if a1k and a10k is not None:
         add("all-armed CPU/delta, 10,000-delta burst vs 1,000 paced", f"{a10k / a1k:.2f}x ({a1k:.0f} → {a10k:.0f} µs)",
             "<= 1.5x", a10k / a1k <= 1.5)
+    for name, value, goal, ok in report_first_token.targets(out["scenarios"]):
+        add(name, value, goal, ok)
     for key, label in (("stream200_c32", "unpaced"), ("stream200_c32_paced5ms", "paced 5 ms")):
         t = s["streams"].get(key, {}).get("gp-default", {}).get("ttft_p99_ms")
         if t is not None:
@@ -139,6 +134,10 @@ def targets(out: dict[str, Any], s: dict[str, Any]) -> list[dict[str, Any]]:
         m = s["memory"].get(n)
         if m is not None:
             add(f"memory per open stream with 1,000 open, {n}", f"{m:.1f} KiB", "< 64 KiB", m < 64)
+        m = s["memory_by_50"].get(n)
+        if m is not None:
+            add(f"memory per open stream with 1,000 open, opened 50 at a time, {n} (informative)", f"{m:.1f} KiB",
+                "< 64 KiB", m < 64)
     return rows
 
 
@@ -206,6 +205,7 @@ def markdown(out: dict[str, Any], s: dict[str, Any], tg: list[dict[str, Any]]) -
                      ["contender", "TTFT p50 ms", "TTFT p99 ms", "total p50 ms", "completed / verified",
                       "paced TTFT p50", "paced TTFT p99", "paced total p50", "paced completed / verified"],
                      rows, "lrrrlrrrl"))
+    parts += report_first_token.section(out["scenarios"], _table, _f, _names)
     parts += _first_token_in_deltas(st)
     cpu = s["cpu"]
     if cpu:
@@ -215,12 +215,18 @@ def markdown(out: dict[str, Any], s: dict[str, Any], tg: list[dict[str, Any]]) -
                      "Paced: 1 ms between deltas, so each upstream read holds about one frame (as with a real "
                      "model). Burst: one 10,000-delta stream written at once (reads of many frames).\n\n"
                      + _table(["contender", "100 deltas", "1,000", "10,000", "10,000 burst"], rows, "lrrrr"))
-    mem = out["scenarios"].get("memory_idle_streams", {})
+    mem, by50 = (out["scenarios"].get(k, {}) for k in ("memory_idle_streams", "memory_idle_streams_by_50"))
     if mem:
         rows = [[n, f"{r.get('opened')}/{r.get('n')}", _f(r.get("rss_before_kib", 0) / 1024, 1),
-                 _f(r.get("rss_open_kib", 0) / 1024, 1), _f(r.get("kib_per_stream"), 1)] for n, r in mem.items()]
-        parts.append("### Memory: 1,000 open idle streams (fresh process each)\n\n" + _table(
-            ["contender", "open", "RSS before MiB", "RSS open MiB", "KiB per stream"], rows, "llrrr"))
+                 _f(r.get("rss_open_kib", 0) / 1024, 1), _f(r.get("kib_per_stream"), 1),
+                 _f((by50.get(n) or {}).get("kib_per_stream"), 1)] for n, r in mem.items()]
+        parts.append("### Memory: 1,000 open idle streams (fresh process each)\n\n"
+                     "Each stream gets 100 deltas at once, then nothing for 20 s. Opened all at once, the "
+                     "figure holds the peak of the 1,000 bursts read before they are checked (their freed "
+                     "small objects leave the allocator's arenas in use, so it moves with how far the "
+                     "checks fall behind the reads); opened 50 at a time, it is what an open stream keeps.\n\n"
+                     + _table(["contender", "open", "RSS before MiB", "RSS open MiB", "KiB per stream",
+                               "KiB per stream, opened 50 at a time"], rows, "llrrrr"))
     if s.get("judge"):
         j, jl, js = s["judge"], load.get("judge_ns_c1", {}), st.get("judge_stream200_c1", {})
         j32 = load.get("judge_ns_c32", {})
@@ -260,9 +266,11 @@ def _first_token_in_deltas(st: dict[str, Any]) -> list[str]:
             rows.append([f"{pace:g} ms/delta", n, _f(runs[n]["ttft_p50_ms"], 1), _f(bare, 1), _f(extra / pace, 2)])
     if not rows:
         return []
-    return ["### First token on paced streams, against the bare relay (same run)\n\n"
-            "Goal: within 2 deltas of the bare relay with the default policy, 4 with everything armed.\n\n"
-            + _FIRST_TOKEN_WAIT
+    return ["### First token on paced streams started together, against the bare relay (same run)\n\n"
+            "The paced rows of the concurrent scenarios (32 streams at 5 ms, 16 at 17 ms, all started at "
+            "once): each figure holds the wait behind the other streams' set-up, which moves with the "
+            "contender's cost per request and the machine's load (the goal is judged on the one-at-a-time "
+            "table above).\n\n"
             + _table(["pace", "contender", "TTFT p50 ms", "bare relay TTFT p50 ms", "extra, in deltas"],
                      rows, "llrrr")]
 

@@ -271,6 +271,7 @@ class GuardedTurn:
                         await responder.write(cmd.data)
                     else:
                         await self._do(cmd)
+                    del cmd  # unbound once the loop ends: the last Write is not kept alive
                 # Nothing of this read stays referenced while the next one is awaited: an idle stream
                 # holds only what the guard holds back (not its last read and last write, whole).
                 del chunk, cmds

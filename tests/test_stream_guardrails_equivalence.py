@@ -17,7 +17,7 @@ import string
 from collections.abc import Callable, Iterable
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from config.policy import PiiGuardrail, RegexGuardrail
@@ -38,15 +38,18 @@ class ReferenceScanner:
     """The previous ``TailScanner``: the regex over ``text[floor:]`` on every call."""
 
     def __init__(self, pattern: re.Pattern[str], window: int, *, slack: int = 0,
-                 is_final: Callable[[re.Match[str]], bool] | None = None) -> None:
+                 is_final: Callable[[re.Match[str]], bool] | None = None, end_sensitive: bool = False) -> None:
         self.pattern, self.window, self.slack, self._is_final, self._floor = pattern, window, slack, is_final, 0
+        self._by_length = not end_sensitive
+        """A pattern that reads past its match (``$``, ``\\b``) never settles by length alone (d25d3fe)."""
 
     def next(self, text: str, *, final: bool = False) -> re.Match[str] | None:
         end = len(text)
         for match in self.pattern.finditer(text, self._floor):
             if match.end() == match.start():
                 continue
-            settled = (final or match.end() + self.slack < end or end - match.start() >= self.window
+            settled = (final or match.end() + self.slack < end
+                       or (self._by_length and end - match.start() >= self.window)
                        or (self._is_final is not None and self._is_final(match)))
             if not settled:
                 break
@@ -86,10 +89,15 @@ class ReferencePii(DeltaCheck):
         return PASS
 
 
+_END_SENSITIVE = re.compile(r"\\[bBZ]|\$")
+"""Assertions that read the character after a match (enough for ``DENY`` below)."""
+
+
 class ReferenceRegex(DeltaCheck):
     def __init__(self, patterns: list[re.Pattern[str]], window: int) -> None:
         self.window = window
-        self._scanners = [ReferenceScanner(p, window) for p in patterns]
+        self._scanners = [ReferenceScanner(p, window, end_sensitive=_END_SENSITIVE.search(p.pattern) is not None)
+                          for p in patterns]
 
     def check(self, accumulated: str, delta: str) -> Decision:
         return self._scan(accumulated, final=False)
@@ -176,6 +184,7 @@ def test_pii_decides_as_before(text: str, chunking: tuple[int, int], redact: boo
 
 @settings(max_examples=300, deadline=None)
 @given(TEXT, CHUNKS, st.sampled_from([8, 16, 64, 256]))
+@example("password = os.environ['DB_PASSWORD']\nBEGIN CERT", (0, 4), 8)  # a \b match as long as the window, at the end
 def test_regex_decides_as_before(text: str, chunking: tuple[int, int], window: int) -> None:
     old = ReferenceRegex([re.compile(p, re.IGNORECASE) for p in DENY], window)
     check_same(new_regex(window), old, text, *chunking)

@@ -167,3 +167,29 @@ def test_drawn_bodies_get_the_same_view_or_the_whole_path(api: str, data: st.Dat
     body = data.draw(st.one_of(_ordinary(api), _ordinary(api), _ANY))
     again = data.draw(st.one_of(st.just({}), _ordinary(api), _ANY))
     _agrees(WIRES[api], _with_duplicates(body, again))
+
+
+def test_a_repeated_system_prompt_is_read_once_and_each_prompt_keeps_its_own_text() -> None:
+    """Chat's quick view keeps system prompts' texts by their raw JSON: the same prompt gives the same
+    ``str`` (no second decode, its hash already known), another prompt (or the same text spelt
+    with an escape) gets its own, and a prompt past the size bound is read every time."""
+    chat = OpenAIChat()
+
+    def prompt_of(system: Any) -> str:
+        body = {"model": "m", "messages": [{"role": "system", "content": system}, {"role": "user", "content": "hi"}]}
+        view = chat.quick_view(JsonBody(json.dumps(body).encode()), stream=False)
+        assert view is not None
+        return view.system_prompt
+
+    first, again = prompt_of("You are terse. " * 100), prompt_of("You are terse. " * 100)
+    assert first == again == "You are terse. " * 100 and first is again
+    assert prompt_of("You are kind.") == "You are kind."
+    assert prompt_of([{"type": "text", "text": "part one"}, {"type": "text", "text": "two"}]) == "part one\ntwo"
+    escaped = {"model": "m", "messages": [{"role": "system", "content": "caf\\u00e9"}]}
+    view = chat.quick_view(JsonBody(json.dumps(escaped).encode()), stream=False)
+    assert view is not None and view.system_prompt == "caf\\u00e9"
+    raw = b'{"model": "m", "messages": [{"role": "system", "content": "caf\\u00e9"}]}'
+    view = chat.quick_view(JsonBody(raw), stream=False)
+    assert view is not None and view.system_prompt == "caf\u00e9"
+    huge = "x" * 70_000
+    assert prompt_of(huge) == huge and prompt_of(huge) is not prompt_of(huge)

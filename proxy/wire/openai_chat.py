@@ -90,6 +90,28 @@ def _content_text(content: Any) -> str:
     return ""
 
 
+_SYSTEM_TEXTS: dict[bytes, str] = {}
+_SYSTEM_TEXTS_KEPT = 64
+_SYSTEM_TEXT_BYTES = 65_536
+"""System prompts' texts kept by their raw JSON (at most 64 of at most 64 KiB: 8 MiB with the keys)."""
+
+
+def _system_text(raw: msgspec.Raw) -> str:
+    """``_content_text`` of a system message's raw ``content``, kept by its bytes: an agent sends the
+    same prompt on every turn, and gets the same ``str`` back, not decoded again (75k instructions at
+    15 KB) and with its hash already computed (the canary's cache is keyed by the prompt: another
+    65k). Exact: the text is a function of the bytes."""
+    key = bytes(raw)
+    text = _SYSTEM_TEXTS.get(key)
+    if text is None:
+        text = _content_text(raw_value(raw))
+        if len(key) <= _SYSTEM_TEXT_BYTES:
+            if len(_SYSTEM_TEXTS) >= _SYSTEM_TEXTS_KEPT:
+                _SYSTEM_TEXTS.clear()
+            _SYSTEM_TEXTS[key] = text
+    return text
+
+
 LEGACY_KEY = "function_call"
 """Stream key of a legacy ``function_call`` (the pre-tools shape: one call, no id)."""
 
@@ -329,7 +351,7 @@ class OpenAIChat(WireFormat):
                 if role == "user":
                     last_user = m
                 elif role == "system" or role == "developer":
-                    system.append(_content_text(raw_value(m.content)))
+                    system.append(_system_text(m.content))
             last_user_text = _content_text(raw_value(last_user.content)) if last_user else ""
         except QUICK_REFUSALS:
             return None

@@ -227,3 +227,45 @@ def test_literal_prefix_follows_the_pattern() -> None:
 def test_anchors_reject_what_they_cannot_bound() -> None:
     with pytest.raises(ValueError, match="bounded"):
         Anchors([("a+", 0)])
+
+
+# Deny patterns that open with literal characters: with two or more of them the check runs a gate
+# (``patterns.Gate``) that passes a delta concerning none of them in one search.
+GATED = [r"project\s+nightingale", r"internal\s+use\s+only", r"\bBEGIN CERT\b", r"order #\d+", r"bad",
+         r"drop\s+table\s+\w+", r"İstanbul", r"straße\b", r"🙂x+", r"a", r"key$", r"sk-\w{4}"]
+GATE_TEXT = st.lists(st.one_of(st.sampled_from([*PIECES, "drop", " table ", "İ", "ß", "🙂", "é", "ı", "K", "\u212a",
+                                                "straße", "stanbul", "sk-", "key"]), NOISE), max_size=14).map("".join)
+
+
+def _deny(patterns: list[str], flags: list[str], window: int, *, gated: bool) -> DeltaCheck:
+    provider = RegexProvider(RegexGuardrail(id="r", kind="regex", patterns=patterns, flags=flags,  # type: ignore[arg-type]
+                                            window=window), "[withheld]")
+    if not gated:
+        provider._gate = None
+    check = provider.arm(CTX)
+    assert check is not None
+    return check
+
+
+def horizons_and_decisions(check: DeltaCheck, chunks: Iterable[str]) -> list[tuple[int, Decision, int]]:
+    acc, out = "", []
+    for delta in chunks:
+        acc += delta
+        decision = check.check(acc, delta)
+        out.append((len(acc), decision, check.horizon(acc)))
+        if decision is not PASS:
+            return out
+    return [*out, (-1, check.finish(acc), check.horizon(acc))]
+
+
+@settings(max_examples=500, deadline=None)
+@given(GATE_TEXT, CHUNKS, st.lists(st.sampled_from(GATED), min_size=2, max_size=5, unique=True),
+       st.sampled_from([[], ["i"], ["i", "m"]]), st.sampled_from([8, 16, 64, 256]))
+def test_gated_deny_patterns_decide_and_hold_as_one_by_one(text: str, chunking: tuple[int, int], patterns: list[str],
+                                                          flags: list[str], window: int) -> None:
+    """Same trips, same horizons after every delta (one-character deltas included), with or without the gate."""
+    gated = _deny(patterns, flags, window, gated=True)
+    assert gated._gate is not None  # type: ignore[attr-defined]
+    chunks = list(random_chunks(text, chunking[0], 1, chunking[1]))
+    assert horizons_and_decisions(gated, chunks) == horizons_and_decisions(
+        _deny(patterns, flags, window, gated=False), chunks)

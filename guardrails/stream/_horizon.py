@@ -88,6 +88,11 @@ class ScanHorizon:
         self._alive = NO_ANCHORS  # found anchor -> first start not yet ruled out (its own dict once one is)
         self.value = 0
 
+    @property
+    def idle(self) -> bool:
+        """No found anchor is followed (the next update depends on the tail search alone)."""
+        return not self._alive
+
     def update(self, scanner: TailScanner[Any], text: str) -> int:
         end = len(text)
         low = max(scanner.floor, self.value)

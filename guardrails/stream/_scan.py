@@ -267,6 +267,25 @@ class TailScanner(Generic[M]):
     def anchors(self) -> Anchors | None:
         return self._anchors
 
+    @property
+    def idle(self) -> bool:
+        """No anchor found and alive, no match pending: the next call depends only on the new text."""
+        return not self._found and self.pending is None
+
+    @property
+    def since(self) -> int:
+        """Where the next call's anchor search starts at the latest (anchored scanners)."""
+        reach = self._anchors.reach if self._anchors is not None else 1
+        return max(self._floor, self._seen - reach + 1)
+
+    def passed(self, end: int) -> None:
+        """What a call on a text of length ``end`` does when the new text completes no anchor (the
+        caller has searched for them, over at least ``since`` to ``end``) and the scanner is ``idle``."""
+        self.pending = None
+        self._seen = end
+        if self._floor < end - self.window:  # noqa: PLR1730 - as ``next`` moves it
+            self._floor = end - self.window
+
     def next(self, text: str, *, final: bool = False) -> M | None:
         """The first settled match at or after ``floor``, which then moves past it; else None."""
         end = len(text)

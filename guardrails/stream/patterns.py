@@ -16,6 +16,7 @@ O(len(delta)) per delta while they are not within ``window`` of the end.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from re import _constants, _parser  # type: ignore[attr-defined]
 from typing import Any
 
@@ -23,6 +24,7 @@ from config.policy import RegexGuardrail
 from guardrails.decision import PASS, PATTERN_MATCH, Block, Decision
 from guardrails.seams import DeltaCheck, StreamContext
 from guardrails.stream._horizon import Closure, HorizonParts
+from guardrails.stream._prefix import first_chars, prefix_closure
 from guardrails.stream._scan import Anchors, TailScanner, literal_prefix
 from guardrails.stream.linear import LinearClosure, LinearPattern
 
@@ -39,9 +41,9 @@ _LOOKS_AHEAD = {_constants.AT_END, _constants.AT_END_LINE, _constants.AT_END_STR
 
 
 class RegexCheck(DeltaCheck):
-    __slots__ = ("_horizon", "_horizons", "_replacement", "_scanners", "window")
+    __slots__ = ("_gate", "_gate_from", "_horizon", "_horizons", "_idle", "_replacement", "_scanners", "window")
 
-    def __init__(self, patterns: list[_Compiled], window: int, replacement: str) -> None:
+    def __init__(self, patterns: list[_Compiled], window: int, replacement: str, gate: Gate | None) -> None:
         self.window = window
         # An end-sensitive pattern's match is final once a character follows it (on RE2 ``$``
         # without ``m`` matches only at the very end, never before a last newline).
@@ -50,19 +52,49 @@ class RegexCheck(DeltaCheck):
         self._horizons = [parts.arm() if parts else None for _, _, parts, _ in patterns]
         self._horizon = 0
         self._replacement = replacement
+        self._gate = gate
+        self._gate_from = 0
+        """Where the gate's anchor search starts: no scanner's own search starts before it."""
+        self._idle = gate is not None
+        """No scanner has a found anchor or a pending match, no horizon an anchor alive: the state
+        in which a delta that completes no anchor and ends in no start of one changes nothing but
+        the offsets (``_pass_quietly``)."""
 
     def horizon(self, accumulated: str) -> int:
         return self._horizon
 
     def check(self, accumulated: str, delta: str) -> Decision:
+        if self._idle and self._pass_quietly(accumulated):
+            return PASS
         return self._scan(accumulated, final=False)
 
     def finish(self, accumulated: str) -> Decision:
         return self._scan(accumulated, final=True)
 
+    def _pass_quietly(self, text: str) -> bool:
+        """The per-pattern passes of ``_scan`` in one search when none of them can find anything:
+        one search of every pattern's anchor (literal prefix) over the new text, one of every
+        horizon's tail closure over the last characters. When both find nothing, each scanner's
+        pass would have found no anchor (its search covers a part of the gate's) and each horizon
+        would be the end of the text (the closure's ``\\Z`` alternative): the state is moved on
+        exactly so. Anything found: False, and ``_scan`` runs the patterns one by one."""
+        gate, end = self._gate, len(text)
+        assert gate is not None
+        if gate.anchors.search(text, max(0, self._gate_from)) is not None \
+                or gate.tails.search(text, max(0, end - gate.tail_reach)) is not None:
+            return False
+        for scanner in self._scanners:
+            scanner.passed(end)
+        for h in self._horizons:
+            h.value = end  # type: ignore[union-attr]  # a gate is built only when every pattern has one
+        self._horizon = end
+        self._gate_from = end - gate.reach + 1
+        return True
+
     def _scan(self, text: str, *, final: bool) -> Decision:
         for number, scanner in enumerate(self._scanners, start=1):
             if scanner.next(text, final=final) is not None:
+                self._idle = False
                 # The pattern's number, not its text: a model told the pattern learns to dodge it.
                 return Block(PATTERN_MATCH, self._replacement,
                              f"The answer matched deny pattern #{number} of the policy. Rephrase "
@@ -70,6 +102,9 @@ class RegexCheck(DeltaCheck):
         fixed = max(0, len(text) - self.window)
         self._horizon = min((fixed if h is None else h.update(scanner, text))
                             for scanner, h in zip(self._scanners, self._horizons, strict=True))
+        if self._gate is not None:
+            self._idle = all(s.idle for s in self._scanners) and all(h is not None and h.idle for h in self._horizons)
+            self._gate_from = min(s.since for s in self._scanners)
         return PASS
 
 
@@ -84,11 +119,46 @@ class RegexProvider:
         self.id = spec.id
         self._window = spec.window
         self._replacement = replacement
+        self._gate = Gate.of(spec.patterns, flags, self._patterns)
 
     def arm(self, ctx: StreamContext) -> DeltaCheck | None:
         if not self._patterns:
             return None
-        return RegexCheck(self._patterns, self._window, self._replacement)
+        return RegexCheck(self._patterns, self._window, self._replacement, self._gate)
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """Every pattern's anchor and horizon tail in one search each (``RegexCheck._pass_quietly``):
+    with several deny patterns, a delta that concerns none of them costs two searches, not two per
+    pattern. Built only when every pattern opens with literal characters (all anchored, every
+    horizon's tail a closure of those characters, on ``re``, which cannot backtrack on literals)."""
+
+    anchors: re.Pattern[str]
+    reach: int
+    """The longest text an anchor reads (the gate searches from this far before the new text)."""
+    tails: re.Pattern[str]
+    """The tails' closures without their empty alternative: a hit is a start a horizon would hold."""
+    tail_reach: int
+
+    @classmethod
+    def of(cls, sources: list[str], flags: int, patterns: list[_Compiled]) -> Gate | None:
+        prefixes = [literal_prefix(re.compile(p, flags)) for p in sources]
+        if len(patterns) < 2 or any(a is None or parts is None or parts.tail is None for _, a, parts, _ in patterns):
+            return None
+        assert all(prefixes)
+        tails = []
+        for prefix in prefixes:
+            assert prefix is not None
+            first = first_chars(prefix, flags)
+            guard = f"(?={first})" if first else ""
+            tails.append(f"(?:{guard}(?:{prefix_closure(prefix, flags)})\\Z)")
+        try:
+            return cls(re.compile("|".join(f"(?:{p})" for p in prefixes)),
+                       max(a.reach for _, a, _, _ in patterns if a is not None), re.compile("|".join(tails)),
+                       max(parts.tail_reach for _, _, parts, _ in patterns if parts is not None))
+        except re.error:  # flags written inside a prefix cannot be joined: the patterns run one by one
+            return None
 
 
 def _compile(guardrail_id: str, number: int, pattern: str, flags: int) -> _Compiled:

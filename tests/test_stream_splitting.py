@@ -155,3 +155,46 @@ def test_a_line_that_is_no_field_is_marked_foreign() -> None:
     assert parse_fields(b'{"candidates": []}\n\n').foreign
     assert parse_fields(b"Data: x\n\n").foreign
     assert not parse_fields(b": keep-alive\nid: 1\nretry: 9\nevent: e\ndata: x\n\n").foreign
+
+
+class _ScanningSplitter:
+    """The splitter as it was before its no-CR path: the three terminators scanned for, every read."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._scan_from = 0
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buf += data
+        buf, frames, start, pos = self._buf, [], 0, self._scan_from
+        while True:
+            hits = [(at, len(t)) for t in (b"\n\n", b"\n\r", b"\r\r") if (at := buf.find(t, pos)) != -1]
+            if not hits:
+                break
+            best, size = min(hits)
+            end = best + size
+            if buf[end - 1] == 0x0D:
+                if end == len(buf):
+                    break
+                if buf[end] == 0x0A:
+                    end += 1
+            frames.append(bytes(buf[start:end]))
+            start = pos = end
+        del buf[:start]
+        self._scan_from = max(0, len(buf) - 2)
+        return frames
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from([*PIECES, b"\n\n", b"data: x\n\n", b"\n\n\n"]), max_size=60),
+       st.lists(st.integers(1, 40), min_size=1, max_size=40), st.booleans())
+def test_the_split_without_cr_cuts_where_the_scan_cut(parts: list[bytes], cuts: list[int], no_cr: bool) -> None:
+    """Reads without a CR take ``bytes.split``; reads with one (or after one) the scan: every mix of
+    them cuts the same frames, and leaves the same bytes, as the scan alone."""
+    data = b"".join(parts)
+    if no_cr:
+        data = data.replace(b"\r", b"")
+    new, old = SSESplitter(), _ScanningSplitter()
+    for chunk in _chunked(data, cuts):
+        assert new.feed(chunk) == old.feed(chunk)
+    assert new.flush() == bytes(old._buf)

@@ -11,6 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from guardrails.datamodel import Frame, TextDelta
+from proxy.wire.anthropic import AnthropicMessages, MessagesStream
+from proxy.wire.base import StreamCodec
 from proxy.wire.openai_chat import ChatStream, OpenAIChat
 from proxy.wire.template import MAX_LEARNS
 
@@ -72,7 +74,7 @@ def _reads(data: bytes, cuts: list[int]) -> list[bytes]:
     return out
 
 
-def _decode_all(codec: ChatStream, reads: list[bytes]) -> list[Frame]:
+def _decode_all(codec: StreamCodec, reads: list[bytes]) -> list[Frame]:
     out: list[Frame] = []
     for read in reads:
         out += codec.feed(read)
@@ -118,3 +120,87 @@ def test_text_with_an_escape_takes_the_full_decode() -> None:
     codec.feed(_chunk({"content": "a"}))
     raw = _chunk({"content": "\u0041"}).replace(b'"A"', b'"\\u0041"')
     assert codec.feed(raw) == [Frame(raw, (TextDelta("A"),))]
+
+
+def _event(name: str, data: dict[str, Any], *, compact: bool = True) -> bytes:
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":") if compact else None)
+    return f"event: {name}\ndata: {text}\n\n".encode()
+
+
+def _delta(index: int, delta: dict[str, Any], **kw: Any) -> bytes:
+    return _event("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}, **kw)
+
+
+@st.composite
+def anthropic_events(draw: st.DrawFn) -> bytes:
+    kind = draw(st.sampled_from(["text"] * 8 + ["raw", "start_text", "start_thinking", "thinking", "start_tool",
+                                                "tool", "stop", "citation", "extra", "spaced", "named", "ping"]))
+    text, index = draw(TEXTS), draw(st.integers(0, 2))
+    if kind == "text":
+        return _delta(index, {"type": "text_delta", "text": text})
+    if kind == "raw":
+        return _delta(index, {"type": "text_delta", "text": "\x00MARK"}).replace(b"\\u0000MARK", draw(RAW_MIDDLES))
+    if kind == "start_text":
+        return _event("content_block_start", {"type": "content_block_start", "index": index,
+                                              "content_block": {"type": "text", "text": ""}})
+    if kind == "start_thinking":
+        return _event("content_block_start", {"type": "content_block_start", "index": index,
+                                              "content_block": {"type": "thinking", "thinking": ""}})
+    if kind == "thinking":
+        return _delta(index, {"type": "thinking_delta", "thinking": text})
+    if kind == "start_tool":
+        return _event("content_block_start", {"type": "content_block_start", "index": index, "content_block": {
+            "type": "tool_use", "id": "t", "name": "f", "input": {}}})
+    if kind == "tool":
+        return _delta(index, {"type": "input_json_delta", "partial_json": text})
+    if kind == "stop":
+        return _event("content_block_stop", {"type": "content_block_stop", "index": index})
+    if kind == "citation":
+        return _delta(index, {"type": "citations_delta", "citation": {"type": "char_location", "cited_text": text}})
+    if kind == "extra":
+        return _delta(index, {"type": "text_delta", "text": text, "note": text})
+    if kind == "spaced":
+        return _delta(index, {"type": "text_delta", "text": text}, compact=False)
+    if kind == "named":  # a name that disagrees with its data's type: read by the type, labels checked
+        return _event("message_delta", {"type": "content_block_delta", "index": index,
+                                        "delta": {"type": "text_delta", "text": text}})
+    return _event("ping", {"type": "ping"})
+
+
+_START = _event("message_start", {"type": "message_start", "message": {
+    "id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": [], "stop_reason": None,
+    "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}})
+_STOP = _event("message_stop", {"type": "message_stop"})
+
+
+def _anthropic_full_decode_only() -> MessagesStream:
+    codec = AnthropicMessages().new_stream()
+    assert isinstance(codec, MessagesStream)
+    codec._templates._learns = MAX_LEARNS
+    return codec
+
+
+def _anthropic_state(codec: MessagesStream) -> tuple[Any, ...]:
+    return codec._message, codec._open_tools, codec._server_inputs, codec._thinking, codec._thought
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(anthropic_events(), min_size=1, max_size=40), st.lists(st.integers(1, 400), min_size=1, max_size=20),
+       st.booleans())
+def test_anthropic_template_decode_equals_the_full_decode(stream: list[bytes], cuts: list[int],
+                                                         frame_reads: bool) -> None:
+    events = [_START, *stream, _STOP]
+    reads = events if frame_reads else _reads(b"".join(events), cuts)
+    fast, full = AnthropicMessages().new_stream(), _anthropic_full_decode_only()
+    assert isinstance(fast, MessagesStream)
+    assert _decode_all(fast, reads) == _decode_all(full, reads)
+    assert _anthropic_state(fast) == _anthropic_state(full)
+
+
+def test_an_anthropic_text_stream_learns_its_template() -> None:
+    codec = AnthropicMessages().new_stream()
+    assert isinstance(codec, MessagesStream)
+    codec.feed(_START + _delta(0, {"type": "text_delta", "text": "Hel"}))
+    assert codec._templates.current is not None
+    raw = _delta(0, {"type": "text_delta", "text": "lo"})
+    assert codec.feed(raw) == [Frame(raw, (TextDelta("lo"),))]

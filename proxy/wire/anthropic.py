@@ -69,6 +69,7 @@ from proxy.wire.base import (
     with_temperature,
 )
 from proxy.wire.shapes import ByType, by_type, lane_events, obj, plain, unread, whole_events
+from proxy.wire.template import Templates
 
 _ERROR_TYPES: dict[str, str] = {
     "invalid_request": "invalid_request_error",
@@ -432,9 +433,15 @@ class MessagesStream(StreamCodec):
         """Open thinking blocks by index: the start block, thinking and signature fragments."""
         self._thought: list[tuple[int, dict[str, Any]]] = []
         """Complete thinking / redacted_thinking blocks (index, block), for ``provider_parts``."""
+        self._templates = Templates("text")
+        """The shape of the last text_delta event: later ones decode from their bytes (``template``)."""
 
     # -- decoding ---------------------------------------------------------------------------
     def feed(self, data: bytes) -> list[Frame]:
+        # A read of one whole text delta of the learnt shape skips the splitter too (``template``).
+        template = self._templates.current
+        if template is not None and self._split.idle and (frame := template.match(data)) is not None:
+            return [frame]
         return [self._decode(raw) for raw in self._split.feed(data)]
 
     def flush(self) -> list[Frame]:
@@ -442,6 +449,15 @@ class MessagesStream(StreamCodec):
         return [self._decode(rest)] if rest else []
 
     def _decode(self, raw: bytes) -> Frame:
+        # A text_delta's decode reads no codec state and changes none: templates need no condition.
+        template = self._templates.current
+        if template is not None and (frame := template.match(raw)) is not None:
+            return frame
+        frame = self._decode_frame(raw)
+        self._templates.learn(raw, frame, self._decode_frame)
+        return frame
+
+    def _decode_frame(self, raw: bytes) -> Frame:
         sse = parse_fields(raw)
         if sse.foreign:  # the SDKs skip a line that is no SSE field, other clients may read it
             return Frame(raw, unreadable=True)

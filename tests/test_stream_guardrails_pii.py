@@ -133,3 +133,20 @@ def test_redactions_are_the_same_whatever_the_chunking(parts: list[str], seed: i
     assert summary(run(arm(), random_chunks(text, seed, 1, hi))) == expected
     assert summary(run(arm(action="replace"), random_chunks(text, seed, 1, hi)))[0] == \
         summary(run(arm(action="replace"), [text]))[0]
+
+
+def test_a_number_that_runs_on_into_another_is_read_as_the_two_a_stream_sees() -> None:
+    # The phone grammar reads all of it as one (invalid) number; one character at a time the first
+    # number settles before the second arrives. Both readings must redact both.
+    text = "+1 415 555 0100)415-555-0100"
+    expected = [(0, 15, "[phone]"), (16, 28, "[phone]")]
+    assert summary(run(arm(), [text]))[1] == expected
+    assert summary(run(arm(), one_char(text)))[1] == expected
+
+
+def test_an_email_after_a_digit_run_is_found_one_character_at_a_time() -> None:
+    # One character at a time, "700000000000" (a number, rejected: a digit precedes it) is found
+    # while the email that starts one character earlier is not complete yet.
+    text = "ts=1700000000000.-alice.smith@corp-mail.co.uk"
+    assert summary(run(arm(), [text]))[1] == [(3, 45, "[email]")]
+    assert summary(run(arm(), one_char(text)))[1] == [(3, 45, "[email]")]

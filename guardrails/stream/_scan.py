@@ -312,6 +312,17 @@ class TailScanner(Generic[M]):
         self._floor = max(self._floor, end - self.window)
         return None
 
+    def defer(self, floor: int, start: int) -> None:
+        """Undo the call to ``next`` that began at ``floor``: its match waits, as one not settled
+        yet would, because a match may still begin at ``start``, before it."""
+        self._floor = floor
+        self.pending = start
+
+    def resume_at(self, offset: int) -> None:
+        """The match ``next`` just returned is taken to end at ``offset`` (a shorter reading of it,
+        above its start): the next call scans from there, not past the whole match."""
+        self._floor = offset
+
     def _quiet(self, text: str, end: int) -> bool:
         """True, having taken note of the new text, when it completes no anchor."""
         anchors = self._anchors

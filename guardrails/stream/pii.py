@@ -112,6 +112,11 @@ _DOTTED_QUAD = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
 _DATE_THEN_SPACE = re.compile(rf"(?:{_DATE.pattern}) ")
 _SSN_SHAPE = re.compile(r"\d{3}([- ])\d{2}\1\d{4}")
 _IBAN_CUT = re.compile(r"[ -]?[A-Z0-9]{1,4}\Z")
+_ENDS = {"phone": re.compile(_NUM_END), "card": re.compile(_CARD_END)}
+"""What may follow a number, for the shorter readings of an invalid one (``PiiProvider.shorter``)."""
+_SHORTEST_NUMBER = 7
+_SHORTER_TRIES = 4
+
 _ANY_REGION = tuple(sorted(phonenumbers.SUPPORTED_REGIONS))
 
 
@@ -222,19 +227,37 @@ class PiiCheck(DeltaCheck):
         return self._horizon.value
 
     def _next(self, text: str, *, final: bool) -> Decision:
-        provider = self._provider
-        while (match := self._scanner.next(text, final=final)) is not None:
+        provider, scanner = self._provider, self._scanner
+        while True:
+            floor = scanner.floor
+            match = scanner.next(text, final=final)
+            if match is None:
+                break
+            if not final and match.start() > floor and len(text) - floor < self.window:
+                # A match may still begin before this one once more text arrives (digits read as a
+                # number now may turn out to open an email): the text as a whole would be read from
+                # there, so wait for it, as for a match not settled yet.
+                earlier = provider.closure.search(text, floor)
+                if earlier < match.start():
+                    scanner.defer(floor, earlier)
+                    break
             kind, found = match.lastgroup or "", match.group()
             if not provider.before[kind].match(text, match.start()) or found in provider.allow:
                 continue
+            end = match.end()
             if not provider.valid(kind, found):
                 # Shapes overlap (nine digits in groups are a phone or a TFN): the same text may be
                 # another kind's, which the alternation did not try at this offset.
-                kind = next((k for k, rx in provider.shapes.items() if k != kind and rx.fullmatch(found)
-                             and provider.valid(k, found)), "")
-                if not kind:
+                other = next((k for k, rx in provider.shapes.items() if k != kind and rx.fullmatch(found)
+                              and provider.valid(k, found)), "")
+                if other:
+                    kind = other
+                elif (end := provider.shorter(kind, text, match.start(), end)) < 0:
                     continue
-            end = match.start() + iban_end(found) if kind == "iban" else match.end()
+                else:
+                    self._scanner.resume_at(end)  # what follows the shorter reading is scanned again
+            elif kind == "iban":
+                end = match.start() + iban_end(found)
             if provider.redact:
                 return Redact(PII, match.start(), end, MASKS[kind])
             return Block(PII, provider.replacement,
@@ -276,11 +299,35 @@ class PiiProvider:
         self.shapes = {k: re.compile(rest) for k, (_, rest) in parts.items()}
         self.anchors = Anchors(anchors, quick=_ANCHOR_ENDS)
         leads = sorted({_LEADS[_LEAD_OF[k]] for k in patterns})
-        self.horizon_parts = HorizonParts(Closure(self.pattern.pattern), Closure("|".join(leads)),
+        self.closure = Closure(self.pattern.pattern)
+        """Where the text could still grow into a match (``PiiCheck`` and the horizon)."""
+        self.horizon_parts = HorizonParts(self.closure, Closure("|".join(leads)),
                                           max(widest(lead) for lead in leads))
         self.allow = frozenset(spec.allow)
         self.redact = spec.action == "redact"
         self.replacement = replacement
+
+    def shorter(self, kind: str, text: str, start: int, end: int) -> int:
+        """The end of the longest valid shorter reading of an invalid ``kind`` match
+        ``text[start:end]``, or -1. A number's grammar can run on through what is really a second
+        number (``+1 415 555 0100)415-555-0100`` reads as one invalid phone): read one character at a
+        time, as a stream may be, the first would have been taken, settled before the rest arrived.
+        So the whole text finds what its chunks do. At most ``_SHORTER_TRIES`` readings are
+        validated (longest first), which bounds the cost of a long run of digits."""
+        ends = _ENDS.get(kind)
+        if ends is None:
+            return -1
+        shape, tries = self.shapes[kind], 0
+        for cut in range(end - 1, start + _SHORTEST_NUMBER - 1, -1):
+            if not text[cut - 1].isdigit() or ends.match(text, cut) is None \
+                    or shape.fullmatch(text, start, cut) is None:
+                continue
+            if self.valid(kind, text[start:cut]):
+                return cut
+            tries += 1
+            if tries == _SHORTER_TRIES:
+                break
+        return -1
 
     def valid(self, kind: str, text: str) -> bool:
         if kind == "national_id":

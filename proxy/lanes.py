@@ -290,31 +290,10 @@ class ChoiceGuard:
         key = (e.what, e.text)
         if key in self._whole_passed:
             return None
-        trip = self._first_whole_trip(e)
+        trip = first_whole_trip(self._arm, e, self._log_only, self._whole_logged)
         if trip is None and len(e.text) <= _WHOLE_MEMO_CHARS and len(self._whole_passed) < _WHOLE_MEMO:
             self._whole_passed.add(key)
         return trip
-
-    def _first_whole_trip(self, e: WholeText) -> Trip | None:
-        skip: list[str] = []
-        for _ in range(len(self._log_only) + 1):
-            armed = self._arm(e.what)
-            for gid in skip:
-                if armed:
-                    armed.disarm(gid)
-            if not armed:
-                return None
-            trip = _whole_text_trip(armed, e.text)
-            if trip is None:
-                return None
-            if isinstance(trip.decision, Block) and trip.guardrail_id in self._log_only:
-                self._whole_logged.append(trip)
-                skip.append(trip.guardrail_id)
-                continue
-            if isinstance(trip.decision, Block):
-                return trip
-            return Trip(trip.guardrail_id, Block(trip.decision.reason_code))
-        return None
 
     def end(self) -> Step:
         """Upstream ended: every open lane's finish checks and tool-argument checks."""
@@ -441,7 +420,33 @@ class ChoiceGuard:
         return {lane[0]: guard.message() for lane, guard in self._lanes.items() if lane[1] == ANSWER}
 
 
-def _whole_text_trip(armed: ArmedSet, text: str) -> Trip | None:
+def first_whole_trip(arm: ArmFor, e: WholeText, log_only: frozenset[str], logged: list[Trip]) -> Trip | None:
+    """The first trip over a whole text, by a freshly armed set for ``e.what`` (a redaction blocks:
+    a whole text is not rewritten per span). A log-only guardrail's block is noted in ``logged`` and
+    the text checked again by a fresh set without it, as a streamed text would be (each check sees
+    the text once)."""
+    skip: list[str] = []
+    for _ in range(len(log_only) + 1):
+        armed = arm(e.what)
+        for gid in skip:
+            if armed:
+                armed.disarm(gid)
+        if not armed:
+            return None
+        trip = whole_text_trip(armed, e.text)
+        if trip is None:
+            return None
+        if isinstance(trip.decision, Block) and trip.guardrail_id in log_only:
+            logged.append(trip)
+            skip.append(trip.guardrail_id)
+            continue
+        if isinstance(trip.decision, Block):
+            return trip
+        return Trip(trip.guardrail_id, Block(trip.decision.reason_code))
+    return None
+
+
+def whole_text_trip(armed: ArmedSet, text: str) -> Trip | None:
     """The first trip over ``text`` checked as if it had streamed in ``CHECK_CHUNK`` pieces: each
     check costs O(len(text) + its window), never a scan per match over all of it."""
     acc = ""

@@ -42,7 +42,7 @@ from guardrails.datamodel import (
 from guardrails.decision import Block, Redact
 from guardrails.stream import ArmedSet, Trip
 from guardrails.tools.arguments import decoded_text
-from proxy.lanes import ArmFor
+from proxy.lanes import ArmFor, first_whole_trip
 from proxy.stream_guard import CHECK_CHUNK
 
 MAX_REDACTIONS = 64
@@ -134,31 +134,10 @@ class _Pass:
             key = (e.what, e.text)
             if key in passed:
                 continue
-            if (trip := self._whole_trip(e)) is not None:
+            if (trip := first_whole_trip(self._arm, e, self._log_only, self._whole_logged)) is not None:
                 return trip
             if len(e.text) <= _WHOLE_MEMO_CHARS and len(passed) < _WHOLE_MEMO:
                 passed.add(key)
-        return None
-
-    def _whole_trip(self, e: WholeText) -> Trip | None:
-        skip: list[str] = []
-        for _ in range(len(self._log_only) + 1):
-            armed = self._arm(e.what)
-            for gid in skip:
-                if armed:
-                    armed.disarm(gid)
-            if not armed:
-                return None
-            trip = _pieces_trip(armed, e.text)
-            if trip is None:
-                return None
-            if isinstance(trip.decision, Block) and trip.guardrail_id in self._log_only:
-                self._whole_logged.append(trip)
-                skip.append(trip.guardrail_id)
-                continue
-            if isinstance(trip.decision, Block):
-                return trip
-            return Trip(trip.guardrail_id, Block(trip.decision.reason_code))
         return None
 
     # -- the lanes' text --------------------------------------------------------------------------
@@ -312,19 +291,8 @@ def _unredactable(lane: _Lane, redactions: list[Trip]) -> Trip | None:
     return Trip(redactions[0].guardrail_id, Block(redactions[0].decision.reason_code))
 
 
-def _pieces_trip(armed: ArmedSet, text: str) -> Trip | None:
-    """The first trip over ``text`` checked in ``CHECK_CHUNK`` pieces, then ``finish``."""
-    acc = ""
-    for at in range(0, len(text), CHECK_CHUNK):
-        piece = text[at:at + CHECK_CHUNK]
-        acc += piece
-        if (trip := armed.check(acc, piece)) is not None:
-            return trip
-    return armed.finish(acc)
-
-
 def _blocks_only(armed: ArmedSet, text: str) -> Trip | None:
-    """As ``_pieces_trip``, counting blocks only (a tool call is released or acted on whole)."""
+    """As ``whole_text_trip``, counting blocks only (a tool call is released or acted on whole)."""
     acc = ""
     for at in range(0, len(text), CHECK_CHUNK):
         piece = text[at:at + CHECK_CHUNK]

@@ -218,29 +218,9 @@ class StreamGuard:
                 armed = self._rearm()
                 if not armed:
                     return None
-                trip = self._tool_block(armed, text)
+                trip = tool_block(armed, text, self._log_only, self.logged, self._rearm)
                 if trip is not None:
                     return trip
-        return None
-
-    def _tool_block(self, armed: ArmedSet, arguments: str) -> Trip | None:
-        """The first block over one call's arguments. A log-only guardrail's block is noted and the
-        arguments checked again by a fresh set without it (each check sees them once)."""
-        skip: list[str] = []
-        for _ in range(len(armed.ids) + 1):
-            for gid in skip:
-                armed.disarm(gid)
-            if not armed:
-                return None
-            trip = _check_whole(armed, arguments)
-            if trip is None or trip.guardrail_id not in self._log_only:
-                return trip
-            self.logged.append(trip)
-            skip.append(trip.guardrail_id)
-            fresh = self._rearm() if self._rearm is not None else None
-            if fresh is None:
-                return None
-            armed = fresh
         return None
 
     @property
@@ -323,6 +303,29 @@ class StreamGuard:
         d = trip.decision
         assert isinstance(d, Redact)
         self._queue.redact(d.start, d.end, d.mask)
+
+
+def tool_block(armed: ArmedSet, arguments: str, log_only: frozenset[str], logged: list[Trip],
+               rearm: Callable[[], ArmedSet | None] | None) -> Trip | None:
+    """The first block over one call's arguments. A log-only guardrail's block is noted in
+    ``logged`` and the arguments checked again by a fresh set (``rearm``) without it (each check sees
+    them once)."""
+    skip: list[str] = []
+    for _ in range(len(armed.ids) + 1):
+        for gid in skip:
+            armed.disarm(gid)
+        if not armed:
+            return None
+        trip = _check_whole(armed, arguments)
+        if trip is None or trip.guardrail_id not in log_only:
+            return trip
+        logged.append(trip)
+        skip.append(trip.guardrail_id)
+        fresh = rearm() if rearm is not None else None
+        if fresh is None:
+            return None
+        armed = fresh
+    return None
 
 
 def _check_whole(armed: ArmedSet, text: str) -> Trip | None:

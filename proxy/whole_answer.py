@@ -43,7 +43,7 @@ from guardrails.decision import Block, Redact
 from guardrails.stream import ArmedSet, Trip
 from guardrails.tools.arguments import decoded_text
 from proxy.lanes import ArmFor, first_whole_trip
-from proxy.stream_guard import CHECK_CHUNK
+from proxy.stream_guard import CHECK_CHUNK, tool_block
 
 MAX_REDACTIONS = 64
 """Re-checks after redactions per piece, as ``StreamGuard`` bounds them."""
@@ -243,26 +243,8 @@ class _Pass:
                 armed = self._arm_tools()
                 if not armed:
                     return None
-                if (trip := self._tool_block(lane, armed, text)) is not None:
+                if (trip := tool_block(armed, text, self._log_only, lane.logged, self._arm_tools)) is not None:
                     return trip
-        return None
-
-    def _tool_block(self, lane: _Lane, armed: ArmedSet, arguments: str) -> Trip | None:
-        skip: list[str] = []
-        for _ in range(len(armed.ids) + 1):
-            for gid in skip:
-                armed.disarm(gid)
-            if not armed:
-                return None
-            trip = _blocks_only(armed, arguments)
-            if trip is None or trip.guardrail_id not in self._log_only:
-                return trip
-            lane.logged.append(trip)
-            skip.append(trip.guardrail_id)
-            fresh = self._arm_tools()
-            if fresh is None:
-                return None
-            armed = fresh
         return None
 
 
@@ -289,16 +271,3 @@ def _unredactable(lane: _Lane, redactions: list[Trip]) -> Trip | None:
     if not redactions or lane.channel == ANSWER:
         return None
     return Trip(redactions[0].guardrail_id, Block(redactions[0].decision.reason_code))
-
-
-def _blocks_only(armed: ArmedSet, text: str) -> Trip | None:
-    """As ``whole_text_trip``, counting blocks only (a tool call is released or acted on whole)."""
-    acc = ""
-    for at in range(0, len(text), CHECK_CHUNK):
-        piece = text[at:at + CHECK_CHUNK]
-        acc += piece
-        trip = armed.check(acc, piece)
-        if trip is not None and isinstance(trip.decision, Block):
-            return trip
-    trip = armed.finish(acc)
-    return trip if trip is not None and isinstance(trip.decision, Block) else None

@@ -37,6 +37,16 @@ def random_chunks(text: str, seed: int, lo: int = 1, hi: int = 9) -> Iterator[st
         i += n
 
 
+def cut_by(data: bytes, cuts: list[int]) -> list[bytes]:
+    """``data`` in reads of the sizes in ``cuts``, taken in turn (and again from the first)."""
+    out, i, k = [], 0, 0
+    while i < len(data):
+        n = cuts[k % len(cuts)]
+        out.append(data[i:i + n])
+        i, k = i + n, k + 1
+    return out
+
+
 def run(check: DeltaCheck, chunks: Iterable[str]) -> Outcome:
     """Drive ``check`` the way the pipeline does: re-call with an empty delta after a Redact."""
     out = Outcome()

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from proxy.sse import SSEFrame, SSESplitter, parse_fields
+from tests.stream_support import cut_by
 
 PIECES = [b"data: ", b"event: ", b"data:", b"x", b"{}", b"\n", b"\r", b"\r\n", b":", b" ", b"\xc3\xa9", b"id: 1",
           b"retry: 5", b"\xef\xbb\xbfdata: ", b"bogus: 1", b"{\"k\": 1}"]
@@ -42,15 +43,6 @@ def test_fast_field_parser_agrees_with_the_general_one(parts: list[bytes]) -> No
     assert parse_fields(raw) == general(raw)
 
 
-def _chunked(data: bytes, cuts: list[int]) -> list[bytes]:
-    out, i, k = [], 0, 0
-    while i < len(data):
-        n = cuts[k % len(cuts)]
-        out.append(data[i:i + n])
-        i, k = i + n, k + 1
-    return out
-
-
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(PIECES), max_size=60), st.lists(st.integers(1, 9), min_size=1, max_size=40))
 def test_frames_do_not_depend_on_chunking(parts: list[bytes], cuts: list[int]) -> None:
@@ -58,7 +50,7 @@ def test_frames_do_not_depend_on_chunking(parts: list[bytes], cuts: list[int]) -
     whole = SSESplitter()
     want = whole.feed(data) + [whole.flush()]
     split, got = SSESplitter(), []
-    for chunk in _chunked(data, cuts):
+    for chunk in cut_by(data, cuts):
         got += split.feed(chunk)
     got.append(split.flush())
     assert got == want
@@ -136,7 +128,7 @@ def test_the_proxy_reads_the_events_the_sdks_and_the_standard_read(data: bytes, 
     from anthropic._streaming import SSEDecoder as AnthropicDecoder
     from openai._streaming import SSEDecoder as OpenAIDecoder
 
-    chunks = _chunked(data, cuts)
+    chunks = cut_by(data, cuts)
     ours = proxy_events(chunks)
     assert ours == whatwg_events(data)
     with_data = [e for e in sdk_events(OpenAIDecoder(), chunks) if e[1]]
@@ -195,6 +187,6 @@ def test_the_split_without_cr_cuts_where_the_scan_cut(parts: list[bytes], cuts: 
     if no_cr:
         data = data.replace(b"\r", b"")
     new, old = SSESplitter(), _ScanningSplitter()
-    for chunk in _chunked(data, cuts):
+    for chunk in cut_by(data, cuts):
         assert new.feed(chunk) == old.feed(chunk)
     assert new.flush() == bytes(old._buf)

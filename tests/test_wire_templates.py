@@ -15,6 +15,7 @@ from proxy.wire.anthropic import AnthropicMessages, MessagesStream
 from proxy.wire.base import StreamCodec
 from proxy.wire.openai_chat import ChatStream, OpenAIChat
 from proxy.wire.template import MAX_LEARNS
+from tests.stream_support import cut_by
 
 HEAD = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
 
@@ -65,15 +66,6 @@ def frames(draw: st.DrawFn) -> bytes:
     return _chunk({"content": ""})
 
 
-def _reads(data: bytes, cuts: list[int]) -> list[bytes]:
-    out, i, k = [], 0, 0
-    while i < len(data):
-        n = cuts[k % len(cuts)]
-        out.append(data[i:i + n])
-        i, k = i + n, k + 1
-    return out
-
-
 def _decode_all(codec: StreamCodec, reads: list[bytes]) -> list[Frame]:
     out: list[Frame] = []
     for read in reads:
@@ -98,7 +90,7 @@ def _state(codec: ChatStream) -> tuple[Any, ...]:
 def test_template_decode_equals_the_full_decode(stream: list[bytes], cuts: list[int], frame_reads: bool) -> None:
     data = b"".join(stream) + b"data: [DONE]\n\n"
     # One read per frame (a paced stream), or the bytes cut anywhere (bursts, UTF-8 split across reads).
-    reads = [*stream, b"data: [DONE]\n\n"] if frame_reads else _reads(data, cuts)
+    reads = [*stream, b"data: [DONE]\n\n"] if frame_reads else cut_by(data, cuts)
     fast, full = OpenAIChat().new_stream(), _full_decode_only()
     assert isinstance(fast, ChatStream)
     assert _decode_all(fast, reads) == _decode_all(full, reads)
@@ -190,7 +182,7 @@ def _anthropic_state(codec: MessagesStream) -> tuple[Any, ...]:
 def test_anthropic_template_decode_equals_the_full_decode(stream: list[bytes], cuts: list[int],
                                                          frame_reads: bool) -> None:
     events = [_START, *stream, _STOP]
-    reads = events if frame_reads else _reads(b"".join(events), cuts)
+    reads = events if frame_reads else cut_by(b"".join(events), cuts)
     fast, full = AnthropicMessages().new_stream(), _anthropic_full_decode_only()
     assert isinstance(fast, MessagesStream)
     assert _decode_all(fast, reads) == _decode_all(full, reads)

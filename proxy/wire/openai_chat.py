@@ -8,6 +8,8 @@ empty delta, which the official SDK yields as a harmless empty chunk (DESIGN.md,
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -57,6 +59,7 @@ from proxy.wire.base import (
 from proxy.wire.logprobs import token_events
 from proxy.wire.shapes import by_type, lane_events, obj, unread, whole_events
 from proxy.wire.template import Templates
+from proxy.wire.turns import Turns
 
 _ERROR_TYPES: dict[str, tuple[str, str | None]] = {
     "invalid_request": ("invalid_request_error", None),
@@ -335,28 +338,61 @@ def _whole_history(body: JsonBody) -> list[HistoryToolCall]:
     return _history(body.data["messages"])
 
 
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """What the quick view reads of a body: its top-level fields, and the messages folded so far."""
+
+    model: str
+    stream: bool | None
+    system: tuple[str, ...]
+    last_user_text: str
+    kept: bool = True
+    """Whether every system prompt's text is kept (``_system_text``): a reading with a larger one is
+    not kept either (``Turns``), its body is read whole every time."""
+
+
+def _fold(read: _Read, messages: Sequence[_QuickMessage]) -> _Read | None:
+    """``read`` with more messages: what ``parse_request`` does, on the same values (None where a raw
+    field does not decode: the whole path then decides)."""
+    system = list(read.system)
+    last_user: _QuickMessage | None = None
+    kept = read.kept
+    try:
+        for m in messages:
+            role = m.role
+            if role == "user":
+                last_user = m
+            elif role == "system" or role == "developer":
+                system.append(_system_text(m.content))
+                kept = kept and len(m.content) <= _SYSTEM_TEXT_BYTES
+        text = read.last_user_text if last_user is None else _content_text(raw_value(last_user.content))
+    except QUICK_REFUSALS:
+        return None
+    return _Read(read.model, read.stream, tuple(system), text, kept)
+
+
+def _read_whole(raw: bytes) -> tuple[_Read, list[_QuickMessage]] | None:
+    quick = _QUICK(raw)
+    if (quick is None or quick.messages is None or not isinstance(quick.model, str)
+            or not isinstance(quick.stream, (bool, type(None)))):
+        return None
+    read = _fold(_Read(quick.model, quick.stream, (), ""), quick.messages)
+    return None if read is None else (read, quick.messages)
+
+
+_TURNS = Turns(_read_whole, _fold, _QuickMessage, b'{"role":"guardproxy-probe"}', keeps=lambda read: read.kept)
+"""Bodies of recent chat requests: an agent's next turn is read from the messages it adds (``turns``)."""
+
+
 class OpenAIChat(WireFormat):
     name = "openai_chat"
 
     def quick_view(self, body: JsonBody, *, stream: bool) -> RequestView | None:
-        quick = _QUICK(body.raw)
-        if (quick is None or quick.messages is None or not isinstance(quick.model, str)
-                or not isinstance(quick.stream, (bool, type(None)))):
+        read = _TURNS.read(body.raw)
+        if read is None:
             return None
-        system: list[str] = []
-        last_user: _QuickMessage | None = None
-        try:
-            for m in quick.messages:  # what parse_request does, on the same values
-                role = m.role
-                if role == "user":
-                    last_user = m
-                elif role == "system" or role == "developer":
-                    system.append(_system_text(m.content))
-            last_user_text = _content_text(raw_value(last_user.content)) if last_user else ""
-        except QUICK_REFUSALS:
-            return None
-        return RequestView(model=quick.model, stream=bool(quick.stream), system_prompt="\n".join(system),
-                           last_user_text=last_user_text, history=LazyHistory(partial(_whole_history, body)))
+        return RequestView(model=read.model, stream=bool(read.stream), system_prompt="\n".join(read.system),
+                           last_user_text=read.last_user_text, history=LazyHistory(partial(_whole_history, body)))
 
     def parse_request(self, body: dict[str, Any], *, stream: bool) -> RequestView:
         messages = body.get("messages")

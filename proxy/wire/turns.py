@@ -1,0 +1,205 @@
+"""Turn N of a conversation read from what it adds to turn N-1, exactly.
+
+A coding agent resends its whole conversation on every turn: the same system prompt and tools, and a
+history list that only grows. The body of turn N is the body of turn N-1 with the new items inserted
+where its history list ends (wherever that list sits among the other keys). ``Turns`` keeps what a
+quick view read of recent bodies (``S``: the model, the system prompt's texts, the last user text...)
+and reads a body that extends one of them by decoding only the inserted items: an agent's 66 KB turn
+costs two ``memcmp`` and the decode of one turn's messages instead of a scan of 66 KB.
+
+Why this is exact, not a guess. Let P be a kept body, fully read, and ``a`` an offset in it where the
+history list can take one more item: the JSON parser, having read ``P[:a]``, is inside the list that
+the whole decode keeps (the last of duplicate keys), right after an item, and ``P[a:]`` closes that
+list. A body N = ``P[:a] + X + P[a:]``, where X alone is a sequence of ``,item`` (``_decode_items``: any
+X that would close the list, open a key, or leave a string open fails that check), then parses as P does with X's items appended to that list and every other field the
+same: the parser reads ``P[:a]`` into the same state, X's items into the list, and is back in the
+state it had at ``a`` in P, from which ``P[a:]`` reads as before. So N's reading is P's reading folded
+over X's items, and N's own anchor is ``a + len(X)``.
+
+The first anchor of a conversation is found when its second body arrives: ``a`` is where the two
+bodies first differ, and it is proven by decoding P with a probe item inserted there: P's kept list
+must come out one item longer, ending with the probe (an offset inside a string, a nested list, a
+dropped duplicate list or before the last item all fail this). Turn 2 thus pays one more decode;
+every later turn pays only for what it adds.
+
+Exact byte comparisons decide every reuse (no digest an attacker could collide). A lookup compares
+the body with at most ``CANDIDATES`` kept bodies that begin like it (their first ``KEY_BYTES``), most
+recent first; a mismatch usually stops within the first messages. Kept bodies are bounded by
+``budget_bytes`` (least recently used out first). Bodies under ``MIN_BYTES`` are read whole: their
+decode costs less than the bookkeeping.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import msgspec
+
+S = TypeVar("S")
+
+MIN_BYTES = 8192
+"""Bodies shorter than this are read whole (a 8 KB decode costs about 5 us, the lookup 1-2)."""
+KEY_BYTES = 256
+"""Kept bodies are grouped by their first bytes (an agent's conversations share them: the model,
+the start of the system prompt)."""
+CANDIDATES = 16
+"""Kept bodies per group, compared most recent first (32 agents on one prompt: some read whole)."""
+BUDGET_BYTES = 32 * 1024 * 1024
+_CHUNK = 4096
+
+
+@dataclass(slots=True)
+class _Kept(Generic[S]):
+    state: S
+    count: int
+    """Items in the body's history list."""
+    head: bytes
+    """The body up to its anchor (the whole body while the anchor is not known yet)."""
+    tail: bytes
+    """The body from its anchor on (empty while the anchor is not known)."""
+    anchored: bool
+    tried: bool = False
+    """Whether a later body was tried as its extension while it had no anchor (tried once only)."""
+
+    @property
+    def size(self) -> int:
+        return len(self.head) + len(self.tail) + 200
+
+
+class Turns(Generic[S]):
+    """Quick readings of recent bodies of one API, by the bytes they begin with. Event loop only.
+
+    ``whole(raw)``: the quick decode of a whole body, as (reading, items of its history list), or
+    None when it declines. ``fold(reading, items)``: the reading extended by more items of the list
+    (None when they are not what the quick view reads: the caller then reads the body whole).
+    ``item``: the msgspec type of one item; ``probe``: the JSON of an item no client sends;
+    ``keeps(reading)``: whether a reading may be kept (a format's own bounds)."""
+
+    def __init__(self, whole: Callable[[bytes], tuple[S, Sequence[Any]] | None],
+                 fold: Callable[[S, Sequence[Any]], S | None], item: Any, probe: bytes,
+                 keeps: Callable[[S], bool] = lambda _: True, budget_bytes: int = BUDGET_BYTES) -> None:
+        self._whole, self._fold, self._keeps = whole, fold, keeps
+        self._items = msgspec.json.Decoder(list[list[item | None]])
+        self._probe, self._probe_item = probe, msgspec.json.decode(probe, type=item)
+        self.budget_bytes = budget_bytes
+        self.used_bytes = 0
+        self.extended = 0
+        """Bodies read from a kept one (a counter, for tests and the bench)."""
+        self._groups: OrderedDict[bytes, list[_Kept[S]]] = OrderedDict()
+
+    def read(self, raw: bytes) -> S | None:
+        if len(raw) < MIN_BYTES:
+            found = self._whole(raw)
+            return None if found is None else found[0]
+        key = raw[:KEY_BYTES]
+        group = self._groups.get(key)
+        if group is not None:
+            self._groups.move_to_end(key)
+            for kept in reversed(group):
+                state = self._extend(group, kept, raw)
+                if state is not None:
+                    return state
+        found = self._whole(raw)
+        if found is not None and self._keeps(found[0]):
+            self._keep(key, _Kept(found[0], len(found[1]), raw, b"", False))
+        return None if found is None else found[0]
+
+    def _extend(self, group: list[_Kept[S]], kept: _Kept[S], raw: bytes) -> S | None:
+        if not kept.anchored:
+            if raw == kept.head:
+                return kept.state  # the same body again (a retry)
+            if kept.tried or not self._anchor(kept, raw):
+                return None
+        head, tail = kept.head, kept.tail
+        end = len(raw) - len(tail)
+        if end < len(head) or not raw.startswith(head) or not raw.endswith(tail):
+            return None
+        added = raw[len(head):end]
+        if not added:
+            return kept.state
+        items = self._decode_items(added)
+        state = None if items is None else self._fold(kept.state, items)
+        if state is None or items is None:
+            return None
+        group.remove(kept)
+        self.used_bytes -= kept.size
+        if self._keeps(state):
+            self._keep(raw[:KEY_BYTES], _Kept(state, kept.count + len(items), raw[:end], tail, True))
+        self.extended += 1
+        return state
+
+    def _anchor(self, kept: _Kept[S], raw: bytes) -> bool:
+        """Find and prove the anchor of an unanchored body from a body that may extend it (once: a
+        body whose anchor cannot be proven this way is not tried again)."""
+        body = kept.head
+        at = _common_prefix(body, raw)
+        if len(raw) <= len(body) or not raw.endswith(body[at:]):
+            return False
+        kept.tried = True  # one probe per kept body, whatever it proves
+        found = self._whole(body[:at] + b"," + self._probe + body[at:])
+        if found is None or len(found[1]) != kept.count + 1 or found[1][-1] != self._probe_item:
+            return False
+        kept.head, kept.tail, kept.anchored = body[:at], body[at:], True
+        return True
+
+    def _decode_items(self, added: bytes) -> list[Any] | None:
+        """The items of ``,item,item...``, or None when ``added`` is anything else. Decoded as
+        ``[[null`` + added + ``]]``, a list in a list (the items as deep as in a body's history list):
+        that text holds one value, so its last ``]`` closes its first ``[``; a fragment that closed the
+        inner list early would leave a second item in the outer one (or trailing text), and one that
+        stays inside it is a sequence of ``,value``. UTF-8 is checked as ``quick_decoder`` does
+        (msgspec does not check the strings it skips)."""
+        if not added.isascii():
+            try:
+                added.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        try:
+            outer: list[list[Any]] = self._items.decode(b"[[null" + added + b"]]")
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return None
+        items = outer[0]
+        if len(outer) != 1 or items[0] is not None or any(i is None for i in items[1:]):
+            return None
+        return items[1:]
+
+    def _keep(self, key: bytes, kept: _Kept[S]) -> None:
+        group = self._groups.setdefault(key, [])
+        self._groups.move_to_end(key)
+        group.append(kept)
+        self.used_bytes += kept.size
+        if len(group) > CANDIDATES:
+            self.used_bytes -= group.pop(0).size
+        while self.used_bytes > self.budget_bytes and self._groups:
+            oldest_key, oldest = next(iter(self._groups.items()))
+            if oldest:
+                self.used_bytes -= oldest.pop(0).size
+            if not oldest:
+                del self._groups[oldest_key]
+
+    def clear(self) -> None:
+        self._groups.clear()
+        self.used_bytes = 0
+
+    def __len__(self) -> int:
+        return sum(len(g) for g in self._groups.values())
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """Length of the longest common prefix of ``a`` and ``b`` (C-speed compares of 4 KB chunks,
+    then a bisection inside the first chunk that differs)."""
+    n = min(len(a), len(b))
+    at = 0
+    while at + _CHUNK <= n and a[at:at + _CHUNK] == b[at:at + _CHUNK]:
+        at += _CHUNK
+    lo, hi = at, min(at + _CHUNK, n)
+    while lo < hi:  # a[:lo] == b[:lo]; the first difference is before hi (or there is none)
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo

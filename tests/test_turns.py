@@ -1,0 +1,166 @@
+"""A conversation's next turn read from what it adds (``proxy.wire.turns``) gives the view the whole
+decode gives, or declines.
+
+Turn N is read from turn N-1's kept reading and the bytes inserted where its history list ends. A
+parser differential here would arm the checks on another request than the one the upstream answers,
+so every body is compared with the whole path (``test_quick_view._agrees``): conversations that grow
+as agents grow them (the list at any position among the keys, any spacing), and bodies that are a
+kept body with a fragment inserted or replaced anywhere (closing the list, adding a duplicate key,
+opening a string, invalid UTF-8, a nested list, an item that is not an object).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bench.common import request_body
+from proxy.wire import openai_chat, turns
+from proxy.wire.base import JsonBody
+from tests.test_quick_view import WIRES, _agrees, _message, _ordinary
+
+TURNS = {"chat": openai_chat._TURNS}
+LIST_KEY = {"chat": "messages"}
+
+
+@pytest.fixture(autouse=True)
+def _every_body_kept(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Small drawn bodies take the kept-body path too (grouped by their first bytes, which every
+    drawn body's list ends after); each test starts with nothing kept."""
+    monkeypatch.setattr(turns, "MIN_BYTES", 0)
+    monkeypatch.setattr(turns, "KEY_BYTES", 1)
+    for kept in TURNS.values():
+        kept.clear()
+    yield
+    for kept in TURNS.values():
+        kept.clear()
+
+
+def _dumps(body: dict[str, Any], spaced: bool) -> bytes:
+    return json.dumps(body, separators=(", ", ": ") if spaced else (",", ":")).encode()
+
+
+def _reordered(body: dict[str, Any], first: list[str]) -> dict[str, Any]:
+    """``body`` with the keys in ``first`` written first (an SDK's own key order)."""
+    return {**{k: body[k] for k in first if k in body}, **body}
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+@pytest.mark.parametrize("api", list(TURNS))
+def test_a_growing_conversation_reads_each_turn_as_the_whole_decode_does(api: str, data: st.DataObject) -> None:
+    base = data.draw(_ordinary(api))
+    key = LIST_KEY[api]
+    if not isinstance(base[key], list):
+        return
+    order = data.draw(st.permutations(list(base)))
+    spaced = data.draw(st.booleans())
+    messages = list(base[key])
+    before = TURNS[api].extended
+    answered = 0
+    for _ in range(data.draw(st.integers(1, 4))):
+        messages += data.draw(st.lists(_message(["user", "assistant", "tool", "system", "developer"], odd=False),
+                                       min_size=1, max_size=3))
+        answered += _agrees(WIRES[api], _dumps(_reordered({**base, key: list(messages)}, order), spaced))
+    if answered >= 3:  # turns 2 and later of a readable conversation extend a kept one
+        assert TURNS[api].extended > before
+
+
+_FRAGMENTS = [b',{"role":"system","content":"S2"}', b',{"role":"user","content":"U2"}', b"]", b"[", b'"', b"\\",
+              b'],"messages":[{"role":"system","content":"E"}]', b',"model":"other"', b',"messages":[]', b",null",
+              b",1", b'{"role":"user"}', b',{"role":"user","content":"a"}],"messages":[{"role":"user","content":"b"}',
+              b" ", b",", b'},{"role":"system","content":"x"', b',{"role":"developer","content":[{"type":"text","text":"d"}]}',
+              b',{"role":"user","content":"\xff"}', b',{"role":"user","content":"\\ud800"}', b',[{"role":"user"}]',
+              b',{"role":"user","content":"a","role":"system"}', b"}", b"{", b':"x"',
+              b'],"m":[null,{"role":"user","content":"b"}', b'],[null,{"role":"system","content":"c"}',
+              b',{"role":"user","content":"a"}],"messages":[{"role":"system","content":"e"}']
+_FRAGMENT = st.lists(st.sampled_from(_FRAGMENTS), min_size=1, max_size=3).map(b"".join)
+
+
+def _spliced(raw: bytes, end: int, data: st.DataObject) -> bytes:
+    """``raw`` with a drawn fragment inserted at a drawn offset (often where its list ends, at
+    ``end``), or replacing a drawn span."""
+    at = data.draw(st.one_of(st.integers(0, len(raw)), st.integers(max(0, end - 2), min(len(raw), end + 2))))
+    cut = data.draw(st.one_of(st.just(0), st.integers(0, max(0, len(raw) - at))))
+    return raw[:at] + data.draw(_FRAGMENT) + raw[at + cut:]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+@pytest.mark.parametrize("api", list(TURNS))
+def test_a_body_spliced_into_a_kept_one_gets_the_same_view_or_the_whole_path(api: str, data: st.DataObject) -> None:
+    base = data.draw(_ordinary(api))
+    key = LIST_KEY[api]
+    if not isinstance(base[key], list):
+        return
+    base = _reordered(base, data.draw(st.permutations(list(base))))
+    first = _dumps(base, False)
+    _agrees(WIRES[api], first)
+    grown = _dumps({**base, key: [*base[key], {"role": "user", "content": "next"}]}, False)
+    end = turns._common_prefix(first, grown)
+    if data.draw(st.booleans()):  # anchored: a proper second turn first
+        _agrees(WIRES[api], grown)
+        first, end = grown, turns._common_prefix(grown, first) + len(grown) - len(first)
+    for _ in range(3):
+        _agrees(WIRES[api], _spliced(first, end, data))
+
+
+def test_the_agent_bench_request_is_read_from_its_kept_turn() -> None:
+    """The bench's agent request again, and then with one more exchange appended, is read from the
+    kept turn (the second decode only of what it adds) and agrees with the whole decode."""
+    raw = request_body("bench-agent", stream=False)
+    chat, kept = WIRES["chat"], TURNS["chat"]
+    assert _agrees(chat, raw) and _agrees(chat, raw)
+    body = json.loads(raw)
+    for n in range(3):
+        body["messages"] += [{"role": "assistant", "content": f"step {n}"}, {"role": "user", "content": f"go on {n}"}]
+        assert _agrees(chat, json.dumps(body, separators=(",", ":")).encode())
+        view = chat.quick_view(JsonBody(json.dumps(body, separators=(",", ":")).encode()), stream=False)
+        assert view is not None and view.last_user_text == f"go on {n}"
+    assert kept.extended >= 3
+
+
+_BASES = [{"model": "m", "messages": [{"role": "system", "content": "S"}, {"role": "user", "content": "u"}]},
+          {"messages": [{"role": "user", "content": [{"type": "text", "text": "u"}]}], "model": "m", "stream": True,
+           "tools": [{"type": "function", "function": {"name": "f"}}]},
+          {"model": "m", "messages": [{"role": "developer", "content": "D"}], "messages ": [], "x": [[1], {"a": []}]}]
+
+
+@pytest.mark.parametrize("anchored", [False, True])
+@pytest.mark.parametrize("base", _BASES)
+def test_every_fragment_at_every_offset_near_the_anchor_gets_the_same_view_or_the_whole_path(
+        base: dict[str, Any], anchored: bool) -> None:
+    """Exhaustive near where the list ends: each fragment (and pairs of them) at each offset from
+    six before to six after the end of the list, into a kept body with and without a proven anchor."""
+    chat, kept = WIRES["chat"], TURNS["chat"]
+    first = _dumps(base, False)
+    grown = _dumps({**base, "messages": [*base["messages"], {"role": "user", "content": "next"}]}, False)
+    body, end = (grown, turns._common_prefix(first, grown) + len(grown) - len(first)) if anchored \
+        else (first, turns._common_prefix(first, grown))
+    answered = 0
+    for fragment in [*_FRAGMENTS, *(a + b for a in _FRAGMENTS[:8] for b in _FRAGMENTS[:8])]:
+        for at in range(max(0, end - 6), min(len(body), end + 6) + 1):
+            kept.clear()
+            assert _agrees(chat, first)
+            if anchored:
+                assert _agrees(chat, grown)
+            answered += _agrees(chat, body[:at] + fragment + body[at:])
+    assert answered and kept.extended
+
+
+def test_kept_bodies_stay_within_their_byte_budget() -> None:
+    """The least recently used bodies go first once the kept ones pass the budget; what is left
+    still reads as the whole decode does."""
+    kept = turns.Turns(openai_chat._read_whole, openai_chat._fold, openai_chat._QuickMessage,
+                       b'{"role":"guardproxy-probe"}', budget_bytes=2_000)
+    bodies = [_dumps({"model": "m", "messages": [{"role": "user", "content": f"{n} " + "x" * 300}]}, False)
+              for n in range(20)]
+    for raw in bodies:
+        assert kept.read(raw) is not None
+        assert kept.used_bytes <= kept.budget_bytes
+    assert 0 < len(kept) < len(bodies)

@@ -140,11 +140,19 @@ class GuardedTurn:
                       clock=time.perf_counter if self.timings else None,
                       on_release=self.timings.held if self.timings else None)
         self.turn = Turn(Request(facts.wire, body, raw, facts.view, facts.sse), rules, notes)
-        self.vetter = Vetter(services, notes, facts.request_id, partial(_grants, facts.headers),
-                             partial(_request_completer, services, facts),
-                             completer_factory(services, facts.headers, facts.provider))
+        self._notes = notes
+        self._vetter: Vetter | None = None
+        """Made by the first ``Vet`` (at the end of a message): an open stream does not carry it."""
 
     # ------------------------------------------------------------------ setup
+    @property
+    def vetter(self) -> Vetter:
+        if self._vetter is None:
+            s, f = self.services, self.facts
+            self._vetter = Vetter(s, self._notes, f.request_id, partial(_grants, f.headers),
+                                  partial(_request_completer, s, f), completer_factory(s, f.headers, f.provider))
+        return self._vetter
+
     def _plant_canary(self) -> tuple[dict[str, Any] | JsonBody, bytes]:
         s, f = self.services, self.facts
         if not plants_canary(s):
@@ -158,9 +166,14 @@ class GuardedTurn:
         if len(self.facts.view.system_prompt) >= WARM_OFF_LOOP_CHARS:
             await self._warm_prompt_indexes()
         pending: list[Command] = self.turn.begin()  # a few commands at a time (a deque costs 600 bytes)
+        stream = self.facts.view.stream
         try:
             while pending:
-                pending.extend(await self._do(pending.pop(0)))
+                cmd = pending.pop(0)
+                # An upstream attempt of a stream is awaited from here, not through ``_do``: an open
+                # stream suspends one coroutine frame fewer (~350 bytes each).
+                pending.extend(await (self._stream(cmd.body) if stream and type(cmd) is Ask else self._do(cmd)))
+                del cmd
         finally:
             if self.timings is not None:
                 self.timings.flush()

@@ -135,8 +135,9 @@ class ChoiceGuard:
         self._log_only = log_only
         """Guardrails whose block is only recorded (``StreamGuard.log_only``), in every lane."""
         self._whole_logged: list[Trip] = []
-        self._whole_passed: set[tuple[str, str]] = set()
-        """Whole texts checked and passed in this answer (``_check_whole``)."""
+        self._whole_passed: set[tuple[str, str]] | None = None
+        """Whole texts checked and passed in this answer (``_check_whole``); made by the first one
+        (an empty set is 216 bytes, and most streams carry no whole text)."""
         """Log-only blocks over whole texts (``WholeText``), not yet reported."""
         self._retext, self._rearm = retext, rearm
         self._clock, self._on_release = clock, on_release
@@ -148,7 +149,7 @@ class ChoiceGuard:
         self._primary = self._new_guard(PRIMARY)
         self._lanes: dict[Lane, StreamGuard] = {PRIMARY: self._primary}
         self._closed: list[StreamGuard] = []
-        self._ended: set[Lane] = set()
+        self._ended: frozenset[Lane] = frozenset()  # the shared empty one until a lane ends
         self._queue: list[_Entry] = []  # (entries exist only with several lanes; a deque costs 600 bytes)
         self._fifo: dict[int, deque[_Entry]] = {}
         self.tripped: Trip | None = None
@@ -261,7 +262,7 @@ class ChoiceGuard:
         return guard
 
     def _end_lane(self, lane: Lane, redactions: list[Trip]) -> Trip | None:
-        self._ended.add(lane)
+        self._ended |= {lane}
         guard = self._lanes.pop(lane, None)
         if guard is None:
             return None
@@ -287,12 +288,15 @@ class ChoiceGuard:
         without it, as a streamed text would be (each check sees the text once). A text that passed
         once passes again (a fresh set each time): repeats (a keep-alive comment, the same unread
         field's name in every chunk) are checked once per answer."""
-        key = (e.what, e.text)
-        if key in self._whole_passed:
+        key, passed = (e.what, e.text), self._whole_passed
+        if passed is not None and key in passed:
             return None
         trip = first_whole_trip(self._arm, e, self._log_only, self._whole_logged)
-        if trip is None and len(e.text) <= _WHOLE_MEMO_CHARS and len(self._whole_passed) < _WHOLE_MEMO:
-            self._whole_passed.add(key)
+        if trip is None and len(e.text) <= _WHOLE_MEMO_CHARS:
+            if passed is None:
+                passed = self._whole_passed = set()
+            if len(passed) < _WHOLE_MEMO:
+                passed.add(key)
         return trip
 
     def end(self) -> Step:

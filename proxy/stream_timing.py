@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from bisect import bisect_left
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from proxy.metrics import Metrics
 
@@ -22,12 +22,16 @@ FLUSH_EVERY = 64
 
 
 class StreamTimings:
+    __slots__ = ("_batched", "_bounds", "_counts", "_delivered", "_delivered_at", "_hold", "_pending", "_sum", "_t0",
+                 "_upstream", "_upstream_seen")
+
     def __init__(self, metrics: Metrics, t0: float | None = None) -> None:
         self._upstream, self._delivered_at = metrics.first_byte_upstream, metrics.first_byte_delivered
         hist = self._hold = metrics.stream_hold
         # Observing the histogram for every frame costs a bucket search and two locked increments
         # (~2 us per delta); frames are counted per bucket here and added in batches instead.
-        self._bounds: tuple[float, ...] = tuple(getattr(hist, "_upper_bounds", ()))
+        # The histogram's own bounds (never changed once made), not a copy per stream.
+        self._bounds: Sequence[float] = getattr(hist, "_upper_bounds", ())
         self._counts = [0] * len(self._bounds)
         self._sum, self._pending = 0.0, 0
         self._batched = bool(self._bounds) and hasattr(hist, "_buckets") and hasattr(hist, "_sum")

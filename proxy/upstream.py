@@ -53,16 +53,17 @@ class UpstreamResponse:
     _decoder: ContentDecoder | None = None
     """Set when the caller asked for decoded bytes (``Upstream.request(decode=True)``)."""
 
-    async def iter_chunks(self) -> AsyncIterator[bytes]:
+    def iter_chunks(self) -> AsyncIterator[bytes]:
         """The body as it arrives; decoded from its content-encoding when asked (a coding that cannot
         be undone raises ``UpstreamError``, reason ``content_encoding``)."""
+        # The raw reads themselves when there is nothing to decode: an open stream suspends one
+        # generator (and its frame) fewer.
+        return self._raw_chunks() if self._decoder is None else self._decoded_chunks()
+
+    async def _decoded_chunks(self) -> AsyncIterator[bytes]:
         # Each loop drops its read before awaiting the next: a suspended generator's locals stay
         # alive, and an idle stream would hold its last read (a burst of frames, whole) meanwhile.
-        if self._decoder is None:
-            async for chunk in self._raw_chunks():
-                yield chunk
-                del chunk
-            return
+        assert self._decoder is not None
         try:
             async for chunk in self._raw_chunks():
                 out = self._decoder.feed(chunk)

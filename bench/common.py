@@ -42,15 +42,21 @@ class Shape:
     tokens: bool = False
     """Deltas shaped like a model's tokens (`` deployment``: a word and the space before it), from
     ``tok`` in the model name; otherwise 3-8 characters cut anywhere, mid-word mostly."""
+    grow: bool = False
+    """``grow`` in the model name: the driver sends an agent conversation turn by turn
+    (``request_bodies``), each body the previous one with one more tool call and result."""
 
 
 def parse_model(model: str) -> Shape:
     deltas, pace, latency, judge, burst, request, tokens = 20, 0.0, 0.0, False, 1, "small", False
+    grow = False
     for part in model.split("-"):
         if part == "judge":
             judge = True
         elif part == "tok":
             tokens = True
+        elif part == "grow":
+            grow = True
         elif part in ("sys", "agent"):
             request = part
         elif len(part) > 1 and part[0] in "dplb" and part[1:].replace(".", "", 1).isdigit():
@@ -63,7 +69,7 @@ def parse_model(model: str) -> Shape:
                 burst = max(1, int(value))
             else:
                 latency = value
-    return Shape(deltas, pace, latency, judge, burst, request, tokens)
+    return Shape(deltas, pace, latency, judge, burst, request, tokens, grow)
 
 
 def deltas_for(n: int) -> list[str]:
@@ -133,6 +139,31 @@ def request_body(model: str, stream: bool) -> bytes:
             "messages": [{"role": "system", "content": system},
                          {"role": "user", "content": "Say something short about deployments."}]}
     return json.dumps(body, separators=(",", ":")).encode()
+
+
+GROW_TURNS = 20
+"""Turns of the growing agent conversation (``grow``) before it starts over: 66 KB to 84 KB."""
+
+
+def request_bodies(model: str, stream: bool) -> list[bytes]:
+    """What the driver sends, in order and then again: the one body of ``request_body``, or for a
+    ``grow`` agent model the turns of one conversation (turn 1 is ``request_body``'s; each later
+    turn appends the assistant's next read_file call and its result, as a coding agent does)."""
+    shape = parse_model(model)
+    if not (shape.grow and shape.request == "agent"):
+        return [request_body(model, stream)]
+    body = json.loads(_agent_body(model, stream))
+    turns: list[bytes] = []
+    for turn in range(GROW_TURNS):
+        turns.append(json.dumps(body, separators=(",", ":")).encode())
+        call_id = f"call_grow_{turn:04d}"
+        body["messages"] += [
+            {"role": "assistant", "content": None, "tool_calls": [{"id": call_id, "type": "function", "function": {
+                "name": "read_file", "arguments": json.dumps({"file_path": f"/workspace/tests/test_{turn}.py"})}}]},
+            {"role": "tool", "tool_call_id": call_id,
+             "content": "\n".join(f"def test_{turn}_{k}():\n    assert helper_{k}({turn}) == {k + turn}"
+                                  for k in range(10))}]
+    return turns
 
 
 def free_port() -> int:

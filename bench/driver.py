@@ -37,6 +37,7 @@ from bench.common import (
     proc_cpu_s,
     proc_rss_kib,
     raise_fd_limit,
+    request_bodies,
     request_body,
     stream_frames,
 )
@@ -149,7 +150,7 @@ async def op_load(cmd: dict[str, Any]) -> dict[str, Any]:
     url, model, stream = cmd["url"], cmd["model"], bool(cmd.get("stream", False))
     conc, duration, warmup = int(cmd["concurrency"]), float(cmd["duration"]), float(cmd.get("warmup", 0.5))
     max_requests = int(cmd.get("max_requests", 200_000))
-    check, body, tally = Checker(model, stream, cmd.get("verify", "bytes")), request_body(model, stream), Tally()
+    check, bodies, tally = Checker(model, stream, cmd.get("verify", "bytes")), request_bodies(model, stream), Tally()
     pid = cmd.get("cpu_pid")
     issued = 0
     async with _session(float(cmd.get("timeout", 30))) as session:
@@ -158,8 +159,11 @@ async def op_load(cmd: dict[str, Any]) -> dict[str, Any]:
 
         async def worker() -> None:
             nonlocal issued
+            turn = 0  # each worker is one client: its own conversation when the model grows one
             while time.perf_counter() < t_end and issued < max_requests:
                 issued += 1
+                body = bodies[turn % len(bodies)]
+                turn += 1
                 await one(session, url, body, stream, check, tally, time.perf_counter() >= t_warm)
 
         workers = [asyncio.ensure_future(worker()) for _ in range(conc)]

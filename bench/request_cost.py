@@ -5,7 +5,8 @@ answer's checks, the reply), against an upstream that answers at once from memor
 ``send`` that drops what it gets: what is left is what guardproxy itself spends per request, without
 uvicorn's HTTP parsing or aiohttp's client (which the bare relay pays too). Bodies: the bench's
 ``sys`` (180-character system prompt) and ``agent`` (15 KB system prompt, eight tools, 50 KB of
-history) requests. One at a time, and 32 at once (the upstream yields to the event loop before it
+history) requests, the same body every time, and ``agent-grow``: that agent's conversation turn by
+turn (``request_bodies``: 20 turns, each a tool call and its result longer, then again from turn 1). One at a time, and 32 at once (the upstream yields to the event loop before it
 answers, so the requests interleave as they do under load: what one request leaves for the cycle
 collector is paid there). Median of rounds, µs of this process's CPU time per request; guardrails
 off (gp-off) and the default policy (gp-default) side by side.
@@ -21,13 +22,13 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from bench.common import completion_body, request_body
+from bench.common import completion_body, request_bodies
 from config.settings import Settings
 from proxy.app import create_app
 from proxy.exchange import Exchange
 from proxy.services import Services
 
-MODELS = {"sys": "bench-sys", "agent": "bench-agent"}
+MODELS = {"sys": "bench-sys", "agent": "bench-agent", "agent-grow": "bench-agent-grow"}
 YIELDS = 3
 """Turns of the event loop the upstream takes to answer (other requests run meanwhile)."""
 
@@ -75,12 +76,13 @@ def _scope(body: bytes) -> dict[str, Any]:
                                              (b"content-length", str(len(body)).encode())]}
 
 
-async def _per_request_us(services: Services, body: bytes, n: int, concurrency: int = 1) -> float:
-    scope = _scope(body)
+async def _per_request_us(services: Services, bodies: list[bytes], n: int, concurrency: int = 1) -> float:
+    scopes = [_scope(body) for body in bodies]
 
     async def one_after_another() -> None:
-        for _ in range(n // concurrency):
-            await Exchange(services, scope, body, _drop).run()
+        for turn in range(n // concurrency):
+            k = turn % len(bodies)
+            await Exchange(services, scopes[k], bodies[k], _drop).run()
 
     t0 = time.process_time()
     await asyncio.gather(*[one_after_another() for _ in range(concurrency)])
@@ -100,7 +102,7 @@ async def _run(rounds: int, n: int) -> None:
     print("| request | concurrent | gp-off µs | gp-default µs | added µs |")
     print("|:---|---:|---:|---:|---:|")
     for kind, model in MODELS.items():
-        body = request_body(model, stream=False)
+        body = request_bodies(model, stream=False)
         off, on = _services(False, model), _services(True, model)
         for s in (off, on):
             await _per_request_us(s, body, 64, 32)  # warm: caches, first-turn prompt indexes

@@ -215,7 +215,9 @@ class Bench:
         """Requests shaped like real traffic: a 180-character system prompt, and a coding agent's turn
         (15 KB system prompt, eight tools, 50 KB of tool-call history), non-streaming at 1 and 32
         concurrent and streaming at 32. The same body on every request: turn N of a conversation,
-        where whatever depends only on the prompt should already be cached."""
+        where whatever depends only on the prompt should already be cached. And at 1 concurrent, a
+        conversation that grows as an agent's does (``grow``: 20 turns, each one tool call and its
+        result longer than the last, then again from turn 1)."""
         names = [n for n in ("bare-relay", "gp-off", "gp-default", "gp-armed") if n in self.live]
         n = 2 if self.q else 3
         dur = 1.0 if self.q else 3.0
@@ -223,6 +225,8 @@ class Bench:
                     warmup=0.5, timeout=30)
         self.rounds("ns_agent_c1", names, n, op="load", model="bench-agent", concurrency=1, duration=dur,
                     warmup=0.3)
+        self.rounds("ns_agent_grow_c1", names, n, op="load", model="bench-agent-grow", concurrency=1,
+                    duration=dur, warmup=0.3)
         self.rounds("ns_agent_c32", names, n, op="load", model="bench-agent", concurrency=32, duration=dur,
                     warmup=0.5, timeout=30)
         self.rounds("stream_agent_c32", names, n, op="streams", model="bench-agent-d200-p0", concurrency=32,

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bench.common import request_body
+from bench.common import request_bodies, request_body
 from proxy.wire import openai_chat, turns
 from proxy.wire.base import JsonBody
 from tests.test_quick_view import WIRES, _agrees, _message, _ordinary
@@ -164,3 +164,15 @@ def test_kept_bodies_stay_within_their_byte_budget() -> None:
         assert kept.read(raw) is not None
         assert kept.used_bytes <= kept.budget_bytes
     assert 0 < len(kept) < len(bodies)
+
+
+def test_the_growing_agent_bench_conversation_is_read_turn_by_turn() -> None:
+    """``bench-agent-grow`` (the bench's conversation that grows turn by turn): every turn agrees
+    with the whole decode, and every turn after the second is read from the one before it."""
+    chat, kept = WIRES["chat"], TURNS["chat"]
+    bodies = request_bodies("bench-agent-grow", stream=False)
+    assert len(bodies) > 3 and all(b.startswith(bodies[0][:1000]) for b in bodies)
+    before = kept.extended
+    for raw in bodies:
+        assert _agrees(chat, raw)
+    assert kept.extended - before == len(bodies) - 1

@@ -51,7 +51,7 @@ BUDGET_BYTES = 32 * 1024 * 1024
 _CHUNK = 4096
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Kept(Generic[S]):
     state: S
     count: int

@@ -20,12 +20,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.common import request_bodies, request_body
-from proxy.wire import openai_chat, turns
+from proxy.wire import anthropic, gemini, openai_chat, openai_responses, turns
 from proxy.wire.base import JsonBody
-from tests.test_quick_view import WIRES, _agrees, _message, _ordinary
+from tests.test_quick_view import _LIST_KEY as LIST_KEY
+from tests.test_quick_view import _ROLES, WIRES, _agrees, _message, _ordinary
 
-TURNS = {"chat": openai_chat._TURNS}
-LIST_KEY = {"chat": "messages"}
+TURNS = {"chat": openai_chat._TURNS, "anthropic": anthropic._TURNS, "responses": openai_responses._TURNS,
+         "gemini": gemini._TURNS}
 
 
 @pytest.fixture(autouse=True)
@@ -39,6 +40,11 @@ def _every_body_kept(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     for kept in TURNS.values():
         kept.clear()
+
+
+def _next(api: str) -> dict[str, Any]:
+    """A user message of ``api``: the next turn."""
+    return {"role": "user", "parts": [{"text": "next"}]} if api == "gemini" else {"role": "user", "content": "next"}
 
 
 def _dumps(body: dict[str, Any], spaced: bool) -> bytes:
@@ -64,8 +70,7 @@ def test_a_growing_conversation_reads_each_turn_as_the_whole_decode_does(api: st
     before = TURNS[api].extended
     answered = 0
     for _ in range(data.draw(st.integers(1, 4))):
-        messages += data.draw(st.lists(_message(["user", "assistant", "tool", "system", "developer"], odd=False),
-                                       min_size=1, max_size=3))
+        messages += data.draw(st.lists(_message(_ROLES[api], odd=False), min_size=1, max_size=3))
         answered += _agrees(WIRES[api], _dumps(_reordered({**base, key: list(messages)}, order), spaced))
     if answered >= 3:  # turns 2 and later of a readable conversation extend a kept one
         assert TURNS[api].extended > before
@@ -79,15 +84,22 @@ _FRAGMENTS = [b',{"role":"system","content":"S2"}', b',{"role":"user","content":
               b',{"role":"user","content":"a","role":"system"}', b"}", b"{", b':"x"',
               b'],"m":[null,{"role":"user","content":"b"}', b'],[null,{"role":"system","content":"c"}',
               b',{"role":"user","content":"a"}],"messages":[{"role":"system","content":"e"}']
-_FRAGMENT = st.lists(st.sampled_from(_FRAGMENTS), min_size=1, max_size=3).map(b"".join)
 
 
-def _spliced(raw: bytes, end: int, data: st.DataObject) -> bytes:
+def _fragments(api: str) -> list[bytes]:
+    """The fragments, naming the API's own list (and a role of its own where they add one)."""
+    key = LIST_KEY[api].encode()
+    out = [f.replace(b'"messages"', b'"' + key + b'"') for f in _FRAGMENTS]
+    return out + [f.replace(b'"system"', b'"model"') for f in out if b'"system"' in f] if api == "gemini" else out
+
+
+def _spliced(raw: bytes, end: int, api: str, data: st.DataObject) -> bytes:
     """``raw`` with a drawn fragment inserted at a drawn offset (often where its list ends, at
     ``end``), or replacing a drawn span."""
     at = data.draw(st.one_of(st.integers(0, len(raw)), st.integers(max(0, end - 2), min(len(raw), end + 2))))
     cut = data.draw(st.one_of(st.just(0), st.integers(0, max(0, len(raw) - at))))
-    return raw[:at] + data.draw(_FRAGMENT) + raw[at + cut:]
+    fragment = data.draw(st.lists(st.sampled_from(_fragments(api)), min_size=1, max_size=3).map(b"".join))
+    return raw[:at] + fragment + raw[at + cut:]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -101,13 +113,13 @@ def test_a_body_spliced_into_a_kept_one_gets_the_same_view_or_the_whole_path(api
     base = _reordered(base, data.draw(st.permutations(list(base))))
     first = _dumps(base, False)
     _agrees(WIRES[api], first)
-    grown = _dumps({**base, key: [*base[key], {"role": "user", "content": "next"}]}, False)
+    grown = _dumps({**base, key: [*base[key], _next(api)]}, False)
     end = turns._common_prefix(first, grown)
     if data.draw(st.booleans()):  # anchored: a proper second turn first
         _agrees(WIRES[api], grown)
         first, end = grown, turns._common_prefix(grown, first) + len(grown) - len(first)
     for _ in range(3):
-        _agrees(WIRES[api], _spliced(first, end, data))
+        _agrees(WIRES[api], _spliced(first, end, api, data))
 
 
 def test_the_agent_bench_request_is_read_from_its_kept_turn() -> None:
@@ -131,26 +143,42 @@ _BASES = [{"model": "m", "messages": [{"role": "system", "content": "S"}, {"role
           {"model": "m", "messages": [{"role": "developer", "content": "D"}], "messages ": [], "x": [[1], {"a": []}]}]
 
 
+def _base(api: str, n: int) -> dict[str, Any]:
+    """``_BASES[n]`` in ``api``'s shape (its list's name; Gemini's parts and roles)."""
+    body = json.loads(json.dumps(_BASES[n]).replace('"messages"', json.dumps(LIST_KEY[api])))
+    if api == "gemini":
+        body[LIST_KEY[api]] = [{"role": "model" if m["role"] != "user" else "user", "parts": [{"text": "t"}]}
+                               for m in body[LIST_KEY[api]]]
+    return body
+
+
 @pytest.mark.parametrize("anchored", [False, True])
-@pytest.mark.parametrize("base", _BASES)
+@pytest.mark.parametrize("n", range(len(_BASES)))
+@pytest.mark.parametrize("api", list(TURNS))
 def test_every_fragment_at_every_offset_near_the_anchor_gets_the_same_view_or_the_whole_path(
-        base: dict[str, Any], anchored: bool) -> None:
+        api: str, n: int, anchored: bool) -> None:
     """Exhaustive near where the list ends: each fragment (and pairs of them) at each offset from
-    six before to six after the end of the list, into a kept body with and without a proven anchor."""
-    chat, kept = WIRES["chat"], TURNS["chat"]
+    six before to six after the end of the list, and an added item at every offset (before the
+    list's last item among them), into a kept body with and without a proven anchor."""
+    wire, kept, key, base = WIRES[api], TURNS[api], LIST_KEY[api], _base(api, n)
     first = _dumps(base, False)
-    grown = _dumps({**base, "messages": [*base["messages"], {"role": "user", "content": "next"}]}, False)
+    grown = _dumps({**base, key: [*base[key], _next(api)]}, False)
     body, end = (grown, turns._common_prefix(first, grown) + len(grown) - len(first)) if anchored \
         else (first, turns._common_prefix(first, grown))
-    answered = 0
-    for fragment in [*_FRAGMENTS, *(a + b for a in _FRAGMENTS[:8] for b in _FRAGMENTS[:8])]:
-        for at in range(max(0, end - 6), min(len(body), end + 6) + 1):
-            kept.clear()
-            assert _agrees(chat, first)
-            if anchored:
-                assert _agrees(chat, grown)
-            answered += _agrees(chat, body[:at] + fragment + body[at:])
-    assert answered and kept.extended
+    fragments = _fragments(api)
+    answered, before = 0, kept.extended
+    near = range(max(0, end - 6), min(len(body), end + 6) + 1)
+    cases = [(f, at) for f in [*fragments, *(a + b for a in fragments[:8] for b in fragments[:8])] for at in near]
+    # An item added at every offset (before the list's last one among them; spaced so that it differs
+    # from the kept body at its first byte, as an insertion found by the common prefix does).
+    cases += [(f, at) for f in fragments[:2] for f in (f, b" " + f, b"\n" + f) for at in range(len(body) + 1)]
+    for fragment, at in cases:
+        kept.clear()
+        assert _agrees(wire, first)
+        if anchored:
+            assert _agrees(wire, grown)
+        answered += _agrees(wire, body[:at] + fragment + body[at:])
+    assert answered and kept.extended > before
 
 
 def test_kept_bodies_stay_within_their_byte_budget() -> None:

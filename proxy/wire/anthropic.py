@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import copy
 import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -70,6 +72,7 @@ from proxy.wire.base import (
 )
 from proxy.wire.shapes import ByType, by_type, lane_events, obj, plain, unread, whole_events
 from proxy.wire.template import Templates
+from proxy.wire.turns import Turns
 
 _ERROR_TYPES: dict[str, str] = {
     "invalid_request": "invalid_request_error",
@@ -281,28 +284,56 @@ def _whole_history(body: JsonBody) -> list[HistoryToolCall]:
     return _history(body.data["messages"])
 
 
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """What the quick view reads of a body: its top-level fields, and the messages folded so far."""
+
+    model: str
+    stream: bool | None
+    system: tuple[str, ...]
+    """The ``system`` field's text, then each ``system`` role message's."""
+    last_user_text: str
+
+
+def _fold(read: _Read, messages: Sequence[_QuickMessage]) -> _Read | None:
+    """``read`` with more messages: what ``parse_request`` does, on the same values (None for a
+    message it would refuse: the whole path then decides)."""
+    system: list[str] | None = None
+    last_user_text = read.last_user_text
+    for m in messages:
+        role, content = m.role, m.content
+        if not isinstance(role, str) or content is msgspec.UNSET:
+            return None
+        if role == "system":
+            system = [*(system or read.system), _quick_text(content)]
+        elif role == "user" and (t := _quick_text(content)):
+            last_user_text = t  # the last user turn with text (an agent's last one may hold only tool results)
+    return _Read(read.model, read.stream, read.system if system is None else tuple(system), last_user_text)
+
+
+def _read_whole(raw: bytes) -> tuple[_Read, list[_QuickMessage]] | None:
+    quick = _QUICK(raw)
+    if (quick is None or quick.messages is None or not isinstance(quick.model, str)
+            or not isinstance(quick.system, (str, list)) or not isinstance(quick.stream, (bool, type(None)))):
+        return None
+    read = _fold(_Read(quick.model, quick.stream, (_text_of(quick.system),), ""), quick.messages)
+    return None if read is None else (read, quick.messages)
+
+
+_TURNS = Turns(_read_whole, _fold, _QuickMessage, b'{"role":"guardproxy-probe","content":""}')
+"""Bodies of recent requests: an agent's next turn is read from the messages it adds (``turns``)."""
+
+
 class AnthropicMessages(WireFormat):
     name = "anthropic"
 
     def quick_view(self, body: JsonBody, *, stream: bool) -> RequestView | None:
-        quick = _QUICK(body.raw)
-        if (quick is None or quick.messages is None or not isinstance(quick.model, str)
-                or not isinstance(quick.system, (str, list)) or not isinstance(quick.stream, (bool, type(None)))):
+        read = _TURNS.read(body.raw)
+        if read is None:
             return None
-        parts = [_text_of(quick.system)]
-        user_texts: list[str] = []
-        for m in quick.messages:  # what parse_request does, on the same values
-            role, content = m.role, m.content
-            if not isinstance(role, str) or content is msgspec.UNSET:
-                return None
-            if role == "system":
-                parts.append(_quick_text(content))
-            elif role == "user" and (t := _quick_text(content)):
-                user_texts.append(t)
-        return RequestView(model=quick.model, stream=stream or bool(quick.stream),
-                           system_prompt="\n".join(p for p in parts if p),
-                           last_user_text=user_texts[-1] if user_texts else "",
-                           history=LazyHistory(partial(_whole_history, body)))
+        return RequestView(model=read.model, stream=stream or bool(read.stream),
+                           system_prompt="\n".join(p for p in read.system if p),
+                           last_user_text=read.last_user_text, history=LazyHistory(partial(_whole_history, body)))
 
     def parse_request(self, body: dict[str, Any], *, stream: bool) -> RequestView:
         messages = body.get("messages")

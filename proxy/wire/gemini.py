@@ -28,6 +28,8 @@ import copy
 import re
 from abc import abstractmethod
 from collections import defaultdict, deque
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -71,6 +73,7 @@ from proxy.wire.base import (
     quick_decoder,
 )
 from proxy.wire.shapes import lane_events, obj, unread, whole_events
+from proxy.wire.turns import Turns
 
 _ERRORS: dict[ErrorKind, tuple[int, str]] = {
     "invalid_request": (400, "INVALID_ARGUMENT"),
@@ -401,30 +404,54 @@ def _whole_history(body: JsonBody) -> list[HistoryToolCall]:
     return _history(body.data["contents"])
 
 
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """What the quick view reads of a body (its model and stream come from the URL)."""
+
+    system_prompt: str
+    last_user_text: str
+
+
+def _fold(read: _Read, contents: Sequence[_QuickContent]) -> _Read | None:
+    """``read`` with more contents: what ``parse_request`` does, on the same values (None for a role
+    it would refuse: the whole path then decides)."""
+    last_user_text = read.last_user_text
+    for c in contents:
+        role = "user" if c.role is msgspec.UNSET else c.role
+        if role not in _ROLES:
+            return None
+        if role == "user" and c.parts is not msgspec.UNSET and (
+                t := "".join(p.text for p in c.parts if isinstance(p.text, str) and not p.thought)):
+            last_user_text = t
+    return _Read(read.system_prompt, last_user_text)
+
+
+def _read_whole(raw: bytes) -> tuple[_Read, list[_QuickContent]] | None:
+    quick = _QUICK(raw)
+    if quick is None or quick.contents is None:
+        return None
+    system = quick.systemInstruction
+    if system is msgspec.UNSET:
+        system = None if quick.system_instruction is msgspec.UNSET else quick.system_instruction
+    if system is not None and not isinstance(system, dict | str):
+        return None
+    read = _fold(_Read(system if isinstance(system, str) else _text(system), ""), quick.contents)
+    return None if read is None else (read, quick.contents)
+
+
+_TURNS = Turns(_read_whole, _fold, _QuickContent, b'{"role":"model"}')
+"""Bodies of recent requests: an agent's next turn is read from the contents it adds (``turns``)."""
+
+
 class Gemini(WireFormat):
     name = "gemini"
 
     def quick_view(self, body: JsonBody, *, stream: bool, model: str = "") -> RequestView | None:
-        quick = _QUICK(body.raw)
-        if quick is None or quick.contents is None:
+        read = _TURNS.read(body.raw)
+        if read is None:
             return None
-        users: list[str] = []
-        for c in quick.contents:  # what parse_request does, on the same values
-            role = "user" if c.role is msgspec.UNSET else c.role
-            if role not in _ROLES:
-                return None
-            if role == "user" and c.parts is not msgspec.UNSET and (
-                    t := "".join(p.text for p in c.parts if isinstance(p.text, str) and not p.thought)):
-                users.append(t)
-        system = quick.systemInstruction
-        if system is msgspec.UNSET:
-            system = None if quick.system_instruction is msgspec.UNSET else quick.system_instruction
-        if system is not None and not isinstance(system, dict | str):
-            return None
-        return RequestView(model=model, stream=stream,
-                           system_prompt=system if isinstance(system, str) else _text(system),
-                           last_user_text=users[-1] if users else "",
-                           history=LazyHistory(partial(_whole_history, body)))
+        return RequestView(model=model, stream=stream, system_prompt=read.system_prompt,
+                           last_user_text=read.last_user_text, history=LazyHistory(partial(_whole_history, body)))
 
     def parse_request(self, body: dict[str, Any], *, stream: bool, model: str = "") -> RequestView:
         """``model`` is taken from the URL by the caller (the body has none)."""

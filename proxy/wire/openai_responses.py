@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -75,6 +76,7 @@ from proxy.wire.base import (
 )
 from proxy.wire.openai_chat import error_object
 from proxy.wire.shapes import lane_events, obj, plain, unread, whole_events
+from proxy.wire.turns import Turns
 
 _TOOL_ITEMS = {"function_call": "arguments", "custom_tool_call": "input"}
 """Tool-call item types and the field that carries their arguments."""
@@ -212,34 +214,64 @@ def _whole_history(body: JsonBody) -> list[HistoryToolCall]:
     return _history(_input_items(body.data))
 
 
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """What the quick view reads of a body: its top-level fields, and the input items folded so far."""
+
+    model: str
+    stream: bool | None
+    system: tuple[str, ...]
+    """``instructions``, then each system or developer message's text."""
+    last_user_text: str
+
+
+def _fold(read: _Read, items: Sequence[_QuickItem]) -> _Read | None:
+    """``read`` with more input items: what ``parse_request`` does, on the same values (None where a
+    raw field does not decode: the whole path then decides)."""
+    system: list[str] | None = None
+    last_user: _QuickItem | None = None
+    try:
+        for i in items:
+            if (i.type is msgspec.UNSET or i.type == "message") and i.role is not msgspec.UNSET:
+                if i.role in ("system", "developer"):
+                    system = [*(system or read.system), _text(raw_value(i.content))]
+                elif i.role == "user":
+                    last_user = i
+        text = read.last_user_text if last_user is None else _text(raw_value(last_user.content))
+    except QUICK_REFUSALS:
+        return None
+    return _Read(read.model, read.stream, read.system if system is None else tuple(system), text)
+
+
+def _read_whole(raw: bytes) -> tuple[_Read, list[_QuickItem]] | None:
+    """Declines a request with ``background`` set: the edge refuses those, on the whole decode. An
+    ``input`` that is one string is one user message (and no list for a next turn to extend)."""
+    quick = _QUICK(raw)
+    if (quick is None or not isinstance(quick.model, str) or quick.background not in (None, False)
+            or not isinstance(quick.instructions, (str, type(None)))
+            or not isinstance(quick.stream, (bool, type(None)))):
+        return None
+    read = _Read(quick.model, quick.stream, (quick.instructions or "",), "")
+    if isinstance(quick.input, str):
+        return _Read(read.model, read.stream, read.system, quick.input), []
+    folded = _fold(read, quick.input)
+    return None if folded is None else (folded, quick.input)
+
+
+_TURNS = Turns(_read_whole, _fold, _QuickItem, b'{"type":"guardproxy-probe"}')
+"""Bodies of recent requests: an agent's next turn is read from the items it adds (``turns``)."""
+
+
 class OpenAIResponses(WireFormat):
     name = "openai_responses"
 
     def quick_view(self, body: JsonBody, *, stream: bool) -> RequestView | None:
-        """Declines a request with ``background`` set: the edge refuses those, on the whole decode."""
-        quick = _QUICK(body.raw)
-        if (quick is None or not isinstance(quick.model, str) or quick.background not in (None, False)
-                or not isinstance(quick.instructions, (str, type(None)))
-                or not isinstance(quick.stream, (bool, type(None)))):
+        read = _TURNS.read(body.raw)
+        if read is None:
             return None
-        system = [quick.instructions or ""]
-        if isinstance(quick.input, str):  # one user message
-            last_user_text = quick.input
-        else:
-            last_user: _QuickItem | None = None
-            try:
-                for i in quick.input:  # what parse_request does, on the same values
-                    if (i.type is msgspec.UNSET or i.type == "message") and i.role is not msgspec.UNSET:
-                        if i.role in ("system", "developer"):
-                            system.append(_text(raw_value(i.content)))
-                        elif i.role == "user":
-                            last_user = i
-                last_user_text = _text(raw_value(last_user.content)) if last_user else ""
-            except QUICK_REFUSALS:
-                return None
-        return RequestView(model=quick.model, stream=bool(quick.stream),
-                           system_prompt="\n".join(s for s in system if s),
-                           last_user_text=last_user_text, history=LazyHistory(partial(_whole_history, body)))
+        return RequestView(model=read.model, stream=bool(read.stream),
+                           system_prompt="\n".join(s for s in read.system if s),
+                           last_user_text=read.last_user_text, history=LazyHistory(partial(_whole_history, body)))
 
     def parse_request(self, body: dict[str, Any], *, stream: bool) -> RequestView:
         items = _input_items(body)

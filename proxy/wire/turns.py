@@ -17,8 +17,9 @@ state it had at ``a`` in P, from which ``P[a:]`` reads as before. So N's reading
 over X's items, and N's own anchor is ``a + len(X)``.
 
 The first anchor of a conversation is found when its second body arrives: ``a`` is where the two
-bodies first differ, and it is proven by decoding P with a probe item inserted there: P's kept list
-must come out one item longer, ending with the probe (an offset inside a string, a nested list, a
+bodies first differ, when only whitespace and a ``]`` follow it, and it is proven by decoding P with
+a probe item inserted there: P's kept list must come out one item longer, ending with the probe (the
+``]`` then closes the kept list right after the probe; an offset inside a string, a nested list, a
 dropped duplicate list or before the last item all fail this). Turn 2 thus pays one more decode;
 every later turn pays only for what it adds.
 
@@ -31,6 +32,7 @@ decode costs less than the bookkeeping.
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -49,6 +51,8 @@ CANDIDATES = 16
 """Kept bodies per group, compared most recent first (32 agents on one prompt: some read whole)."""
 BUDGET_BYTES = 32 * 1024 * 1024
 _CHUNK = 4096
+_CLOSES_A_LIST = re.compile(rb"[ \t\r\n]*\]")
+"""JSON whitespace, then the end of a list: what follows an anchor."""
 
 
 @dataclass(slots=True, eq=False)
@@ -138,6 +142,8 @@ class Turns(Generic[S]):
         at = _common_prefix(body, raw)
         if len(raw) <= len(body) or not raw.endswith(body[at:]):
             return False
+        if not _CLOSES_A_LIST.match(body, at):
+            return False  # the next turn's items would not be the list's last ones
         kept.tried = True  # one probe per kept body, whatever it proves
         found = self._whole(body[:at] + b"," + self._probe + body[at:])
         if found is None or len(found[1]) != kept.count + 1 or found[1][-1] != self._probe_item:

@@ -76,6 +76,65 @@ def test_a_growing_conversation_reads_each_turn_as_the_whole_decode_does(api: st
         assert TURNS[api].extended > before
 
 
+def _marked(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` with a prompt-cache marker on it (its text unchanged), as Claude Code moves one
+    onto the newest message every turn."""
+    return {**message, "cache_control": {"type": "ephemeral"}}
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+@pytest.mark.parametrize("api", list(TURNS))
+def test_a_conversation_that_rewrites_or_drops_its_last_turns_is_read_as_the_whole_decode_does(
+        api: str, data: st.DataObject) -> None:
+    """Each turn appends items and may also move a cache marker from the previous newest item to the
+    new one, rewrite one of the last items, or drop the last turn (a retry): every body agrees with the
+    whole decode, and a rewrite of the previous turn's items is read from an earlier turn's anchor."""
+    base = data.draw(_ordinary(api))
+    key = LIST_KEY[api]
+    if not isinstance(base[key], list):
+        return
+    base = _reordered(base, data.draw(st.permutations(list(base))))
+    turns_sent: list[list[Any]] = [list(base[key])]
+    for _ in range(data.draw(st.integers(2, 6))):
+        messages = list(turns_sent[-1])
+        change = data.draw(st.sampled_from(["append", "move-marker", "rewrite", "drop"]))
+        if change == "drop" and len(turns_sent) > 1:
+            turns_sent.pop()
+            messages = list(turns_sent[-1])
+        elif change == "move-marker" and messages:
+            messages = [{k: v for k, v in m.items() if k != "cache_control"} for m in messages]
+        elif change == "rewrite" and messages:
+            at = data.draw(st.integers(max(0, len(messages) - 3), len(messages) - 1))
+            messages[at] = data.draw(_message(_ROLES[api], odd=False))
+        added = data.draw(st.lists(_message(_ROLES[api], odd=False), min_size=1, max_size=2))
+        if change == "move-marker":
+            added[-1] = _marked(added[-1])
+        messages += added
+        turns_sent.append(messages)
+        _agrees(WIRES[api], _dumps({**base, key: messages}, False))
+
+
+@pytest.mark.parametrize("api", list(TURNS))
+def test_moving_a_cache_marker_onto_the_newest_message_is_read_from_the_turn_before(api: str) -> None:
+    """Turn 3 takes the marker off turn 2's newest message and puts it on its own: it is read from
+    turn 2's anchor (the body before turn 2's items is unchanged), and so is a retry of turn 2."""
+    wire, kept, key = WIRES[api], TURNS[api], LIST_KEY[api]
+    user = _next(api)
+    reply = {"role": "model" if api == "gemini" else "assistant",
+             **({"parts": [{"text": "ok"}]} if api == "gemini" else {"content": "ok"})}
+    first = [{**user}, reply]
+    second = [*first, _marked(user), reply]
+    third = [*first, user, reply, _marked({**user, **({"parts": [{"text": "last"}]} if api == "gemini"
+                                                      else {"content": "last"})})]
+    before = kept.extended
+    for messages in (first, second, third, second):
+        assert _agrees(wire, _dumps({"model": "m", key: messages, "tools": []}, False))
+    assert kept.extended - before == 3
+    view = wire.quick_view(JsonBody(_dumps({"model": "m", key: third, "tools": []}, False)), stream=False)
+    assert view is not None and view.last_user_text == "last"
+
+
 _FRAGMENTS = [b',{"role":"system","content":"S2"}', b',{"role":"user","content":"U2"}', b"]", b"[", b'"', b"\\",
               b'],"messages":[{"role":"system","content":"E"}]', b',"model":"other"', b',"messages":[]', b",null",
               b",1", b'{"role":"user"}', b',{"role":"user","content":"a"}],"messages":[{"role":"user","content":"b"}',

@@ -10,11 +10,16 @@ costs two ``memcmp`` and the decode of one turn's messages instead of a scan of 
 Why this is exact, not a guess. Let P be a kept body, fully read, and ``a`` an offset in it where the
 history list can take one more item: the JSON parser, having read ``P[:a]``, is inside the list that
 the whole decode keeps (the last of duplicate keys), right after an item, and ``P[a:]`` closes that
-list. A body N = ``P[:a] + X + P[a:]``, where X alone is a sequence of ``,item`` (``_decode_items``: any
-X that would close the list, open a key, or leave a string open fails that check), then parses as P does with X's items appended to that list and every other field the
-same: the parser reads ``P[:a]`` into the same state, X's items into the list, and is back in the
-state it had at ``a`` in P, from which ``P[a:]`` reads as before. So N's reading is P's reading folded
-over X's items, and N's own anchor is ``a + len(X)``.
+list. A body N = ``P[:a] + X + P[a:]``, where X alone is a sequence of ``,item`` (``_decode_items``:
+any X that would close the list, open a key, or leave a string open fails that check), then parses
+as P does with X's items appended to that list and every other field the same: the parser reads
+``P[:a]`` into the same state, X's items into the list, and is back in the state it had at ``a`` in
+P, from which ``P[a:]`` reads as before. So N's reading is P's reading folded
+over X's items, and N's own anchor is ``a + len(X)``. The same holds from any earlier anchor b of P
+(the end of an earlier turn, with the reading of the items before it): a body ``P[:b] + Y + P[a:]``
+reads as the items before b and then Y's, which is how a client that rewrites its last turns'
+items (Claude Code moves its prompt-cache marker onto the newest message) or drops them (a retry of
+an earlier turn) is read from what changed.
 
 The first anchor of a conversation is found when its second body arrives: ``a`` is where the two
 bodies first differ, when only whitespace and a ``]`` follow it, and it is proven by decoding P with
@@ -28,6 +33,11 @@ the body with at most ``CANDIDATES`` kept bodies that begin like it (their first
 recent first; a mismatch usually stops within the first messages. Kept bodies are bounded by
 ``budget_bytes`` (least recently used out first). Bodies under ``MIN_BYTES`` are read whole: their
 decode costs less than the bookkeeping.
+
+Kept bodies are shared by all clients of a process (as the prompt-index cache is). What one client
+can learn from another's is a timing difference (tens of microseconds) that says whether a body it
+sends extends a kept one, which takes sending that conversation's exact bytes up to an anchor: a
+confirmation of what it already has, not a way to read it. Nothing kept is logged.
 """
 
 from __future__ import annotations
@@ -47,6 +57,9 @@ MIN_BYTES = 8192
 KEY_BYTES = 256
 """Kept bodies are grouped by their first bytes (an agent's conversations share them: the model,
 the start of the system prompt)."""
+MARKS = 8
+"""Anchors of earlier turns kept per body: a client that rewrites its last turns' items (moving a
+prompt-cache marker onto the newest message) is re-read from the anchor before the first one."""
 CANDIDATES = 16
 """Kept bodies per group, compared most recent first (32 agents on one prompt: some read whole)."""
 BUDGET_BYTES = 32 * 1024 * 1024
@@ -67,6 +80,9 @@ class _Kept(Generic[S]):
     anchored: bool
     tried: bool = False
     """Whether a later body was tried as its extension while it had no anchor (tried once only)."""
+    marks: tuple[tuple[int, S, int], ...] = ()
+    """Proven anchors of this body and of the turns before it, oldest first, the last at
+    ``len(head)``: (offset, the reading of the items before it, their count)."""
 
     @property
     def size(self) -> int:
@@ -117,23 +133,39 @@ class Turns(Generic[S]):
                 return kept.state  # the same body again (a retry)
             if kept.tried or not self._anchor(kept, raw):
                 return None
-        head, tail = kept.head, kept.tail
-        end = len(raw) - len(tail)
-        if end < len(head) or not raw.startswith(head) or not raw.endswith(tail):
+        end = len(raw) - len(kept.tail)
+        mark = self._mark(kept, raw, end) if raw.endswith(kept.tail) else None
+        if mark is None:
             return None
-        added = raw[len(head):end]
-        if not added:
+        at, before, count = mark
+        added = raw[at:end]
+        if at == len(kept.head) and not added:
             return kept.state
         items = self._decode_items(added)
-        state = None if items is None else self._fold(kept.state, items)
+        state = None if items is None else self._fold(before, items)
         if state is None or items is None:
             return None
         group.remove(kept)
         self.used_bytes -= kept.size
         if self._keeps(state):
-            self._keep(raw[:KEY_BYTES], _Kept(state, kept.count + len(items), raw[:end], tail, True))
+            count += len(items)
+            marks = (*[m for m in kept.marks if m[0] <= at][1 - MARKS:], (end, state, count))
+            self._keep(raw[:KEY_BYTES], _Kept(state, count, raw[:end], kept.tail, True, marks=marks))
         self.extended += 1
         return state
+
+    def _mark(self, kept: _Kept[S], raw: bytes, end: int) -> tuple[int, S, int] | None:
+        """The latest of ``kept``'s anchors that ``raw`` shares the bytes before (an append: the last
+        one; an edit of the last turns' items: the anchor before the first edited one), if ``raw``
+        ends before it."""
+        head = kept.head
+        if end >= len(head) and raw.startswith(head):
+            return kept.marks[-1]
+        oldest = kept.marks[0][0]
+        if end < oldest or raw[max(0, oldest - _CHUNK):oldest] != head[max(0, oldest - _CHUNK):oldest]:
+            return None  # another conversation (it differs before the oldest anchor, almost always here)
+        limit = min(_common_prefix(raw, head), end)
+        return next((m for m in reversed(kept.marks) if m[0] <= limit), None)
 
     def _anchor(self, kept: _Kept[S], raw: bytes) -> bool:
         """Find and prove the anchor of an unanchored body from a body that may extend it (once: a
@@ -149,6 +181,7 @@ class Turns(Generic[S]):
         if found is None or len(found[1]) != kept.count + 1 or found[1][-1] != self._probe_item:
             return False
         kept.head, kept.tail, kept.anchored = body[:at], body[at:], True
+        kept.marks = ((at, kept.state, kept.count),)
         return True
 
     def _decode_items(self, added: bytes) -> list[Any] | None:

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -97,13 +97,29 @@ class StreamGuardrail(Protocol):
 # Capabilities a stream guardrail may declare as class or instance attributes (the driver asks for
 # them instead of testing a guardrail's kind):
 # - ``plants_instruction``: it needs a token planted in the request's system prompt (the canary);
-# - ``judges_tool_arguments``: its check also runs over complete tool-call arguments (default True).
+# - ``judges_tool_arguments``: its check also runs over complete tool-call arguments (default True);
+# - ``passes_whole``: a cheap verdict over a complete text that needs no armed check (``PassesWhole``).
 def plants_instruction(guardrail: StreamGuardrail) -> bool:
     return bool(getattr(guardrail, "plants_instruction", False))
 
 
 def judges_tool_arguments(guardrail: StreamGuardrail) -> bool:
     return bool(getattr(guardrail, "judges_tool_arguments", True))
+
+
+PassesWhole = Callable[[StreamContext, Sequence[str]], bool]
+"""A stream guardrail's optional whole-text form, ``passes_whole(ctx, pieces)``: True only when the
+check it would arm for ``ctx``, fed ``pieces`` (a complete text, in order) one ``check`` per piece and
+then ``finish``, would return ``PASS`` every time (an armed check that declines, None, passes). False
+when it might not: the caller then runs the armed check itself. It must never be True where the
+armed check would act; a False costs only time. A complete (non-streamed) answer that every
+guardrail passes whole needs no armed checks at all (``proxy.whole_answer``)."""
+
+
+def passes_whole_of(guardrail: StreamGuardrail) -> PassesWhole | None:
+    """The guardrail's ``passes_whole``, or None when it has none (it is then armed and run)."""
+    form = getattr(guardrail, "passes_whole", None)
+    return form if callable(form) else None
 
 
 class CompleterError(CheckFailure):

@@ -11,14 +11,21 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from config.policy import MaxLengthGuardrail, Mode
 from guardrails.datamodel import ANSWER, RequestView
-from guardrails.seams import StreamContext, StreamGuardrail, TextCompleter, plants_instruction
+from guardrails.seams import (
+    PassesWhole,
+    StreamContext,
+    StreamGuardrail,
+    TextCompleter,
+    passes_whole_of,
+    plants_instruction,
+)
 from guardrails.stream import ArmedSet
 from guardrails.stream.canary import CanaryProvider, canary_instruction, make_canary_token
 from proxy.completer import completer_factory, request_completer
@@ -89,16 +96,40 @@ class Arming:
                                   lambda: _lane_guardrails(s, channel, for_tools))
         if not guardrails:
             return None
+        armed = ArmedSet.arm(guardrails, self._context())
+        return armed if armed else None
+
+    def arm_tools(self) -> ArmedSet | None:
+        return self.arm(for_tools=True)
+
+    def passes(self, channel: str, pieces: Sequence[str]) -> bool:
+        """Whether a lane's complete text passes every check ``arm(channel)`` would arm, by the
+        guardrails' whole-text forms (False when one of them has none, or might trip)."""
+        s = self._services
+        forms = s.guard.once(("whole", channel != ANSWER), lambda: _whole_forms(s, channel))
+        if forms is None:
+            return False
+        if not forms:
+            return True
+        ctx = self._context()
+        for passes_whole in forms:
+            if not passes_whole(ctx, pieces):
+                return False
+        return True
+
+    def _context(self) -> StreamContext:
         ctx = self._ctx
         if ctx is None:  # one per request: its lanes and tool calls are all armed for the same request
             view = self._view
             ctx = self._ctx = StreamContext(system_prompt=view.system_prompt, model=view.model, wire=self._wire,
                                             canary_token=self._token)
-        armed = ArmedSet.arm(guardrails, ctx)
-        return armed if armed else None
+        return ctx
 
-    def arm_tools(self) -> ArmedSet | None:
-        return self.arm(for_tools=True)
+
+def _whole_forms(s: Services, channel: str) -> list[PassesWhole] | None:
+    """The whole-text forms of a lane's guardrails, or None when one has none."""
+    forms = [passes_whole_of(g) for g in _lane_guardrails(s, channel, for_tools=False)]
+    return None if any(f is None for f in forms) else [f for f in forms if f is not None]
 
 
 def _lane_guardrails(s: Services, channel: str, for_tools: bool) -> list[StreamGuardrail]:
@@ -136,7 +167,7 @@ class GuardedTurn:
         # cost more than the guard itself: bench/request_cost.py).
         arming = Arming(services, facts.view, facts.wire.name, self.canary_token)
         rules = Rules(**guard.once(("rules", interactive), lambda: _policy_rules(services, interactive)),
-                      arm=arming.arm, arm_tools=arming.arm_tools,
+                      arm=arming.arm, arm_tools=arming.arm_tools, passes=arming.passes,
                       clock=time.perf_counter if self.timings else None,
                       on_release=self.timings.held if self.timings else None)
         self.turn = Turn(Request(facts.wire, body, raw, facts.view, facts.sse), rules, notes)

@@ -38,7 +38,7 @@ from guardrails.stream import ArmedSet, Trip
 from proxy.lanes import COVERAGE_ID, ArmFor, ChoiceGuard
 from proxy.limits import Limits, message_violation, messages_violation
 from proxy.upstream import UpstreamError
-from proxy.whole_answer import WholeVerdict, check_whole_answer
+from proxy.whole_answer import PassesFor, WholeVerdict, check_whole_answer
 from proxy.wire.base import ErrorKind, FinishKind, JsonBody, Replaced, StreamCodec, WireFormat, dumps
 
 BATCH_FRAMES = 32
@@ -144,6 +144,8 @@ class Rules:
     """``log_only_ids`` before any attempt is spent, when the caller keeps it per policy (None: computed)."""
     on_lanes: Callable[[], None] | None = None
     """Told when a whole answer's shape needs the per-lane checks (``proxy.whole_answer``); for ``/metrics``."""
+    passes: PassesFor | None = None
+    """Whether a lane's complete text passes its checks whole (``proxy.whole_answer``; None: arm them)."""
 
 
 @dataclass(slots=True)
@@ -473,7 +475,8 @@ class Turn:
         0's answer may be redacted (returned rewritten); any other trip is a finding. Also the other
         choices' messages, for the vetting."""
         events = self.wire.decode_events(raw)
-        verdict = check_whole_answer(events, self.rules.arm, self.rules.arm_tools, self._log_only())
+        verdict = check_whole_answer(events, self.rules.arm, self.rules.arm_tools, self._log_only(),
+                                     self.rules.passes)
         if verdict is not None:
             return self._whole_verdict(verdict)
         if self.rules.on_lanes is not None:

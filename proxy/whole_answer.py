@@ -23,6 +23,11 @@ Any other shape (another choice, a lane end, output the decoder could not vet, a
 returns None: the caller then runs ``ChoiceGuard`` (and counts it).
 
 Cost: the checks' own work plus one pass over the events; nothing is held, no frame is built.
+Before any of that, the guardrails' whole-text forms (``guardrails.seams.PassesWhole``, given as
+``passes``) look at each lane's complete text: when every form passes every text (the common case:
+an answer with no prompt excerpt and no credential keyword), no check could trip, redact or log, so
+nothing is armed at all and the verdict is a plain pass (``_passing_text``; an answer that calls a
+tool, or a guardrail without a whole form, takes the pass above).
 """
 
 from __future__ import annotations
@@ -45,6 +50,9 @@ from guardrails.tools.arguments import decoded_text
 from proxy.lanes import ArmFor, first_whole_trip
 from proxy.stream_guard import CHECK_CHUNK, tool_block
 
+PassesFor = Callable[[str, Sequence[str]], bool]
+"""Whether a lane's complete text (by channel, in pieces) passes every check armed for that lane,
+by the guardrails' whole-text forms (``guardrails.seams.PassesWhole``); False when one might not."""
 MAX_REDACTIONS = 64
 """Re-checks after redactions per piece, as ``StreamGuard`` bounds them."""
 _WHOLE_MEMO = 256
@@ -77,11 +85,44 @@ def single_answer(events: Sequence[Event]) -> bool:
 
 
 def check_whole_answer(events: Sequence[Event], arm: ArmFor, arm_tools: Callable[[], ArmedSet | None],
-                       log_only: frozenset[str]) -> WholeVerdict | None:
-    """The checks over a whole answer's ``events``, or None when its shape needs ``ChoiceGuard``."""
+                       log_only: frozenset[str], passes: PassesFor | None = None) -> WholeVerdict | None:
+    """The checks over a whole answer's ``events``, or None when its shape needs ``ChoiceGuard``.
+    ``passes``: the guardrails' whole-text forms for a lane; when every text passes them, nothing
+    is armed (``_passing_text``)."""
     if not single_answer(events):
         return None
+    if passes is not None and (text := _passing_text(events, passes)) is not None:
+        return WholeVerdict(None, [], [], text)
     return _Pass(arm, arm_tools, log_only).run(events)
+
+
+def _passing_text(events: Sequence[Event], passes: PassesFor) -> str | None:
+    """The answer's text when every whole text and every lane's text passes every check whole (so
+    no check armed for them could trip, redact or log: the verdict is a plain pass); None when one
+    might not, or the answer calls a tool (its arguments are checked by the pass)."""
+    lanes: dict[str, list[str]] = {ANSWER: []}
+    for e in events:
+        t = type(e)
+        if t is TextDelta:
+            assert isinstance(e, TextDelta)
+            lanes.setdefault(e.channel, []).extend(_pieces(e.text))
+        elif t is WholeText:
+            assert isinstance(e, WholeText)
+            if not passes(e.what, _pieces(e.text)):
+                return None
+        elif t is not Finish:
+            return None
+    for channel, pieces in lanes.items():
+        if not passes(channel, pieces):
+            return None
+    return "".join(lanes[ANSWER])
+
+
+def _pieces(text: str) -> list[str]:
+    """``text`` in the pieces the checks would see it in (``CHECK_CHUNK`` each)."""
+    if len(text) <= CHECK_CHUNK:
+        return [text]
+    return [text[at:at + CHECK_CHUNK] for at in range(0, len(text), CHECK_CHUNK)]
 
 
 class _Lane:

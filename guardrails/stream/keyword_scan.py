@@ -106,6 +106,13 @@ class KeywordIndex:
         self.window = max(max(r.width + r.back for r in rules) + 1, self.lead)
         """No match is longer, nor starts further back from a keyword still arriving."""
 
+    def finds_none(self, text: str) -> bool:
+        """Whether no keyword occurs in ``text``: then a scanner fed it, in any pieces, never holds a
+        hit (each piece is lowered as ``_take_keywords`` lowers it, and a keyword found in a piece
+        is found in the whole) and reports nothing, ``final`` or not."""
+        lowered = text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
+        return next(iter(self.automaton.iter(lowered)), None) is None
+
 
 _LOOKAHEAD_ROOM = 64
 """Characters past a rule's widest match that its closing lookahead may read (the rules' read one or

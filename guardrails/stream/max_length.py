@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from config.policy import MaxLengthGuardrail
 from guardrails.decision import MAX_LENGTH, PASS, Block, Decision
 from guardrails.seams import DeltaCheck, StreamContext
@@ -38,3 +40,7 @@ class MaxLengthProvider:
 
     def arm(self, ctx: StreamContext) -> DeltaCheck | None:
         return MaxLengthCheck(self._max_chars, self._replacement)
+
+    def passes_whole(self, ctx: StreamContext, pieces: Sequence[str]) -> bool:
+        """``MaxLengthCheck`` trips exactly when the text grows past the limit (``PassesWhole``)."""
+        return sum(map(len, pieces)) <= self._max_chars

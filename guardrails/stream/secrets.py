@@ -23,6 +23,7 @@ the earliest pending keyword hit, else the start of the trailing token.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from config.policy import SecretsGuardrail
@@ -195,3 +196,13 @@ class SecretsProvider:
 
     def arm(self, ctx: StreamContext) -> DeltaCheck | None:
         return SecretsCheck(self)
+
+    def passes_whole(self, ctx: StreamContext, pieces: Sequence[str]) -> bool:
+        """``SecretsCheck``'s verdict over a complete text (``PassesWhole``): no keyword of the
+        catalog's rules anywhere in it (every rule's match holds one). With a rules file, the
+        operator's rules are not keyword-gated: the armed check decides."""
+        if self.custom is not None:
+            return False
+        if self.index is None:
+            return True
+        return self.index.finds_none(pieces[0] if len(pieces) == 1 else "".join(pieces))

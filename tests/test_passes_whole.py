@@ -1,0 +1,153 @@
+"""The guardrails' whole-text forms (``passes_whole``) against the armed checks they let a whole answer skip.
+
+Soundness, per guardrail: whenever ``passes_whole(ctx, pieces)`` is True, the check armed for the same
+context, fed the same pieces (one ``check`` each, then ``finish``), returns ``PASS`` every time. The
+canary's form is exact (True exactly when the armed check passes); the secrets form is a keyword gate
+(True on text without any keyword). Then end to end: a turn that uses the forms (``Rules.passes``)
+answers every drawn body of all four APIs with the same commands and notes as one that arms every check.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from config.policy import CanaryGuardrail, MaxLengthGuardrail, SecretsGuardrail, StreamGuardrailSpec
+from guardrails.datamodel import ANSWER
+from guardrails.decision import PASS
+from guardrails.seams import PassesWhole, StreamContext, StreamGuardrail, passes_whole_of
+from guardrails.stream import build_stream_guardrails
+from guardrails.stream.canary import CANARY_PREFIX
+from proxy import whole_answer
+from proxy.stream_guard import CHECK_CHUNK
+from tests.test_whole_answer import BODIES, GITHUB, PIECES, REPLACEMENT, SECRET, SYSTEM, WIRES, _turn
+
+TOKEN = CANARY_PREFIX + "0123456789abcdef"
+SPECS: list[StreamGuardrailSpec] = [
+    CanaryGuardrail(id="leak", kind="canary", min_chars=40),
+    CanaryGuardrail(id="short", kind="canary", min_chars=8),
+    SecretsGuardrail(id="keys", kind="secrets"),
+    MaxLengthGuardrail(id="long", kind="max_length", max_chars=600),
+]
+GUARDRAILS = build_stream_guardrails(SPECS, REPLACEMENT)
+CONTEXTS = [StreamContext(system_prompt=SYSTEM), StreamContext(system_prompt=SYSTEM, canary_token=TOKEN),
+            StreamContext(system_prompt=""), StreamContext(system_prompt="", canary_token=TOKEN),
+            StreamContext(system_prompt="Be brief.")]
+WORDS = PIECES + [TOKEN, TOKEN[:9], TOKEN[9:], SYSTEM.title()[30:75], "  \n", "ＦＵＬＬ", "ß", "Σ", "\u0301",
+                  "e\u0301", "password: hunter2", f"key={SECRET}", GITHUB[:10], GITHUB[10:]]
+
+
+@st.composite
+def split_text(draw: st.DrawFn) -> list[str]:
+    """A text from ``WORDS`` and ``SYSTEM``'s slices, cut at drawn offsets (as deltas would cut it)."""
+    parts = draw(st.lists(st.one_of(st.sampled_from(WORDS), st.builds(
+        lambda a, n: SYSTEM[a:a + n], st.integers(0, len(SYSTEM)), st.integers(1, 80))), max_size=6))
+    text = "".join(parts)
+    cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=6)))
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+
+
+def _armed_passes(guardrail: StreamGuardrail, ctx: StreamContext, pieces: Sequence[str]) -> bool:
+    check = guardrail.arm(ctx)
+    if check is None:
+        return True
+    acc = ""
+    for piece in pieces:
+        acc += piece
+        if check.check(acc, piece) is not PASS:
+            return False
+    return check.finish(acc) is PASS
+
+
+def _form(guardrail: StreamGuardrail) -> PassesWhole:
+    form = passes_whole_of(guardrail)
+    assert form is not None
+    return form
+
+
+@settings(max_examples=600, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(pieces=split_text(), ctx=st.sampled_from(CONTEXTS))
+def test_a_whole_text_form_passes_only_what_the_armed_check_passes(pieces: list[str], ctx: StreamContext) -> None:
+    for guardrail in GUARDRAILS:
+        if _form(guardrail)(ctx, pieces):
+            assert _armed_passes(guardrail, ctx, pieces), (guardrail.id, pieces)
+
+
+@settings(max_examples=600, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(pieces=split_text(), ctx=st.sampled_from(CONTEXTS))
+def test_the_canary_and_length_forms_are_exact(pieces: list[str], ctx: StreamContext) -> None:
+    for guardrail in GUARDRAILS:
+        if guardrail.id != "keys":
+            assert _form(guardrail)(ctx, pieces) == _armed_passes(guardrail, ctx, pieces), (guardrail.id, pieces)
+
+
+@pytest.mark.parametrize("text", [SYSTEM[10:60], SYSTEM.upper()[40:100], f"x {TOKEN} y", "a" * 601])
+def test_what_trips_does_not_pass_whole(text: str) -> None:
+    ctx = CONTEXTS[1]
+    assert not all(_form(g)(ctx, [text]) for g in GUARDRAILS)
+    assert not all(_form(g)(ctx, [text[:7], text[7:]]) for g in GUARDRAILS)
+
+
+def test_the_secrets_form_passes_prose_and_declines_a_keyword() -> None:
+    keys = next(g for g in GUARDRAILS if g.id == "keys")
+    ctx = CONTEXTS[0]
+    assert _form(keys)(ctx, ["The build finished and the mirrors are green."])
+    assert not _form(keys)(ctx, [f"the key is {SECRET}"])
+    assert not _form(keys)(ctx, [GITHUB[:3], GITHUB[3:]])  # a keyword across two pieces
+
+
+def test_a_long_text_is_checked_in_the_pieces_of_a_check() -> None:
+    leak = next(g for g in GUARDRAILS if g.id == "leak")
+    text = "word " * (CHECK_CHUNK // 5) + SYSTEM[:60]
+    pieces = [text[at:at + CHECK_CHUNK] for at in range(0, len(text), CHECK_CHUNK)]
+    assert not _form(leak)(CONTEXTS[0], pieces)
+    assert not _armed_passes(leak, CONTEXTS[0], pieces)
+
+
+# -- end to end: a turn with the forms answers as one that arms every check -----------------------------------
+def _passes_for(guardrails: list[StreamGuardrail]) -> whole_answer.PassesFor:
+    ctx = StreamContext(system_prompt=SYSTEM, model="m", wire="x")
+
+    def passes(channel: str, pieces: Sequence[str]) -> bool:
+        return all(_form(g)(ctx, pieces) for g in guardrails if channel == ANSWER or g.id != "long")
+
+    return passes
+
+
+@pytest.mark.parametrize("api", sorted(BODIES))
+def test_a_turn_with_the_whole_forms_answers_as_one_without(api: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``tests.test_whole_answer``'s turns arm all its guardrails; here the forms of those that have one
+    (canary, secrets) answer for them whenever they all pass, and the answer must not change."""
+    import tests.test_whole_answer as whole
+
+    with_forms = [g for g in whole.GUARDRAILS if passes_whole_of(g) is not None]
+    monkeypatch.setattr(whole, "GUARDRAILS", with_forms)
+    monkeypatch.setattr(whole, "SPECS", [s for s in whole.SPECS if s.id in {g.id for g in with_forms}])
+    wire, taken = WIRES[api], []
+    passing_text = whole_answer._passing_text
+
+    def recorded(*args: object) -> str | None:
+        text = passing_text(*args)  # type: ignore[arg-type]
+        taken.append(text is not None)
+        return text
+
+    monkeypatch.setattr(whole_answer, "_passing_text", recorded)
+
+    @settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+    @given(raw=BODIES[api], log_ids=st.frozensets(st.sampled_from([g.id for g in with_forms]), max_size=1))
+    def agree(raw: bytes, log_ids: frozenset[str]) -> None:
+        fast_turn, fast_notes = _turn(wire, log_ids)
+        fast_turn.rules = dataclasses.replace(fast_turn.rules, passes=_passes_for(with_forms))
+        fast = fast_turn.on_body(200, [("content-type", "application/json")], raw)
+        slow_turn, slow_notes = _turn(wire, log_ids)
+        slow = slow_turn.on_body(200, [("content-type", "application/json")], raw)
+        assert fast == slow
+        assert fast_notes.notes == slow_notes.notes
+
+    agree()
+    assert any(taken), "the whole forms should answer for some of the drawn bodies"
+    assert not all(taken), "and leave the others to the armed checks"

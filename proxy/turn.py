@@ -26,7 +26,6 @@ must discard what it saw.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -121,9 +120,10 @@ class Notes(Protocol):
     def unreadable(self, reason: str) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Rules:
-    """The policy as the turn needs it, fixed for the turn."""
+    """The policy as the turn needs it, fixed for the turn (not ``frozen``: one is made per request,
+    and a frozen dataclass's ``__init__`` sets each of its fields through ``object.__setattr__``)."""
 
     on_trip: Mapping[str, OnTrip]
     default_replacement: str
@@ -176,7 +176,8 @@ class Turn:
         self._base = request.body
         self.view = request.view
         """The view of the request being answered now (its history grows with feedback rounds)."""
-        self.attempts: Counter[str] = Counter()
+        self.attempts: dict[str, int] = {}
+        """Retries spent per guardrail id (a plain dict: a ``Counter`` costs ~1 µs per request to make)."""
         self.feedback_rounds = 0
         self.tail = False
         self.announced = False
@@ -523,12 +524,13 @@ class Turn:
     def _next(self, finding: Finding, message: AssistantMessage) -> tuple[Act, dict[str, Any] | None]:
         """Choose what to do; for re-requests, also the next request body."""
         gid = finding.guardrail_id
-        act = choose(finding, interactive=self.rules.interactive, attempts_used=self.attempts[gid],
+        used = self.attempts.get(gid, 0)
+        act = choose(finding, interactive=self.rules.interactive, attempts_used=used,
                      feedback_rounds_used=self.feedback_rounds, max_feedback_rounds=self.rules.max_feedback_rounds)
-        self.notes.decided(finding, act, self.attempts[gid] + 1)
+        self.notes.decided(finding, act, used + 1)
         if act == "retry":
-            self.attempts[gid] += 1
-            self.notes.retried(finding, self.attempts[gid])
+            self.attempts[gid] = used + 1
+            self.notes.retried(finding, used + 1)
             mandate = finding.mandate or (
                 "Your previous answer was rejected by a guardrail and was not shown to the user. "
                 + (finding.rationale or "") + " Answer again, following every instruction above.")

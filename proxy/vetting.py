@@ -26,6 +26,13 @@ from proxy.upstream import UpstreamError
 log = structlog.get_logger("guardproxy")
 
 
+def needs_vetting(services: Services, message: AssistantMessage, others: Sequence[AssistantMessage] = ()) -> bool:
+    """Whether ``Vetter.vet`` could find anything in these messages: message checks are armed, or tool
+    rules are and a message calls a tool (else every ``vet`` of them returns None)."""
+    return bool(services.message_guardrails) or (
+        services.assessor is not None and any(m.tool_calls for m in (message, *others)))
+
+
 class TurnNotes:
     """The records of one turn (``proxy.turn.Notes``)."""
 
@@ -93,10 +100,8 @@ class Vetter:
         self._completer: TextCompleter | None = None
 
     def needed(self, message: AssistantMessage, others: Sequence[AssistantMessage] = ()) -> bool:
-        """Whether ``vet`` could find anything in these messages: message checks are armed, or tool
-        rules are and a message calls a tool (else every ``vet`` of them returns None)."""
-        return bool(self._s.message_guardrails) or (
-            self._s.assessor is not None and any(m.tool_calls for m in (message, *others)))
+        """Whether ``vet`` could find anything in these messages (``needs_vetting``)."""
+        return needs_vetting(self._s, message, others)
 
     async def vet(self, message: AssistantMessage, view: RequestView, first: RequestView) -> Finding | None:
         """``view`` is the request being answered now (tool history); ``first`` the client's own."""

@@ -16,7 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from config.policy import CanaryGuardrail, MaxLengthGuardrail, SecretsGuardrail, StreamGuardrailSpec
+from config.policy import (
+    CanaryGuardrail,
+    MaxLengthGuardrail,
+    PiiGuardrail,
+    RegexGuardrail,
+    SecretsGuardrail,
+    StreamGuardrailSpec,
+)
 from guardrails.datamodel import ANSWER
 from guardrails.decision import PASS
 from guardrails.seams import PassesWhole, StreamContext, StreamGuardrail, passes_whole_of
@@ -32,13 +39,20 @@ SPECS: list[StreamGuardrailSpec] = [
     CanaryGuardrail(id="short", kind="canary", min_chars=8),
     SecretsGuardrail(id="keys", kind="secrets"),
     MaxLengthGuardrail(id="long", kind="max_length", max_chars=600),
+    RegexGuardrail(id="deny", kind="regex", patterns=["FORBIDDEN", r"rm -rf /\w*", r"(?i)project\s+nightingale"]),
+    RegexGuardrail(id="deny-unanchored", kind="regex", patterns=[r"\d{3}-secret"]),
+    PiiGuardrail(id="pii", kind="pii", categories=["email", "phone", "card", "iban"]),
+    PiiGuardrail(id="pii-redact", kind="pii", action="redact"),
 ]
+EXACT = {"leak", "short", "long"}
 GUARDRAILS = build_stream_guardrails(SPECS, REPLACEMENT)
 CONTEXTS = [StreamContext(system_prompt=SYSTEM), StreamContext(system_prompt=SYSTEM, canary_token=TOKEN),
             StreamContext(system_prompt=""), StreamContext(system_prompt="", canary_token=TOKEN),
             StreamContext(system_prompt="Be brief.")]
 WORDS = PIECES + [TOKEN, TOKEN[:9], TOKEN[9:], SYSTEM.title()[30:75], "  \n", "ＦＵＬＬ", "ß", "Σ", "\u0301",
-                  "e\u0301", "password: hunter2", f"key={SECRET}", GITHUB[:10], GITHUB[10:]]
+                  "e\u0301", "password: hunter2", f"key={SECRET}", GITHUB[:10], GITHUB[10:], "forbid", "DEN",
+                  "Project ", "NIGHTINGALE", "123-secret", "mail ann@corp.io ", "call +1 415 555 0100 ",
+                  "4111 1111 1111 1111", "DE89 3704 0044 0532 0130 00", "in 2024 ", "v1.2.3 "]
 
 
 @st.composite
@@ -81,7 +95,7 @@ def test_a_whole_text_form_passes_only_what_the_armed_check_passes(pieces: list[
 @given(pieces=split_text(), ctx=st.sampled_from(CONTEXTS))
 def test_the_canary_and_length_forms_are_exact(pieces: list[str], ctx: StreamContext) -> None:
     for guardrail in GUARDRAILS:
-        if guardrail.id != "keys":
+        if guardrail.id in EXACT:
             assert _form(guardrail)(ctx, pieces) == _armed_passes(guardrail, ctx, pieces), (guardrail.id, pieces)
 
 
@@ -93,15 +107,30 @@ def test_what_trips_does_not_pass_whole(text: str) -> None:
 
 
 def test_the_secrets_form_passes_prose_and_declines_a_keyword() -> None:
-    keys = next(g for g in GUARDRAILS if g.id == "keys")
+    keys = _by_id("keys")
     ctx = CONTEXTS[0]
     assert _form(keys)(ctx, ["The build finished and the mirrors are green."])
     assert not _form(keys)(ctx, [f"the key is {SECRET}"])
     assert not _form(keys)(ctx, [GITHUB[:3], GITHUB[3:]])  # a keyword across two pieces
 
 
+def _by_id(guardrail_id: str) -> StreamGuardrail:
+    return next(g for g in GUARDRAILS if g.id == guardrail_id)
+
+
+def test_the_deny_and_pii_forms_pass_prose_and_decline_their_anchors() -> None:
+    ctx, prose = CONTEXTS[0], ["The build finished and the mirrors are green."]
+    deny, unanchored, pii = _by_id("deny"), _by_id("deny-unanchored"), _by_id("pii")
+    assert _form(deny)(ctx, prose) and _form(pii)(ctx, prose)
+    assert not _form(deny)(ctx, ["a project  Nightingale plan"])  # the prefix, in either case
+    assert not _form(deny)(ctx, ["FORB", "IDDEN"])
+    assert not _form(unanchored)(ctx, prose)  # no literal prefix: the armed check decides
+    assert not _form(pii)(ctx, ["write to ann@corp.io"])
+    assert not _form(pii)(ctx, ["the year 2024"])  # four close digits: the armed check decides
+
+
 def test_a_long_text_is_checked_in_the_pieces_of_a_check() -> None:
-    leak = next(g for g in GUARDRAILS if g.id == "leak")
+    leak = _by_id("leak")
     text = "word " * (CHECK_CHUNK // 5) + SYSTEM[:60]
     pieces = [text[at:at + CHECK_CHUNK] for at in range(0, len(text), CHECK_CHUNK)]
     assert not _form(leak)(CONTEXTS[0], pieces)
@@ -120,13 +149,13 @@ def _passes_for(guardrails: list[StreamGuardrail]) -> whole_answer.PassesFor:
 
 @pytest.mark.parametrize("api", sorted(BODIES))
 def test_a_turn_with_the_whole_forms_answers_as_one_without(api: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``tests.test_whole_answer``'s turns arm all its guardrails; here the forms of those that have one
-    (canary, secrets) answer for them whenever they all pass, and the answer must not change."""
+    """``tests.test_whole_answer``'s turns arm its four guardrails (canary, secrets, deny patterns, PII
+    redaction); here their whole forms answer for them whenever they all pass, and the answer must not
+    change."""
     import tests.test_whole_answer as whole
 
-    with_forms = [g for g in whole.GUARDRAILS if passes_whole_of(g) is not None]
-    monkeypatch.setattr(whole, "GUARDRAILS", with_forms)
-    monkeypatch.setattr(whole, "SPECS", [s for s in whole.SPECS if s.id in {g.id for g in with_forms}])
+    with_forms = whole.GUARDRAILS
+    assert all(passes_whole_of(g) is not None for g in with_forms)
     wire, taken = WIRES[api], []
     passing_text = whole_answer._passing_text
 

@@ -16,6 +16,7 @@ O(len(delta)) per delta while they are not within ``window`` of the end.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from re import _constants, _parser  # type: ignore[attr-defined]
 from typing import Any
@@ -120,11 +121,22 @@ class RegexProvider:
         self._window = spec.window
         self._replacement = replacement
         self._gate = Gate.of(spec.patterns, flags, self._patterns)
+        self._prefixes = _prefixes(spec.patterns, flags)
 
     def arm(self, ctx: StreamContext) -> DeltaCheck | None:
         if not self._patterns:
             return None
         return RegexCheck(self._patterns, self._window, self._replacement, self._gate)
+
+    def passes_whole(self, ctx: StreamContext, pieces: Sequence[str]) -> bool:
+        """``RegexCheck``'s verdict over a complete text (``PassesWhole``): when every pattern opens
+        with literal characters, none of them anywhere in the text (a pattern runs only from where
+        they occur). A pattern without them: the armed check decides."""
+        if not self._patterns:
+            return True
+        if self._prefixes is None:
+            return False
+        return self._prefixes.search(pieces[0] if len(pieces) == 1 else "".join(pieces)) is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +171,18 @@ class Gate:
                        max(parts.tail_reach for _, _, parts, _ in patterns if parts is not None))
         except re.error:  # flags written inside a prefix cannot be joined: the patterns run one by one
             return None
+
+
+def _prefixes(sources: list[str], flags: int) -> re.Pattern[str] | None:
+    """Every pattern's literal prefix in one search (``RegexProvider.passes_whole``), or None when a
+    pattern has none."""
+    prefixes = [literal_prefix(re.compile(p, flags)) for p in sources]
+    if not prefixes or any(p is None for p in prefixes):
+        return None
+    try:
+        return re.compile("|".join(f"(?:{p})" for p in prefixes))
+    except re.error:
+        return None
 
 
 def _compile(guardrail_id: str, number: int, pattern: str, flags: int) -> _Compiled:

@@ -336,3 +336,11 @@ class PiiProvider:
 
     def arm(self, ctx: StreamContext) -> DeltaCheck | None:
         return PiiCheck(self)
+
+    def passes_whole(self, ctx: StreamContext, pieces: Sequence[str]) -> bool:
+        """``PiiCheck``'s verdict over a complete text (``PassesWhole``): no anchor anywhere in it (no
+        "@", no four close digits, no IBAN start). Every match holds the text of an anchor, which
+        reads no character outside it, so a text without one holds no match in any of its prefixes."""
+        text = pieces[0] if len(pieces) == 1 else "".join(pieces)
+        quick = self.anchors.quick
+        return (quick is not None and quick.search(text) is None) or self.anchors.pattern.search(text) is None

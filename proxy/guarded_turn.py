@@ -17,15 +17,8 @@ from typing import Any
 
 from config.policy import MaxLengthGuardrail, Mode
 from guardrails.datamodel import ANSWER, RequestView
-from guardrails.seams import (
-    PassesWhole,
-    StreamContext,
-    StreamGuardrail,
-    TextCompleter,
-    passes_whole_of,
-    plants_instruction,
-)
-from guardrails.stream import ArmedSet
+from guardrails.seams import StreamContext, StreamGuardrail, TextCompleter, plants_instruction
+from guardrails.stream import ArmedSet, passes_complete
 from guardrails.stream.canary import CanaryProvider, canary_instruction, make_canary_token
 from proxy.completer import completer_factory, request_completer
 from proxy.limits import Limits, ReadBudget, read_bounded, tool_call_violation
@@ -102,20 +95,17 @@ class Arming:
     def arm_tools(self) -> ArmedSet | None:
         return self.arm(for_tools=True)
 
-    def passes(self, channel: str, pieces: Sequence[str]) -> bool:
-        """Whether a lane's complete text passes every check ``arm(channel)`` would arm, by the
-        guardrails' whole-text forms (False when one of them has none, or might trip)."""
+    def passes(self, channel: str, pieces: Sequence[str], *, for_tools: bool = False) -> bool:
+        """Whether every check ``arm`` would arm for a lane's complete text (or, ``for_tools``, one of
+        a tool call's texts) passes it (``passes_complete``: their whole-text forms, else each check
+        alone)."""
         s = self._services
-        forms = s.guard.once(("whole", channel != ANSWER), lambda: _whole_forms(s, channel))
-        if forms is None:
-            return False
-        if not forms:
-            return True
-        ctx = self._context()
-        for passes_whole in forms:
-            if not passes_whole(ctx, pieces):
-                return False
-        return True
+        guardrails = s.guard.once(("lane", channel != ANSWER, for_tools),
+                                  lambda: _lane_guardrails(s, channel, for_tools))
+        return not guardrails or passes_complete(guardrails, self._context(), pieces)
+
+    def passes_tools(self, pieces: Sequence[str]) -> bool:
+        return self.passes(ANSWER, pieces, for_tools=True)
 
     def _context(self) -> StreamContext:
         ctx = self._ctx
@@ -124,12 +114,6 @@ class Arming:
             ctx = self._ctx = StreamContext(system_prompt=view.system_prompt, model=view.model, wire=self._wire,
                                             canary_token=self._token)
         return ctx
-
-
-def _whole_forms(s: Services, channel: str) -> list[PassesWhole] | None:
-    """The whole-text forms of a lane's guardrails, or None when one has none."""
-    forms = [passes_whole_of(g) for g in _lane_guardrails(s, channel, for_tools=False)]
-    return None if any(f is None for f in forms) else [f for f in forms if f is not None]
 
 
 def _lane_guardrails(s: Services, channel: str, for_tools: bool) -> list[StreamGuardrail]:
@@ -168,6 +152,7 @@ class GuardedTurn:
         arming = Arming(services, facts.view, facts.wire.name, self.canary_token)
         rules = Rules(**guard.once(("rules", interactive), lambda: _policy_rules(services, interactive)),
                       arm=arming.arm, arm_tools=arming.arm_tools, passes=arming.passes,
+                      passes_tools=arming.passes_tools,
                       clock=time.perf_counter if self.timings else None,
                       on_release=self.timings.held if self.timings else None)
         self.turn = Turn(Request(facts.wire, body, raw, facts.view, facts.sse), rules, notes)

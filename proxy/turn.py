@@ -37,7 +37,7 @@ from guardrails.stream import ArmedSet, Trip
 from proxy.lanes import COVERAGE_ID, ArmFor, ChoiceGuard
 from proxy.limits import Limits, message_violation, messages_violation
 from proxy.upstream import UpstreamError
-from proxy.whole_answer import PassesFor, WholeVerdict, check_whole_answer
+from proxy.whole_answer import PassesFor, ToolsPass, WholeVerdict, check_whole_answer
 from proxy.wire.base import ErrorKind, FinishKind, JsonBody, Replaced, StreamCodec, WireFormat, dumps
 
 BATCH_FRAMES = 32
@@ -146,6 +146,8 @@ class Rules:
     """Told when a whole answer's shape needs the per-lane checks (``proxy.whole_answer``); for ``/metrics``."""
     passes: PassesFor | None = None
     """Whether a lane's complete text passes its checks whole (``proxy.whole_answer``; None: arm them)."""
+    passes_tools: ToolsPass | None = None
+    """Whether one of a tool call's complete texts passes the tool-argument checks whole (the same)."""
 
 
 @dataclass(slots=True)
@@ -477,7 +479,7 @@ class Turn:
         choices' messages, for the vetting."""
         events = self.wire.decode_events(raw)
         verdict = check_whole_answer(events, self.rules.arm, self.rules.arm_tools, self._log_only(),
-                                     self.rules.passes)
+                                     self.rules.passes, self.rules.passes_tools)
         if verdict is not None:
             return self._whole_verdict(verdict)
         if self.rules.on_lanes is not None:

@@ -23,11 +23,12 @@ Any other shape (another choice, a lane end, output the decoder could not vet, a
 returns None: the caller then runs ``ChoiceGuard`` (and counts it).
 
 Cost: the checks' own work plus one pass over the events; nothing is held, no frame is built.
-Before any of that, the guardrails' whole-text forms (``guardrails.seams.PassesWhole``, given as
-``passes``) look at each lane's complete text: when every form passes every text (the common case:
-an answer with no prompt excerpt and no credential keyword), no check could trip, redact or log, so
-nothing is armed at all and the verdict is a plain pass (``_passing_text``; an answer that calls a
-tool, or a guardrail without a whole form, takes the pass above).
+Before any of that, ``passes`` (``guardrails.stream.passes_complete``: each guardrail's whole-text
+form, ``guardrails.seams.PassesWhole``, else its check alone) looks at each lane's complete text and
+``passes_tools`` at each tool call's texts: when every check passes every text (the common case), no
+check could trip, redact or log, so no set is armed, no lane kept, and the verdict is a plain pass
+(``_passing_text``). A text that some check might act on takes the pass above, which decides which
+trip wins and what is rewritten.
 """
 
 from __future__ import annotations
@@ -51,8 +52,11 @@ from proxy.lanes import ArmFor, first_whole_trip
 from proxy.stream_guard import CHECK_CHUNK, tool_block
 
 PassesFor = Callable[[str, Sequence[str]], bool]
-"""Whether a lane's complete text (by channel, in pieces) passes every check armed for that lane,
-by the guardrails' whole-text forms (``guardrails.seams.PassesWhole``); False when one might not."""
+"""Whether a lane's complete text (by channel, in pieces) passes every check armed for that lane
+(``guardrails.stream.passes_complete``); False when one might not."""
+ToolsPass = Callable[[Sequence[str]], bool]
+"""Whether one of a tool call's texts (in pieces) passes every check armed for tool arguments
+(``guardrails.stream.passes_complete``); False when one might not."""
 MAX_REDACTIONS = 64
 """Re-checks after redactions per piece, as ``StreamGuard`` bounds them."""
 _WHOLE_MEMO = 256
@@ -85,22 +89,24 @@ def single_answer(events: Sequence[Event]) -> bool:
 
 
 def check_whole_answer(events: Sequence[Event], arm: ArmFor, arm_tools: Callable[[], ArmedSet | None],
-                       log_only: frozenset[str], passes: PassesFor | None = None) -> WholeVerdict | None:
+                       log_only: frozenset[str], passes: PassesFor | None = None,
+                       passes_tools: ToolsPass | None = None) -> WholeVerdict | None:
     """The checks over a whole answer's ``events``, or None when its shape needs ``ChoiceGuard``.
-    ``passes``: the guardrails' whole-text forms for a lane; when every text passes them, nothing
-    is armed (``_passing_text``)."""
+    ``passes`` / ``passes_tools``: the guardrails' whole-text forms for a lane and for a tool call's
+    texts; when every text passes them, nothing is armed (``_passing_text``)."""
     if not single_answer(events):
         return None
-    if passes is not None and (text := _passing_text(events, passes)) is not None:
+    if passes is not None and (text := _passing_text(events, passes, passes_tools)) is not None:
         return WholeVerdict(None, [], [], text)
     return _Pass(arm, arm_tools, log_only).run(events)
 
 
-def _passing_text(events: Sequence[Event], passes: PassesFor) -> str | None:
-    """The answer's text when every whole text and every lane's text passes every check whole (so
-    no check armed for them could trip, redact or log: the verdict is a plain pass); None when one
-    might not, or the answer calls a tool (its arguments are checked by the pass)."""
+def _passing_text(events: Sequence[Event], passes: PassesFor, passes_tools: ToolsPass | None) -> str | None:
+    """The answer's text when every whole text, every lane's text and every tool call's texts pass
+    every check whole (so no check armed for them could trip, redact or log: the verdict is a plain
+    pass); None when one might not (or a call's texts have no ``passes_tools`` to go by)."""
     lanes: dict[str, list[str]] = {ANSWER: []}
+    calls = False
     for e in events:
         t = type(e)
         if t is TextDelta:
@@ -111,10 +117,16 @@ def _passing_text(events: Sequence[Event], passes: PassesFor) -> str | None:
             if not passes(e.what, _pieces(e.text)):
                 return None
         elif t is not Finish:
-            return None
+            calls = True  # a tool call's start, arguments or end
     for channel, pieces in lanes.items():
         if not passes(channel, pieces):
             return None
+    if calls:
+        if passes_tools is None:
+            return None
+        for text in tool_texts(events):
+            if not passes_tools(_pieces(text)):
+                return None
     return "".join(lanes[ANSWER])
 
 
@@ -141,18 +153,15 @@ class _Lane:
 class _Pass:
     """One answer's pass, in the order the module docstring gives."""
 
-    __slots__ = ("_args", "_arm", "_arm_tools", "_calls", "_joined", "_log_only", "_whole_logged")
+    __slots__ = ("_arm", "_arm_tools", "_events", "_log_only", "_whole_logged")
 
     def __init__(self, arm: ArmFor, arm_tools: Callable[[], ArmedSet | None], log_only: frozenset[str]) -> None:
         self._arm, self._arm_tools, self._log_only = arm, arm_tools, log_only
         self._whole_logged: list[Trip] = []
-        self._calls: dict[str, tuple[str, str]] = {}
-        """The answer's tool calls by key: (call id, name), in the order they began."""
-        self._args: dict[str, list[str]] = {}
-        self._joined: dict[str, str] = {}
-        """Arguments joined at a call's end (a call without an end is joined at the answer's end)."""
+        self._events: Sequence[Event] = ()
 
     def run(self, events: Sequence[Event]) -> WholeVerdict:
+        self._events = events
         answer = _Lane(ANSWER, self._arm(ANSWER))
         lanes = {ANSWER: answer}
         trip = self._whole_texts(events)
@@ -201,25 +210,11 @@ class _Pass:
         return None
 
     def _lane_events(self, lane: _Lane, events: list[Event]) -> Trip | None:
-        calls, args, joined = self._calls, self._args, self._joined
         for e in events:
-            t = type(e)
-            if t is TextDelta:
+            if type(e) is TextDelta:
                 assert isinstance(e, TextDelta)
                 if (trip := self._append(lane, e.text)) is not None:
                     return trip
-            elif t is ToolCallStart:
-                assert isinstance(e, ToolCallStart)
-                calls[e.key] = (e.call_id, e.name)
-                joined.pop(e.key, None)
-                args[e.key] = []
-            elif t is ToolCallArgsDelta:
-                assert isinstance(e, ToolCallArgsDelta)
-                args.setdefault(e.key, []).append(e.fragment)
-            elif t is ToolCallEnd:
-                assert isinstance(e, ToolCallEnd)
-                if e.key in calls:
-                    joined[e.key] = "".join(args.get(e.key, ()))
         return None
 
     def _append(self, lane: _Lane, text: str) -> Trip | None:
@@ -272,21 +267,43 @@ class _Pass:
 
     # -- tool calls -------------------------------------------------------------------------------
     def _tool_calls(self, lane: _Lane) -> Trip | None:
-        """Each call's name with its raw arguments, then its decoded string values, as
-        ``StreamGuard._check_tool_arguments`` checks them."""
-        calls, args, joined = self._calls, self._args, self._joined
-        for key, (_, name) in calls.items():
-            arguments = joined.get(key) or "".join(args.get(key, ()))
-            named = f"{name}\n{arguments}" if name else arguments
-            for text in (named, decoded_text(arguments)):
-                if not text:
-                    continue
-                armed = self._arm_tools()
-                if not armed:
-                    return None
-                if (trip := tool_block(armed, text, self._log_only, lane.logged, self._arm_tools)) is not None:
-                    return trip
+        """Each call's texts (``tool_texts``), as ``StreamGuard._check_tool_arguments`` checks them."""
+        for text in tool_texts(self._events):
+            armed = self._arm_tools()
+            if not armed:
+                return None
+            if (trip := tool_block(armed, text, self._log_only, lane.logged, self._arm_tools)) is not None:
+                return trip
         return None
+
+
+def tool_texts(events: Sequence[Event]) -> list[str]:
+    """What the tool checks read of choice 0's calls, in order: each call's name with its raw
+    arguments, then its decoded string values (empty texts left out). A call is keyed by the order it
+    began in; a new start of a key begins it again; its arguments are the fragments since its start,
+    joined at its end (or at the answer's end, for a call that has none)."""
+    calls: dict[str, str] = {}  # key: name, in the order the calls began
+    args: dict[str, list[str]] = {}
+    joined: dict[str, str] = {}
+    for e in events:
+        t = type(e)
+        if t is ToolCallStart:
+            assert isinstance(e, ToolCallStart)
+            calls[e.key] = e.name
+            joined.pop(e.key, None)
+            args[e.key] = []
+        elif t is ToolCallArgsDelta:
+            assert isinstance(e, ToolCallArgsDelta)
+            args.setdefault(e.key, []).append(e.fragment)
+        elif t is ToolCallEnd:
+            assert isinstance(e, ToolCallEnd)
+            if e.key in calls:
+                joined[e.key] = "".join(args.get(e.key, ()))
+    texts: list[str] = []
+    for key, name in calls.items():
+        arguments = joined.get(key) or "".join(args.get(key, ()))
+        texts += [text for text in (f"{name}\n{arguments}" if name else arguments, decoded_text(arguments)) if text]
+    return texts
 
 
 def _grow(lane: _Lane, piece: str) -> None:

@@ -1,4 +1,4 @@
-"""The guardrails' whole-text forms (``passes_whole``) against the armed checks they let a whole answer skip.
+"""The guardrails' whole-text forms (``passes_whole``, ``passes_complete``) against the armed checks they stand in for.
 
 Soundness, per guardrail: whenever ``passes_whole(ctx, pieces)`` is True, the check armed for the same
 context, fed the same pieces (one ``check`` each, then ``finish``), returns ``PASS`` every time. The
@@ -24,14 +24,32 @@ from config.policy import (
     SecretsGuardrail,
     StreamGuardrailSpec,
 )
-from guardrails.datamodel import ANSWER
+from guardrails.datamodel import Event, Finish, TextDelta, ToolCallArgsDelta, ToolCallEnd, ToolCallStart
 from guardrails.decision import PASS
-from guardrails.seams import PassesWhole, StreamContext, StreamGuardrail, passes_whole_of
-from guardrails.stream import build_stream_guardrails
+from guardrails.seams import (
+    PassesWhole,
+    StreamContext,
+    StreamGuardrail,
+    judges_tool_arguments,
+    passes_whole_of,
+)
+from guardrails.stream import build_stream_guardrails, passes_complete
 from guardrails.stream.canary import CANARY_PREFIX
 from proxy import whole_answer
 from proxy.stream_guard import CHECK_CHUNK
-from tests.test_whole_answer import BODIES, GITHUB, PIECES, REPLACEMENT, SECRET, SYSTEM, WIRES, _turn
+from proxy.whole_answer import check_whole_answer
+from tests.test_whole_answer import (
+    BODIES,
+    GITHUB,
+    PIECES,
+    REPLACEMENT,
+    SECRET,
+    SYSTEM,
+    WIRES,
+    _turn,
+    answer_events,
+    log_only,
+)
 
 TOKEN = CANARY_PREFIX + "0123456789abcdef"
 SPECS: list[StreamGuardrailSpec] = [
@@ -138,20 +156,38 @@ def test_a_long_text_is_checked_in_the_pieces_of_a_check() -> None:
 
 
 # -- end to end: a turn with the forms answers as one that arms every check -----------------------------------
-def _passes_for(guardrails: list[StreamGuardrail]) -> whole_answer.PassesFor:
+def _passes_for(guardrails: list[StreamGuardrail]) -> tuple[whole_answer.PassesFor, whole_answer.ToolsPass]:
+    """The forms as ``Arming.passes`` / ``passes_tools`` give them, for ``tests.test_whole_answer``'s arming."""
     ctx = StreamContext(system_prompt=SYSTEM, model="m", wire="x")
+    tool_guardrails = [g for g in guardrails if judges_tool_arguments(g)]
 
     def passes(channel: str, pieces: Sequence[str]) -> bool:
-        return all(_form(g)(ctx, pieces) for g in guardrails if channel == ANSWER or g.id != "long")
+        return passes_complete(guardrails, ctx, pieces)
 
-    return passes
+    def passes_tools(pieces: Sequence[str]) -> bool:
+        return passes_complete(tool_guardrails, ctx, pieces)
+
+    return passes, passes_tools
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(events=answer_events(), log_ids=log_only)
+def test_the_whole_forms_agree_with_choice_guard_on_any_mix_of_lanes_and_tool_calls(
+        events: tuple[Event, ...], log_ids: frozenset[str]) -> None:
+    import tests.test_whole_answer as whole
+
+    arm, arm_tools = whole._arm_for(log_ids)
+    verdict = check_whole_answer(events, arm, arm_tools, log_ids, *_passes_for(whole.GUARDRAILS))
+    assert verdict is not None
+    trip, redactions, logged, text = whole._lane_guard_result(events, log_ids)
+    assert (verdict.trip, verdict.redactions, verdict.logged, verdict.text) == (trip, redactions, logged, text)
 
 
 @pytest.mark.parametrize("api", sorted(BODIES))
 def test_a_turn_with_the_whole_forms_answers_as_one_without(api: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """``tests.test_whole_answer``'s turns arm its four guardrails (canary, secrets, deny patterns, PII
-    redaction); here their whole forms answer for them whenever they all pass, and the answer must not
-    change."""
+    redaction); here ``passes_complete`` (their whole forms, else each check alone) answers for them
+    whenever they all pass, and the answer must not change."""
     import tests.test_whole_answer as whole
 
     with_forms = whole.GUARDRAILS
@@ -170,7 +206,8 @@ def test_a_turn_with_the_whole_forms_answers_as_one_without(api: str, monkeypatc
     @given(raw=BODIES[api], log_ids=st.frozensets(st.sampled_from([g.id for g in with_forms]), max_size=1))
     def agree(raw: bytes, log_ids: frozenset[str]) -> None:
         fast_turn, fast_notes = _turn(wire, log_ids)
-        fast_turn.rules = dataclasses.replace(fast_turn.rules, passes=_passes_for(with_forms))
+        passes, passes_tools = _passes_for(with_forms)
+        fast_turn.rules = dataclasses.replace(fast_turn.rules, passes=passes, passes_tools=passes_tools)
         fast = fast_turn.on_body(200, [("content-type", "application/json")], raw)
         slow_turn, slow_notes = _turn(wire, log_ids)
         slow = slow_turn.on_body(200, [("content-type", "application/json")], raw)
@@ -180,3 +217,24 @@ def test_a_turn_with_the_whole_forms_answers_as_one_without(api: str, monkeypatc
     agree()
     assert any(taken), "the whole forms should answer for some of the drawn bodies"
     assert not all(taken), "and leave the others to the armed checks"
+
+
+@pytest.mark.parametrize("path", ["notes.md", SECRET, "a\\u0041KIAQ7XR4K2MZT9BWP3N"])
+def test_a_tool_call_goes_by_the_tool_checks_forms(path: str) -> None:
+    """A clean answer with a tool call: the call's texts (name with raw arguments, decoded values)
+    decide; a key in the arguments, raw or escaped, is found as the armed checks find it. (The
+    answer's "files." holds a secrets keyword, "s.": the secrets check runs alone, and passes.)"""
+    import tests.test_whole_answer as whole
+
+    arguments = '{"command": "ls", "path": "' + path + '"}'
+    events = (TextDelta("Listing the files."), ToolCallStart("0", "id", "run_shell"), ToolCallArgsDelta("0", arguments),
+              ToolCallEnd("0"), Finish("tool_calls"))
+    passes, passes_tools = _passes_for(whole.GUARDRAILS)
+    arm, arm_tools = whole._arm_for(frozenset())
+    verdict = check_whole_answer(events, arm, arm_tools, frozenset(), passes, passes_tools)
+    assert verdict is not None
+    assert (verdict.trip, verdict.redactions, verdict.logged, verdict.text) == \
+        whole._lane_guard_result(events, frozenset())
+    assert (verdict.trip is None) == (path == "notes.md")
+    taken = whole_answer._passing_text(events, passes, passes_tools)
+    assert (taken is not None) == (path == "notes.md")

@@ -21,14 +21,15 @@ from config.policy import (
     StreamGuardrailSpec,
 )
 from guardrails.decision import PASS, Block, Decision, Redact
-from guardrails.seams import DeltaCheck, StreamContext, StreamGuardrail
+from guardrails.seams import DeltaCheck, StreamContext, StreamGuardrail, passes_whole_of
 from guardrails.stream.canary import CanaryProvider, canary_instruction, make_canary_token
 from guardrails.stream.max_length import MaxLengthProvider
 from guardrails.stream.patterns import RegexProvider
 from guardrails.stream.pii import PiiProvider
 from guardrails.stream.secrets import SecretsProvider
 
-__all__ = ["ArmedSet", "Trip", "build_stream_guardrails", "canary_instruction", "make_canary_token"]
+__all__ = ["ArmedSet", "Trip", "build_stream_guardrails", "canary_instruction", "make_canary_token",
+           "passes_complete"]
 
 
 def build_stream_guardrails(specs: Sequence[StreamGuardrailSpec], default_replacement: str,
@@ -130,6 +131,31 @@ class ArmedSet:
 
     def __bool__(self) -> bool:
         return bool(self._objects)
+
+
+def passes_complete(guardrails: Sequence[StreamGuardrail], ctx: StreamContext, pieces: Sequence[str]) -> bool:
+    """Whether every check ``guardrails`` arm for ``ctx`` passes a complete text fed in ``pieces`` (one
+    ``check`` per piece, then ``finish``), as an ``ArmedSet`` of them would see it when none trips.
+    Each guardrail's whole-text form answers first (``guardrails.seams.PassesWhole``); when it has
+    none, or it declines, its check is armed alone and run over the pieces. False as soon as one
+    might act: the caller then runs the armed set, for which trip wins and what it rewrites."""
+    for guardrail in guardrails:
+        form = passes_whole_of(guardrail)
+        if form is not None and form(ctx, pieces):
+            continue
+        check = guardrail.arm(ctx)
+        if check is not None and not _passes_pieces(check, pieces):
+            return False
+    return True
+
+
+def _passes_pieces(check: DeltaCheck, pieces: Sequence[str]) -> bool:
+    accumulated = ""
+    for piece in pieces:
+        accumulated += piece
+        if check.check(accumulated, piece) is not PASS:
+            return False
+    return check.finish(accumulated) is PASS
 
 
 def _trip(guardrail_id: str, decision: Decision) -> Trip | None:

@@ -114,7 +114,7 @@ def _passing_text(events: Sequence[Event], passes: PassesFor, passes_tools: Tool
             lanes.setdefault(e.channel, []).extend(_pieces(e.text))
         elif t is WholeText:
             assert isinstance(e, WholeText)
-            if not passes(e.what, _pieces(e.text)):
+            if not passes(e.what, _pieces(e.text) if e.text else []):  # (no check call for "": ``whole_text_trip``)
                 return None
         elif t is not Finish:
             calls = True  # a tool call's start, arguments or end

@@ -181,8 +181,11 @@ class KeywordScanner:
             if match is not None:
                 if final or not rule.waits or match.end() < end:
                     found = (rule, match)
-                    keep.extend(other for other in self._pending[i + 1:]
-                                if not (other[2] is rule and other[1] < match.end()))
+                    # Every other hit stays, the same rule's inside this match too: the caller may
+                    # reject this match (not a credential), and a match of the same rule starting
+                    # inside it may be one ('<password>aws_secret_access_key = <key>': the match at
+                    # 'password' has the name as its value; the one at 'secret' holds the key).
+                    keep.extend(self._pending[i + 1:])
                     break
                 keep.append(hit)
             elif not final and end - first <= rule.width + 1 and rule.alive.fullmatch(text, start):

@@ -32,9 +32,10 @@ TURNS = {"chat": openai_chat._TURNS, "anthropic": anthropic._TURNS, "responses":
 @pytest.fixture(autouse=True)
 def _every_body_kept(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Small drawn bodies take the kept-body path too (grouped by their first bytes, which every
-    drawn body's list ends after); each test starts with nothing kept."""
+    drawn body's list ends after, and by bytes from 16 on); each test starts with nothing kept."""
     monkeypatch.setattr(turns, "MIN_BYTES", 0)
     monkeypatch.setattr(turns, "KEY_BYTES", 1)
+    monkeypatch.setattr(turns, "DEEP_BYTES", 16)
     for kept in TURNS.values():
         kept.clear()
     yield
@@ -263,3 +264,27 @@ def test_the_growing_agent_bench_conversation_is_read_turn_by_turn() -> None:
     for raw in bodies:
         assert _agrees(chat, raw)
     assert kept.extended - before == len(bodies) - 1
+
+
+def test_many_conversations_of_one_agent_at_once_are_each_read_from_their_own_last_turn() -> None:
+    """40 conversations that share their first 1,000 bytes (one agent's prompt) start one after the
+    other and then go on turn by turn in turn: each is kept in a group of its own history's bytes
+    once anchored, so every later turn is read from its own last one (40 is more than a group's
+    ``CANDIDATES``)."""
+    chat, kept = WIRES["chat"], TURNS["chat"]
+    prompt = {"role": "system", "content": "Be an agent. " * 80}
+    conversations = [[prompt, {"role": "user", "content": f"task {n} " * 20}] for n in range(40)]
+    before = kept.extended
+
+    def turn(n: int, k: int) -> None:
+        conversations[n] += [{"role": "assistant", "content": f"step {k} of {n}"},
+                             {"role": "user", "content": f"go on with {n} after {k}"}]
+        assert _agrees(chat, _dumps({"model": "m", "messages": conversations[n]}, False))
+
+    for n in range(40):
+        assert _agrees(chat, _dumps({"model": "m", "messages": conversations[n]}, False))
+        turn(n, 1)
+    for k in range(2, 5):
+        for n in range(40):
+            turn(n, k)
+    assert kept.extended - before == 40 * 4

@@ -29,8 +29,9 @@ dropped duplicate list or before the last item all fail this). Turn 2 thus pays 
 every later turn pays only for what it adds.
 
 Exact byte comparisons decide every reuse (no digest an attacker could collide). A lookup compares
-the body with at most ``CANDIDATES`` kept bodies that begin like it (their first ``KEY_BYTES``), most
-recent first; a mismatch usually stops within the first messages. Kept bodies are bounded by
+the body with at most ``CANDIDATES`` kept bodies per group, most recent first: the groups of the
+bytes it holds before the offsets kept bodies with anchors are grouped at (``_deep_key``: bytes of
+their own history), then that of its first ``KEY_BYTES`` (a conversation's first turn). A mismatch usually stops within the first messages. Kept bodies are bounded by
 ``budget_bytes`` (least recently used out first). Bodies under ``MIN_BYTES`` are read whole: their
 decode costs less than the bookkeeping.
 
@@ -60,8 +61,10 @@ the start of the system prompt)."""
 MARKS = 8
 """Anchors of earlier turns kept per body: a client that rewrites its last turns' items (moving a
 prompt-cache marker onto the newest message) is re-read from the anchor before the first one."""
+DEEP_BYTES = 4096
+"""Kept bodies with anchors are grouped by the bytes before a multiple of this (``_deep_key``)."""
 CANDIDATES = 16
-"""Kept bodies per group, compared most recent first (32 agents on one prompt: some read whole)."""
+"""Kept bodies per group, compared most recent first."""
 BUDGET_BYTES = 32 * 1024 * 1024
 _CHUNK = 4096
 _CLOSES_A_LIST = re.compile(rb"[ \t\r\n]*\]")
@@ -81,6 +84,8 @@ class _Kept(Generic[S]):
     tried: bool = False
     """Whether a later body was tried as its extension while it had no anchor (tried once only)."""
     marks: tuple[tuple[int, S, int], ...] = ()
+    point: int = 0
+    """The offset it is grouped at (``_deep_key``), 0 when grouped by its first bytes."""
     """Proven anchors of this body and of the turns before it, oldest first, the last at
     ``len(head)``: (offset, the reading of the items before it, their count)."""
 
@@ -109,19 +114,23 @@ class Turns(Generic[S]):
         self.extended = 0
         """Bodies read from a kept one (a counter, for tests and the bench)."""
         self._groups: OrderedDict[bytes, list[_Kept[S]]] = OrderedDict()
+        self._points: dict[int, int] = {}
+        """Offsets that kept bodies with anchors are grouped at (``_deep_key``), with how many are."""
 
     def read(self, raw: bytes) -> S | None:
         if len(raw) < MIN_BYTES:
             found = self._whole(raw)
             return None if found is None else found[0]
         key = raw[:KEY_BYTES]
-        group = self._groups.get(key)
-        if group is not None:
-            self._groups.move_to_end(key)
-            for kept in reversed(group):
-                state = self._extend(group, kept, raw)
-                if state is not None:
-                    return state
+        deep = [_deep_key(raw, at) for at in sorted(self._points, reverse=True) if at <= len(raw)]
+        for group_key in (*deep, key):
+            group = self._groups.get(group_key)
+            if group is not None:
+                self._groups.move_to_end(group_key)
+                for kept in reversed(group):
+                    state = self._extend(group, kept, raw)
+                    if state is not None:
+                        return state
         found = self._whole(raw)
         if found is not None and self._keeps(found[0]):
             self._keep(key, _Kept(found[0], len(found[1]), raw, b"", False))
@@ -146,11 +155,13 @@ class Turns(Generic[S]):
         if state is None or items is None:
             return None
         group.remove(kept)
-        self.used_bytes -= kept.size
+        self._forget(kept)
         if self._keeps(state):
             count += len(items)
             marks = (*[m for m in kept.marks if m[0] <= at][1 - MARKS:], (end, state, count))
-            self._keep(raw[:KEY_BYTES], _Kept(state, count, raw[:end], kept.tail, True, marks=marks))
+            point = marks[0][0] // DEEP_BYTES * DEEP_BYTES
+            self._keep(_deep_key(raw, point) if point else raw[:KEY_BYTES],
+                       _Kept(state, count, raw[:end], kept.tail, True, marks=marks, point=point))
         self.extended += 1
         return state
 
@@ -210,21 +221,43 @@ class Turns(Generic[S]):
         self._groups.move_to_end(key)
         group.append(kept)
         self.used_bytes += kept.size
+        if kept.point:
+            self._points[kept.point] = self._points.get(kept.point, 0) + 1
         if len(group) > CANDIDATES:
-            self.used_bytes -= group.pop(0).size
+            self._forget(group.pop(0))
         while self.used_bytes > self.budget_bytes and self._groups:
             oldest_key, oldest = next(iter(self._groups.items()))
             if oldest:
-                self.used_bytes -= oldest.pop(0).size
+                self._forget(oldest.pop(0))
             if not oldest:
                 del self._groups[oldest_key]
 
+    def _forget(self, kept: _Kept[S]) -> None:
+        """Account for ``kept`` leaving its group."""
+        self.used_bytes -= kept.size
+        if kept.point:
+            left = self._points[kept.point] - 1
+            if left:
+                self._points[kept.point] = left
+            else:
+                del self._points[kept.point]
+
     def clear(self) -> None:
         self._groups.clear()
+        self._points.clear()
         self.used_bytes = 0
 
     def __len__(self) -> int:
         return sum(len(g) for g in self._groups.values())
+
+
+def _deep_key(raw: bytes, at: int) -> bytes:
+    """The group key of the 64 bytes before offset ``at``. A kept body with anchors is grouped at the
+    last multiple of ``DEEP_BYTES`` before its oldest anchor: bytes of its own history (shared by
+    every body read from it), so conversations of one agent, which begin alike, fall in groups of
+    their own. A lookup tries each offset some kept body is grouped at (a few: bodies of similar
+    length share them)."""
+    return at.to_bytes(8, "big") + raw[max(0, at - 64):at]
 
 
 def _common_prefix(a: bytes, b: bytes) -> int:

@@ -84,6 +84,23 @@ def test_keyed_providers_pass_prose_and_identifiers() -> None:
 
 
 @pytest.mark.parametrize("text", [
+    "OPENAI_BASE_URL=http://guardproxy:8790/v1",
+    "export OPENAI_API_BASE=https://llm-gw7.acme-corp.net:8443/openai/v1\n",
+    "openai_base_url: http://127.0.0.1:8790/v1",
+    "DATADOG_SITE_URL=https://us5.datadoghq.com",
+])
+def test_a_keyed_url_to_a_host_is_not_a_key(text: str) -> None:
+    """A provider's name before a URL (where its client is pointed) names no key: the host and port
+    are not judged as a random value."""
+    assert blocked_category(text) is None
+
+
+def test_a_key_in_the_path_of_a_keyed_url_is_still_found() -> None:
+    key = "Zx9Qw3Er7Ty1Ui5Op2As"
+    assert blocked_category(f"OPENAI_WEBHOOK_URL=https://hooks.acme-corp.com/v1/{key}") == "openai"
+
+
+@pytest.mark.parametrize("text", [
     'password = "hRtqLmPzXwKvNbYsQe"',                          # letters only, mixed case
     "api_key = tok_3f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c",           # prefixed hex under the whole-value threshold
     "secret: ab9.Xk2:Qz7~Lm4%Rt8pWw",                           # . : ~ % inside the value

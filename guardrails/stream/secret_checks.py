@@ -29,6 +29,9 @@ _SECRET_NAMES = ("secret", "token", "passw", "credential", "apikey", "api_key", 
                  "accesskey", "access_key", "access-key")
 # A short type letter or two before hex (``SK`` + 32 hex, a Twilio key sid): judged on the hex.
 _LETTERS_THEN_HEX = re.compile(r"[A-Za-z]{1,4}([0-9a-f]{24,}|[0-9A-F]{24,})")
+# A URL's scheme and host (and port), with no user or password in it (those are ``url_credentials``'):
+# ``OPENAI_BASE_URL=http://guardproxy:8790/v1`` names where a client sends its requests, not a key.
+_URL_ORIGIN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,15}://[A-Za-z0-9.-]+(?::[0-9]{1,5})?(?=[/?#]|$)")
 # Published sample values that documentation repeats (the jwt.io sample's payload prefix).
 KNOWN_SAMPLES = ("eyJzdWIiOiIxMjM0NTY3ODkw",)
 _PASSWORD_PLACEHOLDERS = frozenset((
@@ -176,4 +179,7 @@ def keyed_value_ok(value: str, short_shape: str | None = None) -> bool:
     typed = _LETTERS_THEN_HEX.fullmatch(value)
     if typed:
         return looks_random(typed.group(1), min_classes=2)
+    origin = _URL_ORIGIN.match(value)
+    if origin:  # a host names no key; a path segment still may (``https://host/v1/<key>``)
+        return any(len(seg) >= 15 and keyed_value_ok(seg) for seg in re.split(r"[/?#&=]", value[origin.end():]))
     return not code_like(value) and looks_random(value, need_digit=True)

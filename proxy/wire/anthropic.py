@@ -27,7 +27,6 @@ from __future__ import annotations
 import copy
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -72,7 +71,7 @@ from proxy.wire.base import (
 )
 from proxy.wire.shapes import ByType, by_type, lane_events, obj, plain, unread, whole_events
 from proxy.wire.template import Templates
-from proxy.wire.turns import Turns
+from proxy.wire.turns import Reading, Turns
 
 _ERROR_TYPES: dict[str, str] = {
     "invalid_request": "invalid_request_error",
@@ -284,18 +283,7 @@ def _whole_history(body: JsonBody) -> list[HistoryToolCall]:
     return _history(body.data["messages"])
 
 
-@dataclass(frozen=True, slots=True)
-class _Read:
-    """What the quick view reads of a body: its top-level fields, and the messages folded so far."""
-
-    model: str
-    stream: bool | None
-    system: tuple[str, ...]
-    """The ``system`` field's text, then each ``system`` role message's."""
-    last_user_text: str
-
-
-def _fold(read: _Read, messages: Sequence[_QuickMessage]) -> _Read | None:
+def _fold(read: Reading, messages: Sequence[_QuickMessage]) -> Reading | None:
     """``read`` with more messages: what ``parse_request`` does, on the same values (None for a
     message it would refuse: the whole path then decides)."""
     system: list[str] | None = None
@@ -308,15 +296,15 @@ def _fold(read: _Read, messages: Sequence[_QuickMessage]) -> _Read | None:
             system = [*(system or read.system), _quick_text(content)]
         elif role == "user" and (t := _quick_text(content)):
             last_user_text = t  # the last user turn with text (an agent's last one may hold only tool results)
-    return _Read(read.model, read.stream, read.system if system is None else tuple(system), last_user_text)
+    return Reading(read.model, read.stream, read.system if system is None else tuple(system), last_user_text)
 
 
-def _read_whole(raw: bytes) -> tuple[_Read, list[_QuickMessage]] | None:
+def _read_whole(raw: bytes) -> tuple[Reading, list[_QuickMessage]] | None:
     quick = _QUICK(raw)
     if (quick is None or quick.messages is None or not isinstance(quick.model, str)
             or not isinstance(quick.system, (str, list)) or not isinstance(quick.stream, (bool, type(None)))):
         return None
-    read = _fold(_Read(quick.model, quick.stream, (_text_of(quick.system),), ""), quick.messages)
+    read = _fold(Reading(quick.model, quick.stream, (_text_of(quick.system),), ""), quick.messages)
     return None if read is None else (read, quick.messages)
 
 

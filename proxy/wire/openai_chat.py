@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -59,7 +58,7 @@ from proxy.wire.base import (
 from proxy.wire.logprobs import token_events
 from proxy.wire.shapes import by_type, lane_events, obj, unread, whole_events
 from proxy.wire.template import Templates
-from proxy.wire.turns import Turns
+from proxy.wire.turns import Reading, Turns
 
 _ERROR_TYPES: dict[str, tuple[str, str | None]] = {
     "invalid_request": ("invalid_request_error", None),
@@ -338,20 +337,7 @@ def _whole_history(body: JsonBody) -> list[HistoryToolCall]:
     return _history(body.data["messages"])
 
 
-@dataclass(frozen=True, slots=True)
-class _Read:
-    """What the quick view reads of a body: its top-level fields, and the messages folded so far."""
-
-    model: str
-    stream: bool | None
-    system: tuple[str, ...]
-    last_user_text: str
-    kept: bool = True
-    """Whether every system prompt's text is kept (``_system_text``): a reading with a larger one is
-    not kept either (``Turns``), its body is read whole every time."""
-
-
-def _fold(read: _Read, messages: Sequence[_QuickMessage]) -> _Read | None:
+def _fold(read: Reading, messages: Sequence[_QuickMessage]) -> Reading | None:
     """``read`` with more messages: what ``parse_request`` does, on the same values (None where a raw
     field does not decode: the whole path then decides)."""
     system = list(read.system)
@@ -368,15 +354,15 @@ def _fold(read: _Read, messages: Sequence[_QuickMessage]) -> _Read | None:
         text = read.last_user_text if last_user is None else _content_text(raw_value(last_user.content))
     except QUICK_REFUSALS:
         return None
-    return _Read(read.model, read.stream, tuple(system), text, kept)
+    return Reading(read.model, read.stream, tuple(system), text, kept)
 
 
-def _read_whole(raw: bytes) -> tuple[_Read, list[_QuickMessage]] | None:
+def _read_whole(raw: bytes) -> tuple[Reading, list[_QuickMessage]] | None:
     quick = _QUICK(raw)
     if (quick is None or quick.messages is None or not isinstance(quick.model, str)
             or not isinstance(quick.stream, (bool, type(None)))):
         return None
-    read = _fold(_Read(quick.model, quick.stream, (), ""), quick.messages)
+    read = _fold(Reading(quick.model, quick.stream, (), ""), quick.messages)
     return None if read is None else (read, quick.messages)
 
 

@@ -76,7 +76,7 @@ from proxy.wire.base import (
 )
 from proxy.wire.openai_chat import error_object
 from proxy.wire.shapes import lane_events, obj, plain, unread, whole_events
-from proxy.wire.turns import Turns
+from proxy.wire.turns import Reading, Turns
 
 _TOOL_ITEMS = {"function_call": "arguments", "custom_tool_call": "input"}
 """Tool-call item types and the field that carries their arguments."""
@@ -214,18 +214,7 @@ def _whole_history(body: JsonBody) -> list[HistoryToolCall]:
     return _history(_input_items(body.data))
 
 
-@dataclass(frozen=True, slots=True)
-class _Read:
-    """What the quick view reads of a body: its top-level fields, and the input items folded so far."""
-
-    model: str
-    stream: bool | None
-    system: tuple[str, ...]
-    """``instructions``, then each system or developer message's text."""
-    last_user_text: str
-
-
-def _fold(read: _Read, items: Sequence[_QuickItem]) -> _Read | None:
+def _fold(read: Reading, items: Sequence[_QuickItem]) -> Reading | None:
     """``read`` with more input items: what ``parse_request`` does, on the same values (None where a
     raw field does not decode: the whole path then decides)."""
     system: list[str] | None = None
@@ -240,10 +229,10 @@ def _fold(read: _Read, items: Sequence[_QuickItem]) -> _Read | None:
         text = read.last_user_text if last_user is None else _text(raw_value(last_user.content))
     except QUICK_REFUSALS:
         return None
-    return _Read(read.model, read.stream, read.system if system is None else tuple(system), text)
+    return Reading(read.model, read.stream, read.system if system is None else tuple(system), text)
 
 
-def _read_whole(raw: bytes) -> tuple[_Read, list[_QuickItem]] | None:
+def _read_whole(raw: bytes) -> tuple[Reading, list[_QuickItem]] | None:
     """Declines a request with ``background`` set: the edge refuses those, on the whole decode. An
     ``input`` that is one string is one user message (and no list for a next turn to extend)."""
     quick = _QUICK(raw)
@@ -251,9 +240,9 @@ def _read_whole(raw: bytes) -> tuple[_Read, list[_QuickItem]] | None:
             or not isinstance(quick.instructions, (str, type(None)))
             or not isinstance(quick.stream, (bool, type(None)))):
         return None
-    read = _Read(quick.model, quick.stream, (quick.instructions or "",), "")
+    read = Reading(quick.model, quick.stream, (quick.instructions or "",), "")
     if isinstance(quick.input, str):
-        return _Read(read.model, read.stream, read.system, quick.input), []
+        return Reading(read.model, read.stream, read.system, quick.input), []
     folded = _fold(read, quick.input)
     return None if folded is None else (folded, quick.input)
 

@@ -71,6 +71,21 @@ _CLOSES_A_LIST = re.compile(rb"[ \t\r\n]*\]")
 """JSON whitespace, then the end of a list: what follows an anchor."""
 
 
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """What a quick view reads of a chat, Anthropic or Responses body: its top-level fields, and its
+    history list folded so far (the ``S`` those wires keep in ``Turns``)."""
+
+    model: str
+    stream: bool | None
+    system: tuple[str, ...]
+    """The system prompt's texts, in order (a top-level field's first, then each system message's)."""
+    last_user_text: str
+    kept: bool = True
+    """Whether every system text is kept as it is (chat: ``_system_text``): a reading with a larger
+    one is not kept either, its body is read whole every time."""
+
+
 @dataclass(slots=True, eq=False)
 class _Kept(Generic[S]):
     state: S

@@ -98,6 +98,8 @@ def test_a_keyed_url_to_a_host_is_not_a_key(text: str) -> None:
 def test_a_key_in_the_path_of_a_keyed_url_is_still_found() -> None:
     key = "Zx9Qw3Er7Ty1Ui5Op2As"
     assert blocked_category(f"OPENAI_WEBHOOK_URL=https://hooks.acme-corp.com/v1/{key}") == "openai"
+    assert blocked_category(f"OPENAI_API_KEY=http://{key}") == "openai"  # a key dressed as a host
+    assert blocked_category(f"OPENAI_API_KEY=https://{key}.acme-corp.com:8443/v1") == "openai"
 
 
 @pytest.mark.parametrize("text", [

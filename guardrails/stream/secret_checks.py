@@ -180,6 +180,7 @@ def keyed_value_ok(value: str, short_shape: str | None = None) -> bool:
     if typed:
         return looks_random(typed.group(1), min_classes=2)
     origin = _URL_ORIGIN.match(value)
-    if origin:  # a host names no key; a path segment still may (``https://host/v1/<key>``)
-        return any(len(seg) >= 15 and keyed_value_ok(seg) for seg in re.split(r"[/?#&=]", value[origin.end():]))
+    if origin:  # a host and port name no key; a long label or a path segment still may (``https://host/v1/<key>``)
+        parts = re.split(r"[/?#&=.:]", value[value.index("://") + 3:])
+        return any(len(part) >= 15 and keyed_value_ok(part) for part in parts)
     return not code_like(value) and looks_random(value, need_digit=True)

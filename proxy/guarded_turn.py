@@ -130,7 +130,7 @@ def _policy_rules(s: Services, interactive: bool) -> dict[str, Any]:
             "holdback": policy.defaults.holdback_chars, "buffered": s.buffered, "interactive": interactive,
             "max_feedback_rounds": tools.max_feedback_rounds if tools else 0,
             "limits": s.guard.once("limits", lambda: Limits.of(s.settings)), "on_lanes": s.metrics.unary_lanes.inc,
-            "log_only_start": log_only_ids(s.guard.on_trip, interactive, {})}
+            "log_only_start": log_only_ids(s.guard.on_trip, interactive, {}), "vets": partial(needs_vetting, s)}
 
 
 class GuardedTurn:

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from guardrails.datamodel import PRIMARY, AssistantMessage, Frame, RequestView
+from guardrails.datamodel import PRIMARY, AssistantMessage, Event, Frame, RequestView
 from guardrails.decision import Block, Redact
 from guardrails.findings import Act, Finding, OnTrip, choose, finding_of
 from guardrails.stream import ArmedSet, Trip
@@ -148,6 +148,9 @@ class Rules:
     """Whether a lane's complete text passes its checks whole (``proxy.whole_answer``; None: arm them)."""
     passes_tools: ToolsPass | None = None
     """Whether one of a tool call's complete texts passes the tool-argument checks whole (the same)."""
+    vets: Callable[[AssistantMessage, tuple[AssistantMessage, ...]], bool] | None = None
+    """Whether vetting could find anything in a whole answer's messages (tool rules, message checks);
+    when it could not, a unary answer's verdict is given at once, without a ``Vet`` (None: always ``Vet``)."""
 
 
 @dataclass(slots=True)
@@ -303,11 +306,11 @@ class Turn:
         if "text/event-stream" in _content_type(headers, "").lower():
             return self.on_unreadable("an event stream answered a non-streaming request")
         try:
-            message = self.wire.decode_response(raw)
+            message, events = self.wire.decode_answer(raw)
             too_big = message_violation(message, self.rules.limits)
             if too_big is not None:
                 return [Fail.upstream(too_big)]
-            finding, redacted, others = self._check_body(raw)
+            finding, redacted, others = self._check_body(events)
             if redacted is not None:
                 raw = self.wire.retext_body(raw, {PRIMARY: redacted})
                 message.text = redacted
@@ -318,6 +321,8 @@ class Turn:
         if finding is not None:
             return self._unary_verdict(ending, finding)
         self._ending = ending
+        if self.rules.vets is not None and not self.rules.vets(message, others):
+            return self.on_verdict(None)
         return [Vet(message, self.view, others)]
 
     # ------------------------------------------------------------------ streaming internals
@@ -472,12 +477,11 @@ class Turn:
         self.started = True
         return Reply(self._status, raw, out, _content_type(headers))
 
-    def _check_body(self, raw: bytes) -> tuple[Finding | None, str | None, tuple[AssistantMessage, ...]]:
+    def _check_body(self, events: tuple[Event, ...]) -> tuple[Finding | None, str | None, tuple[AssistantMessage, ...]]:
         """Stream guardrails over everything a non-streamed body shows (every choice, reasoning,
         refusals, citations, tool arguments; ``decode_events``), each lane as one delta. Only choice
         0's answer may be redacted (returned rewritten); any other trip is a finding. Also the other
         choices' messages, for the vetting."""
-        events = self.wire.decode_events(raw)
         verdict = check_whole_answer(events, self.rules.arm, self.rules.arm_tools, self._log_only(),
                                      self.rules.passes, self.rules.passes_tools)
         if verdict is not None:

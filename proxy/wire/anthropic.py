@@ -347,8 +347,7 @@ class AnthropicMessages(WireFormat):
     def new_stream(self, *, sse: bool = True) -> StreamCodec:
         return MessagesStream()
 
-    def decode_response(self, body: bytes) -> AssistantMessage:
-        data = loads(body)
+    def message_of(self, data: Any) -> AssistantMessage:
         blocks = _blocks(data["content"])
         calls = [ToolCall(str(b.get("id", "")), str(b.get("name", "")), dumps(b.get("input", {})))
                  for b in blocks if b.get("type") == "tool_use"]
@@ -358,8 +357,7 @@ class AnthropicMessages(WireFormat):
                                 tool_calls=calls, finish_reason=data.get("stop_reason"), annotations=annotations,
                                 provider_parts=[copy.deepcopy(b) for b in blocks if b.get("type") in _KEPT_BLOCKS])
 
-    def decode_events(self, body: bytes) -> tuple[Event, ...]:
-        data = loads_output(body)
+    def events_of(self, data: Any) -> tuple[Event, ...]:
         if not isinstance(data.get("content"), list):
             raise TypeError("not a Messages response: no content")
         events: list[Event] = whole_events(unread(data, _MESSAGE))

@@ -262,14 +262,29 @@ class WireFormat(ABC):
     @abstractmethod
     def new_stream(self, *, sse: bool = True) -> StreamCodec: ...
 
-    @abstractmethod
     def decode_response(self, body: bytes) -> AssistantMessage:
         """A non-streaming response body; raise ValueError when it can't be read."""
+        return self.message_of(loads(body))
 
-    @abstractmethod
     def decode_events(self, body: bytes) -> tuple[Event, ...]:
         """Everything a non-streaming body shows the client, as the events a stream of it would
-        give (every choice, reasoning, refusals, citations; ``Unvetted`` for what cannot be read)."""
+        give (every choice, reasoning, refusals, citations; ``Unvetted`` for what cannot be read).
+        A document that repeats a key is refused (``loads_output``)."""
+        return self.events_of(loads_output(body))
+
+    def decode_answer(self, body: bytes) -> tuple[AssistantMessage, tuple[Event, ...]]:
+        """``decode_response`` and ``decode_events`` of one body, its JSON parsed once (the stricter
+        ``loads_output``: a repeated key refuses it, as ``decode_events`` does)."""
+        data = loads_output(body)
+        return self.message_of(data), self.events_of(data)
+
+    @abstractmethod
+    def message_of(self, data: Any) -> AssistantMessage:
+        """``decode_response`` of a parsed body (read only: ``events_of`` reads the same value)."""
+
+    @abstractmethod
+    def events_of(self, data: Any) -> tuple[Event, ...]:
+        """``decode_events`` of a parsed body (read only)."""
 
     @abstractmethod
     def render_response(self, body: bytes, message: AssistantMessage, finish: FinishKind,

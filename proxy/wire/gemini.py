@@ -474,8 +474,7 @@ class Gemini(WireFormat):
     def new_stream(self, *, sse: bool = True) -> StreamCodec:
         return GeminiSSEStream() if sse else GeminiArrayStream()
 
-    def decode_response(self, body: bytes) -> AssistantMessage:
-        data = loads(body)
+    def message_of(self, data: Any) -> AssistantMessage:
         try:
             cand = (data.get("candidates") or [{}])[0]
             content = cand.get("content")
@@ -487,8 +486,7 @@ class Gemini(WireFormat):
                                 finish_reason=str(reason) if reason else None,
                                 provider_parts=_signed_calls(_parts(content)))
 
-    def decode_events(self, body: bytes) -> tuple[Event, ...]:
-        data = loads_output(body)
+    def events_of(self, data: Any) -> tuple[Event, ...]:
         if not isinstance(data, dict):
             raise TypeError("not a GenerateContentResponse")
         return tuple(whole_events(unread(data, _BODY)) + _Decoder().chunk_events(data))

@@ -404,8 +404,7 @@ class OpenAIChat(WireFormat):
     def new_stream(self, *, sse: bool = True) -> StreamCodec:
         return ChatStream()
 
-    def decode_response(self, body: bytes) -> AssistantMessage:
-        data = loads(body)
+    def message_of(self, data: Any) -> AssistantMessage:
         choice = data["choices"][0]
         msg = choice.get("message") or {}
         calls = [ToolCall(str(tc.get("id", "")), *_function_of(tc)) for tc in msg.get("tool_calls") or []
@@ -417,8 +416,7 @@ class OpenAIChat(WireFormat):
         return AssistantMessage(text=msg.get("content") or "", tool_calls=calls,
                                 finish_reason=choice.get("finish_reason"), annotations=annotations)
 
-    def decode_events(self, body: bytes) -> tuple[Event, ...]:
-        data = loads_output(body)
+    def events_of(self, data: Any) -> tuple[Event, ...]:
         choices = data.get("choices")
         if not isinstance(choices, list):
             raise TypeError("not a chat completion: no choices")

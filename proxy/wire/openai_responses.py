@@ -282,9 +282,8 @@ class OpenAIResponses(WireFormat):
     def new_stream(self, *, sse: bool = True) -> StreamCodec:
         return ResponsesStream()
 
-    def decode_response(self, body: bytes) -> AssistantMessage:
+    def message_of(self, data: Any) -> AssistantMessage:
         try:
-            data = loads(body)
             output = [i for i in data["output"] if isinstance(i, dict)]
             parts = [p for i in output if i.get("type") == "message" for p in i.get("content") or []]
             calls = [_call_of(i) for i in output if i.get("type") in _CALL_ITEMS]
@@ -295,8 +294,7 @@ class OpenAIResponses(WireFormat):
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a Responses API response: {exc!r}") from None
 
-    def decode_events(self, body: bytes) -> tuple[Event, ...]:
-        data = loads_output(body)
+    def events_of(self, data: Any) -> tuple[Event, ...]:
         output = data.get("output")
         if not isinstance(output, list) or not all(isinstance(i, dict) for i in output):
             raise ValueError("not a Responses API response: no output list")

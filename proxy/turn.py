@@ -49,12 +49,14 @@ NOT_RUN = ("Not run: another tool call in the same turn was blocked by guardprox
 
 
 # ---------------------------------------------------------------------------------------- commands
-@dataclass(frozen=True, slots=True)
+# Not ``frozen`` (nothing changes a command once made): a frozen dataclass's ``__init__`` sets each
+# field through ``object.__setattr__``, and a stream makes a ``Write`` per upstream read.
+@dataclass(slots=True)
 class Ask:
     body: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Write:
     """Start the response (200, ``headers``; ``content_type`` overrides theirs) unless it has
     started, then send ``data`` (may be empty: only start)."""
@@ -65,12 +67,12 @@ class Write:
     status: int = 200
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Finish:
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Reply:
     status: int
     body: bytes
@@ -78,7 +80,7 @@ class Reply:
     content_type: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Fail:
     status: int
     message: str
@@ -94,7 +96,7 @@ class Fail:
                    reason=exc.reason)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Vet:
     message: AssistantMessage
     view: RequestView

@@ -44,7 +44,8 @@ import re
 import secrets
 import unicodedata
 from collections.abc import Sequence
-from itertools import pairwise
+from itertools import islice
+from operator import and_
 
 from config.policy import CanaryGuardrail
 from guardrails.decision import PASS, SYSTEM_PROMPT_LEAK, Block, Decision
@@ -247,8 +248,11 @@ def passes_prompt(index: PromptIndex, pieces: Sequence[str], shingle: int) -> bo
     held = (shingle - q + 1) // step
     if held >= 2:
         coarse = held // 2 * step
-        present = [hash(norm[g:g + q]) in qgrams for g in range(0, n - q + 1, coarse)]
-        if not any(a and b for a, b in pairwise(present)):
+        # The grams at 0, coarse, 2 * coarse...: sliced, hashed and looked up without a Python-level
+        # loop (a 112-character answer took ~220 bytecodes as a comprehension).
+        grams = map(norm.__getitem__, map(slice, range(0, n - q + 1, coarse), range(q, n + 1, coarse)))
+        present = list(map(qgrams.__contains__, map(hash, grams)))
+        if not any(map(and_, present, islice(present, 1, None))):
             return True
     lo = shingle  # the earliest window end not yet ruled out or hashed
     for g in range(0, n - q + 1, step):

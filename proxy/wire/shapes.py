@@ -100,17 +100,14 @@ def _walk_object(value: dict[str, Any], shape: Shape | ByType) -> Unread | None:
         out = [(f".{k}", k, "\n".join(texts(v))) for k, v in value.items() if k not in keys]
     if not children:
         return out
-    # Walk whichever is shorter, the object's fields or the shape's children (a delta has one field).
-    if len(value) <= len(children):
-        for key, v in value.items():
-            if type(v) is not str and v and (child := children.get(key)) is not None \
-                    and (found := _walk_object(v, child) if type(v) is dict else _walk(v, child)):
-                out = (out or []) + [(f".{key}{p}", name, text) for p, name, text in found]
-    else:
-        for key, child in children.items():
-            if (v := value.get(key)) and type(v) is not str \
-                    and (found := _walk_object(v, child) if type(v) is dict else _walk(v, child)):
-                out = (out or []) + [(f".{key}{p}", name, text) for p, name, text in found]
+    # Only the fields that have a child shape are visited, picked without a Python-level loop, in
+    # the order of whichever is shorter: the object's fields or the shape's children (a delta has one).
+    both = filter(children.__contains__, value) if len(value) <= len(children) else filter(value.__contains__, children)
+    for key in both:
+        v = value[key]
+        if type(v) is not str and v \
+                and (found := _walk_object(v, children[key]) if type(v) is dict else _walk(v, children[key])):
+            out = (out or []) + [(f".{key}{p}", name, text) for p, name, text in found]
     return out
 
 

@@ -47,7 +47,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 import msgspec
 
@@ -71,10 +71,11 @@ _CLOSES_A_LIST = re.compile(rb"[ \t\r\n]*\]")
 """JSON whitespace, then the end of a list: what follows an anchor."""
 
 
-@dataclass(frozen=True, slots=True)
-class Reading:
+class Reading(NamedTuple):
     """What a quick view reads of a chat, Anthropic or Responses body: its top-level fields, and its
-    history list folded so far (the ``S`` those wires keep in ``Turns``)."""
+    history list folded so far (the ``S`` those wires keep in ``Turns``). Immutable, as a kept one is
+    shared by the requests read from it; a tuple because one or two are made per request (a frozen
+    dataclass's ``__init__`` sets each field through ``object.__setattr__``)."""
 
     model: str
     stream: bool | None

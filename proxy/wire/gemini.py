@@ -111,6 +111,13 @@ def _parts(content: Any) -> list[dict[str, Any]]:
     return [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
 
 
+def _parts_of_objects(content: Any) -> bool:
+    """Whether a candidate's ``content.parts`` is absent or a list of objects: ``_parts`` skips any
+    other item (a string among the parts), which a client printing the JSON would still show."""
+    parts = content.get("parts") if isinstance(content, dict) else None
+    return parts is None or (type(parts) is list and all(type(p) is dict for p in parts))
+
+
 def _text(content: Any) -> str:
     """Visible text of a Content: its text parts that are not thoughts."""
     return "".join(p["text"] for p in _parts(content)
@@ -284,6 +291,8 @@ class _Decoder:
             events.append(Unvetted("candidate content of an unknown shape"))
         elif content is not None and not _CONTENT.keys.issuperset(content):
             events += lane_events(unread(content, _CONTENT, f"candidates[{c}].content"), c)
+        if content is not None and not _parts_of_objects(content):
+            events.append(Unvetted("candidate parts of an unknown shape"))
         parts = _parts(content)
         _remember_signatures(parts, self.signatures)
         self.signed += _signed_calls(parts)

@@ -120,14 +120,26 @@ LEGACY_KEY = "function_call"
 
 def _function_of(tc: Any) -> tuple[str, str]:
     """(name, arguments) of a ``tool_calls`` entry: ``type: function`` carries ``function.arguments``,
-    ``type: custom`` carries ``custom.input`` (freeform text)."""
+    ``type: custom`` carries ``custom.input`` (freeform text). Each is read by its own key, as the SDK
+    reads it (a decoy ``arguments`` in a custom call is an unread field: checked as one)."""
     if not isinstance(tc, dict):
         return "", ""
-    fn = tc.get("function") or tc.get("custom") or {}
+    custom = not tc.get("function")
+    fn = tc.get("custom") if custom else tc["function"]
     if not isinstance(fn, dict):
         return "", ""
-    args = fn.get("arguments", fn.get("input", ""))
+    args = fn.get("input" if custom else "arguments", "")
     return str(fn.get("name", "")), args if isinstance(args, str) else ""
+
+
+def _unreadable_call(tc: Any) -> bool:
+    """A tool call the decoder cannot read as its client does: both a ``function`` and a ``custom``
+    (the SDK picks one by ``type``, and the other would pass unchecked), or one that is not an object."""
+    if not isinstance(tc, dict):
+        return tc is not None
+    fn, custom = tc.get("function"), tc.get("custom")
+    return bool(fn and custom) or (fn is not None and not isinstance(fn, dict)) \
+        or (custom is not None and not isinstance(custom, dict))
 
 
 def _legacy_call(msg: dict[str, Any]) -> ToolCall | None:
@@ -429,8 +441,15 @@ class OpenAIChat(WireFormat):
                 continue
             text_events = message_events(msg, c)
             events += text_events + logprob_events(choice.get("logprobs"), text_events, c)
-            calls = [*(msg.get("tool_calls") or []), *([msg["function_call"]] if msg.get("function_call") else [])]
+            tool_calls = msg.get("tool_calls") or []
+            if type(tool_calls) is not list:
+                events.append(Unvetted("chat tool calls of an unknown shape"))
+                continue
+            calls = [*tool_calls, *([msg["function_call"]] if msg.get("function_call") else [])]
             for n, tc in enumerate(calls):
+                if _unreadable_call(tc if n < len(tool_calls) else {"function": tc}):
+                    events.append(Unvetted("chat tool call of an unknown shape"))
+                    continue
                 wrapped = tc if isinstance(tc, dict) and ("function" in tc or "custom" in tc) else {"function": tc}
                 name, args = _function_of(wrapped)  # function, custom (freeform input) or legacy
                 key = str(n)
@@ -619,7 +638,10 @@ class ChatStream(StreamCodec):
         if (logprobs := choice.get("logprobs")) is not None:
             events += logprob_events(logprobs, events, c)
         if delta:
-            for tc in delta.get("tool_calls") or []:
+            tool_calls = delta.get("tool_calls") or []
+            if type(tool_calls) is not list:
+                return [Unvetted("chat tool calls of an unknown shape")]
+            for tc in tool_calls:
                 events.extend(self._tool_events(tc, c))
             if isinstance(fc := delta.get("function_call"), dict):
                 events.extend(self._tool_events({"index": "function_call", "function": fc}, c))
@@ -638,7 +660,7 @@ class ChatStream(StreamCodec):
                 self._reasoning.setdefault(c, set()).add(e.channel)
 
     def _tool_events(self, tc: Any, c: int) -> list[Event]:
-        if not isinstance(tc, dict):
+        if not isinstance(tc, dict) or _unreadable_call(tc):
             return [Unvetted("chat tool call of an unknown shape")]
         key = str(tc.get("index", 0))
         name, args = _function_of(tc)  # type "function" or "custom" (freeform input)

@@ -2,7 +2,8 @@
 
 A codec reads the fields that carry output (text, tool arguments) and knows the ones that carry none
 (ids, enums, numbers, usage). A field outside both, at any depth (an extra string inside a chat tool
-call, an Anthropic delta, a Responses event or item, a Gemini content or function call), is still
+call, an Anthropic delta, a Responses event or item, a Gemini content or function call), or an item
+that is not an object in a list of objects (a string among Anthropic's content blocks), is still
 shown by a client that prints the object: curl, agents that log raw JSON, SDK objects that keep
 unknown fields (``model_dump``). ``unread`` finds every such field with its strings, for the codec to
 check: in a streamed object as a lane of its own per field path (``lane_events``: a value split over
@@ -81,10 +82,15 @@ def _walk(value: Any, shape: Shape | ByType) -> Unread | None:
         return None
     out: Unread | None = None
     for item in value:
-        if type(item) is dict and (found := _walk_object(item, shape)):
-            index = item.get("index")
-            at = f"[{index}]" if type(index) is int else ""
-            out = (out or []) + [(at + p, name, text) for p, name, text in found]
+        if type(item) is dict:
+            if found := _walk_object(item, shape):
+                index = item.get("index")
+                at = f"[{index}]" if type(index) is int else ""
+                out = (out or []) + [(at + p, name, text) for p, name, text in found]
+        elif strings := texts(item):
+            # Not an object where the API puts objects (a string, a number, a nested list): no decoder
+            # reads it, and an SDK that builds its objects without validating keeps it.
+            out = (out or []) + [("[]", "[]", "\n".join(strings))]
     return out
 
 

@@ -1,0 +1,143 @@
+"""A hostile upstream's whole (non-streamed) answers: every string a client can print or act on is checked.
+
+The whole-answer shortcut (``proxy.whole_answer``) relays a body unchanged when the checks pass the
+events its decoder gives; a string the decoder does not turn into an event is relayed unchecked. Each
+body here hides a credential where an official SDK (or a client printing the JSON) still shows it:
+- a chat tool call of ``type: custom`` that also carries a decoy ``function`` (the SDK reads the call
+  by its ``type``: ``custom.input`` is what the agent runs), or a ``custom`` with a decoy
+  ``arguments`` beside its ``input``;
+- a list item that is not an object (a string, a number, a nested list) where the API puts objects:
+  Anthropic ``content``, chat ``tool_calls`` and ``annotations``, Gemini ``candidates``, Responses
+  ``output`` (the SDKs build their objects without validating, so the item stays in what they return).
+
+The proxy runs under uvicorn, a scripted upstream answers with exact bytes, the official SDKs are the
+clients; no byte of the credential may reach the client.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+from proxy.wire.anthropic import AnthropicMessages
+from proxy.wire.gemini import Gemini
+from proxy.wire.openai_chat import OpenAIChat
+from proxy.wire.openai_responses import OpenAIResponses
+from tests.fakes.proxy import ProxyServer
+from tests.fakes.upstream import FakeUpstream, Reply
+from tests.test_coverage_choices import POLICY, SECRET, assert_clean, raw_post
+
+CHAT_BODY = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+ANTHROPIC_BODY = {"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}]}
+
+
+@pytest.fixture(scope="module")
+def proxy(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
+    with ProxyServer(upstream_server.url, POLICY) as p:
+        yield p
+
+
+def chat_body(message: dict[str, Any], finish: str = "stop") -> bytes:
+    return json.dumps({"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m",
+                       "choices": [{"index": 0, "message": {"role": "assistant", **message}, "logprobs": None,
+                                    "finish_reason": finish}]}).encode()
+
+
+def anthropic_body(content: list[Any]) -> bytes:
+    return json.dumps({"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "content": content,
+                       "stop_reason": "end_turn", "stop_sequence": None,
+                       "usage": {"input_tokens": 1, "output_tokens": 1}}).encode()
+
+
+DECOY = {"name": "noop", "arguments": "{}"}
+CUSTOM_CALLS = [
+    {"id": "call_1", "type": "custom", "function": DECOY, "custom": {"name": "bash", "input": f"echo {SECRET}"}},
+    {"id": "call_1", "type": "custom", "custom": {"name": "bash", "arguments": "{}", "input": f"echo {SECRET}"}},
+    {"id": "call_1", "type": "function", "function": DECOY, "custom": {"name": "bash", "input": f"echo {SECRET}"}},
+]
+
+
+@pytest.mark.parametrize("call", CUSTOM_CALLS)
+def test_a_chat_tool_call_is_read_by_its_type_not_by_a_decoy_beside_it(proxy: ProxyServer, upstream: FakeUpstream,
+                                                                        call: dict[str, Any]) -> None:
+    upstream.queue(Reply(raw_body=chat_body({"content": None, "tool_calls": [call]}, "tool_calls")))
+    client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-test", max_retries=0)
+    try:
+        completion = client.chat.completions.create(**CHAT_BODY)  # type: ignore[call-overload]
+        shown = completion.model_dump_json(warnings=False)
+    except openai.APIStatusError as exc:  # failing closed is fine too
+        shown = exc.response.text
+    assert_clean(shown)
+
+
+@pytest.mark.parametrize("call", CUSTOM_CALLS)
+def test_a_streamed_chat_tool_call_is_read_by_its_type_not_by_a_decoy_beside_it(
+        proxy: ProxyServer, upstream: FakeUpstream, call: dict[str, Any]) -> None:
+    head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    frames = [{**head, "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [{"index": 0, **call}]},
+                                    "logprobs": None, "finish_reason": None}]},
+              {**head, "choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": "tool_calls"}]}]
+    upstream.queue(Reply(raw_frames=[f"data: {json.dumps(f)}\n\n".encode() for f in frames] + [b"data: [DONE]\n\n"]))
+    _, raw = raw_post(proxy, "/v1/chat/completions", {**CHAT_BODY, "stream": True})
+    assert_clean(raw)
+
+
+@pytest.mark.parametrize("item", [SECRET, [SECRET], {"nested": [[SECRET]]}])
+def test_an_anthropic_content_item_that_is_not_a_block_is_checked(proxy: ProxyServer, upstream: FakeUpstream,
+                                                                  item: Any) -> None:
+    upstream.queue(Reply(raw_body=anthropic_body([{"type": "text", "text": "Fine."}, item])))
+    client = anthropic.Anthropic(base_url=proxy.url, api_key="sk-ant", max_retries=0)
+    try:
+        message = client.messages.create(**ANTHROPIC_BODY)  # type: ignore[call-overload]
+        shown = message.model_dump_json(warnings=False)
+    except anthropic.APIStatusError as exc:
+        shown = exc.response.text
+    assert_clean(shown)
+    upstream.queue(Reply(raw_body=anthropic_body([{"type": "text", "text": "Fine."}, item])))
+    _, raw = raw_post(proxy, "/v1/messages", ANTHROPIC_BODY)
+    assert_clean(raw)
+
+
+@pytest.mark.parametrize("body", [
+    chat_body({"content": "Fine.", "tool_calls": [SECRET]}),
+    chat_body({"content": "Fine.", "annotations": [SECRET]}),
+    chat_body({"content": "Fine.", "reasoning_details": [SECRET]}),
+])
+def test_a_chat_list_item_that_is_not_an_object_is_checked(proxy: ProxyServer, upstream: FakeUpstream,
+                                                           body: bytes) -> None:
+    upstream.queue(Reply(raw_body=body))
+    _, raw = raw_post(proxy, "/v1/chat/completions", CHAT_BODY)
+    assert_clean(raw)
+
+
+# -- the decoders alone: a string outside every object still becomes an event ----------------------------
+def _strings(events: tuple[Any, ...]) -> str:
+    return "\n".join(str(getattr(e, name, "")) for e in events for name in ("text", "fragment", "name", "what"))
+
+
+@pytest.mark.parametrize(("wire", "body"), [
+    (AnthropicMessages(), anthropic_body([SECRET])),
+    (OpenAIChat(), chat_body({"content": "x", "tool_calls": [SECRET]})),
+    (OpenAIChat(), chat_body({"content": None, "tool_calls": [CUSTOM_CALLS[0]]}, "tool_calls")),
+    (OpenAIChat(), chat_body({"content": None, "tool_calls": [CUSTOM_CALLS[1]]}, "tool_calls")),
+    (OpenAIChat(), chat_body({"content": "x", "tool_calls": SECRET})),
+    (OpenAIChat(), chat_body({"content": None, "tool_calls": [{"id": "c", "type": "function", "function": SECRET}]})),
+    (OpenAIChat(), chat_body({"content": None, "function_call": SECRET})),
+    (Gemini(), json.dumps({"candidates": [{"index": 0, "content": {"role": "model", "parts": SECRET}}]}).encode()),
+    (Gemini(), json.dumps({"candidates": [{"index": 0, "content": {"role": "model", "parts": [{"text": "x"}, SECRET]},
+                                           "finishReason": "STOP"}]}).encode()),
+    (OpenAIResponses(), json.dumps({"id": "r", "object": "response", "status": "completed", "model": "m",
+                                    "output": [SECRET]}).encode()),
+])
+def test_every_string_of_a_whole_body_reaches_the_checks(wire: Any, body: bytes) -> None:
+    """The string is an event's text, or the body fails closed (``Unvetted``, or an error: unreadable)."""
+    try:
+        events = wire.decode_events(body)
+    except (TypeError, ValueError):
+        return
+    assert SECRET in _strings(events) or any(type(e).__name__ == "Unvetted" for e in events), events

@@ -8,7 +8,13 @@ body here hides a credential where an official SDK (or a client printing the JSO
   ``arguments`` beside its ``input``;
 - a list item that is not an object (a string, a number, a nested list) where the API puts objects:
   Anthropic ``content``, chat ``tool_calls`` and ``annotations``, Gemini ``candidates``, Responses
-  ``output`` (the SDKs build their objects without validating, so the item stays in what they return).
+  ``output`` (the SDKs build their objects without validating, so the item stays in what they return);
+- a text field holding an object or a list (Anthropic ``text`` / ``thinking``, chat ``arguments``,
+  ``transcript``, a citation's ``title``, ``top_logprobs``; Responses parts that are not a list of
+  objects, parts of an unknown type).
+``test_a_string_anywhere_in_a_whole_body_is_checked`` puts the credential at every place of a rich body
+of each API (as a new key, in place of a value, as an object or list in place of a string, appended to
+every list) and asks the decoder for it.
 
 The proxy runs under uvicorn, a scripted upstream answers with exact bytes, the official SDKs are the
 clients; no byte of the credential may reach the client.
@@ -141,3 +147,90 @@ def test_every_string_of_a_whole_body_reaches_the_checks(wire: Any, body: bytes)
     except (TypeError, ValueError):
         return
     assert SECRET in _strings(events) or any(type(e).__name__ == "Unvetted" for e in events), events
+
+
+# -- every place of a rich body ------------------------------------------------------------------------------
+RICH: dict[str, tuple[Any, dict[str, Any]]] = {
+    "chat": (OpenAIChat(), {"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [{
+        "index": 0, "message": {
+            "role": "assistant", "content": "hi", "refusal": None, "reasoning_content": "r",
+            "annotations": [{"type": "url_citation", "url_citation": {"title": "t", "url": "u", "start_index": 0,
+                                                                      "end_index": 1}}],
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+            "audio": {"id": "a", "data": "ZGF0YQ==", "expires_at": 1, "transcript": "tr"}},
+        "logprobs": {"content": [{"token": "hi", "logprob": -1, "bytes": [104, 105],
+                                  "top_logprobs": [{"token": "hi", "logprob": -1, "bytes": [104, 105]}]}]},
+        "finish_reason": "stop"}], "usage": {"prompt_tokens": 1}}),
+    "anthropic": (AnthropicMessages(), {"id": "m", "type": "message", "role": "assistant", "model": "c", "content": [
+        {"type": "text", "text": "hi", "citations": [{"type": "char_location", "cited_text": "x", "document_index": 0}]},
+        {"type": "thinking", "thinking": "t", "signature": "s"},
+        {"type": "tool_use", "id": "t1", "name": "f", "input": {"a": "b"}},
+        {"type": "server_tool_use", "id": "s1", "name": "web_search", "input": {"query": "q"}}],
+        "stop_reason": "end_turn", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}),
+    "gemini": (Gemini(), {"candidates": [{"index": 0, "content": {"role": "model", "parts": [
+        {"text": "hi"}, {"text": "th", "thought": True}, {"functionCall": {"name": "f", "args": {"a": "b"}}},
+        {"executableCode": {"language": "PYTHON", "code": "x"}}]}, "finishReason": "STOP",
+        "citationMetadata": {"citationSources": [{"uri": "u"}]}}], "usageMetadata": {"promptTokenCount": 1},
+        "modelVersion": "g"}),
+    "responses": (OpenAIResponses(), {"id": "r", "object": "response", "created_at": 1, "status": "completed",
+                                      "model": "m", "usage": {"input_tokens": 1}, "output": [
+        {"type": "reasoning", "id": "rs", "summary": [{"type": "summary_text", "text": "s"}]},
+        {"type": "message", "id": "m1", "role": "assistant", "status": "completed", "content": [
+            {"type": "output_text", "text": "hi", "annotations": [
+                {"type": "url_citation", "url": "u", "title": "t", "start_index": 0, "end_index": 1}]}]},
+        {"type": "function_call", "id": "f1", "call_id": "c1", "name": "f", "arguments": "{}", "status": "completed"},
+        {"type": "custom_tool_call", "id": "f2", "call_id": "c2", "name": "g", "input": "x"}]}),
+}
+TEXTLESS = frozenset({"id", "object", "created", "created_at", "model", "modelVersion", "status", "call_id", "usage",
+                      "usageMetadata", "index", "finish_reason", "finishReason", "stop_reason", "stop_sequence",
+                      "expires_at", "logprob", "bytes", "signature", "start_index", "end_index", "document_index",
+                      "role", "language", "thought", "type", "data"})
+"""Fields that carry no text (ids, enums, numbers, usage, opaque blobs: audio ``data``): a hostile upstream
+can put a string there, which no check reads (a documented limit, not what this test is about)."""
+
+
+def _places(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
+    yield path, value
+    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, child in children:
+        yield from _places(child, (*path, key))
+
+
+def _with(body: dict[str, Any], path: tuple[Any, ...], change: Any) -> dict[str, Any]:
+    copy = json.loads(json.dumps(body))
+    if not path:
+        return change(copy)  # type: ignore[no-any-return]
+    at = copy
+    for key in path[:-1]:
+        at = at[key]
+    at[path[-1]] = change(at[path[-1]])
+    return copy
+
+
+def _changes(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [lambda v: {**v, "zz": SECRET}, lambda v: SECRET, lambda v: [SECRET]]
+    if isinstance(value, list):
+        return [lambda v: [*v, SECRET], lambda v: [*v, [SECRET]], lambda v: SECRET, lambda v: {"a": SECRET}]
+    return [lambda v: SECRET, lambda v: f"{v} {SECRET}", lambda v: {"a": SECRET}, lambda v: [SECRET]]
+
+
+def _reaches_the_checks(wire: Any, body: dict[str, Any]) -> bool:
+    try:
+        events = wire.decode_events(json.dumps(body).encode())
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return True  # unreadable: the proxy answers with the API's error
+    from proxy.whole_answer import tool_texts
+    return any(type(e).__name__ == "Unvetted" for e in events) or SECRET in _strings(events) \
+        or SECRET in "\n".join(tool_texts(events))
+
+
+@pytest.mark.parametrize("api", sorted(RICH))
+def test_a_string_anywhere_in_a_whole_body_is_checked(api: str) -> None:
+    wire, body = RICH[api]
+    assert not _reaches_the_checks(wire, body)
+    missed = [(".".join(map(str, path)), n) for path, value in _places(body)
+              if not any(key in TEXTLESS for key in path if isinstance(key, str))
+              for n, change in enumerate(_changes(value))
+              if not _reaches_the_checks(wire, _with(body, path, change))]
+    assert not missed

@@ -159,6 +159,9 @@ def _block_events(index: int, block: dict[str, Any]) -> list[Event]:
     """The text a (start of a) content block shows: text, thinking, citations, server tool blocks.
     Tool use is decoded by the caller; an unknown block type fails closed."""
     kind = block.get("type")
+    field = "text" if kind == "text" else "thinking" if kind == "thinking" else None
+    if field is not None and not isinstance(block.get(field), str | None):
+        return [Unvetted(f"a {kind} block whose {field} is not a string")]  # the client would print it
     if kind == "text":
         events: list[Event] = [TextDelta(block["text"])] if isinstance(block.get("text"), str) and block["text"] \
             else []

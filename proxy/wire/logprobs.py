@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from guardrails.datamodel import Event, TextDelta, WholeText
+from proxy.wire.shapes import texts
 
 
 def token_events(entries: list[dict[str, Any]], said: str, c: int = 0, *, whole: bool = False) -> list[Event]:
@@ -26,10 +27,13 @@ def token_events(entries: list[dict[str, Any]], said: str, c: int = 0, *, whole:
     spelled = _spelled_bytes(entries)
     checked += [spelled] if spelled and spelled != chosen else []
     for t in entries:
-        for a in t.get("top_logprobs") or []:
+        tops = t.get("top_logprobs") or []
+        for a in tops if type(tops) is list else [tops]:
             if isinstance(a, dict):
                 token, spelled = str(a.get("token") or ""), _spelled_bytes([a])
                 checked += [token, spelled] if spelled and spelled != token else [token]
+            else:  # not an alternative's object: what a client printing it shows
+                checked += texts(a)
     if any(checked):
         out.append(WholeText(" ".join(w for w in checked if w), c, "top_logprobs"))
     return out

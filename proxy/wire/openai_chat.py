@@ -134,12 +134,15 @@ def _function_of(tc: Any) -> tuple[str, str]:
 
 def _unreadable_call(tc: Any) -> bool:
     """A tool call the decoder cannot read as its client does: both a ``function`` and a ``custom``
-    (the SDK picks one by ``type``, and the other would pass unchecked), or one that is not an object."""
+    (the SDK picks one by ``type``, and the other would pass unchecked), one that is not an object, or
+    arguments (input) that are not a string."""
     if not isinstance(tc, dict):
         return tc is not None
     fn, custom = tc.get("function"), tc.get("custom")
-    return bool(fn and custom) or (fn is not None and not isinstance(fn, dict)) \
-        or (custom is not None and not isinstance(custom, dict))
+    if fn and custom:
+        return True
+    part, key = (fn, "arguments") if fn else (custom, "input")
+    return part is not None and (not isinstance(part, dict) or not isinstance(part.get(key), str | None))
 
 
 def _legacy_call(msg: dict[str, Any]) -> ToolCall | None:
@@ -242,6 +245,8 @@ def message_events(msg: dict[str, Any], c: int) -> list[Event]:
             # be checked) and are dropped whenever the answer is replaced.
             if isinstance(t := value.get("transcript"), str) and t:
                 events.append(TextDelta(t, c, "transcript"))
+            elif t is not None and not isinstance(t, str):
+                events.append(Unvetted("chat audio transcript of an unknown shape"))
         elif key == "annotations" and isinstance(value, list):
             events += _annotation_events(value, c)
         else:
@@ -270,7 +275,7 @@ def _annotation_events(annotations: list[Any], c: int) -> list[Event]:
     events: list[Event] = []
     for a in annotations:
         cite = a.get("url_citation") if isinstance(a, dict) else None
-        if not isinstance(cite, dict):
+        if not isinstance(cite, dict) or not all(isinstance(cite.get(k), str | None) for k in ("title", "url")):
             events.append(Unvetted("chat annotation of an unknown shape"))
             continue
         text = "\n".join(str(cite[k]) for k in ("title", "url") if isinstance(cite.get(k), str))

@@ -157,11 +157,27 @@ def item_extras(item: dict[str, Any]) -> list[Event]:
     if kind == "message":
         parts = [p for p in item.get("content") or [] if isinstance(p, dict)]
         found = [t for p in parts for t in strings(p.get("annotations"))]
-        return [WholeText("\n".join(found), 0, "annotation")] if found else []
-    if kind == "reasoning" or kind in TOOL_CALL_ITEMS:
+        return ([WholeText("\n".join(found), 0, "annotation")] if found else []) + _unread_parts(item, ("content",))
+    if kind == "reasoning":
+        return _unread_parts(item, ("summary", "content"))
+    if kind in TOOL_CALL_ITEMS:
         return []
     found = strings(item) + ([] if kind in _SERVER_ITEMS else [str(kind)])
     return [WholeText("\n".join(found), 0, str(kind))] if found else []
+
+
+def _unread_parts(item: dict[str, Any], keys: tuple[str, ...]) -> list[Event]:
+    """The strings of a message's or reasoning's parts that ``item_slots`` does not read, checked whole:
+    a part list that is not a list, a part that is not an object, or one without a string text (an
+    unknown type, a text that is an object). A client printing the item shows them."""
+    found: list[str] = []
+    for key in keys:
+        parts = item.get(key)
+        if type(parts) is not list:
+            found += strings(parts)
+            continue
+        found += [t for part in parts if part_text(part) is None for t in strings(part)]
+    return [WholeText("\n".join(found), 0, "parts")] if found else []
 
 
 def part_logprobs(item: dict[str, Any]) -> list[tuple[int, Any, str]]:

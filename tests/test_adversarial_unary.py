@@ -234,3 +234,22 @@ def test_a_string_anywhere_in_a_whole_body_is_checked(api: str) -> None:
               for n, change in enumerate(_changes(value))
               if not _reaches_the_checks(wire, _with(body, path, change))]
     assert not missed
+
+
+def test_two_chat_choices_with_one_index_fail_closed(proxy: ProxyServer, upstream: FakeUpstream) -> None:
+    """Both choices say ``index: 0``: the SDK shows the first (``choices[0]``, whose tool call an agent
+    runs), and the decoder keyed each choice's calls from 0, so the second call restarted the first
+    one's and its arguments were never checked."""
+    leak = {"id": "a", "type": "function", "function": {"name": "run_shell", "arguments": json.dumps(
+        {"command": f"echo {SECRET}"})}}
+    decoy = {"id": "b", "type": "function", "function": {"name": "noop", "arguments": "{}"}}
+    choices = [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [call]},
+                "logprobs": None, "finish_reason": "tool_calls"} for call in (leak, decoy)]
+    body = json.dumps({"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": choices})
+    upstream.queue(Reply(raw_body=body.encode()))
+    client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-test", max_retries=0)
+    try:
+        shown = client.chat.completions.create(**CHAT_BODY).model_dump_json(warnings=False)  # type: ignore[call-overload]
+    except openai.APIStatusError as exc:
+        shown = exc.response.text
+    assert_clean(shown)

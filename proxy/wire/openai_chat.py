@@ -438,8 +438,13 @@ class OpenAIChat(WireFormat):
         if not isinstance(choices, list):
             raise TypeError("not a chat completion: no choices")
         events: list[Event] = whole_events(unread(data, _BODY))
+        seen: set[int] = set()
         for choice in choices:
             c = _choice_index(choice)
+            if c in seen:  # its tool calls would restart the first one's (keys from 0): one would go unchecked
+                events.append(Unvetted("two chat choices with one index"))
+                continue
+            seen.add(c)
             msg = choice.get("message")
             if not isinstance(msg, dict):
                 events.append(Unvetted("chat choice without a message"))

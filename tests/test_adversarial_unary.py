@@ -16,6 +16,9 @@ body here hides a credential where an official SDK (or a client printing the JSO
 of each API (as a new key, in place of a value, as an object or list in place of a string, appended to
 every list) and asks the decoder for it.
 
+Also, streamed: a chat tool call's name continued in a later delta (the SDK's stream helper joins the
+pieces into a name the proxy never read).
+
 The proxy runs under uvicorn, a scripted upstream answers with exact bytes, the official SDKs are the
 clients; no byte of the credential may reach the client.
 """
@@ -253,3 +256,27 @@ def test_two_chat_choices_with_one_index_fail_closed(proxy: ProxyServer, upstrea
     except openai.APIStatusError as exc:
         shown = exc.response.text
     assert_clean(shown)
+
+
+def test_a_streamed_chat_tool_name_continued_in_a_later_delta_fails_closed(proxy: ProxyServer,
+                                                                          upstream: FakeUpstream) -> None:
+    """OpenAI sends a call's name whole in its first delta; a hostile upstream continues it in a later
+    one. The SDK's stream helper joins the pieces (``accumulate_delta``): the client would run a tool,
+    and show a name, that the proxy never checked (it read the name of the first delta only)."""
+    head = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        frame = {**head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+        return f"data: {json.dumps(frame)}\n\n".encode()
+
+    call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "run_", "arguments": ""}}
+    more = {"index": 0, "function": {"name": SECRET, "arguments": "{}"}}
+    upstream.queue(Reply(raw_frames=[chunk({"role": "assistant", "tool_calls": [call]}),
+                                     chunk({"tool_calls": [more]}), chunk({}, "tool_calls"), b"data: [DONE]\n\n"]))
+    _, raw = raw_post(proxy, "/v1/chat/completions", {**CHAT_BODY, "stream": True})
+    assert_clean(raw)
+    same = {"index": 0, "function": {"name": "run_", "arguments": "{}"}}  # a repeated name is no new name
+    upstream.queue(Reply(raw_frames=[chunk({"role": "assistant", "tool_calls": [call]}),
+                                     chunk({"tool_calls": [same]}), chunk({}, "tool_calls"), b"data: [DONE]\n\n"]))
+    _, raw = raw_post(proxy, "/v1/chat/completions", {**CHAT_BODY, "stream": True})
+    assert b'"name": "run_"' in raw or b'"name":"run_"' in raw

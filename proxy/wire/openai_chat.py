@@ -1,6 +1,7 @@
 """OpenAI Chat Completions: ``data: <chunk>`` frames, no ``event:`` lines, ``data: [DONE]`` at the end.
 
-Tool calls stream keyed by ``index``; only the first delta of an index carries ``id`` and ``name``.
+Tool calls stream keyed by ``index``; only the first delta of an index carries ``id`` and ``name`` (a
+later delta with another name fails closed: the SDK's stream helper would join the two).
 The replaced signal rides as ``event: output.message.replaced`` on a chunk-shaped payload with an
 empty delta, which the official SDK yields as a harmless empty chunk (DESIGN.md, measured).
 """
@@ -555,8 +556,8 @@ class ChatStream(StreamCodec):
         self._sent_tool_indexes: set[int] = set()
         self._sent_choices: set[int] = {0}
         """Choices the upstream began (and so the client may have): a tail closes each of them."""
-        self._open_tools: dict[int, set[str]] = {}
-        """Open tool-call indexes per choice."""
+        self._open_tools: dict[int, dict[str, str]] = {}
+        """Open tool-call indexes per choice, with the name each began with."""
         self._reasoning: dict[int, set[str]] = {}
         """Reasoning lanes open per choice (ended when the answer starts)."""
         self._templates = Templates("content")
@@ -675,10 +676,14 @@ class ChatStream(StreamCodec):
         key = str(tc.get("index", 0))
         name, args = _function_of(tc)  # type "function" or "custom" (freeform input)
         events: list[Event] = []
-        open_tools = self._open_tools.setdefault(c, set())
+        open_tools = self._open_tools.setdefault(c, {})
         if key not in open_tools:
-            open_tools.add(key)
+            open_tools[key] = name
             events.append(ToolCallStart(key, str(tc.get("id", "")), name, c))
+        elif name and name != open_tools[key]:
+            # A name in pieces: the SDK's stream helper (and clients like it) joins them into a tool the
+            # rules never assessed; OpenAI sends it whole in the first delta (repeating it is harmless).
+            return [Unvetted("a chat tool call's name continued in a later delta")]
         if args:
             events.append(ToolCallArgsDelta(key, args, c))
         return events

@@ -240,6 +240,57 @@ def test_chat_unary_redaction_drops_logprobs_and_keeps_other_choices(proxy: Prox
     assert r.choices[0].message.content == "Mail [email] now."
 
 
+def test_chat_unary_a_delta_beside_the_message_is_checked_and_dropped(proxy: ProxyServer,
+                                                                    upstream: FakeUpstream) -> None:
+    """A body's choice carrying a ``delta`` (as a chunk's would) as well as its message: nothing reads
+    it, a client that prints the object shows it. It is checked, and the replacement drops it."""
+    body = json.loads(chat_body({"content": "Nothing to see."}))
+    body["choices"][0]["delta"] = {"content": f"the key is {SECRET}"}
+    upstream.queue(Reply(raw_body=json.dumps(body).encode()))
+    status, raw = raw_post(proxy, "/v1/chat/completions", CHAT_BODY)
+    assert status == 200
+    assert_clean(raw)
+    assert json.loads(raw)["choices"][0]["message"]["content"] == REPLACEMENT
+    upstream.queue(Reply(raw_body=json.dumps(body).encode()))
+    r = oai(proxy).chat.completions.create(**CHAT_BODY)  # type: ignore[call-overload]
+    assert_clean(r.model_dump_json())
+
+
+def test_chat_stream_a_message_beside_the_delta_is_checked(proxy: ProxyServer, upstream: FakeUpstream) -> None:
+    """A chunk's choice with a ``message`` as well as its ``delta``: the delta is read, the message is an
+    unread field, checked as a lane of its own across chunks."""
+    beside = [{**delta(0, content=text), "message": {"content": piece}}
+              for text, piece in (("Fine. ", f"key {HEAD}"), ("More. ", TAIL), ("Padding past the window. ", ""))]
+    frames = chat_stream(chunk([delta(0, role="assistant", content="")]), *[chunk([c]) for c in beside],
+                         chunk([delta(0, finish="stop")]))
+    upstream.queue(Reply(raw_frames=frames))
+    status, raw = raw_post(proxy, "/v1/chat/completions", {**CHAT_BODY, "stream": True})
+    assert status == 200
+    assert_clean(raw)
+    upstream.queue(Reply(raw_frames=frames))
+    seen, _, finishes = chat_sdk_stream(proxy)
+    assert_clean(seen)
+    assert finishes[0] == "content_filter"
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_chat_an_unknown_field_with_an_empty_value_has_its_name_checked(proxy: ProxyServer, upstream: FakeUpstream,
+                                                                        stream: bool) -> None:
+    """The field's name is what a client that prints the object shows: checked even when the value is
+    empty (a field with a value fails closed already)."""
+    if stream:
+        frames = chat_stream(chunk([delta(0, role="assistant", content="Hello. ", **{SECRET: ""})]),
+                             chunk([delta(0, content="Padding text to go past the window.")]),
+                             chunk([delta(0, finish="stop")]))
+        upstream.queue(Reply(raw_frames=frames))
+    else:
+        upstream.queue(Reply(raw_body=chat_body({"content": "Hello.", SECRET: None})))
+    status, raw = raw_post(proxy, "/v1/chat/completions", {**CHAT_BODY, "stream": stream})
+    assert status == 200
+    assert_clean(raw)
+    assert REPLACEMENT.encode() in raw
+
+
 @pytest.mark.parametrize("stream", [True, False])
 def test_chat_logprobs_that_spell_other_text_than_the_content_are_checked(
         proxy: ProxyServer, upstream: FakeUpstream, stream: bool) -> None:

@@ -180,10 +180,16 @@ _QUIET_FIELDS = frozenset({"role", "name", "tool_call_id", "function_call", "too
 """Message / delta fields that carry no text of their own (tool calls are decoded separately)."""
 
 
-_CHOICE_FIELDS = frozenset({"index", "delta", "message", "logprobs", "finish_reason",
+_CHOICE_COMMON = frozenset({"index", "logprobs", "finish_reason",
                             # no text a client shows: Azure's filter verdicts, gateways' stop details
                             "content_filter_results", "content_filter_offsets", "native_finish_reason",
                             "stop_reason", "matched_stop"})
+_CHOICE_FIELDS = _CHOICE_COMMON | {"delta"}
+"""A chunk's choice. Its ``message`` (some servers stream whole messages) is read only when it has no
+``delta``: a choice with both shows the unread one to a client that prints it, so it is checked."""
+_MESSAGE_CHOICE_FIELDS = _CHOICE_COMMON | {"message"}
+"""A body's choice (and a chunk's that carries a whole message instead of a delta); a ``delta`` in it is
+read by nothing, so it is checked as an unread field, and dropped when the answer is replaced."""
 _BODY_FIELDS = frozenset({"id", "object", "created", "model", "system_fingerprint", "service_tier", "usage",
                           "choices", "error", "obfuscation", "provider", "prompt_filter_results", "x_groq"})
 """The fields of a chat choice and of a chunk or body; others (``choices[].text`` as legacy completions
@@ -200,20 +206,26 @@ _MESSAGE = obj(*_QUIET_FIELDS, "refusal", *_REASONING_FIELDS,
                function_call=_FUNCTION, audio=obj("id", "data", "expires_at", "transcript"),
                annotations=obj("type", url_citation=obj("title", "url", "start_index", "end_index")),
                reasoning_details=obj("type", "summary", "data", "text", "signature", "id", "format", "index"))
-_CHOICE = obj(*_CHOICE_FIELDS, delta=_MESSAGE, message=_MESSAGE, logprobs=_LOGPROBS)
-_BODY = obj(*_BODY_FIELDS, choices=_CHOICE)
-"""Every field of a chunk or body down to the tool calls, logprobs and parts (``proxy.wire.shapes``):
-the codec checks whatever lies outside it (an unknown message field fails closed already). A stream
-walks a choice only when it holds more than strings (``_plain_choice``): the common chunk costs two
-set comparisons."""
+_CHOICE = obj(*_CHOICE_FIELDS, delta=_MESSAGE, logprobs=_LOGPROBS)
+_MESSAGE_CHOICE = obj(*_MESSAGE_CHOICE_FIELDS, message=_MESSAGE, logprobs=_LOGPROBS)
+_MESSAGE_KEYS = _MESSAGE.keys
+_BODY = obj(*_BODY_FIELDS, choices=_MESSAGE_CHOICE)
+"""Every field of a body down to the tool calls, logprobs and parts (``proxy.wire.shapes``): the codec
+checks whatever lies outside it (an unknown message field fails closed already). A stream walks a
+choice only when it holds more than strings (``_plain_choice``): the common chunk costs two set
+comparisons; so does the common body."""
 _TOP = obj(*_BODY_FIELDS)
 
 
-def _plain_choice(choice: dict[str, Any], delta: dict[str, Any] | None) -> bool:
-    """Nothing in ``choice`` to walk: known fields, no logprobs, a delta of strings (or nulls)."""
-    if choice.get("logprobs") is not None or not _CHOICE_FIELDS.issuperset(choice):
+def _plain_choice(choice: dict[str, Any], delta: dict[str, Any] | None,
+                  fields: frozenset[str] = _CHOICE_FIELDS) -> bool:
+    """Nothing in ``choice`` to walk: known ``fields``, no logprobs, a delta (or message) of strings
+    (or nulls)."""
+    if choice.get("logprobs") is not None or not fields.issuperset(choice):
         return False
     if delta:
+        if not _MESSAGE_KEYS.issuperset(delta):
+            return False  # an unknown field: its name is checked even when its value is empty
         for v in delta.values():
             if v and type(v) is not str:
                 return False
@@ -438,7 +450,11 @@ class OpenAIChat(WireFormat):
         choices = data.get("choices")
         if not isinstance(choices, list):
             raise TypeError("not a chat completion: no choices")
-        events: list[Event] = whole_events(unread(data, _BODY))
+        # The common body (known fields, choices of plain messages) has nothing to walk.
+        plain = _BODY_FIELDS.issuperset(data) and all(
+            type(ch) is dict and type(m := ch.get("message")) is dict and _plain_choice(ch, m, _MESSAGE_CHOICE_FIELDS)
+            for ch in choices)
+        events: list[Event] = [] if plain else whole_events(unread(data, _BODY))
         seen: set[int] = set()
         for choice in choices:
             c = _choice_index(choice)
@@ -473,7 +489,7 @@ class OpenAIChat(WireFormat):
     def render_response(self, body: bytes, message: AssistantMessage, finish: FinishKind,
                         replaced: Replaced | None) -> bytes:
         data = known_only(loads(body), _BODY_FIELDS)
-        choices = [known_only(ch, _CHOICE_FIELDS) for ch in data.get("choices") or [] if isinstance(ch, dict)]
+        choices = [known_only(ch, _MESSAGE_CHOICE_FIELDS) for ch in data.get("choices") or [] if isinstance(ch, dict)]
         choices = choices or [{"index": 0}]
         # Every choice shows the replacement; nothing of the original (reasoning, refusal, audio,
         # annotations, logprobs, fields outside the message) survives: the message is rebuilt.
@@ -636,14 +652,15 @@ class ChatStream(StreamCodec):
         c = _choice_index(choice)
         if c:
             self._sent_choices.add(c)  # a tail ends every choice the upstream began, seen or not
-        delta = choice.get("delta")
+        delta, shape = choice.get("delta"), _CHOICE
         if delta is None and "message" in choice:
-            delta = choice["message"]  # some servers send whole messages in a stream
+            delta, shape = choice["message"], _MESSAGE_CHOICE  # some servers send whole messages in a stream
         if type(delta) is not dict and delta is not None:
             return [Unvetted("chat delta of an unknown shape")]
         events = message_events(delta, c) if delta else []
         # Unread fields are lanes of their own, never reasoning (which the answer's start ends).
-        extras = [] if _plain_choice(choice, delta) else lane_events(unread(choice, _CHOICE, f"choices[{c}]"))
+        extras = [] if _plain_choice(choice, delta, shape.keys) else \
+            lane_events(unread(choice, shape, f"choices[{c}]"))
         if self._reasoning or not _plain_answer(events):
             self._track_reasoning(c, delta, events)
         if (logprobs := choice.get("logprobs")) is not None:

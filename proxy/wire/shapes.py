@@ -51,7 +51,10 @@ def by_type(**shapes: Shape) -> ByType:
 
 
 Unread = list[tuple[str, str, str]]
-"""(field path, field name, the text of its value) per unread field."""
+"""(field path, field names, the text of its value) per unread field. The names are the field's own and
+those of any object inside its value; the text is the value's strings and numbers. Apart, so that a
+value streamed over several chunks reads as one text in its lane, as a client that concatenates it
+shows it (the names between its pieces would otherwise cut a credential in two)."""
 
 
 def unread(value: Any, shape: Shape | ByType, path: str = "") -> Unread:
@@ -103,7 +106,7 @@ def _walk_object(value: dict[str, Any], shape: Shape | ByType) -> Unread | None:
     keys, children = shape.keys, shape.children  # type: ignore[union-attr]
     out: Unread | None = None
     if not keys.issuperset(value):
-        out = [(f".{k}", k, "\n".join(texts(v))) for k, v in value.items() if k not in keys]
+        out = [_field(k, v) for k, v in value.items() if k not in keys]
     if not children:
         return out
     # Only the fields that have a child shape are visited, picked without a Python-level loop, in
@@ -117,17 +120,27 @@ def _walk_object(value: dict[str, Any], shape: Shape | ByType) -> Unread | None:
     return out
 
 
-def texts(value: Any) -> list[str]:
-    """Every string a client could print in ``value``: strings, numbers, and the names of fields."""
+def _field(name: str, value: Any) -> tuple[str, str, str]:
+    names, strings = [name], []
+    _gather(value, names, strings)
+    return f".{name}", "\n".join(names), "\n".join(strings)
+
+
+def _gather(value: Any, names: list[str], strings: list[str]) -> None:
+    """The names of the fields inside ``value`` into ``names``, its strings and numbers into ``strings``
+    (apart)."""
     if isinstance(value, str):
-        return [value] if value else []
-    if isinstance(value, dict):
-        return [s for k, v in value.items() for s in (k, *texts(v))]
-    if isinstance(value, list):
-        return [s for v in value for s in texts(v)]
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return [str(value)]
-    return []
+        if value:
+            strings.append(value)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            names.append(k)
+            _gather(v, names, strings)
+    elif isinstance(value, list):
+        for v in value:
+            _gather(v, names, strings)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        strings.append(str(value))
 
 
 def lane_events(found: Unread, c: int = 0) -> list[Event]:

@@ -40,9 +40,12 @@ def header_list(scope: Scope) -> list[tuple[str, str]]:
 
 
 async def respond(send: Send, status: int, body: bytes, headers: list[tuple[str, str]] | None = None,
-                  content_type: str = "application/json") -> None:
+                  content_type: str = "application/json", encoded: list[tuple[bytes, bytes]] | None = None) -> None:
+    """``encoded``: more headers, already bytes, after ``headers``."""
     raw = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
     raw += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers or []
             if k not in ("content-type", "content-length")]
+    if encoded:
+        raw += encoded
     await send({"type": "http.response.start", "status": status, "headers": raw})
     await send({"type": "http.response.body", "body": body})

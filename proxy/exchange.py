@@ -263,13 +263,15 @@ class Exchange:
             return True
         return bool(token) and hmac.compare_digest(given.encode(), (token or "").encode())
 
-    def decision_headers(self) -> list[tuple[str, str]]:
-        """On guarded routes: which policy (name@version) and which guardrails this response ran under."""
+    def decision_headers(self) -> list[tuple[bytes, bytes]]:
+        """On guarded routes: which policy (name@version) and which guardrails this response ran under
+        (encoded once per policy)."""
         if self.wire is None or not self.services.guarding:
             return []
         guard = self.services.guard
-        return guard.once("decision_headers", lambda: [("x-guardproxy-policy", guard.label), (
-            "x-guardproxy-guardrails", ",".join(guard.guardrail_ids) or "none")])
+        return guard.once("decision_headers", lambda: [
+            (b"x-guardproxy-policy", guard.label.encode("latin-1", "replace")),
+            (b"x-guardproxy-guardrails", (",".join(guard.guardrail_ids) or "none").encode("latin-1", "replace"))])
 
     def _guessed_wire(self) -> str:
         """The API whose error format a request refused before routing gets."""

@@ -206,7 +206,11 @@ class GuardedTurn:
 
     async def _do(self, cmd: Command) -> list[Command]:
         r = self.responder
-        match cmd:
+        match cmd:  # (a unary answer's two commands first: each case is a type test)
+            case Ask():
+                return await (self._stream(cmd.body) if self.facts.view.stream else self._unary(cmd.body))
+            case Reply():
+                await r.respond(cmd.status, cmd.body, cmd.headers, cmd.content_type, decided=True)
             case Write():
                 r.codec = self.turn.client_codec
                 await r.start(cmd.status, cmd.headers, cmd.content_type)
@@ -217,8 +221,6 @@ class GuardedTurn:
                 if self.timings is not None:
                     self.timings.flush()  # in /metrics before the client sees the end
                 await r.finish()
-            case Reply():
-                await r.respond(cmd.status, cmd.body, cmd.headers, cmd.content_type, decided=True)
             case Fail():
                 if cmd.reason:
                     self.services.metrics.fail_closed.labels(reason=cmd.reason).inc()
@@ -238,8 +240,6 @@ class GuardedTurn:
                 # Releasing a long held message (300,000 one-character deltas: one frame each) costs
                 # as much as checking it did: off the loop too, or every other stream stalls.
                 return await off_loop_if_large(len(cmd.message.text), self.turn.on_verdict, finding)
-            case Ask():
-                return await (self._stream(cmd.body) if self.facts.view.stream else self._unary(cmd.body))
         return []
 
     async def _unary(self, body: bytes) -> list[Command]:

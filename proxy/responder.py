@@ -25,8 +25,9 @@ class Responder:
         """The API whose error format a failure gets (set once the request is routed)."""
         self.codec: StreamCodec | None = None
         """The codec of the stream the client is reading, for that API's mid-stream error."""
-        self.decision_headers: list[tuple[str, str]] = []
-        """On guarded routes: the policy and guardrails the answer ran under (on every answer)."""
+        self.decision_headers: list[tuple[bytes, bytes]] = []
+        """On guarded routes: the policy and guardrails the answer ran under (on every answer), encoded
+        once per policy."""
 
     async def start(self, status: int, headers: list[tuple[str, str]], content_type: str | None = None) -> None:
         """Send the status and headers once; ``content_type`` overrides the given one."""
@@ -39,7 +40,7 @@ class Responder:
         if content_type:
             raw.append((b"content-type", content_type.encode()))
         raw.append((b"x-guardproxy-request-id", self.request_id.encode()))
-        raw += [(k.encode(), v.encode("latin-1", "replace")) for k, v in self.decision_headers]
+        raw += self.decision_headers
         await self._send({"type": "http.response.start", "status": status, "headers": raw})
 
     async def write(self, data: bytes) -> None:
@@ -59,9 +60,9 @@ class Responder:
         """The whole response at once, with its length (unary answers, relayed upstream errors).
         ``decided``: an answer the guardrails ran on (it carries the decision headers)."""
         self.started, self.finished, self.status = True, True, status
-        extra = self.decision_headers if decided else []
-        await respond(self._send, status, body, headers + [("x-guardproxy-request-id", self.request_id), *extra],
-                      content_type)
+        ours = [(b"x-guardproxy-request-id", self.request_id.encode())]
+        await respond(self._send, status, body, headers, content_type,
+                      ours + self.decision_headers if decided else ours)
 
     async def fail(self, status: int, message: str, kind: ErrorKind, *, wire: WireFormat | None = None,
                    extra: dict[str, str] | None = None) -> None:

@@ -121,7 +121,7 @@ def _walk_object(value: dict[str, Any], shape: Shape | ByType) -> Unread | None:
 
 
 def _field(name: str, value: Any) -> tuple[str, str, str]:
-    names, strings = [name], []
+    names, strings = [name], list[str]()
     _gather(value, names, strings)
     return f".{name}", "\n".join(names), "\n".join(strings)
 

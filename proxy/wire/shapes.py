@@ -126,6 +126,19 @@ def _field(name: str, value: Any) -> tuple[str, str, str]:
     return f".{name}", "\n".join(names), "\n".join(strings)
 
 
+def texts(value: Any) -> list[str]:
+    """Every string a client could print in ``value``: strings, numbers, and the names of fields."""
+    if isinstance(value, str):
+        return [value] if value else []
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (k, *texts(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in texts(v)]
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [str(value)]
+    return []
+
+
 def _gather(value: Any, names: list[str], strings: list[str]) -> None:
     """The names of the fields inside ``value`` into ``names``, its strings and numbers into ``strings``
     (apart)."""

@@ -76,6 +76,9 @@ def _resolve(raw_path: str, method: str, header: dict[str, str], query: str) -> 
     return route
 
 
+_DROP_FOR_IDENTITY = HOP_BY_HOP | {"accept-encoding"}
+"""Request headers not forwarded when the proxy reads the answer (it asks for ``identity``)."""
+
 class _FirstByteMark:
     """The client's ``send`` with tracing on: marks the first released body byte on the request's span.
     Not a method of ``Exchange``: its ``Responder`` holding one would be a reference cycle."""
@@ -103,7 +106,7 @@ class Exchange:
         self.request_id = os.urandom(8).hex()  # 16 hex digits, as uuid4().hex[:16] gave (without the UUID object)
         self.responder = Responder(send, self.request_id)
         self.headers = header_list(scope)
-        self.header = {k: v for k, v in self.headers}
+        self.header = dict(self.headers)
         self.method: str = scope["method"]
         self.path: str = scope["path"]
         self.query: str = scope.get("query_string", b"").decode("latin-1")
@@ -283,10 +286,12 @@ class Exchange:
         return f"{url}?{self.query}" if self.query and path is None else url
 
     def forward_headers(self, *, identity: bool) -> list[tuple[str, str]]:
-        named = {t.strip().lower() for t in self.header.get("connection", "").split(",")}  # RFC 9110 7.6.1
-        out = [(k, v) for k, v in self.headers if k not in HOP_BY_HOP and k not in named]
+        drop = _DROP_FOR_IDENTITY if identity else HOP_BY_HOP
+        if connection := self.header.get("connection"):  # and what it names (RFC 9110 7.6.1)
+            drop = drop | {t.strip().lower() for t in connection.split(",")}
+        out = [h for h in self.headers if h[0] not in drop]
         if identity:
-            out = [(k, v) for k, v in out if k != "accept-encoding"] + [("accept-encoding", "identity")]
+            out.append(("accept-encoding", "identity"))
         return out
 
     async def _fail(self, status: int, message: str, kind: ErrorKind, *,

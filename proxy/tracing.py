@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from opentelemetry import trace
@@ -65,6 +65,9 @@ def otlp_provider() -> TracerProvider:
     return provider
 
 
+_NO_SPAN = nullcontext()
+"""What ``Tracing`` hands out with tracing off (stateless: shared)."""
+
 class Tracing:
     """The hooks the request path calls. ``provider`` None: tracing off, every hook a no-op."""
 
@@ -73,20 +76,21 @@ class Tracing:
         self.enabled = provider is not None
         self._tracer = provider.get_tracer("guardproxy") if provider is not None else trace.NoOpTracer()
 
+    def request(self, method: str, path: str) -> AbstractContextManager[Span | None]:
+        """The request's span (None with tracing off: one shared no-op, not a generator per request)."""
+        return self._request(method, path) if self.enabled else _NO_SPAN
+
+    def upstream_call(self, provider: str, model: str | None, url: str) -> AbstractContextManager[None]:
+        return self._upstream_call(provider, model, url) if self.enabled else _NO_SPAN
+
     @contextmanager
-    def request(self, method: str, path: str) -> Iterator[Span | None]:
-        if not self.enabled:
-            yield None
-            return
+    def _request(self, method: str, path: str) -> Iterator[Span | None]:
         with self._tracer.start_as_current_span(f"{method} {path}", kind=SpanKind.SERVER, attributes={
                 "http.request.method": method, "url.path": path}) as span:
             yield span
 
     @contextmanager
-    def upstream_call(self, provider: str, model: str | None, url: str) -> Iterator[None]:
-        if not self.enabled:
-            yield
-            return
+    def _upstream_call(self, provider: str, model: str | None, url: str) -> Iterator[None]:
         attrs = genai_request(provider, model, False)
         del attrs["guardproxy.stream"]
         attrs["server.address"] = url.split("/")[2] if "://" in url else url

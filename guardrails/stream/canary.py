@@ -45,8 +45,8 @@ import re
 import secrets
 import unicodedata
 from collections.abc import Sequence
-from itertools import islice
-from operator import and_
+from itertools import compress, islice
+from operator import and_, not_
 
 from config.policy import CanaryGuardrail
 from guardrails.decision import PASS, SYSTEM_PROMPT_LEAK, Block, Decision
@@ -264,11 +264,13 @@ def passes_prompt(index: PromptIndex, pieces: Sequence[str], shingle: int) -> bo
         if not any(map(and_, present, islice(present, 1, None))):
             return True
     lo = shingle  # the earliest window end not yet ruled out or hashed
-    for g in range(0, n - q + 1, step):
-        if hash(norm[g:g + q]) not in qgrams:  # rules out the windows ending in [g + q, g + shingle]
-            if g + q - 1 >= lo and _any_window(norm, shingles, shingle, lo, g + q - 1):
-                return False
-            lo = max(lo, g + shingle + 1)
+    starts = range(0, n - q + 1, step)
+    grams = map(norm.__getitem__, map(slice, starts, range(q, n + 1, step)))
+    for g in compress(starts, map(not_, map(qgrams.__contains__, map(hash, grams)))):
+        # a stepped gram missing from the prompt rules out the windows ending in [g + q, g + shingle]
+        if g + q - 1 >= lo and _any_window(norm, shingles, shingle, lo, g + q - 1):
+            return False
+        lo = max(lo, g + shingle + 1)
     return not (lo <= n and _any_window(norm, shingles, shingle, lo, n))
 
 

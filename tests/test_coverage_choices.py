@@ -96,6 +96,19 @@ def chat_sdk_stream(proxy: ProxyServer, **kw: Any) -> tuple[str, dict[int, str],
     return "\n".join(dumps), texts, finishes
 
 
+def assert_chat_stream_replaced(proxy: ProxyServer, upstream: FakeUpstream, frames: list[bytes]) -> None:
+    """``frames`` streamed twice: read raw, then through the SDK; neither shows the secret, and the
+    answer ends replaced."""
+    upstream.queue(Reply(raw_frames=frames))
+    status, raw = raw_post(proxy, "/v1/chat/completions", {**CHAT_BODY, "stream": True})
+    assert status == 200
+    assert_clean(raw)
+    upstream.queue(Reply(raw_frames=frames))
+    seen, _, finishes = chat_sdk_stream(proxy)
+    assert_clean(seen)
+    assert finishes[0] == "content_filter"
+
+
 def test_chat_n2_secret_in_choice_1_split_across_interleaved_deltas_is_replaced_in_every_choice(
         proxy: ProxyServer, upstream: FakeUpstream) -> None:
     frames = chat_stream(
@@ -151,14 +164,7 @@ def test_chat_stream_text_in_every_field_is_checked(proxy: ProxyServer, upstream
         *[chunk([delta(0, **{k: fill(v, piece) for k, v in fields.items()})])
           for piece in ("The key is ", HEAD, TAIL, " for sure.", " Padding text to go past the window.")],
         chunk([delta(0, finish="stop")]))
-    upstream.queue(Reply(raw_frames=frames))
-    status, raw = raw_post(proxy, "/v1/chat/completions", {**CHAT_BODY, "stream": True})
-    assert status == 200
-    assert_clean(raw)
-    upstream.queue(Reply(raw_frames=frames))
-    seen, _, finishes = chat_sdk_stream(proxy)
-    assert_clean(seen)
-    assert finishes[0] == "content_filter"
+    assert_chat_stream_replaced(proxy, upstream, frames)
 
 
 def test_chat_reasoning_after_the_answer_began_fails_closed(proxy: ProxyServer, upstream: FakeUpstream) -> None:
@@ -263,14 +269,7 @@ def test_chat_stream_a_message_beside_the_delta_is_checked(proxy: ProxyServer, u
               for text, piece in (("Fine. ", f"key {HEAD}"), ("More. ", TAIL), ("Padding past the window. ", ""))]
     frames = chat_stream(chunk([delta(0, role="assistant", content="")]), *[chunk([c]) for c in beside],
                          chunk([delta(0, finish="stop")]))
-    upstream.queue(Reply(raw_frames=frames))
-    status, raw = raw_post(proxy, "/v1/chat/completions", {**CHAT_BODY, "stream": True})
-    assert status == 200
-    assert_clean(raw)
-    upstream.queue(Reply(raw_frames=frames))
-    seen, _, finishes = chat_sdk_stream(proxy)
-    assert_clean(seen)
-    assert finishes[0] == "content_filter"
+    assert_chat_stream_replaced(proxy, upstream, frames)
 
 
 @pytest.mark.parametrize("stream", [True, False])

@@ -359,7 +359,9 @@ def write(out: dict[str, Any], results: Path) -> None:
                "rounds alternating. All traffic stays on 127.0.0.1 against a fake OpenAI upstream.\n\n"
                "![benchmark plot](bench/results/latest.png)\n\n"
                "`python -m bench.profile --contender gp-default --scenario stream-burst` runs one scenario with "
-               "guardproxy under cProfile and prints where its time goes; `python -m bench.report` re-renders "
+               "guardproxy under cProfile and prints where its time goes; `python -m bench.opcodes` counts the "
+               "Python bytecodes per request and per streamed frame, gp-off against gp-default (a count does not "
+               "swing with the machine's load, as times here do); `python -m bench.report` re-renders "
                "these files from latest.json.\n\n" + md)
     (results.parent / "README.section.md").write_text(section, encoding="utf-8")
 

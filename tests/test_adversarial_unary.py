@@ -280,3 +280,16 @@ def test_a_streamed_chat_tool_name_continued_in_a_later_delta_fails_closed(proxy
                                      chunk({"tool_calls": [same]}), chunk({}, "tool_calls"), b"data: [DONE]\n\n"]))
     _, raw = raw_post(proxy, "/v1/chat/completions", {**CHAT_BODY, "stream": True})
     assert b'"name": "run_"' in raw or b'"name":"run_"' in raw
+
+
+@pytest.mark.parametrize("feedback", [{"blockReason": "OTHER", "blockReasonMessage": f"blocked: {SECRET}"},
+                                      {"blockReason": "OTHER", "safetyRatings": [], "note": SECRET}])
+def test_gemini_prompt_feedback_text_is_checked_whole_and_streamed(feedback: dict[str, Any]) -> None:
+    """``promptFeedback`` was a field without text; its ``blockReasonMessage`` (and any unknown field) is
+    text a client prints."""
+    body = {"candidates": [{"index": 0, "content": {"role": "model", "parts": [{"text": "x"}]}}],
+            "promptFeedback": feedback}
+    assert SECRET in _strings(Gemini().decode_events(json.dumps(body).encode()))
+    stream = Gemini().new_stream()
+    frames = stream.feed(f"data: {json.dumps(body)}\r\n\r\n".encode())
+    assert SECRET in _strings(tuple(e for frame in frames for e in frame.events))

@@ -577,8 +577,9 @@ _BODY_FIELDS = frozenset({"candidates", "usageMetadata", "modelVersion", "respon
                           "createTime", "modelStatus"})
 """The fields of a GenerateContentResponse; others (a top-level ``text``) are checked and dropped
 from a replaced answer (see ``proxy.wire.shapes``)."""
-_BODY = obj(*_BODY_FIELDS)
-"""The candidates are walked by the decoder (``_Decoder``)."""
+_BODY = obj(*_BODY_FIELDS, promptFeedback=obj("blockReason", "safetyRatings"))
+"""The candidates are walked by the decoder (``_Decoder``); the prompt feedback's enums carry no text, any
+other field of it (``blockReasonMessage``, which a client prints) is checked."""
 
 
 class ArraySplitter:
@@ -674,7 +675,8 @@ class _GeminiStream(StreamCodec):
         self._meta.update({k: chunk[k] for k in ("usageMetadata", "modelVersion", "responseId")
                            if k in chunk})
         try:
-            extras = [] if _BODY.keys.issuperset(chunk) else lane_events(unread(chunk, _BODY))
+            extras = [] if _BODY.keys.issuperset(chunk) and "promptFeedback" not in chunk \
+                else lane_events(unread(chunk, _BODY))
             return tuple(extras + self._decoder.chunk_events(chunk))
         except ValueError:
             return (Unvetted("a candidate index"),)

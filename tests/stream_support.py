@@ -6,8 +6,8 @@ import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from guardrails.decision import Block, Decision, Redact
-from guardrails.seams import DeltaCheck
+from guardrails.decision import PASS, Block, Decision, Redact
+from guardrails.seams import DeltaCheck, StreamContext, StreamGuardrail
 
 
 @dataclass
@@ -74,3 +74,17 @@ def run(check: DeltaCheck, chunks: Iterable[str]) -> Outcome:
 def summary(out: Outcome) -> tuple[str | None, list[tuple[int, int, str]]]:
     """What must not depend on the chunking: the reason code (or None) and the redactions."""
     return (out.block.reason_code if out.block else None), out.redactions
+
+
+def armed_passes(guardrail: StreamGuardrail, ctx: StreamContext, pieces: Iterable[str]) -> bool:
+    """Whether ``guardrail``'s armed check passes a complete text fed in ``pieces`` (then ``finish``):
+    the oracle the whole-text forms are held to, kept apart from ``guardrails.stream.passes_complete``."""
+    check = guardrail.arm(ctx)
+    if check is None:
+        return True
+    accumulated = ""
+    for piece in pieces:
+        accumulated += piece
+        if check.check(accumulated, piece) is not PASS:
+            return False
+    return check.finish(accumulated) is PASS

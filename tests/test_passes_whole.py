@@ -25,7 +25,6 @@ from config.policy import (
     StreamGuardrailSpec,
 )
 from guardrails.datamodel import Event, Finish, TextDelta, ToolCallArgsDelta, ToolCallEnd, ToolCallStart
-from guardrails.decision import PASS
 from guardrails.seams import (
     PassesWhole,
     StreamContext,
@@ -38,6 +37,7 @@ from guardrails.stream.canary import CANARY_PREFIX
 from proxy import whole_answer
 from proxy.stream_guard import CHECK_CHUNK
 from proxy.whole_answer import check_whole_answer
+from tests.stream_support import armed_passes
 from tests.test_whole_answer import (
     BODIES,
     GITHUB,
@@ -83,18 +83,6 @@ def split_text(draw: st.DrawFn) -> list[str]:
     return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
 
 
-def _armed_passes(guardrail: StreamGuardrail, ctx: StreamContext, pieces: Sequence[str]) -> bool:
-    check = guardrail.arm(ctx)
-    if check is None:
-        return True
-    acc = ""
-    for piece in pieces:
-        acc += piece
-        if check.check(acc, piece) is not PASS:
-            return False
-    return check.finish(acc) is PASS
-
-
 def _form(guardrail: StreamGuardrail) -> PassesWhole:
     form = passes_whole_of(guardrail)
     assert form is not None
@@ -106,7 +94,7 @@ def _form(guardrail: StreamGuardrail) -> PassesWhole:
 def test_a_whole_text_form_passes_only_what_the_armed_check_passes(pieces: list[str], ctx: StreamContext) -> None:
     for guardrail in GUARDRAILS:
         if _form(guardrail)(ctx, pieces):
-            assert _armed_passes(guardrail, ctx, pieces), (guardrail.id, pieces)
+            assert armed_passes(guardrail, ctx, pieces), (guardrail.id, pieces)
 
 
 @settings(max_examples=600, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
@@ -114,7 +102,7 @@ def test_a_whole_text_form_passes_only_what_the_armed_check_passes(pieces: list[
 def test_the_canary_and_length_forms_are_exact(pieces: list[str], ctx: StreamContext) -> None:
     for guardrail in GUARDRAILS:
         if guardrail.id in EXACT:
-            assert _form(guardrail)(ctx, pieces) == _armed_passes(guardrail, ctx, pieces), (guardrail.id, pieces)
+            assert _form(guardrail)(ctx, pieces) == armed_passes(guardrail, ctx, pieces), (guardrail.id, pieces)
 
 
 @pytest.mark.parametrize("text", [SYSTEM[10:60], SYSTEM.upper()[40:100], f"x {TOKEN} y", "a" * 601])
@@ -152,7 +140,7 @@ def test_a_long_text_is_checked_in_the_pieces_of_a_check() -> None:
     text = "word " * (CHECK_CHUNK // 5) + SYSTEM[:60]
     pieces = [text[at:at + CHECK_CHUNK] for at in range(0, len(text), CHECK_CHUNK)]
     assert not _form(leak)(CONTEXTS[0], pieces)
-    assert not _armed_passes(leak, CONTEXTS[0], pieces)
+    assert not armed_passes(leak, CONTEXTS[0], pieces)
 
 
 # -- end to end: a turn with the forms answers as one that arms every check -----------------------------------

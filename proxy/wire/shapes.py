@@ -90,10 +90,12 @@ def _walk(value: Any, shape: Shape | ByType) -> Unread | None:
                 index = item.get("index")
                 at = f"[{index}]" if type(index) is int else ""
                 out = (out or []) + [(at + p, name, text) for p, name, text in found]
-        elif strings := texts(item):
+        else:
             # Not an object where the API puts objects (a string, a number, a nested list): no decoder
             # reads it, and an SDK that builds its objects without validating keeps it.
-            out = (out or []) + [("[]", "[]", "\n".join(strings))]
+            entry = _field("[]", item, "[]")
+            if entry[1] != "[]" or entry[2]:  # something a client would print
+                out = (out or []) + [entry]
     return out
 
 
@@ -106,7 +108,7 @@ def _walk_object(value: dict[str, Any], shape: Shape | ByType) -> Unread | None:
     keys, children = shape.keys, shape.children  # type: ignore[union-attr]
     out: Unread | None = None
     if not keys.issuperset(value):
-        out = [_field(k, v) for k, v in value.items() if k not in keys]
+        out = [_field(k, v, f".{k}") for k, v in value.items() if k not in keys]
     if not children:
         return out
     # Only the fields that have a child shape are visited, picked without a Python-level loop, in
@@ -120,23 +122,19 @@ def _walk_object(value: dict[str, Any], shape: Shape | ByType) -> Unread | None:
     return out
 
 
-def _field(name: str, value: Any) -> tuple[str, str, str]:
+def _field(name: str, value: Any, path: str) -> tuple[str, str, str]:
+    """One unread entry: ``path``, ``name`` with the names inside ``value``, and its strings."""
     names, strings = [name], list[str]()
     _gather(value, names, strings)
-    return f".{name}", "\n".join(names), "\n".join(strings)
+    return path, "\n".join(names), "\n".join(strings)
 
 
 def texts(value: Any) -> list[str]:
-    """Every string a client could print in ``value``: strings, numbers, and the names of fields."""
-    if isinstance(value, str):
-        return [value] if value else []
-    if isinstance(value, dict):
-        return [s for k, v in value.items() for s in (k, *texts(v))]
-    if isinstance(value, list):
-        return [s for v in value for s in texts(v)]
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return [str(value)]
-    return []
+    """Every string a client could print in ``value``: its strings and numbers, then the names of its
+    fields (for a check of the whole)."""
+    names, strings = list[str](), list[str]()
+    _gather(value, names, strings)
+    return strings + names
 
 
 def _gather(value: Any, names: list[str], strings: list[str]) -> None:

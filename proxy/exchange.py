@@ -14,6 +14,7 @@ import os
 import re
 import time
 from collections.abc import MutableMapping
+from functools import partial
 from typing import Any
 
 import structlog
@@ -21,7 +22,7 @@ from opentelemetry.trace import Span, Status, StatusCode
 
 from config.policy import Mode
 from proxy.asgi import Scope, Send, header_list
-from proxy.guarded_turn import Facts, GuardedTurn, plants_canary
+from proxy.guarded_turn import Facts, GuardedTurn, plan_of
 from proxy.providers import PROVIDERS, guess_any
 from proxy.responder import Responder
 from proxy.routes import BadPath, Route, resolve
@@ -149,7 +150,7 @@ class Exchange:
             route = self.route.wire or "passthrough" if self.route else "invalid"
             status = self.responder.status
             turn = self.turn.turn if self.turn is not None else None
-            self.turn = None  # it calls back into this exchange (``_call_guarded``): no cycle outlives the request
+            self.turn = None  # it calls back into this exchange (the upstream call it was given): no cycle outlives the request
             self.services.metrics.count_request(route, status)
             log.info("request", method=self.method, path=self.path, route=route, status=status,
                      duration_ms=round((time.perf_counter() - self.t0) * 1000, 2),
@@ -202,10 +203,11 @@ class Exchange:
             return
         request = JsonBody(body)
         background = False
+        plan = plan_of(self.services)
         try:
             # A planted canary rewrites the whole body: then it is decoded whole at once. A quick view
             # declines whatever the whole path refuses or checks (a Responses ``background``).
-            view = None if plants_canary(self.services) else wire.quick_view(request, stream=bool(route.stream))
+            view = None if plan.plants else wire.quick_view(request, stream=bool(route.stream))
             if view is None:
                 data = request.data
                 if route.stream is None and not isinstance(data.get("stream", False), (bool, type(None))):
@@ -236,8 +238,9 @@ class Exchange:
         judge_path = route.path if route.endpoint in ("/chat/completions", "/responses") else None
         facts = Facts(self.request_id, wire, route.provider, route.sse, request, body, view, self.headers, self.query,
                       judge_path, self.mode)
-        self.responder.decision_headers = self.decision_headers()
-        self.turn = GuardedTurn(self.services, facts, self.responder, self._call_guarded)
+        self.responder.decision_headers = plan.decision_headers  # (``decision_headers()``, known to apply)
+        self.turn = GuardedTurn(self.services, facts, self.responder, partial(self.upstream_request, identity=True),
+                                plan)
         await self.turn.run()
 
     def _trace_unguarded(self, route: Route, body: bytes) -> None:
@@ -271,10 +274,7 @@ class Exchange:
         (encoded once per policy)."""
         if self.wire is None or not self.services.guarding:
             return []
-        guard = self.services.guard
-        return guard.once("decision_headers", lambda: [
-            (b"x-guardproxy-policy", guard.label.encode("latin-1", "replace")),
-            (b"x-guardproxy-guardrails", (",".join(guard.guardrail_ids) or "none").encode("latin-1", "replace"))])
+        return plan_of(self.services).decision_headers
 
     def _guessed_wire(self) -> str:
         """The API whose error format a request refused before routing gets."""
@@ -324,9 +324,6 @@ class Exchange:
         self.upstream_s += elapsed
         self.services.metrics.upstream_latency_of(self.route.provider if self.route else "").observe(elapsed)
         return resp
-
-    async def _call_guarded(self, body: bytes) -> UpstreamResponse:
-        return await self.upstream_request(body, identity=True)
 
     async def _passthrough(self, body: bytes) -> None:
         """Untouched both ways, streamed as it arrives."""

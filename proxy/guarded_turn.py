@@ -18,7 +18,7 @@ from typing import Any
 from config.policy import MaxLengthGuardrail, Mode
 from guardrails.datamodel import ANSWER, RequestView
 from guardrails.seams import StreamContext, StreamGuardrail, TextCompleter, plants_instruction
-from guardrails.stream import ArmedSet, passes_complete
+from guardrails.stream import ArmedSet, passes_forms, whole_forms
 from guardrails.stream.canary import CanaryProvider, canary_instruction, make_canary_token
 from proxy.completer import completer_factory, request_completer
 from proxy.limits import Limits, ReadBudget, read_bounded, tool_call_violation
@@ -58,9 +58,45 @@ class Facts:
     """From the policy and ``x-guardproxy-mode``, checked by the edge."""
 
 
+class Plan:
+    """What a guarded turn needs of its policy that no request changes, made once per policy load
+    (``plan_of``): a request then looks up what it would otherwise derive again (the guardrails of
+    each lane and their whole-text forms, the limits, a unary turn's ``Rules``)."""
+
+    __slots__ = ("decision_headers", "forms", "lanes", "limits", "plants", "rules", "unary_rules")
+
+    def __init__(self, s: Services) -> None:
+        self.plants = any(plants_instruction(g) for g in s.stream_guardrails)
+        """The policy plants a canary token in every system prompt (rewriting the body)."""
+        self.limits = Limits.of(s.settings)
+        keys = [(other, for_tools) for other in (False, True) for for_tools in (False, True)]
+        self.lanes = {key: _lane_guardrails(s, ANSWER if not key[0] else "", key[1]) for key in keys}
+        """The stream checks per (a lane other than the answer's, a tool call's texts)."""
+        self.forms = {key: whole_forms(lanes) for key, lanes in self.lanes.items()}
+        self.rules = {interactive: _policy_rules(s, interactive, self.limits) for interactive in (False, True)}
+        """``Rules``' fields that depend only on the policy and the mode, by ``interactive``."""
+        self.unary_rules = {interactive: Rules(**fields, arm=_armed_apart, arm_tools=_armed_apart)
+                            for interactive, fields in self.rules.items()}
+        """A turn with nothing per request in its rules (no stream timings): one per mode, the checks
+        armed apart (``Arming``)."""
+        guard = s.guard
+        self.decision_headers = [
+            (b"x-guardproxy-policy", guard.label.encode("latin-1", "replace")),
+            (b"x-guardproxy-guardrails", (",".join(guard.guardrail_ids) or "none").encode("latin-1", "replace"))]
+        """Which policy (name@version) and guardrails an answer ran under, encoded."""
+
+
+def plan_of(s: Services) -> Plan:
+    return s.guard.once(Plan, Plan, s)
+
+
 def plants_canary(s: Services) -> bool:
     """Whether the request's policy plants a canary token in every system prompt (rewriting the body)."""
-    return s.guard.once("plants", lambda: any(plants_instruction(g) for g in s.stream_guardrails))
+    return plan_of(s).plants
+
+
+def _armed_apart(*_: object) -> None:
+    raise AssertionError("a turn of a shared Rules arms its checks through its own Arming")
 
 
 def _grants(headers: list[tuple[str, str]]) -> frozenset[str]:
@@ -74,22 +110,21 @@ def _request_completer(services: Services, f: Facts) -> TextCompleter:
 
 
 class Arming:
-    """Arms the stream checks of one request: per lane (``arm``) and per tool call (``arm_tools``)."""
+    """Arms the stream checks of one request: per lane (``arm``) and per tool call (``arm_tools``);
+    and their whole-text forms over a complete text (``passes``, ``passes_tools``)."""
 
-    __slots__ = ("_ctx", "_services", "_token", "_view", "_wire")
+    __slots__ = ("_ctx", "_plan", "_token", "_view", "_wire")
 
-    def __init__(self, services: Services, view: RequestView, wire: str, canary_token: str) -> None:
-        self._services, self._view, self._wire, self._token = services, view, wire, canary_token
+    def __init__(self, plan: Plan, view: RequestView, wire: str, canary_token: str) -> None:
+        self._plan, self._view, self._wire, self._token = plan, view, wire, canary_token
         self._ctx: StreamContext | None = None
 
     def arm(self, channel: str = ANSWER, *, for_tools: bool = False) -> ArmedSet | None:
         """The armed checks for one lane (``channel``) or, ``for_tools``, one tool call's arguments."""
-        s = self._services
-        guardrails = s.guard.once(("lane", channel != ANSWER, for_tools),
-                                  lambda: _lane_guardrails(s, channel, for_tools))
+        guardrails = self._plan.lanes[channel != ANSWER, for_tools]
         if not guardrails:
             return None
-        armed = ArmedSet.arm(guardrails, self._context())
+        armed = ArmedSet.arm(guardrails, self._ctx or self._context())
         return armed if armed else None
 
     def arm_tools(self) -> ArmedSet | None:
@@ -99,20 +134,16 @@ class Arming:
         """Whether every check ``arm`` would arm for a lane's complete text (or, ``for_tools``, one of
         a tool call's texts) passes it (``passes_complete``: their whole-text forms, else each check
         alone)."""
-        s = self._services
-        guardrails = s.guard.once(("lane", channel != ANSWER, for_tools),
-                                  lambda: _lane_guardrails(s, channel, for_tools))
-        return not guardrails or passes_complete(guardrails, self._context(), pieces)
+        forms = self._plan.forms[channel != ANSWER, for_tools]
+        return not forms or passes_forms(forms, self._ctx or self._context(), pieces)
 
     def passes_tools(self, pieces: Sequence[str]) -> bool:
         return self.passes(ANSWER, pieces, for_tools=True)
 
     def _context(self) -> StreamContext:
-        ctx = self._ctx
-        if ctx is None:  # one per request: its lanes and tool calls are all armed for the same request
-            view = self._view
-            ctx = self._ctx = StreamContext(system_prompt=view.system_prompt, model=view.model, wire=self._wire,
-                                            canary_token=self._token)
+        # one per request: its lanes and tool calls are all armed for the same request
+        view = self._view
+        ctx = self._ctx = StreamContext(view.system_prompt, view.model, self._wire, self._token)
         return ctx
 
 
@@ -123,39 +154,48 @@ def _lane_guardrails(s: Services, channel: str, for_tools: bool) -> list[StreamG
     return guardrails
 
 
-def _policy_rules(s: Services, interactive: bool) -> dict[str, Any]:
-    """The fields of ``Rules`` that depend only on the policy and the mode (made once per policy load)."""
+def _policy_rules(s: Services, interactive: bool, limits: Limits) -> dict[str, Any]:
+    """The fields of ``Rules`` that depend only on the policy and the mode."""
     policy, tools = s.policy, s.policy.tools
     return {"on_trip": s.guard.on_trip, "default_replacement": policy.defaults.replacement,
             "holdback": policy.defaults.holdback_chars, "buffered": s.buffered, "interactive": interactive,
             "max_feedback_rounds": tools.max_feedback_rounds if tools else 0,
-            "limits": s.guard.once("limits", lambda: Limits.of(s.settings)), "on_lanes": s.metrics.unary_lanes.inc,
+            "limits": limits, "on_lanes": s.metrics.unary_lanes.inc,
             "log_only_start": log_only_ids(s.guard.on_trip, interactive, {}), "vets": partial(needs_vetting, s)}
 
 
 class GuardedTurn:
     """One request on one of the four client APIs with guardrails on."""
 
-    def __init__(self, services: Services, facts: Facts, responder: Responder, call: CallUpstream) -> None:
+    def __init__(self, services: Services, facts: Facts, responder: Responder, call: CallUpstream,
+                 plan: Plan | None = None) -> None:
+        """``plan``: ``plan_of(services)``, when the caller has it."""
         self.services, self.facts, self.responder, self._call = services, facts, responder, call
-        self.limits = services.guard.once("limits", lambda: Limits.of(services.settings))
-        self.canary_token = ""
+        plan = plan or plan_of(services)
+        self.limits = plan.limits
         # What holding back costs a stream's text (``/metrics``); a unary answer streams nothing.
         self.timings = StreamTimings(services.metrics) if facts.view.stream else None
-        body, raw = self._plant_canary()
+        if plan.plants:
+            self.canary_token = make_canary_token()
+            base = facts.wire.with_system(facts.json.data, canary_instruction(self.canary_token))
+            body: dict[str, Any] | JsonBody = base
+            raw = dumps(base).encode()
+        else:
+            self.canary_token, body, raw = "", facts.json, facts.body
         notes = TurnNotes(services, facts.request_id)
-        guard, interactive = services.guard, facts.mode == "interactive"
+        interactive = facts.mode == "interactive"
         # Nothing handed to the turn machine or the vetter points back at this object: a request's
         # objects (its decoded body among them) are freed by reference counting the moment it ends,
         # not by the cycle collector (which, for an agent's 66 KB body at 32 concurrent requests,
         # cost more than the guard itself: bench/request_cost.py).
-        arming = Arming(services, facts.view, facts.wire.name, self.canary_token)
-        rules = Rules(**guard.once(("rules", interactive), lambda: _policy_rules(services, interactive)),
-                      arm=arming.arm, arm_tools=arming.arm_tools, passes=arming.passes,
-                      passes_tools=arming.passes_tools,
-                      clock=time.perf_counter if self.timings else None,
-                      on_release=self.timings.held if self.timings else None)
-        self.turn = Turn(Request(facts.wire, body, raw, facts.view, facts.sse), rules, notes)
+        arming = Arming(plan, facts.view, facts.wire.name, self.canary_token)
+        if self.timings is None:
+            rules = plan.unary_rules[interactive]
+        else:
+            rules = Rules(**plan.rules[interactive], arm=arming.arm, arm_tools=arming.arm_tools,
+                          passes=arming.passes, passes_tools=arming.passes_tools, clock=time.perf_counter,
+                          on_release=self.timings.held)
+        self.turn = Turn(Request(facts.wire, body, raw, facts.view, facts.sse), rules, notes, arming)
         self._notes = notes
         self._vetter: Vetter | None = None
         """Made by the first ``Vet`` (at the end of a message): an open stream does not carry it."""
@@ -168,14 +208,6 @@ class GuardedTurn:
             self._vetter = Vetter(s, self._notes, f.request_id, partial(_grants, f.headers),
                                   partial(_request_completer, s, f), completer_factory(s, f.headers, f.provider))
         return self._vetter
-
-    def _plant_canary(self) -> tuple[dict[str, Any] | JsonBody, bytes]:
-        s, f = self.services, self.facts
-        if not plants_canary(s):
-            return f.json, f.body
-        self.canary_token = make_canary_token()
-        base = f.wire.with_system(f.json.data, canary_instruction(self.canary_token))
-        return base, dumps(base).encode()
 
     # ------------------------------------------------------------------ the command loop
     async def run(self) -> None:

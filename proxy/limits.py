@@ -102,22 +102,26 @@ class ReadBudget:
         self._total += size
         self._since_frame = 0 if framed else self._since_frame + size
         if self._total > self._limits.max_response_bytes:
-            return UpstreamError(f"the upstream answer exceeds GUARDPROXY_MAX_RESPONSE_BYTES "
-                                 f"({self._limits.max_response_bytes} bytes)", timeout=False,
-                                 reason="response_too_large")
+            return _too_large(self._limits)
         if self._since_frame > self._limits.max_frame_bytes:
             return UpstreamError(f"an upstream frame exceeds GUARDPROXY_MAX_FRAME_BYTES "
                                  f"({self._limits.max_frame_bytes} bytes)", timeout=False, reason="frame_too_large")
         return None
 
 
+def _too_large(limits: Limits) -> UpstreamError:
+    return UpstreamError(f"the upstream answer exceeds GUARDPROXY_MAX_RESPONSE_BYTES "
+                         f"({limits.max_response_bytes} bytes)", timeout=False, reason="response_too_large")
+
+
 async def read_bounded(resp: UpstreamResponse, limits: Limits) -> bytes:
-    """The whole body, or ``UpstreamError`` once it passes ``max_response_bytes``."""
-    budget = ReadBudget(limits)
+    """The whole body, or ``UpstreamError`` once it passes ``max_response_bytes``. (``ReadBudget``
+    with every read a frame, inline: its frame bound never applies to a whole body.)"""
     parts: list[bytes] = []
+    total, most = 0, limits.max_response_bytes
     async for chunk in resp.iter_chunks():
-        error = budget.add(len(chunk), framed=True)
-        if error is not None:
-            raise error
+        total += len(chunk)
+        if total > most:
+            raise _too_large(limits)
         parts.append(chunk)
-    return b"".join(parts)
+    return parts[0] if len(parts) == 1 else b"".join(parts)

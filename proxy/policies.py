@@ -65,13 +65,14 @@ class Guard:
         ids = [g.id for g in self.stream_guardrails] + [g.id for g in self.message_guardrails]
         return ids + (["tools"] if self.assessor is not None else [])
 
-    def once(self, key: Hashable, make: Callable[[], T]) -> T:
-        """``make()``, computed once per policy load: what every request would otherwise derive
-        anew from the same immutable policy (the guardrails of a lane, the log-only set)."""
+    def once(self, key: Hashable, make: Callable[..., T], *args: Any) -> T:
+        """``make(*args)``, computed once per policy load: what every request would otherwise derive
+        anew from the same immutable policy (the guardrails of a lane, the log-only set). ``args``
+        rather than a closure: a hit then builds no function object."""
         try:
             return self._memo[key]  # type: ignore[no-any-return]
         except KeyError:
-            value = self._memo[key] = make()
+            value = self._memo[key] = make(*args)
             return value
 
 

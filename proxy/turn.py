@@ -176,29 +176,51 @@ class _Ending:
     headers: list[tuple[str, str]] = field(default_factory=list)
 
 
+class Armer(Protocol):
+    """The checks of one request: ``Rules`` carries them itself (a turn made by hand), or the driver
+    hands them apart (``Turn(..., arming)``) so that its ``Rules`` is made once per policy."""
+
+    @property
+    def arm(self) -> ArmFor: ...
+    @property
+    def arm_tools(self) -> Callable[[], ArmedSet | None]: ...
+    @property
+    def passes(self) -> PassesFor | None: ...
+    @property
+    def passes_tools(self) -> ToolsPass | None: ...
+
+
 class Turn:
-    def __init__(self, request: Request, rules: Rules, notes: Notes) -> None:
+    # What every turn starts with, as class attributes: a unary turn sets few of them, and each
+    # assignment in ``__init__`` would be paid by every request.
+    feedback_rounds = 0
+    tail = False
+    announced = False
+    sent_any = False
+    started = False
+    reading = False
+    frames_in = 0
+    """Upstream frames decoded so far (the driver's frame-size budget resets on each)."""
+    client_codec: StreamCodec | None = None
+    _codec: StreamCodec | None = None
+    _guard: ChoiceGuard | None = None
+    _headers: list[tuple[str, str]] = []  # noqa: RUF012 - never changed in place, only replaced (``on_open``)
+    _status = 200
+    _ending: _Ending | None = None
+    _arming: Armer | None = None
+    """Where the turn's checks are armed when given apart from ``rules`` (else ``rules`` itself, read
+    when used: a test may swap a turn's ``rules``)."""
+
+    def __init__(self, request: Request, rules: Rules, notes: Notes, arming: Armer | None = None) -> None:
         self.req, self.rules, self.notes = request, rules, notes
+        if arming is not None:
+            self._arming = arming
         self.wire = request.wire
         self._base = request.body
         self.view = request.view
         """The view of the request being answered now (its history grows with feedback rounds)."""
         self.attempts: dict[str, int] = {}
         """Retries spent per guardrail id (a plain dict: a ``Counter`` costs ~1 µs per request to make)."""
-        self.feedback_rounds = 0
-        self.tail = False
-        self.announced = False
-        self.sent_any = False
-        self.started = False
-        self.reading = False
-        self.frames_in = 0
-        """Upstream frames decoded so far (the driver's frame-size budget resets on each)."""
-        self.client_codec: StreamCodec | None = None
-        self._codec: StreamCodec | None = None
-        self._guard: ChoiceGuard | None = None
-        self._headers: list[tuple[str, str]] = []
-        self._status = 200
-        self._ending: _Ending | None = None
 
     @property
     def base(self) -> dict[str, Any]:
@@ -253,9 +275,10 @@ class Turn:
             self.client_codec = codec
         self._codec, self._status, self.reading = codec, status, True
         self._headers = headers
-        self._guard = ChoiceGuard(self.rules.arm, holdback=self.rules.holdback,
+        arming = self._arming or self.rules
+        self._guard = ChoiceGuard(arming.arm, holdback=self.rules.holdback,
                                   buffered=self.tail or self.rules.buffered, retext=codec.retext,
-                                  rearm=self.rules.arm_tools, log_only=self._log_only(),
+                                  rearm=arming.arm_tools, log_only=self._log_only(),
                                   clock=self.rules.clock, on_release=self.rules.on_release)
         return True
 
@@ -305,7 +328,8 @@ class Turn:
             return self.on_status(status, headers, raw)
         if self.started:
             return self.on_unreadable("a whole body answered a retry of a stream")
-        if "text/event-stream" in _content_type(headers, "").lower():
+        ctype = dict(headers).get("content-type")
+        if ctype is not None and "text/event-stream" in ctype.lower():
             return self.on_unreadable("an event stream answered a non-streaming request")
         try:
             message, events = self.wire.decode_answer(raw)
@@ -319,12 +343,13 @@ class Turn:
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             return self.on_unreadable("the body is not a response of this API")
         self._status = status
+        if finding is None and self.rules.vets is not None and not self.rules.vets(message, others):
+            # nothing to vet: the verdict is a pass (``on_verdict(None)`` without a pending ending)
+            return [self._unary_reply(headers, raw, None, "application/json" if ctype is None else ctype)]
         ending = _Ending(message, unary_raw=raw, headers=headers)
         if finding is not None:
             return self._unary_verdict(ending, finding)
         self._ending = ending
-        if self.rules.vets is not None and not self.rules.vets(message, others):
-            return self.on_verdict(None)
         return [Vet(message, self.view, others)]
 
     # ------------------------------------------------------------------ streaming internals
@@ -472,25 +497,28 @@ class Turn:
         self.notes.replaced(finding, act)
         return [self._unary_reply(ending.headers, out, f"{finding.guardrail_id}; {finding.reason_code}")]
 
-    def _unary_reply(self, headers: list[tuple[str, str]], raw: bytes, replaced: str | None = None) -> Reply:
+    def _unary_reply(self, headers: list[tuple[str, str]], raw: bytes, replaced: str | None = None,
+                     content_type: str | None = None) -> Reply:
+        """``content_type``: the headers' (or the default), when the caller has it already."""
         out = [h for h in headers if h[0] != "content-encoding"]
         if replaced:
             out.append(("x-guardproxy-replaced", replaced))
         self.started = True
-        return Reply(self._status, raw, out, _content_type(headers))
+        return Reply(self._status, raw, out, content_type or _content_type(headers))
 
     def _check_body(self, events: tuple[Event, ...]) -> tuple[Finding | None, str | None, tuple[AssistantMessage, ...]]:
         """Stream guardrails over everything a non-streamed body shows (every choice, reasoning,
         refusals, citations, tool arguments; ``decode_events``), each lane as one delta. Only choice
         0's answer may be redacted (returned rewritten); any other trip is a finding. Also the other
         choices' messages, for the vetting."""
-        verdict = check_whole_answer(events, self.rules.arm, self.rules.arm_tools, self._log_only(),
-                                     self.rules.passes, self.rules.passes_tools)
+        arming = self._arming or self.rules
+        verdict = check_whole_answer(events, arming.arm, arming.arm_tools, self._log_only(),
+                                     arming.passes, arming.passes_tools)
         if verdict is not None:
             return self._whole_verdict(verdict)
         if self.rules.on_lanes is not None:
             self.rules.on_lanes()
-        guard = ChoiceGuard(self.rules.arm, holdback=0, buffered=True, rearm=self.rules.arm_tools,
+        guard = ChoiceGuard(arming.arm, holdback=0, buffered=True, rearm=arming.arm_tools,
                             redact_lanes=False, log_only=self._log_only())
         step = guard.push(Frame(b"", events))
         if step.trip is None:

@@ -94,40 +94,65 @@ def check_whole_answer(events: Sequence[Event], arm: ArmFor, arm_tools: Callable
     """The checks over a whole answer's ``events``, or None when its shape needs ``ChoiceGuard``.
     ``passes`` / ``passes_tools``: the guardrails' whole-text forms for a lane and for a tool call's
     texts; when every text passes them, nothing is armed (``_passing_text``)."""
+    if passes is not None and (text := _passing_text(events, passes, passes_tools)) is not None:
+        return WholeVerdict(None, [], [], text)  # (``_passing_text`` takes single answers only)
     if not single_answer(events):
         return None
-    if passes is not None and (text := _passing_text(events, passes, passes_tools)) is not None:
-        return WholeVerdict(None, [], [], text)
     return _Pass(arm, arm_tools, log_only).run(events)
 
 
 def _passing_text(events: Sequence[Event], passes: PassesFor, passes_tools: ToolsPass | None) -> str | None:
-    """The answer's text when every whole text, every lane's text and every tool call's texts pass
-    every check whole (so no check armed for them could trip, redact or log: the verdict is a plain
-    pass); None when one might not (or a call's texts have no ``passes_tools`` to go by)."""
-    lanes: dict[str, list[str]] = {ANSWER: []}
+    """The answer's text when ``events`` are a single answer (``single_answer``) whose every whole
+    text, every lane's text and every tool call's texts pass every check whole (so no check armed for
+    them could trip, redact or log: the verdict is a plain pass); None when they are not, or one might
+    not (or a call's texts have no ``passes_tools`` to go by). One pass over the events decides the
+    shape before any check runs."""
+    answer: list[str] = []
+    lanes: dict[str, list[str]] | None = None  # the other channels' pieces, in order (rare)
+    wholes: list[WholeText] | None = None
     calls = False
     for e in events:
         t = type(e)
         if t is TextDelta:
             assert isinstance(e, TextDelta)
-            lanes.setdefault(e.channel, []).extend(_pieces(e.text))
+            if e.choice:
+                return None
+            text, channel = e.text, e.channel
+            pieces = [text] if len(text) <= CHECK_CHUNK else _pieces(text)
+            if channel == ANSWER:
+                answer += pieces
+            else:
+                if lanes is None:
+                    lanes = {}
+                lanes.setdefault(channel, []).extend(pieces)
+        elif t is Finish or t is ToolCallStart or t is ToolCallArgsDelta or t is ToolCallEnd:
+            if e.choice:  # type: ignore[union-attr]
+                return None
+            calls = calls or t is not Finish  # a tool call's start, arguments or end
         elif t is WholeText:
             assert isinstance(e, WholeText)
-            if not passes(e.what, _pieces(e.text) if e.text else []):  # (no check call for "": ``whole_text_trip``)
+            if wholes is None:
+                wholes = []
+            wholes.append(e)
+        else:
+            return None  # not a single answer
+    if wholes is not None:
+        for w in wholes:
+            if not passes(w.what, _pieces(w.text) if w.text else []):  # (no check call for "": ``whole_text_trip``)
                 return None
-        elif t is not Finish:
-            calls = True  # a tool call's start, arguments or end
-    for channel, pieces in lanes.items():
-        if not passes(channel, pieces):
-            return None
+    if not passes(ANSWER, answer):
+        return None
+    if lanes is not None:
+        for channel, pieces in lanes.items():
+            if not passes(channel, pieces):
+                return None
     if calls:
         if passes_tools is None:
             return None
         for text in tool_texts(events):
             if not passes_tools(_pieces(text)):
                 return None
-    return "".join(lanes[ANSWER])
+    return answer[0] if len(answer) == 1 else "".join(answer)
 
 
 def _pieces(text: str) -> list[str]:

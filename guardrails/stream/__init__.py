@@ -21,15 +21,15 @@ from config.policy import (
     StreamGuardrailSpec,
 )
 from guardrails.decision import PASS, Block, Decision, Redact
-from guardrails.seams import DeltaCheck, StreamContext, StreamGuardrail, passes_whole_of
+from guardrails.seams import DeltaCheck, PassesWhole, StreamContext, StreamGuardrail, passes_whole_of
 from guardrails.stream.canary import CanaryProvider, canary_instruction, make_canary_token
 from guardrails.stream.max_length import MaxLengthProvider
 from guardrails.stream.patterns import RegexProvider
 from guardrails.stream.pii import PiiProvider
 from guardrails.stream.secrets import SecretsProvider
 
-__all__ = ["ArmedSet", "Trip", "build_stream_guardrails", "canary_instruction", "make_canary_token",
-           "passes_complete"]
+__all__ = ["ArmedSet", "Trip", "WholeForms", "build_stream_guardrails", "canary_instruction", "make_canary_token",
+           "passes_complete", "passes_forms", "whole_forms"]
 
 
 def build_stream_guardrails(specs: Sequence[StreamGuardrailSpec], default_replacement: str,
@@ -133,14 +133,27 @@ class ArmedSet:
         return bool(self._objects)
 
 
+WholeForms = tuple[tuple[PassesWhole | None, StreamGuardrail], ...]
+"""Guardrails with their whole-text forms looked up (``whole_forms``), for ``passes_forms``."""
+
+
+def whole_forms(guardrails: Sequence[StreamGuardrail]) -> WholeForms:
+    """Each guardrail with its whole-text form (``passes_whole_of``), looked up once (per policy)."""
+    return tuple((passes_whole_of(g), g) for g in guardrails)
+
+
 def passes_complete(guardrails: Sequence[StreamGuardrail], ctx: StreamContext, pieces: Sequence[str]) -> bool:
     """Whether every check ``guardrails`` arm for ``ctx`` passes a complete text fed in ``pieces`` (one
     ``check`` per piece, then ``finish``), as an ``ArmedSet`` of them would see it when none trips.
     Each guardrail's whole-text form answers first (``guardrails.seams.PassesWhole``); when it has
     none, or it declines, its check is armed alone and run over the pieces. False as soon as one
     might act: the caller then runs the armed set, for which trip wins and what it rewrites."""
-    for guardrail in guardrails:
-        form = passes_whole_of(guardrail)
+    return passes_forms(whole_forms(guardrails), ctx, pieces)
+
+
+def passes_forms(forms: WholeForms, ctx: StreamContext, pieces: Sequence[str]) -> bool:
+    """``passes_complete`` over guardrails whose forms were looked up before (``whole_forms``)."""
+    for form, guardrail in forms:
         if form is not None and form(ctx, pieces):
             continue
         check = guardrail.arm(ctx)

@@ -446,6 +446,10 @@ class OpenAIChat(WireFormat):
         return AssistantMessage(text=msg.get("content") or "", tool_calls=calls,
                                 finish_reason=choice.get("finish_reason"), annotations=annotations)
 
+    def decode_answer(self, body: bytes) -> tuple[AssistantMessage, tuple[Event, ...]]:
+        data = loads_output(body)
+        return _text_answer(data) or (self.message_of(data), self.events_of(data))
+
     def events_of(self, data: Any) -> tuple[Event, ...]:
         choices = data.get("choices")
         if not isinstance(choices, list):
@@ -533,6 +537,41 @@ class OpenAIChat(WireFormat):
         body: dict[str, Any] = {"model": model, "temperature": temperature, "stream": False,
                                 "messages": [{"role": "user", "content": prompt}]}
         return "/v1/chat/completions", with_temperature(body, temperature)
+
+
+def _text_answer(data: Any) -> tuple[AssistantMessage, tuple[Event, ...]] | None:
+    """``message_of`` and ``events_of`` of the common body, read in one look: known fields, one
+    choice of known fields without logprobs, its message of known fields with a text ``content`` (or
+    none) and nothing else but a ``role`` (every other field null or empty). The same message and
+    events those two give it (``tests/test_wire_text_answer.py`` draws bodies around this shape);
+    None for any other body, which they read."""
+    if type(data) is not dict or not _BODY_FIELDS.issuperset(data):
+        return None
+    choices = data.get("choices")
+    if type(choices) is not list or len(choices) != 1:
+        return None
+    choice = choices[0]
+    if (type(choice) is not dict or not _MESSAGE_CHOICE_FIELDS.issuperset(choice)
+            or choice.get("logprobs") is not None):
+        return None
+    msg, c = choice.get("message"), choice.get("index", 0)
+    if type(msg) is not dict or type(c) is not int or c < 0 or not _MESSAGE_KEYS.issuperset(msg):
+        return None
+    content = role = None
+    for key, value in msg.items():
+        if key == "content":
+            content = value
+        elif key == "role":
+            role = value
+        elif value or type(value) is dict:
+            return None  # a refusal, reasoning, tool calls...; an empty legacy ``function_call`` is a call
+    if (content and type(content) is not str) or (role and type(role) is not str):
+        return None
+    finish = choice.get("finish_reason")
+    events: tuple[Event, ...] = (TextDelta(content, c),) if content else ()
+    if finish:
+        events += (Finish(str(finish), c),)
+    return AssistantMessage(content or "", [], finish, []), events
 
 
 def _custom_tool_names(body: dict[str, Any]) -> set[str]:

@@ -1,21 +1,22 @@
-"""The upstream HTTP client on the hot path.
+"""The upstream client on the hot path: forwarding and streaming go through ``proxy.http1``'s pool.
 
 Measured (DESIGN.md and README): httpx's own pool rescans its connections on every request and
-served ~150-200 req/s at 32 concurrent on this machine, against ~1,300-1,400 for aiohttp. Forwarding
-and streaming therefore use one pooled ``aiohttp.ClientSession`` directly; side calls (webhook,
-moderation) use httpx over the aiohttp transport, where the API matters more than the last 20%.
+served ~150-200 req/s at 32 concurrent on this machine, against ~1,300-1,400 for aiohttp; aiohttp's
+client in turn spent about a fifth of a passthrough request's CPU in its own Python (see
+``proxy.http1``). Forwarding and streaming therefore use guardproxy's own HTTP/1.1 pool; side calls
+(webhook, moderation) use httpx over the aiohttp transport, where the API matters more than the last
+20%.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
 
-import aiohttp
-
-from config.errors import UpstreamFailure
 from config.settings import Settings
 from proxy.content_coding import ContentCodingError, ContentDecoder
+from proxy.http1 import Answer, Pool, UpstreamError
+
+__all__ = ["HOP_BY_HOP", "RESPONSE_DROP", "Upstream", "UpstreamError", "UpstreamResponse"]
 
 HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
@@ -30,42 +31,62 @@ POST it guards), and ``Expect`` (the body is already read: a forwarded ``100-con
 upstream wait for a go-ahead nobody sends)."""
 
 RESPONSE_DROP = frozenset({
-    "connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "content-length",
-    "proxy-authenticate", "server", "date",
+    b"connection", b"keep-alive", b"transfer-encoding", b"te", b"trailer", b"upgrade", b"content-length",
+    b"proxy-authenticate", b"server", b"date",
 })
+"""Response headers never relayed (lower-case, as bytes: matched against the raw header names)."""
 
 
-class UpstreamError(UpstreamFailure):
-    """The upstream could not be reached, stalled, or sent what cannot be read. ``timeout`` tells a
-    504 from a 502; ``reason`` (a bounded set of words) labels the fail-closed metric."""
-
-    def __init__(self, message: str, *, timeout: bool, reason: str = "") -> None:
-        super().__init__(message)
-        self.timeout = timeout
-        self.reason = reason or ("stalled" if timeout else "broke")
-
-
-@dataclass(slots=True)
 class UpstreamResponse:
-    status: int
-    headers: list[tuple[str, str]]
-    _resp: aiohttp.ClientResponse
-    _decoder: ContentDecoder | None = None
-    """Set when the caller asked for decoded bytes (``Upstream.request(decode=True)``)."""
+    """An upstream answer whose status and headers are in: the headers the client may see, then the
+    body as it arrives (``iter_chunks``) or whole (``read``)."""
+
+    __slots__ = ("_answer", "_decoder", "content_length", "content_type", "headers", "status")
+
+    def __init__(self, answer: Answer, *, decode: bool) -> None:
+        self.status = answer.status
+        self._answer = answer
+        self._decoder: ContentDecoder | None = None
+        self.content_type = ""
+        """The full content-type header as sent (parameters included)."""
+        self.content_length: int | None = None
+        headers: list[tuple[str, str]] = []
+        coding = ""
+        for raw_name, raw_value in answer.raw_headers:
+            name = raw_name.lower()
+            if name in RESPONSE_DROP:
+                if name == b"content-length" and raw_value.isdigit():
+                    self.content_length = int(raw_value)
+                continue
+            value = raw_value.decode("latin-1")
+            if name == b"content-type":
+                self.content_type = value
+            elif name == b"content-encoding" and decode:
+                coding = value
+                continue
+            headers.append((name.decode("latin-1"), value))
+        self.headers = headers
+        if coding:
+            try:
+                decoder = ContentDecoder(coding)
+            except ContentCodingError as exc:
+                answer.close()
+                raise UpstreamError(str(exc), timeout=False, reason="content_encoding") from exc
+            self._decoder = decoder if decoder.active else None
 
     def iter_chunks(self) -> AsyncIterator[bytes]:
         """The body as it arrives; decoded from its content-encoding when asked (a coding that cannot
         be undone raises ``UpstreamError``, reason ``content_encoding``)."""
         # The raw reads themselves when there is nothing to decode: an open stream suspends one
         # generator (and its frame) fewer.
-        return self._raw_chunks() if self._decoder is None else self._decoded_chunks()
+        return self._answer.chunks() if self._decoder is None else self._decoded_chunks()
 
     async def _decoded_chunks(self) -> AsyncIterator[bytes]:
         # Each loop drops its read before awaiting the next: a suspended generator's locals stay
         # alive, and an idle stream would hold its last read (a burst of frames, whole) meanwhile.
         assert self._decoder is not None
         try:
-            async for chunk in self._raw_chunks():
+            async for chunk in self._answer.chunks():
                 out = self._decoder.feed(chunk)
                 del chunk
                 if out:
@@ -76,38 +97,21 @@ class UpstreamResponse:
         except ContentCodingError as exc:
             raise UpstreamError(str(exc), timeout=False, reason="content_encoding") from exc
 
-    async def _raw_chunks(self) -> AsyncIterator[bytes]:
-        try:
-            async for chunk in self._resp.content.iter_any():
-                yield chunk
-                del chunk
-        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            raise UpstreamError("the upstream stalled past the read timeout", timeout=True) from exc
-        except (aiohttp.ClientError, ConnectionError) as exc:
-            raise UpstreamError(f"the upstream connection broke: {type(exc).__name__}", timeout=False) from exc
-
-    @property
-    def content_length(self) -> int | None:
-        return self._resp.content_length
-
-    @property
-    def content_type(self) -> str:
-        """The full content-type header as sent (parameters included)."""
-        return self._resp.headers.get("content-type", "")
-
     async def read(self) -> bytes:
+        if self._decoder is None:
+            return await self._answer.read()
         return b"".join([c async for c in self.iter_chunks()])
 
     def close(self) -> None:
-        self._resp.close()
+        self._answer.close()
 
 
 class Upstream:
-    """Owns the pooled session; made once per app, closed at shutdown."""
+    """Owns the connection pool; made once per app, closed at shutdown."""
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._session: aiohttp.ClientSession | None = None
+        self._pool: Pool | None = None
         self.bases = {
             "openai": settings.openai_base_url.rstrip("/"),
             "anthropic": settings.anthropic_base_url.rstrip("/"),
@@ -115,37 +119,17 @@ class Upstream:
         }
 
     async def start(self) -> None:
-        connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, enable_cleanup_closed=True)
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self._settings.upstream_connect_timeout_s,
-                                        sock_read=self._settings.upstream_read_timeout_s)
-        self._session = aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=False,
-                                              skip_auto_headers=("User-Agent", "Accept-Encoding", "Accept",
-                                                                 "Content-Type"))
+        self._pool = Pool(connect_timeout=self._settings.upstream_connect_timeout_s,
+                          read_timeout=self._settings.upstream_read_timeout_s)
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        if self._pool is not None:
+            self._pool.close()
 
     async def request(self, method: str, url: str, headers: Mapping[str, str] | list[tuple[str, str]],
                       body: bytes | None, *, decode: bool = False) -> UpstreamResponse:
         """``decode``: undo the response's content-encoding (guarded traffic; the header is dropped).
         Without it the bytes are relayed exactly as sent (passthrough)."""
-        assert self._session is not None, "Upstream.start() was not awaited"
-        try:
-            resp = await self._session.request(method, url, headers=headers, data=body,
-                                               allow_redirects=False, compress=None)
-        except (TimeoutError, aiohttp.ServerTimeoutError) as exc:
-            raise UpstreamError("the upstream did not answer in time", timeout=True, reason="unreachable") from exc
-        except (aiohttp.ClientError, OSError) as exc:
-            raise UpstreamError(f"the upstream is unreachable: {type(exc).__name__}", timeout=False,
-                                reason="unreachable") from exc
-        headers_out = [(k.lower(), v) for k, v in resp.headers.items() if k.lower() not in RESPONSE_DROP]
-        if not decode or "content-encoding" not in resp.headers:
-            return UpstreamResponse(resp.status, headers_out, resp)
-        try:
-            decoder = ContentDecoder(resp.headers.get("content-encoding", ""))
-        except ContentCodingError as exc:
-            resp.close()
-            raise UpstreamError(str(exc), timeout=False, reason="content_encoding") from exc
-        headers_out = [(k, v) for k, v in headers_out if k != "content-encoding"]
-        return UpstreamResponse(resp.status, headers_out, resp, decoder if decoder.active else None)
+        assert self._pool is not None, "Upstream.start() was not awaited"
+        answer = await self._pool.request(method, url, headers, body)
+        return UpstreamResponse(answer, decode=decode)

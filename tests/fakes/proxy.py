@@ -9,6 +9,7 @@ import time
 from typing import Any, Self
 
 import uvicorn
+import uvloop
 from opentelemetry.sdk.trace import TracerProvider
 
 from config.policy import Policy, parse_policy
@@ -46,7 +47,9 @@ class ProxyServer:
         self.loop: asyncio.AbstractEventLoop | None = None
 
     def _run(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        # uvloop, as ``guardproxy serve`` runs (uvicorn's ``loop="auto"``): its transports are not
+        # asyncio's classes, and code that assumed they were passed under the plain loop only.
+        self.loop = uvloop.new_event_loop()
         asyncio.set_event_loop(self.loop)
         try:
             self.loop.run_until_complete(self.server.serve(sockets=[self.sock]))

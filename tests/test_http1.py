@@ -1,0 +1,360 @@
+"""guardproxy's upstream HTTP/1.1 client (``proxy.http1``) against scripted servers on loopback.
+
+Each test runs under both event loops the proxy may get (uvloop, as ``guardproxy serve`` runs, and
+asyncio's own). The servers are raw sockets that write exactly the bytes a test scripts, so framing
+the client must refuse (a body cut short, conflicting lengths, an answer nobody asked for) is real.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any
+
+import pytest
+import uvloop
+
+from proxy.http1 import HIGH_WATER, Pool, UpstreamError
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@pytest.fixture(params=["uvloop", "asyncio"])
+def run(request: pytest.FixtureRequest) -> Callable[[Coroutine[Any, Any, None]], None]:
+    return uvloop.run if request.param == "uvloop" else asyncio.run  # type: ignore[return-value]
+
+
+class Scripted:
+    """A loopback server whose every connection runs ``handler``; counts connections and heads."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.connections = 0
+        self.heads: list[bytes] = []
+        self.server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> Scripted:
+        async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            self.connections += 1
+            try:
+                await self.handler(reader, writer)
+            except (ConnectionError, asyncio.IncompleteReadError):
+                pass
+            finally:
+                writer.close()
+
+        self.server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self.server is not None
+        self.server.close()
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def read_request(self, reader: asyncio.StreamReader) -> bytes:
+        head = await reader.readuntil(b"\r\n\r\n")
+        self.heads.append(head)
+        length = 0
+        for line in head.split(b"\r\n"):
+            name, _, value = line.partition(b":")
+            if name.lower() == b"content-length":
+                length = int(value)
+        return await reader.readexactly(length) if length else b""
+
+
+def ok(body: bytes, *extra: bytes) -> bytes:
+    return b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: %d\r\n%s\r\n%s" % (
+        len(body), b"".join(h + b"\r\n" for h in extra), body)
+
+
+def pool(read_timeout: float = 5.0) -> Pool:
+    return Pool(connect_timeout=2.0, read_timeout=read_timeout)
+
+
+async def fetch(p: Pool, url: str, body: bytes | None = b"{}", method: str = "POST") -> tuple[int, bytes]:
+    answer = await p.request(method, url, [("content-type", "application/json")], body)
+    return answer.status, await answer.read()
+
+
+def test_keep_alive_connections_are_reused_and_the_request_is_framed(run: Any) -> None:
+    async def main() -> None:
+        async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while True:
+                body = await srv.read_request(reader)
+                writer.write(ok(b"got " + body))
+
+        async with Scripted(echo) as srv:
+            p = pool()
+            for i in range(5):
+                assert await fetch(p, srv.url + f"/v1/x?i={i}", b'{"n":%d}' % i) == (200, b'got {"n":%d}' % i)
+            assert srv.connections == 1
+            head = srv.heads[-1]
+            assert head.startswith(b"POST /v1/x?i=4 HTTP/1.1\r\nhost: 127.0.0.1:")
+            assert b"content-type: application/json\r\n" in head and b"content-length: 7\r\n" in head
+            p.close()
+
+    run(main())
+
+
+def test_get_without_body_sends_no_length_and_head_answers_have_no_body(run: Any) -> None:
+    async def main() -> None:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while True:
+                await srv.read_request(reader)
+                writer.write(ok(b"x" * 10) if not srv.heads[-1].startswith(b"HEAD") else
+                             b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n")
+
+        async with Scripted(serve) as srv:
+            p = pool()
+            assert await fetch(p, srv.url + "/models", b"", method="GET") == (200, b"x" * 10)
+            assert b"content-length" not in srv.heads[-1]
+            assert await fetch(p, srv.url + "/models", b"", method="HEAD") == (200, b"")
+            assert await fetch(p, srv.url + "/models", b"", method="GET") == (200, b"x" * 10)
+            p.close()
+
+    run(main())
+
+
+@pytest.mark.parametrize("answer", [
+    b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nhi",
+    b"HTTP/1.1 200 OK\r\n\r\nhi",  # no length, not chunked: the body ends at the close
+    b"HTTP/1.0 200 OK\r\ncontent-length: 2\r\n\r\nhi",
+])
+def test_answers_that_end_the_connection_are_whole_and_not_reused(run: Any, answer: bytes) -> None:
+    async def main() -> None:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await srv.read_request(reader)
+            writer.write(answer)
+            await writer.drain()
+
+        async with Scripted(serve) as srv:
+            p = pool()
+            assert await fetch(p, srv.url + "/a") == (200, b"hi")
+            assert await fetch(p, srv.url + "/a") == (200, b"hi")
+            assert srv.connections == 2
+            p.close()
+
+    run(main())
+
+
+def test_chunked_bodies_interim_answers_and_empty_answers(run: Any) -> None:
+    async def main() -> None:
+        answers = [
+            b"HTTP/1.1 103 Early Hints\r\nlink: </x>\r\n\r\nHTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+            b"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\ntrailer: t\r\n\r\n",
+            b"HTTP/1.1 204 No Content\r\n\r\n",
+            ok(b"after"),
+        ]
+
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            for a in answers:
+                await srv.read_request(reader)
+                writer.write(a)
+            await reader.read()
+
+        async with Scripted(serve) as srv:
+            p = pool()
+            answer = await p.request("POST", srv.url + "/c", [], b"{}")
+            assert answer.status == 200 and (b"link", b"</x>") not in answer.raw_headers
+            assert await answer.read() == b"hello world"
+            assert await fetch(p, srv.url + "/c") == (204, b"")
+            assert await fetch(p, srv.url + "/c") == (200, b"after")
+            assert srv.connections == 1
+            p.close()
+
+    run(main())
+
+
+@pytest.mark.parametrize(("answer", "before_head"), [
+    (b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nshort", False),  # cut short
+    (b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\nhel", False),  # chunked, cut short
+    (b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\nhello\r\n", False),  # bad chunk size
+    (b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\ncontent-length: 3\r\n\r\nhi", True),  # conflicting lengths
+    (b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\ntransfer-encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n", True),
+    (b"SSH-2.0-OpenSSH_9.6\r\n", True),  # not HTTP
+    (b"", True),  # closed with no answer
+    (b"HTTP/1.1 200 OK\r\nx: " + b"y" * 300_000 + b"\r\n\r\n", True),  # headers too large
+])
+def test_broken_framing_fails_closed(run: Any, answer: bytes, before_head: bool) -> None:
+    async def main() -> None:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await srv.read_request(reader)
+            writer.write(answer)
+            await writer.drain()
+
+        async with Scripted(serve) as srv:
+            p = pool()
+            with pytest.raises(UpstreamError) as caught:
+                await fetch(p, srv.url + "/b")
+            assert not caught.value.timeout
+            assert (caught.value.reason == "unreachable") is before_head
+            p.close()
+
+    run(main())
+
+
+def test_stalls_past_the_read_timeout_are_timeouts(run: Any) -> None:
+    async def main() -> None:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await srv.read_request(reader)
+            if len(srv.heads) == 2:
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhalf")
+            await reader.read()  # then nothing more
+
+        async with Scripted(serve) as srv:
+            p = pool(read_timeout=0.2)
+            with pytest.raises(UpstreamError) as before:
+                await fetch(p, srv.url + "/s")
+            assert before.value.timeout and before.value.reason == "unreachable"
+            answer = await p.request("POST", srv.url + "/s", [], b"{}")
+            with pytest.raises(UpstreamError) as during:
+                await answer.read()
+            assert during.value.timeout and during.value.reason == "stalled"
+            p.close()
+
+    run(main())
+
+
+def test_a_slow_reader_pauses_the_upstream_without_timing_out(run: Any) -> None:
+    """Reading pauses once HIGH_WATER bytes wait; a reader slower than the read timeout is not a stall."""
+    async def main() -> None:
+        size = 40 * HIGH_WATER
+
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await srv.read_request(reader)
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % size)
+            for _ in range(40):
+                writer.write(b"z" * HIGH_WATER)
+                await writer.drain()
+            await reader.read()
+
+        async with Scripted(serve) as srv:
+            p = pool(read_timeout=0.1)
+            answer = await p.request("POST", srv.url + "/big", [], b"{}")
+            got, biggest = 0, 0
+            async for chunk in answer.chunks():
+                got += len(chunk)
+                biggest = max(biggest, len(chunk))
+                if got < 4 * HIGH_WATER:
+                    await asyncio.sleep(0.15)  # longer than the read timeout, while reading is paused
+            assert got == size
+            # Paused above the mark: one read never holds the whole body (socket buffers bound the rest).
+            assert biggest < size // 4
+            p.close()
+
+    run(main())
+
+
+def test_idle_connections_the_upstream_closed_are_not_reused(run: Any) -> None:
+    async def main() -> None:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await srv.read_request(reader)
+            writer.write(ok(b"once"))
+            await writer.drain()
+            # closes after one answer although it offered keep-alive
+
+        async with Scripted(serve) as srv:
+            p = pool()
+            for _ in range(3):
+                assert await fetch(p, srv.url + "/i") == (200, b"once")
+                await asyncio.sleep(0.05)  # the close arrives while the connection is idle
+            assert srv.connections == 3
+            p.close()
+
+    run(main())
+
+
+def test_an_answer_nobody_asked_for_drops_the_connection(run: Any) -> None:
+    async def main() -> None:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await srv.read_request(reader)
+            writer.write(ok(b"one") + ok(b"smuggled"))
+            await reader.read()
+
+        async with Scripted(serve) as srv:
+            p = pool()
+            assert await fetch(p, srv.url + "/u") == (200, b"one")
+            await asyncio.sleep(0.05)
+            assert srv.connections == 1
+            # The extra answer closed its connection: the next request's answer is its own.
+            assert await fetch(p, srv.url + "/u") == (200, b"one")
+            assert srv.connections == 2
+            p.close()
+
+    run(main())
+
+
+def test_a_cancelled_request_closes_its_connection(run: Any) -> None:
+    async def main() -> None:
+        closed = asyncio.Event()
+
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await srv.read_request(reader)
+            if await reader.read() == b"":
+                closed.set()
+
+        async with Scripted(serve) as srv:
+            p = pool()
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(0.1):
+                    await fetch(p, srv.url + "/slow")
+            async with asyncio.timeout(5):
+                await closed.wait()
+            p.close()
+
+    run(main())
+
+
+def test_a_closed_answer_with_unread_body_is_not_reused(run: Any) -> None:
+    async def main() -> None:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while True:
+                await srv.read_request(reader)
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\npart")
+
+        async with Scripted(serve) as srv:
+            p = pool()
+            answer = await p.request("POST", srv.url + "/p", [], b"{}")
+            answer.close()
+            answer = await p.request("POST", srv.url + "/p", [], b"{}")
+            answer.close()
+            assert srv.connections == 2
+            p.close()
+
+    run(main())
+
+
+def test_line_breaks_in_headers_are_refused_and_odd_targets_escaped(run: Any) -> None:
+    async def main() -> None:
+        async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while True:
+                await srv.read_request(reader)
+                writer.write(ok(b""))
+
+        async with Scripted(echo) as srv:
+            p = pool()
+            with pytest.raises(UpstreamError):
+                await p.request("POST", srv.url + "/h", [("x-a", "1\r\nx-injected: 1")], b"{}")
+            answer = await p.request("GET", srv.url + "/caf\xe9 x", [], None)
+            await answer.read()
+            assert srv.heads[-1].startswith(b"GET /caf%E9%20x HTTP/1.1\r\n")
+            p.close()
+
+    run(main())
+
+
+def test_unreachable_upstream_is_not_a_timeout(run: Any) -> None:
+    async def main() -> None:
+        async with Scripted(lambda r, w: asyncio.sleep(0)) as srv:
+            url = srv.url
+        p = pool()
+        with pytest.raises(UpstreamError) as caught:
+            await fetch(p, url + "/gone")
+        assert not caught.value.timeout and caught.value.reason == "unreachable"
+        p.close()
+
+    run(main())

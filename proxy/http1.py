@@ -292,6 +292,9 @@ class _Connection(asyncio.Protocol):
             self._transport.write(data)
         return answer
 
+    def closing(self) -> bool:
+        return self._transport is None or self._transport.is_closing()
+
     def resume(self) -> None:
         self.paused = False
         if self._transport is not None and not self.closed:
@@ -423,7 +426,7 @@ class Pool:
         idle = self._idle.get(origin)
         while idle:
             conn = idle.pop()
-            if not conn.closed and self.loop.time() - conn.idle_since < KEEPALIVE_S:
+            if not conn.closed and self.loop.time() - conn.idle_since < KEEPALIVE_S and not conn.closing():
                 return conn
             conn.close()
         return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Any, Self
 
 import pytest
 import uvloop
@@ -33,7 +33,7 @@ class Scripted:
         self.heads: list[bytes] = []
         self.server: asyncio.Server | None = None
 
-    async def __aenter__(self) -> Scripted:
+    async def __aenter__(self) -> Self:
         async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             self.connections += 1
             try:
@@ -144,8 +144,8 @@ def test_answers_that_end_the_connection_are_whole_and_not_reused(run: Any, answ
 def test_chunked_bodies_interim_answers_and_empty_answers(run: Any) -> None:
     async def main() -> None:
         answers = [
-            b"HTTP/1.1 103 Early Hints\r\nlink: </x>\r\n\r\nHTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
-            b"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\ntrailer: t\r\n\r\n",
+            (b"HTTP/1.1 103 Early Hints\r\nlink: </x>\r\n\r\nHTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+            b"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\ntrailer: t\r\n\r\n"),
             b"HTTP/1.1 204 No Content\r\n\r\n",
             ok(b"after"),
         ]

@@ -223,8 +223,9 @@ class Exchange:
             await self._fail(400, "guardproxy does not accept 'background': a background response is "
                                   "retrieved later, unchecked; send it in the foreground", "invalid_request")
             return
+        asked = self.header.get("x-guardproxy-mode")
         try:
-            self.mode = self.services.policy.defaults.mode_for(self.header.get("x-guardproxy-mode"))
+            self.mode = plan.mode if asked is None else self.services.policy.defaults.mode_for(asked)
         except ValueError as exc:
             await self._fail(400, str(exc), "invalid_request")
             return

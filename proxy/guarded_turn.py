@@ -16,7 +16,7 @@ from functools import partial
 from typing import Any
 
 from config.policy import MaxLengthGuardrail, Mode
-from guardrails.datamodel import ANSWER, RequestView
+from guardrails.datamodel import ANSWER, AssistantMessage, RequestView
 from guardrails.seams import StreamContext, StreamGuardrail, TextCompleter, plants_instruction
 from guardrails.stream import ArmedSet, passes_forms, whole_forms
 from guardrails.stream.canary import CanaryProvider, canary_instruction, make_canary_token
@@ -63,12 +63,17 @@ class Plan:
     (``plan_of``): a request then looks up what it would otherwise derive again (the guardrails of
     each lane and their whole-text forms, the limits, a unary turn's ``Rules``)."""
 
-    __slots__ = ("decision_headers", "forms", "lanes", "limits", "plants", "rules", "unary_rules")
+    __slots__ = ("canaries", "decision_headers", "forms", "lanes", "limits", "mode", "plants", "rules",
+                 "unary_rules")
 
     def __init__(self, s: Services) -> None:
         self.plants = any(plants_instruction(g) for g in s.stream_guardrails)
         """The policy plants a canary token in every system prompt (rewriting the body)."""
+        self.canaries = [g for g in s.stream_guardrails if isinstance(g, CanaryProvider)]
+        """Whose index of a long system prompt is built off the event loop (``_warm_prompt_indexes``)."""
         self.limits = Limits.of(s.settings)
+        self.mode: Mode = s.policy.defaults.mode_for(None)
+        """The mode of a request that does not ask for one (``x-guardproxy-mode``)."""
         keys = [(other, for_tools) for other in (False, True) for for_tools in (False, True)]
         self.lanes = {key: _lane_guardrails(s, ANSWER if not key[0] else "", key[1]) for key in keys}
         """The stream checks per (a lane other than the answer's, a tool call's texts)."""
@@ -161,7 +166,19 @@ def _policy_rules(s: Services, interactive: bool, limits: Limits) -> dict[str, A
             "holdback": policy.defaults.holdback_chars, "buffered": s.buffered, "interactive": interactive,
             "max_feedback_rounds": tools.max_feedback_rounds if tools else 0,
             "limits": limits, "on_lanes": s.metrics.unary_lanes.inc,
-            "log_only_start": log_only_ids(s.guard.on_trip, interactive, {}), "vets": partial(needs_vetting, s)}
+            "log_only_start": log_only_ids(s.guard.on_trip, interactive, {}), "vets": _vets_for(s)}
+
+
+def _vets_for(s: Services) -> Callable[[AssistantMessage, tuple[AssistantMessage, ...]], bool]:
+    """``needs_vetting`` for this policy: with neither message checks nor tool rules, never (asked of
+    every unary answer, so decided once here)."""
+    if not s.message_guardrails and s.assessor is None:
+        return _never_vets
+    return partial(needs_vetting, s)
+
+
+def _never_vets(message: AssistantMessage, others: tuple[AssistantMessage, ...]) -> bool:
+    return False
 
 
 class GuardedTurn:
@@ -171,34 +188,33 @@ class GuardedTurn:
                  plan: Plan | None = None) -> None:
         """``plan``: ``plan_of(services)``, when the caller has it."""
         self.services, self.facts, self.responder, self._call = services, facts, responder, call
-        plan = plan or plan_of(services)
-        self.limits = plan.limits
+        self._plan = plan = plan or plan_of(services)
         # What holding back costs a stream's text (``/metrics``); a unary answer streams nothing.
         self.timings = StreamTimings(services.metrics) if facts.view.stream else None
+        token = ""
+        body: dict[str, Any] | JsonBody = facts.json
+        raw = facts.body
         if plan.plants:
-            self.canary_token = make_canary_token()
-            base = facts.wire.with_system(facts.json.data, canary_instruction(self.canary_token))
-            body: dict[str, Any] | JsonBody = base
-            raw = dumps(base).encode()
-        else:
-            self.canary_token, body, raw = "", facts.json, facts.body
-        notes = TurnNotes(services, facts.request_id)
-        interactive = facts.mode == "interactive"
+            token = make_canary_token()
+            body = facts.wire.with_system(facts.json.data, canary_instruction(token))
+            raw = dumps(body).encode()
         # Nothing handed to the turn machine or the vetter points back at this object: a request's
         # objects (its decoded body among them) are freed by reference counting the moment it ends,
         # not by the cycle collector (which, for an agent's 66 KB body at 32 concurrent requests,
         # cost more than the guard itself: bench/request_cost.py).
-        arming = Arming(plan, facts.view, facts.wire.name, self.canary_token)
+        arming = Arming(plan, facts.view, facts.wire.name, token)
+        interactive = facts.mode == "interactive"
         if self.timings is None:
             rules = plan.unary_rules[interactive]
         else:
             rules = Rules(**plan.rules[interactive], arm=arming.arm, arm_tools=arming.arm_tools,
                           passes=arming.passes, passes_tools=arming.passes_tools, clock=time.perf_counter,
                           on_release=self.timings.held)
+        self._notes = notes = TurnNotes(services, facts.request_id)
         self.turn = Turn(Request(facts.wire, body, raw, facts.view, facts.sse), rules, notes, arming)
-        self._notes = notes
-        self._vetter: Vetter | None = None
-        """Made by the first ``Vet`` (at the end of a message): an open stream does not carry it."""
+
+    _vetter: Vetter | None = None
+    """Made by the first ``Vet`` (at the end of a message): an open stream does not carry it."""
 
     # ------------------------------------------------------------------ setup
     @property
@@ -214,13 +230,27 @@ class GuardedTurn:
         if len(self.facts.view.system_prompt) >= WARM_OFF_LOOP_CHARS:
             await self._warm_prompt_indexes()
         pending: list[Command] = self.turn.begin()  # a few commands at a time (a deque costs 600 bytes)
-        stream = self.facts.view.stream
+        if self.timings is None:  # not a stream: each attempt is read whole
+            while pending:
+                cmd = pending.pop(0)
+                if type(cmd) is not Ask:
+                    pending.extend(await self._do(cmd))
+                    continue
+                # (``_unary`` inline: every suspension while the upstream answers passes through each
+                # coroutine frame awaited, so one frame fewer is one step fewer per suspension)
+                try:
+                    resp = await self._call(cmd.body)
+                except UpstreamError as exc:
+                    pending.extend(self.turn.on_unreachable(exc))
+                    continue
+                pending.extend(await self._whole(resp))
+            return
         try:
             while pending:
                 cmd = pending.pop(0)
                 # An upstream attempt of a stream is awaited from here, not through ``_do``: an open
                 # stream suspends one coroutine frame fewer (~350 bytes each).
-                pending.extend(await (self._stream(cmd.body) if stream and type(cmd) is Ask else self._do(cmd)))
+                pending.extend(await (self._stream(cmd.body) if type(cmd) is Ask else self._do(cmd)))
                 del cmd
         finally:
             if self.timings is not None:
@@ -232,17 +262,17 @@ class GuardedTurn:
         prompt = self.facts.view.system_prompt
         if len(prompt) < WARM_OFF_LOOP_CHARS:
             return
-        for g in self.services.stream_guardrails:
-            if isinstance(g, CanaryProvider) and g.cold(prompt):
+        for g in self._plan.canaries:
+            if g.cold(prompt):
                 g.warm(prompt, await asyncio.to_thread(g.index_of, prompt))
 
     async def _do(self, cmd: Command) -> list[Command]:
         r = self.responder
-        match cmd:  # (a unary answer's two commands first: each case is a type test)
-            case Ask():
-                return await (self._stream(cmd.body) if self.facts.view.stream else self._unary(cmd.body))
+        match cmd:  # (a unary answer's reply first: each case is a type test; ``run`` takes an Ask itself)
             case Reply():
                 await r.respond(cmd.status, cmd.body, cmd.headers, cmd.content_type, decided=True)
+            case Ask():
+                return await (self._stream(cmd.body) if self.facts.view.stream else self._unary(cmd.body))
             case Write():
                 r.codec = self.turn.client_codec
                 await r.start(cmd.status, cmd.headers, cmd.content_type)
@@ -284,7 +314,7 @@ class GuardedTurn:
     async def _whole(self, resp: UpstreamResponse) -> list[Command]:
         """Read an answer whole (``Upstream`` has undone its content-encoding)."""
         try:
-            raw = await read_bounded(resp, self.limits)
+            raw = await read_bounded(resp, self._plan.limits)
         except UpstreamError as exc:
             return self.turn.on_unreachable(exc)
         finally:
@@ -313,7 +343,8 @@ class GuardedTurn:
             return await self._whole(resp)
         metrics = self.services.metrics
         metrics.open_streams.inc()
-        budget, limits, timings, responder = ReadBudget(self.limits), self.limits, self.timings, self.responder
+        limits = self._plan.limits
+        budget, timings, responder = ReadBudget(limits), self.timings, self.responder
         try:
             async for chunk in resp.iter_chunks():
                 # Once per upstream read, and a paced stream reads once per delta: the common read

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any, Protocol
 
 from guardrails.datamodel import PRIMARY, AssistantMessage, Event, Frame, RequestView
@@ -500,9 +501,10 @@ class Turn:
     def _unary_reply(self, headers: list[tuple[str, str]], raw: bytes, replaced: str | None = None,
                      content_type: str | None = None) -> Reply:
         """``content_type``: the headers' (or the default), when the caller has it already."""
-        out = [h for h in headers if h[0] != "content-encoding"]
+        out = [h for h in headers if h[0] != "content-encoding"] \
+            if "content-encoding" in map(_NAME, headers) else headers  # (not changed in place below)
         if replaced:
-            out.append(("x-guardproxy-replaced", replaced))
+            out = [*out, ("x-guardproxy-replaced", replaced)]
         self.started = True
         return Reply(self._status, raw, out, content_type or _content_type(headers))
 
@@ -607,6 +609,9 @@ def log_only_ids(on_trip: Mapping[str, OnTrip], interactive: bool, attempts: Map
                      if choose(finding_of("stream", gid, "", "", None, on), interactive=interactive,
                                attempts_used=attempts.get(gid, 0), feedback_rounds_used=0,
                                max_feedback_rounds=0) == "log")
+
+
+_NAME = itemgetter(0)
 
 
 def _content_type(headers: list[tuple[str, str]], default: str = "application/json") -> str:

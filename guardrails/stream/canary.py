@@ -237,14 +237,17 @@ def passes_prompt(index: PromptIndex, pieces: Sequence[str], shingle: int) -> bo
     space), then every window of ``shingle`` characters that no missing stepped gram rules out is
     hashed, as ``_find_runs`` does over the same normalised text (gram offsets are absolute, so
     where the pieces split does not change which windows are hashed)."""
-    norm = ""
-    for piece in pieces:
-        if not piece:
-            continue  # ``check`` skips an empty delta (the token aside)
-        part = normalise(piece)
-        if shingle > 1 and part[:1] == " " and norm[-1:] == " ":
-            part = part[1:]
-        norm += part
+    if len(pieces) == 1:  # (a whole answer's text, most often: nothing to join)
+        norm = normalise(pieces[0])
+    else:
+        norm = ""
+        for piece in pieces:
+            if not piece:
+                continue  # ``check`` skips an empty delta (the token aside)
+            part = normalise(piece)
+            if shingle > 1 and part[:1] == " " and norm[-1:] == " ":
+                part = part[1:]
+            norm += part
     n, q, step = len(norm), QGRAM, GRAM_STEP
     if n < shingle:
         return True

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Sequence
 from functools import partial
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -367,9 +368,21 @@ def _whole_history(body: JsonBody) -> list[HistoryToolCall]:
     return _history(body.data["messages"])
 
 
+_FOLD_EACH = 8
+"""Messages up to which ``_fold`` steps through them in Python (below this, the C scan costs more)."""
+_ROLE = attrgetter("role")
+
+
 def _fold(read: Reading, messages: Sequence[_QuickMessage]) -> Reading | None:
     """``read`` with more messages: what ``parse_request`` does, on the same values (None where a raw
-    field does not decode: the whole path then decides)."""
+    field does not decode: the whole path then decides). A few messages (a turn's) are stepped
+    through; many (a first turn's hundreds) are scanned in C (``_fold_scanned``)."""
+    if len(messages) > _FOLD_EACH:
+        return _fold_scanned(read, messages)
+    return _fold_each(read, messages)
+
+
+def _fold_each(read: Reading, messages: Sequence[_QuickMessage]) -> Reading | None:
     system = list(read.system)
     last_user: _QuickMessage | None = None
     kept = read.kept
@@ -385,6 +398,40 @@ def _fold(read: Reading, messages: Sequence[_QuickMessage]) -> Reading | None:
     except QUICK_REFUSALS:
         return None
     return Reading(read.model, read.stream, tuple(system), text, kept)
+
+
+def _fold_scanned(read: Reading, messages: Sequence[_QuickMessage]) -> Reading | None:
+    """``_fold_each`` with the roles compared in C (``list.count``, ``list.index``, ``in``: ``==``, as
+    the loop compares them): the same fields decoded, in the same order, one Python step per system
+    message instead of one per message (``tests/test_quick_view.py`` compares the two)."""
+    roles = list(map(_ROLE, messages))
+    system, kept = read.system, read.kept
+    try:
+        at = _positions(roles, "system")
+        if developer := _positions(roles, "developer"):
+            at = sorted(at + developer)
+        if at:
+            contents = [messages[i].content for i in at]
+            system = (*system, *map(_system_text, contents))
+            kept = kept and max(map(len, contents)) <= _SYSTEM_TEXT_BYTES
+        if "user" in roles:
+            last_user = messages[len(roles) - 1 - roles[::-1].index("user")]
+            text = _content_text(raw_value(last_user.content))
+        else:
+            text = read.last_user_text
+    except QUICK_REFUSALS:
+        return None
+    return Reading(read.model, read.stream, system, text, kept)
+
+
+def _positions(roles: list[Any], role: str) -> list[int]:
+    """Where ``role`` is in ``roles`` (``==``), in order."""
+    found: list[int] = []
+    at = -1
+    for _ in range(roles.count(role)):
+        at = roles.index(role, at + 1)
+        found.append(at)
+    return found
 
 
 def _read_whole(raw: bytes) -> tuple[Reading, list[_QuickMessage]] | None:
@@ -555,23 +602,27 @@ def _text_answer(data: Any) -> tuple[AssistantMessage, tuple[Event, ...]] | None
             or choice.get("logprobs") is not None):
         return None
     msg, c = choice.get("message"), choice.get("index", 0)
-    if type(msg) is not dict or type(c) is not int or c < 0 or not _MESSAGE_KEYS.issuperset(msg):
+    if type(msg) is not dict or type(c) is not int or c < 0:
         return None
-    content = role = None
-    for key, value in msg.items():
-        if key == "content":
-            content = value
-        elif key == "role":
-            role = value
-        elif value or type(value) is dict:
-            return None  # a refusal, reasoning, tool calls...; an empty legacy ``function_call`` is a call
+    if not _ROLE_CONTENT.issuperset(msg) and not _quiet_besides(msg):
+        return None
+    content, role, finish = msg.get("content"), msg.get("role"), choice.get("finish_reason")
     if (content and type(content) is not str) or (role and type(role) is not str):
         return None
-    finish = choice.get("finish_reason")
-    events: tuple[Event, ...] = (TextDelta(content, c),) if content else ()
-    if finish:
-        events += (Finish(str(finish), c),)
-    return AssistantMessage(content or "", [], finish, []), events
+    message = AssistantMessage(content or "", [], finish, [])
+    if content:
+        return message, (TextDelta(content, c), Finish(str(finish), c)) if finish else (TextDelta(content, c),)
+    return message, (Finish(str(finish), c),) if finish else ()
+
+
+_ROLE_CONTENT = frozenset({"role", "content"})
+
+
+def _quiet_besides(msg: dict[str, Any]) -> bool:
+    """Known fields only, and every one but the role and content null or empty (an empty legacy
+    ``function_call`` object is a call: not quiet)."""
+    return _MESSAGE_KEYS.issuperset(msg) and not any(
+        value or type(value) is dict for key, value in msg.items() if key != "content" and key != "role")
 
 
 def _custom_tool_names(body: dict[str, Any]) -> set[str]:

@@ -137,20 +137,28 @@ class Turns(Generic[S]):
         if len(raw) < MIN_BYTES:
             found = self._whole(raw)
             return None if found is None else found[0]
+        # The groups at each offset kept bodies are grouped at, deepest first, then the first bytes'
+        # (each key made only when the groups before it did not answer).
+        for at in sorted(self._points, reverse=True):
+            if at <= len(raw) and (state := self._from_group(_deep_key(raw, at), raw)) is not None:
+                return state
         key = raw[:KEY_BYTES]
-        deep = [_deep_key(raw, at) for at in sorted(self._points, reverse=True) if at <= len(raw)]
-        for group_key in (*deep, key):
-            group = self._groups.get(group_key)
-            if group is not None:
-                self._groups.move_to_end(group_key)
-                for kept in reversed(group):
-                    state = self._extend(group, kept, raw)
-                    if state is not None:
-                        return state
+        if (state := self._from_group(key, raw)) is not None:
+            return state
         found = self._whole(raw)
         if found is not None and self._keeps(found[0]):
             self._keep(key, _Kept(found[0], len(found[1]), raw, b"", False))
         return None if found is None else found[0]
+
+    def _from_group(self, group_key: bytes, raw: bytes) -> S | None:
+        group = self._groups.get(group_key)
+        if group is not None:
+            self._groups.move_to_end(group_key)
+            for kept in reversed(group):
+                state = self._extend(group, kept, raw)
+                if state is not None:
+                    return state
+        return None
 
     def _extend(self, group: list[_Kept[S]], kept: _Kept[S], raw: bytes) -> S | None:
         if not kept.anchored:
@@ -174,7 +182,9 @@ class Turns(Generic[S]):
         self._forget(kept)
         if self._keeps(state):
             count += len(items)
-            marks = (*[m for m in kept.marks if m[0] <= at][1 - MARKS:], (end, state, count))
+            # (marks are in offset order: after an append, ``at`` is the last one's and all stay)
+            earlier = kept.marks if mark is kept.marks[-1] else [m for m in kept.marks if m[0] <= at]
+            marks = (*earlier[1 - MARKS:], (end, state, count))
             point = marks[0][0] // DEEP_BYTES * DEEP_BYTES
             self._keep(_deep_key(raw, point) if point else raw[:KEY_BYTES],
                        _Kept(state, count, raw[:end], kept.tail, True, marks=marks, point=point))

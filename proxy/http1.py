@@ -169,6 +169,9 @@ class Answer:
 class _Connection(asyncio.Protocol):
     """One keep-alive connection; at most one answer in flight."""
 
+    __slots__ = ("_pool", "origin", "_loop", "_transport", "_parser", "_answer", "_head_bytes", "_head_only",
+                 "_last_rx", "_timer", "paused", "closed", "idle_since")
+
     def __init__(self, pool: Pool, origin: Origin) -> None:
         self._pool = pool
         self.origin = origin

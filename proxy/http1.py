@@ -381,13 +381,15 @@ def _encode(head: str) -> bytes:
 class Pool:
     """Idle connections per origin, most recently used first."""
 
-    def __init__(self, *, connect_timeout: float, read_timeout: float) -> None:
+    def __init__(self, *, connect_timeout: float, read_timeout: float, tls: ssl.SSLContext | None = None) -> None:
+        """``tls``: how ``https`` upstreams are verified; by default the system's trust store with
+        hostname checks (``ssl.create_default_context``), made on the first TLS connection."""
         self.loop = asyncio.get_running_loop()
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self._idle: dict[Origin, list[_Connection]] = {}
         self._origins: dict[str, Origin] = {}
-        self._tls: ssl.SSLContext | None = None
+        self._tls = tls
 
     async def request(self, method: str, url: str, headers: Mapping[str, str] | Sequence[tuple[str, str]],
                       body: bytes | None) -> Answer:

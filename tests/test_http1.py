@@ -8,10 +8,12 @@ the client must refuse (a body cut short, conflicting lengths, an answer nobody 
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Self
 
 import pytest
+import trustme
 import uvloop
 
 from proxy.http1 import HIGH_WATER, Pool, UpstreamError
@@ -33,6 +35,8 @@ class Scripted:
         self.heads: list[bytes] = []
         self.server: asyncio.Server | None = None
 
+    tls: ssl.SSLContext | None = None
+
     async def __aenter__(self) -> Self:
         async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             self.connections += 1
@@ -43,7 +47,7 @@ class Scripted:
             finally:
                 writer.close()
 
-        self.server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
+        self.server = await asyncio.start_server(on_connect, "127.0.0.1", 0, ssl=self.tls)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -53,7 +57,7 @@ class Scripted:
     @property
     def url(self) -> str:
         assert self.server is not None
-        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+        return f"http{'s' if self.tls else ''}://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
 
     async def read_request(self, reader: asyncio.StreamReader) -> bytes:
         head = await reader.readuntil(b"\r\n\r\n")
@@ -356,5 +360,47 @@ def test_unreachable_upstream_is_not_a_timeout(run: Any) -> None:
             await fetch(p, url + "/gone")
         assert not caught.value.timeout and caught.value.reason == "unreachable"
         p.close()
+
+    run(main())
+
+
+def test_https_upstreams_are_verified(run: Any) -> None:
+    """TLS with the default trust store and hostname checks; a certificate nobody vouches for, or one
+    for another host, is an unreachable upstream (a 502), never a request sent in the clear."""
+    ca = trustme.CA()
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server_tls)
+    other_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("upstream.example").configure_cert(other_tls)
+    trusting = ssl.create_default_context()
+    ca.configure_trust(trusting)
+
+    async def main() -> None:
+        async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while True:
+                body = await srv.read_request(reader)
+                writer.write(ok(b"tls " + body))
+
+        srv = Scripted(echo)
+        srv.tls = server_tls
+        async with srv:
+            p = Pool(connect_timeout=2.0, read_timeout=5.0, tls=trusting)
+            for _ in range(3):
+                assert await fetch(p, srv.url + "/v1/x") == (200, b"tls {}")
+            assert srv.connections == 1
+            p.close()
+            untrusting = pool()  # the system's trust store: the test CA is not in it
+            with pytest.raises(UpstreamError) as caught:
+                await fetch(untrusting, srv.url + "/v1/x")
+            assert caught.value.reason == "unreachable" and not caught.value.timeout
+            untrusting.close()
+        srv = Scripted(echo)
+        srv.tls = other_tls
+        async with srv:
+            p = Pool(connect_timeout=2.0, read_timeout=5.0, tls=trusting)
+            with pytest.raises(UpstreamError) as caught:
+                await fetch(p, srv.url + "/v1/x")
+            assert caught.value.reason == "unreachable"
+            p.close()
 
     run(main())

@@ -169,8 +169,21 @@ class Answer:
 class _Connection(asyncio.Protocol):
     """One keep-alive connection; at most one answer in flight."""
 
-    __slots__ = ("_pool", "origin", "_loop", "_transport", "_parser", "_answer", "_head_bytes", "_head_only",
-                 "_last_rx", "_timer", "paused", "closed", "idle_since")
+    __slots__ = (
+        "_answer",
+        "_head_bytes",
+        "_head_only",
+        "_last_rx",
+        "_loop",
+        "_parser",
+        "_pool",
+        "_timer",
+        "_transport",
+        "closed",
+        "idle_since",
+        "origin",
+        "paused",
+    )
 
     def __init__(self, pool: Pool, origin: Origin) -> None:
         self._pool = pool

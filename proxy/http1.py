@@ -126,6 +126,10 @@ class Answer:
                 await self._wait()
 
     async def read(self) -> bytes:
+        if self._done and self._error is None:  # a small answer arrives whole with its head
+            body = self._parts[0] if len(self._parts) == 1 else b"".join(self._parts)
+            self._parts.clear()
+            return body
         return b"".join([c async for c in self.chunks()])
 
     def close(self) -> None:

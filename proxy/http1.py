@@ -364,8 +364,14 @@ class _Connection(asyncio.Protocol):
         """The answer's body ends where the connection does (no length, not chunked, may have a body)."""
         if answer.status in (204, 304):
             return False
-        names = {k.lower() for k, _ in answer.raw_headers}
-        return b"content-length" not in names and b"transfer-encoding" not in names
+        chunked = False
+        for name, value in answer.raw_headers:
+            name = name.lower()
+            if name == b"content-length":
+                return False
+            if name == b"transfer-encoding":  # a final coding other than chunked reads to the close too
+                chunked = value.rsplit(b",", 1)[-1].strip().lower() == b"chunked"
+        return not chunked
 
 
 def _failure(answer: Answer, detail: str, *, timeout: bool = False) -> UpstreamError:

@@ -126,6 +126,7 @@ def test_get_without_body_sends_no_length_and_head_answers_have_no_body(run: Any
 @pytest.mark.parametrize("answer", [
     b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nhi",
     b"HTTP/1.1 200 OK\r\n\r\nhi",  # no length, not chunked: the body ends at the close
+    b"HTTP/1.1 200 OK\r\ntransfer-encoding: identity\r\n\r\nhi",  # a final coding other than chunked: the same
     b"HTTP/1.0 200 OK\r\ncontent-length: 2\r\n\r\nhi",
 ])
 def test_answers_that_end_the_connection_are_whole_and_not_reused(run: Any, answer: bytes) -> None:

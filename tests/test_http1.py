@@ -54,6 +54,29 @@ class Scripted:
         assert self.server is not None
         self.server.close()
 
+    @classmethod
+    def answering(cls, reply: Callable[[bytes, bytes], bytes], tls: ssl.SSLContext | None = None) -> Self:
+        """Answers every request of a connection with ``reply(head, body)``, keeping it open."""
+        async def loop(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            while True:
+                body = await srv.read_request(reader)
+                writer.write(reply(srv.heads[-1], body))
+
+        srv = cls(loop)
+        srv.tls = tls
+        return srv
+
+    @classmethod
+    def answering_once(cls, answer: bytes) -> Self:
+        """Answers the first request of each connection with ``answer``, then closes it."""
+        async def once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await srv.read_request(reader)
+            writer.write(answer)
+            await writer.drain()
+
+        srv = cls(once)
+        return srv
+
     @property
     def url(self) -> str:
         assert self.server is not None
@@ -86,12 +109,7 @@ async def fetch(p: Pool, url: str, body: bytes | None = b"{}", method: str = "PO
 
 def test_keep_alive_connections_are_reused_and_the_request_is_framed(run: Any) -> None:
     async def main() -> None:
-        async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            while True:
-                body = await srv.read_request(reader)
-                writer.write(ok(b"got " + body))
-
-        async with Scripted(echo) as srv:
+        async with Scripted.answering(lambda head, body: ok(b"got " + body)) as srv:
             p = pool()
             for i in range(5):
                 assert await fetch(p, srv.url + f"/v1/x?i={i}", b'{"n":%d}' % i) == (200, b'got {"n":%d}' % i)
@@ -106,13 +124,10 @@ def test_keep_alive_connections_are_reused_and_the_request_is_framed(run: Any) -
 
 def test_get_without_body_sends_no_length_and_head_answers_have_no_body(run: Any) -> None:
     async def main() -> None:
-        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            while True:
-                await srv.read_request(reader)
-                writer.write(ok(b"x" * 10) if not srv.heads[-1].startswith(b"HEAD") else
-                             b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n")
+        def reply(head: bytes, body: bytes) -> bytes:
+            return b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n" if head.startswith(b"HEAD") else ok(b"x" * 10)
 
-        async with Scripted(serve) as srv:
+        async with Scripted.answering(reply) as srv:
             p = pool()
             assert await fetch(p, srv.url + "/models", b"", method="GET") == (200, b"x" * 10)
             assert b"content-length" not in srv.heads[-1]
@@ -131,12 +146,7 @@ def test_get_without_body_sends_no_length_and_head_answers_have_no_body(run: Any
 ])
 def test_answers_that_end_the_connection_are_whole_and_not_reused(run: Any, answer: bytes) -> None:
     async def main() -> None:
-        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await srv.read_request(reader)
-            writer.write(answer)
-            await writer.drain()
-
-        async with Scripted(serve) as srv:
+        async with Scripted.answering_once(answer) as srv:
             p = pool()
             assert await fetch(p, srv.url + "/a") == (200, b"hi")
             assert await fetch(p, srv.url + "/a") == (200, b"hi")
@@ -186,12 +196,7 @@ def test_chunked_bodies_interim_answers_and_empty_answers(run: Any) -> None:
 ])
 def test_broken_framing_fails_closed(run: Any, answer: bytes, before_head: bool) -> None:
     async def main() -> None:
-        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await srv.read_request(reader)
-            writer.write(answer)
-            await writer.drain()
-
-        async with Scripted(serve) as srv:
+        async with Scripted.answering_once(answer) as srv:
             p = pool()
             with pytest.raises(UpstreamError) as caught:
                 await fetch(p, srv.url + "/b")
@@ -256,13 +261,8 @@ def test_a_slow_reader_pauses_the_upstream_without_timing_out(run: Any) -> None:
 
 def test_idle_connections_the_upstream_closed_are_not_reused(run: Any) -> None:
     async def main() -> None:
-        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await srv.read_request(reader)
-            writer.write(ok(b"once"))
-            await writer.drain()
-            # closes after one answer although it offered keep-alive
-
-        async with Scripted(serve) as srv:
+        # closes after one answer although it offered keep-alive
+        async with Scripted.answering_once(ok(b"once")) as srv:
             p = pool()
             for _ in range(3):
                 assert await fetch(p, srv.url + "/i") == (200, b"once")
@@ -316,12 +316,7 @@ def test_a_cancelled_request_closes_its_connection(run: Any) -> None:
 
 def test_a_closed_answer_with_unread_body_is_not_reused(run: Any) -> None:
     async def main() -> None:
-        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            while True:
-                await srv.read_request(reader)
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\npart")
-
-        async with Scripted(serve) as srv:
+        async with Scripted.answering(lambda head, body: b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\npart") as srv:
             p = pool()
             answer = await p.request("POST", srv.url + "/p", [], b"{}")
             answer.close()
@@ -335,12 +330,7 @@ def test_a_closed_answer_with_unread_body_is_not_reused(run: Any) -> None:
 
 def test_line_breaks_in_headers_are_refused_and_odd_targets_escaped(run: Any) -> None:
     async def main() -> None:
-        async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            while True:
-                await srv.read_request(reader)
-                writer.write(ok(b""))
-
-        async with Scripted(echo) as srv:
+        async with Scripted.answering(lambda head, body: ok(b"")) as srv:
             p = pool()
             with pytest.raises(UpstreamError):
                 await p.request("POST", srv.url + "/h", [("x-a", "1\r\nx-injected: 1")], b"{}")
@@ -377,14 +367,10 @@ def test_https_upstreams_are_verified(run: Any) -> None:
     ca.configure_trust(trusting)
 
     async def main() -> None:
-        async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            while True:
-                body = await srv.read_request(reader)
-                writer.write(ok(b"tls " + body))
+        def reply(head: bytes, body: bytes) -> bytes:
+            return ok(b"tls " + body)
 
-        srv = Scripted(echo)
-        srv.tls = server_tls
-        async with srv:
+        async with Scripted.answering(reply, server_tls) as srv:
             p = Pool(connect_timeout=2.0, read_timeout=5.0, tls=trusting)
             for _ in range(3):
                 assert await fetch(p, srv.url + "/v1/x") == (200, b"tls {}")
@@ -395,9 +381,7 @@ def test_https_upstreams_are_verified(run: Any) -> None:
                 await fetch(untrusting, srv.url + "/v1/x")
             assert caught.value.reason == "unreachable" and not caught.value.timeout
             untrusting.close()
-        srv = Scripted(echo)
-        srv.tls = other_tls
-        async with srv:
+        async with Scripted.answering(reply, other_tls) as srv:
             p = Pool(connect_timeout=2.0, read_timeout=5.0, tls=trusting)
             with pytest.raises(UpstreamError) as caught:
                 await fetch(p, srv.url + "/v1/x")

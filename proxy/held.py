@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from guardrails.datamodel import ANSWER, Frame, TextDelta
 
@@ -28,20 +28,28 @@ KEPT_AS_PUSHED = 32
 about 2 µs (two frozen dataclasses), which a short live hold need not pay."""
 
 Retext = Callable[[Frame, str], bytes]
+Waits = Callable[[Iterable[float]], None]
+"""Told, on each release, how long each released frame was held (NaN for a frame that carries no
+text: the receiver leaves those out). One call per release, not per frame."""
+_NO_TEXT = float("nan")
+NO_WAIT = (0.0,)
+"""The hold of a text frame released as it arrived."""
 
 
 class HeldFrames:
     """Frames in arrival order, each with the offset in the accumulated text where it ends."""
 
-    __slots__ = ("_arrived", "_compacted", "_ends", "_first", "_frames", "_redactions", "_start", "_terminal",
-                 "compact")
+    __slots__ = ("_arrived", "_compacted", "_ends", "_first", "_frames", "_on_release", "_redactions", "_start",
+                 "_terminal", "compact")
 
-    def __init__(self, timed: bool) -> None:
+    def __init__(self, on_release: Waits | None = None) -> None:
         self._frames: list[Frame | bytes] = []
         """Each frame as pushed, or the raw bytes of a text frame held compactly."""
         self._ends = array("q")
         """End of each frame in the accumulated text (the next frame starts there)."""
-        self._arrived: array[float] | None = array("d") if timed else None
+        self._on_release = on_release
+        self._arrived: array[float] | None = array("d") if on_release is not None else None
+        """When each frame arrived (``_NO_TEXT`` for one without text), with ``on_release``."""
         self._redactions: dict[int, list[tuple[int, int, str]]] = {}
         """Spans relative to the frame's start, with the mask that stands there instead, by
         sequence number."""
@@ -75,27 +83,56 @@ class HeldFrames:
             frames.append(frame)
         self._ends.append(end)
         if self._arrived is not None:
-            self._arrived.append(arrived)
+            self._arrived.append(arrived if end > start else _NO_TEXT)
+
+    def push_release(self, frame: Frame, start: int, end: int, now: float, limit: int, text: str,
+                     retext: Retext | None) -> list[Frame]:
+        """``push`` of a frame that is not terminal, then ``take`` of the frames that end at or before
+        ``limit`` (none when it is negative): a live stream's text frame, in one call. With nothing
+        held and all of it before ``limit``, the frame goes out as it came, never queued."""
+        frames = self._frames
+        held = len(frames)
+        if not held:
+            if end <= limit:
+                if self._on_release is not None and end > start:
+                    self._on_release(NO_WAIT)
+                return [frame]
+            self._start = start
+        if held >= KEPT_AS_PUSHED and self.compact and _plain_text(frame):
+            frames.append(frame.raw)
+            self._compacted += 1
+        else:
+            frames.append(frame)
+        ends, arrived = self._ends, self._arrived
+        ends.append(end)
+        if arrived is not None:
+            arrived.append(now if end > start else _NO_TEXT)
+        if limit < 0:
+            return []
+        count = bisect_right(ends, limit, 0, held + 1 if self._terminal < 0 else self._terminal - self._first)
+        if not count:
+            return []
+        if self._compacted or self._redactions:
+            return self.take(count, text, retext, now)
+        # ``take``, inline: nothing to rebuild, and no terminal frame among the first ``count``.
+        out = frames[:count]
+        del frames[:count]
+        self._start = ends[count - 1]
+        del ends[:count]
+        if arrived is not None and self._on_release is not None:
+            self._on_release(map(now.__sub__, arrived[:count]))
+            del arrived[:count]
+        self._first += count
+        return out  # type: ignore[return-value]  # nothing compacted: every item is a Frame
 
     def releasable(self, limit: int) -> int:
         """How many of the first frames end at or before ``limit``, stopping before a terminal one."""
         n = len(self._frames) if self._terminal < 0 else self._terminal - self._first
         return bisect_right(self._ends, limit, 0, n)
 
-    def waits(self, count: int, now: float) -> list[float]:
-        """How long each of the first ``count`` frames that carry text has been held."""
-        arrived = self._arrived
-        if arrived is None:
-            return []
-        out, start, ends = [], self._start, self._ends
-        for i in range(count):
-            if ends[i] > start:
-                out.append(now - arrived[i])
-            start = ends[i]
-        return out
-
-    def take(self, count: int, text: str, retext: Retext | None) -> list[Frame]:
-        """The first ``count`` frames as they go out (``retext`` rewrites a redacted one); no longer held."""
+    def take(self, count: int, text: str, retext: Retext | None, now: float) -> list[Frame]:
+        """The first ``count`` frames as they go out (``retext`` rewrites a redacted one); no longer held.
+        ``on_release`` is told how long each was held (until ``now``)."""
         if not count:
             return []
         frames, ends = self._frames, self._ends
@@ -116,17 +153,19 @@ class HeldFrames:
                 start = end
         self._start = ends[count - 1]
         del ends[:count]
-        if self._arrived is not None:
-            del self._arrived[:count]
+        arrived, on_release = self._arrived, self._on_release
+        if arrived is not None and on_release is not None:
+            on_release(map(now.__sub__, arrived[:count]))
+            del arrived[:count]
         self._first += count
         if 0 <= self._terminal < self._first:
             self._terminal = -1
         return out  # type: ignore[return-value]  # every bytes item was rebuilt above
 
-    def take_all(self, count: int, text: str, retext: Retext | None) -> list[Frame]:
+    def take_all(self, count: int, text: str, retext: Retext | None, now: float) -> list[Frame]:
         """The first ``count`` frames, terminal or not (the message has been vetted)."""
         self._terminal = -1
-        return self.take(count, text, retext)
+        return self.take(count, text, retext, now)
 
     def frames(self, text: str) -> list[Frame]:
         """The held frames as pushed, oldest first (redactions apply on release); from now on

@@ -50,6 +50,7 @@ from guardrails.datamodel import (
 )
 from guardrails.decision import Block
 from guardrails.stream import ArmedSet, Trip
+from proxy.held import Waits
 from proxy.stream_guard import CHECK_CHUNK, Step, StreamGuard
 
 COVERAGE_ID = "guardproxy-coverage"
@@ -130,7 +131,7 @@ class ChoiceGuard:
     def __init__(self, arm: ArmFor, *, holdback: int, buffered: bool = False, retext: Retext | None = None,
                  rearm: Callable[[], ArmedSet | None] | None = None, redact_lanes: bool = True,
                  log_only: frozenset[str] = frozenset(),
-                 clock: Callable[[], float] | None = None, on_release: Callable[[float], None] | None = None) -> None:
+                 clock: Callable[[], float] | None = None, on_release: Waits | None = None) -> None:
         self._arm, self._holdback, self._buffered = arm, holdback, buffered
         self._log_only = log_only
         """Guardrails whose block is only recorded (``StreamGuard.log_only``), in every lane."""
@@ -174,7 +175,16 @@ class ChoiceGuard:
         if self.tripped:
             return Step([])
         if not self._multi:
-            kind = _primary_only(frame.events)
+            events = frame.events
+            if len(events) == 1 and type(e := events[0]) is TextDelta and not e.choice and e.channel == ANSWER:
+                # One delta of choice 0's answer (nearly every frame): ``_push_single``, inline.
+                step = self._primary.push_text(frame, e.text)
+                if step.trip is not None:
+                    return self._trip(step.trip)
+                if step.redactions:
+                    self.redaction_log += step.redactions
+                return step
+            kind = _primary_only(events)
             if kind == _PRIMARY:
                 return self._push_single(frame)
             if kind == _PRIMARY_AND_WHOLE:
@@ -197,13 +207,12 @@ class ChoiceGuard:
             return self._trip(step.trip)
         if step.redactions:
             self.redaction_log += step.redactions
-        if step.send:
-            self._sent = True
-        return step
+        return step  # (what it sends, the primary's ``committed`` records: see ``committed``)
 
     def _go_multi(self) -> None:
         """From here on frames go through entries: the primary's held frames become the first ones."""
         self._multi = self._retexts.multi = True
+        self._sent = self._sent or self._primary.committed  # from here on, frames go out through ``_flush``
         fifo = self._fifo.setdefault(id(self._primary), deque())
         for frame in self._primary.hold_as_pushed():
             entry = _Entry(frame, [frame], 1)
@@ -385,7 +394,9 @@ class ChoiceGuard:
     # -- state -----------------------------------------------------------------------------------
     @property
     def committed(self) -> bool:
-        return self._sent
+        """Whether any frame was handed out. With one lane, the primary guard's own record (its frames
+        go out as it releases them); with several, what ``_flush`` released."""
+        return self._sent or (not self._multi and self._primary.committed)
 
     @property
     def text(self) -> str:

@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 from guardrails.datamodel import (
     AssistantMessage,
+    Event,
     Finish,
     Frame,
     StreamError,
@@ -39,7 +40,7 @@ from guardrails.datamodel import (
 from guardrails.decision import Block, Redact
 from guardrails.stream import ArmedSet, Trip
 from guardrails.tools.arguments import decoded_text
-from proxy.held import HeldFrames
+from proxy.held import NO_WAIT, HeldFrames, Waits
 
 CHECK_CHUNK = 1024
 """Text longer than this (a unary body, tool arguments, a huge delta) is checked in pieces of it."""
@@ -65,21 +66,25 @@ class StreamGuard:
                  rearm: Callable[[], ArmedSet | None] | None = None,
                  log_only: frozenset[str] = frozenset(),
                  clock: Callable[[], float] | None = None,
-                 on_release: Callable[[float], None] | None = None) -> None:
+                 on_release: Waits | None = None) -> None:
         self._armed = armed if armed else None
         self._log_only = log_only
         """Guardrails whose block is only recorded: the trip is noted, the check disarmed, the
         stream goes on whole."""
         self.logged: list[Trip] = []
         self._rearm = rearm
-        self._clock = clock if on_release is not None else None
-        self._on_release = on_release
-        """Told, for each text frame released, how long it was held (``clock`` units): ``/metrics``."""
         """Arms a fresh set for each tool call's arguments (text of their own, checked when complete)."""
+        self._clock = clock if on_release is not None else None
+        self._on_release = on_release if clock is not None else None
+        """Told, on each release, how long each released frame was held (``clock`` units; NaN for a
+        frame without text): ``/metrics``. Given with ``clock`` or not at all."""
         self._holdback = holdback if self._armed else 0
         self._buffered = buffered
         self._retext = retext
-        self._queue = HeldFrames(timed=self._clock is not None)
+        self._queue = HeldFrames(self._on_release)
+        self._live = not buffered
+        """No finish, error or tool call seen, not buffered, not tripped: a frame of one short text
+        delta takes ``_push_text``."""
         self._acc = ""
         self._tools: dict[str, ToolCall] = {}
         self._tool_args: dict[str, list[str]] = {}
@@ -94,17 +99,52 @@ class StreamGuard:
 
     # -- input ---------------------------------------------------------------------------------
     def push(self, frame: Frame) -> Step:
+        events = frame.events
+        if len(events) == 1 and type(event := events[0]) is TextDelta:
+            return self.push_text(frame, event.text)
+        return self._push_events(frame, events)
+
+    def push_text(self, frame: Frame, text: str) -> Step:
+        """``push`` of a frame whose only event is one ``TextDelta`` of ``text`` (nearly every frame of
+        a stream). On a live stream, with at most ``CHECK_CHUNK`` characters, the same steps as
+        ``push``, with the checks and their horizons in one pass (``ArmedSet.check_horizon``) and the
+        queue's push and release in one call."""
+        if not self._live or frame.last or len(text) > CHECK_CHUNK:
+            return self._push_events(frame, frame.events)
+        acc, self._acc = self._acc, ""  # detached: CPython grows the one-owner string in place
+        start = len(acc)
+        acc += text
+        self._acc = acc
+        end = len(acc)
+        limit = end - self._holdback
+        armed = self._armed
+        if armed is not None:
+            found = armed.check_horizon(acc, text)
+            if isinstance(found, Trip):
+                redactions: list[Trip] = []
+                trip = self._settle(found, redactions)
+                return self._trip(trip) if trip else self._queued(frame, start, redactions)
+            if found < limit:  # noqa: PLR1730 - min() is a builtin call per delta
+                limit = found
+        out = self._queue.push_release(frame, start, end, self._clock() if self._clock is not None else 0.0, limit,
+                                       acc, self._retext)
+        if out:
+            self.committed = True
+        return Step(out)
+
+    def _push_events(self, frame: Frame, events: tuple[Event, ...]) -> Step:
         if self.tripped:
             return Step([])
         start = len(self._acc)
         redactions: list[Trip] = []
-        for event in frame.events:
+        for event in events:
             if isinstance(event, TextDelta):
                 trip = self._append(event.text, redactions)
                 if trip:
                     return self._trip(trip)
             elif isinstance(event, ToolCallStart):
                 self._holding_tools = True
+                self._live = False
                 self._tools[event.key] = ToolCall(event.call_id, event.name, "")
                 self._tool_args[event.key] = []
             elif isinstance(event, ToolCallArgsDelta):
@@ -115,14 +155,21 @@ class StreamGuard:
                     call.arguments = "".join(self._tool_args.get(event.key, ()))
             elif isinstance(event, StreamError):
                 self.error = event.message
+                self._live = False
             elif isinstance(event, Finish):
                 self.finish_reason = event.reason
+                self._live = False
+        return self._queued(frame, start, redactions)
+
+    def _queued(self, frame: Frame, start: int, redactions: list[Trip]) -> Step:
+        """A frame whose events were taken (text appended and checked, no trip): sent at once, or
+        held with what it redacted applied, and what may now go released."""
         terminal = self.finish_reason is not None or frame.last or self.error is not None
         end = len(self._acc)
         if not self._queue and not terminal and not redactions and end <= self._limit():
             # Nothing held before it and all of it releasable: it goes out without being queued.
             if self._on_release is not None and end > start:
-                self._on_release(0.0)
+                self._on_release(NO_WAIT)
             self.committed = True
             return Step([frame])
         self._queue.push(frame, start, end, terminal, self._clock() if self._clock is not None else 0.0)
@@ -158,6 +205,12 @@ class StreamGuard:
         trip = self._armed.check(self._acc, delta)
         if trip is None:
             return None
+        return self._settle(trip, redactions)
+
+    def _settle(self, trip: Trip | None, redactions: list[Trip]) -> Trip | None:
+        """After a check's trip: a log-only block is noted and the checks run again; each redaction
+        is collected and the checks run again; the first block (or None) is what remains."""
+        assert self._armed is not None
         for _ in range(_MAX_REDACTIONS_PER_DELTA):
             if trip is not None and self._logs(trip, self._armed):
                 trip = self._armed.check(self._acc, "")
@@ -235,8 +288,7 @@ class StreamGuard:
             return []
         queue = self._queue
         count = len(queue) if at_most is None else min(at_most, len(queue))
-        self._report(count)
-        out = queue.take_all(count, self._acc, self._retext)
+        out = queue.take_all(count, self._acc, self._retext, self._clock() if self._clock is not None else 0.0)
         self.committed = self.committed or bool(out)
         return out
 
@@ -270,6 +322,7 @@ class StreamGuard:
     def _trip(self, trip: Trip) -> Step:
         assert isinstance(trip.decision, Block)
         self.tripped = trip
+        self._live = False
         self._queue.clear()
         return Step([], trip=trip)
 
@@ -289,15 +342,8 @@ class StreamGuard:
         count = self._queue.releasable(limit)
         if not count:
             return []
-        self._report(count)
         self.committed = True
-        return self._queue.take(count, self._acc, self._retext)
-
-    def _report(self, count: int) -> None:
-        if self._clock is None or self._on_release is None:
-            return
-        for waited in self._queue.waits(count, self._clock()):
-            self._on_release(waited)
+        return self._queue.take(count, self._acc, self._retext, self._clock() if self._clock is not None else 0.0)
 
     def _apply_redaction(self, trip: Trip) -> None:
         d = trip.decision

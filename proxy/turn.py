@@ -35,6 +35,7 @@ from guardrails.datamodel import PRIMARY, AssistantMessage, Event, Frame, Reques
 from guardrails.decision import Block, Redact
 from guardrails.findings import Act, Finding, OnTrip, choose, finding_of
 from guardrails.stream import ArmedSet, Trip
+from proxy.held import Waits
 from proxy.lanes import COVERAGE_ID, ArmFor, ChoiceGuard
 from proxy.limits import Limits, message_violation, messages_violation
 from proxy.upstream import UpstreamError
@@ -139,8 +140,8 @@ class Rules:
     arm_tools: Callable[[], ArmedSet | None]
     """The stream checks for one tool call's arguments."""
     clock: Callable[[], float] | None = None
-    on_release: Callable[[float], None] | None = None
-    """Told each released text frame's time in the guard (``clock`` units); for ``/metrics``."""
+    on_release: Waits | None = None
+    """Told the released frames' times in the guard (``clock`` units); for ``/metrics``."""
     limits: Limits = field(default_factory=Limits)
     """Bounds on tool calls and argument nesting (``proxy.limits``); past them the answer fails closed."""
     log_only_start: frozenset[str] | None = None

@@ -74,6 +74,14 @@ class ArmedSet:
     # owed text until a redaction owes some (``_NOTHING_OWED`` is shared and never written).
     __slots__ = ("_objects", "_owed", "ids", "window")
 
+    _fused = True
+    """``check_horizon`` runs both steps in one pass; False in a subclass that overrides ``check`` or
+    ``horizon`` (a test's fixed-window guard): there it calls them."""
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._fused = cls.check is ArmedSet.check and cls.horizon is ArmedSet.horizon
+
     def __init__(self, armed: list[tuple[str, DeltaCheck]]) -> None:
         self.ids = [guardrail_id for guardrail_id, _ in armed]
         self._objects = [check for _, check in armed]
@@ -111,6 +119,32 @@ class ArmedSet:
                         owed[later] = owed.get(later, "") + delta
                 return trip
         return None
+
+    def check_horizon(self, accumulated: str, delta: str) -> Trip | int:
+        """``check``, and when nothing trips, ``horizon``, in one pass over the checks: the trip, or
+        the smallest horizon. Each check's horizon depends only on that check's own state, so it is
+        asked right after its own ``check`` passed (the per-delta path: one loop, not two)."""
+        if self._owed or not self._fused:  # a redaction owes later checks some text: the two steps
+            trip = self.check(accumulated, delta)
+            return trip if trip is not None else self.horizon(accumulated)
+        end = len(accumulated)
+        for index, check in enumerate(self._objects):
+            decision = check.check(accumulated, delta)
+            if decision is not PASS and (trip := self._tripped(index, decision, delta)) is not None:
+                return trip
+            at = check.horizon(accumulated)
+            if at < end:  # noqa: PLR1730 - min() is a builtin call per check per delta
+                end = at
+        return end
+
+    def _tripped(self, index: int, decision: Decision, delta: str) -> Trip | None:
+        """``check``'s handling of a non-Pass decision of the check at ``index`` with nothing owed."""
+        trip = _trip(self.ids[index], decision)
+        if trip is not None and isinstance(trip.decision, Redact):
+            owed = self._owed = {}
+            for later in range(index + 1, len(self._objects)):
+                owed[later] = delta
+        return trip
 
     def horizon(self, accumulated: str) -> int:
         """The smallest horizon of the armed checks (``len(accumulated)`` when none is armed):

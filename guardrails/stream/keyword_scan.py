@@ -114,6 +114,8 @@ class KeywordIndex:
         return next(iter(self.automaton.iter(lowered)), None) is None
 
 
+_THROUGH_LAST_SPACE = re.compile(r".*[ \n\t\r]", re.DOTALL)
+"""From a start, through the last whitespace character (a token starts after it); one C pass."""
 _LOOKAHEAD_ROOM = 64
 """Characters past a rule's widest match that its closing lookahead may read (the rules' read one or
 two; a rule with an unbounded lookahead is not one this scanner can bound)."""
@@ -145,15 +147,23 @@ class KeywordScanner:
             return None
         return self._settle(text, final)
 
+    def quiet(self, text: str) -> bool:
+        """Take the keywords of ``text``'s new characters; whether no hit is pending then (``next``
+        would find nothing: the per-delta call of a stream with no keyword in sight)."""
+        if len(text) > self._seen:
+            self._take_keywords(text)
+        return not self._pending
+
     def horizon(self, text: str) -> int:
         end = len(text)
         if end > self._spaced:
-            lo = self._spaced
-            space = max(text.rfind(" ", lo), text.rfind("\n", lo), text.rfind("\t", lo), text.rfind("\r", lo))
-            if space >= 0:
-                self._token_start = space + 1
+            space = _THROUGH_LAST_SPACE.match(text, self._spaced)
+            if space is not None:
+                self._token_start = space.end()
             self._spaced = end
-        lowest = max(self._token_start, end - self._index.lead)
+        lowest = end - self._index.lead
+        if lowest < self._token_start:  # noqa: PLR1730 - max() is a builtin call per delta
+            lowest = self._token_start
         for first, _, _ in self._pending:
             lowest = min(lowest, first)
         return lowest
@@ -163,13 +173,15 @@ class KeywordScanner:
         lo = max(0, seen - self._index.reach + 1)
         segment = text[lo:end]
         segment = segment.lower() if segment.isascii() else segment.translate(_ASCII_LOWER)
-        pending = self._pending
+        self._seen = end
+        pending, added = self._pending, False
         for last, (length, owners) in self._index.automaton.iter(segment):
             if lo + last >= seen:
                 start = lo + last - length + 1
                 pending.extend((_earliest(text, start, rule.back), start, rule) for rule in owners)
-        pending.sort(key=lambda hit: (hit[0], hit[2].number))
-        self._seen = end
+                added = True
+        if added:  # (kept in order otherwise: ``_settle`` keeps a subsequence)
+            pending.sort(key=lambda hit: (hit[0], hit[2].number))
 
     def _settle(self, text: str, final: bool) -> tuple[ScanRule, re.Match[str]] | None:
         end = len(text)

@@ -132,12 +132,18 @@ class SecretsCheck(DeltaCheck):
         """Where the match that blocked starts (tests check it against the horizons returned)."""
 
     def check(self, accumulated: str, delta: str) -> Decision:
+        scanner = self._scanner
+        if self._custom is None and scanner is not None and scanner.quiet(accumulated):
+            return PASS  # the catalog alone, and no keyword pending: ``_scan`` would find nothing
         return self._scan(accumulated, final=False)
 
     def finish(self, accumulated: str) -> Decision:
         return self._scan(accumulated, final=True)
 
     def horizon(self, accumulated: str) -> int:
+        scanner = self._scanner
+        if self._custom is None and scanner is not None:
+            return scanner.horizon(accumulated)
         end = len(accumulated)
         if self._scanner is not None:
             end = min(end, self._scanner.horizon(accumulated))

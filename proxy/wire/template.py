@@ -44,19 +44,19 @@ Decode = Callable[[bytes], Frame]
 class TextTemplate:
     """The bytes around the text of one learnt frame, and the lane its text belongs to."""
 
-    __slots__ = ("_cut", "_tail", "channel", "choice", "prefix", "suffix")
+    __slots__ = ("_cut", "_end", "channel", "choice", "prefix", "suffix")
 
     def __init__(self, prefix: bytes, suffix: bytes, choice: int, channel: str) -> None:
         self.prefix, self.suffix = prefix, suffix
-        self._cut, self._tail = len(prefix), len(suffix)
+        self._cut, self._end = len(prefix), -len(suffix)  # (a suffix holds the string's closing quote)
         self.choice, self.channel = choice, channel
 
     def match(self, raw: bytes) -> Frame | None:
         """``raw`` decoded, when it is this template with another text in its string; else None."""
-        if len(raw) <= self._cut + self._tail or not raw.startswith(self.prefix) or not raw.endswith(self.suffix):
+        if not raw.startswith(self.prefix) or not raw.endswith(self.suffix):
             return None
-        middle = raw[self._cut:len(raw) - self._tail]
-        if _UNSAFE.search(middle) is not None:
+        middle = raw[self._cut:self._end]  # empty too when the prefix and the suffix overlap
+        if not middle or _UNSAFE.search(middle) is not None:
             return None
         try:
             text = middle.decode()

@@ -82,6 +82,19 @@ class DeltaCheck:
         """Called once when the message text is complete (matches that end at the very end)."""
         return PASS
 
+    def check_horizon(self, accumulated: str, delta: str) -> Decision | int:
+        """``check``, then, when it passed, ``horizon``: the decision, or the horizon (an ``int``)
+        for ``PASS``. The pipeline's per-delta call; a check may fuse the two steps (one call instead
+        of two), as long as it returns exactly what they would. A subclass that overrides ``check``
+        or ``horizon`` without overriding this gets this plain form back (``__init_subclass__``)."""
+        decision = self.check(accumulated, delta)
+        return self.horizon(accumulated) if decision is PASS else decision
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if ("check" in cls.__dict__ or "horizon" in cls.__dict__) and "check_horizon" not in cls.__dict__:
+            cls.check_horizon = DeltaCheck.check_horizon  # type: ignore[method-assign]
+
 
 class StreamGuardrail(Protocol):
     """A provider: one instance serves every stream. Per-stream state lives in its ``DeltaCheck``."""

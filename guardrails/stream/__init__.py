@@ -123,16 +123,18 @@ class ArmedSet:
     def check_horizon(self, accumulated: str, delta: str) -> Trip | int:
         """``check``, and when nothing trips, ``horizon``, in one pass over the checks: the trip, or
         the smallest horizon. Each check's horizon depends only on that check's own state, so it is
-        asked right after its own ``check`` passed (the per-delta path: one loop, not two)."""
+        asked right after its own ``check`` passed, in the same call (``DeltaCheck.check_horizon``):
+        the per-delta path, one loop and one call per check."""
         if self._owed or not self._fused:  # a redaction owes later checks some text: the two steps
             trip = self.check(accumulated, delta)
             return trip if trip is not None else self.horizon(accumulated)
         end = len(accumulated)
         for index, check in enumerate(self._objects):
-            decision = check.check(accumulated, delta)
-            if decision is not PASS and (trip := self._tripped(index, decision, delta)) is not None:
-                return trip
-            at = check.horizon(accumulated)
+            at = check.check_horizon(accumulated, delta)
+            if not isinstance(at, int):  # a decision that is not PASS
+                if (trip := self._tripped(index, at, delta)) is not None:
+                    return trip
+                at = check.horizon(accumulated)
             if at < end:  # noqa: PLR1730 - min() is a builtin call per check per delta
                 end = at
         return end

@@ -74,6 +74,8 @@ CACHE_BUDGET_BYTES = 64 * 1024 * 1024
 # its oldest remembered offset (holds more, never less).
 _OFFSETS_KEPT = 64
 _WS_RUN = re.compile(r"\s+")
+_GRAMS = re.compile(f"(?=(.{{{QGRAM}}}))", re.DOTALL)
+"""Every ``QGRAM``-gram from a start on (overlapping), in one C call."""
 _IGNORABLE_RANGES = ((0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
                      (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
                      (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
@@ -135,16 +137,20 @@ class CanaryCheck(DeltaCheck):
         self._horizon = 0
 
     def check(self, accumulated: str, delta: str) -> Decision:
+        found = self.check_horizon(accumulated, delta)
+        return PASS if isinstance(found, int) else found
+
+    def check_horizon(self, accumulated: str, delta: str) -> Decision | int:
         token = self._token
         if token:
             start = max(0, len(accumulated) - len(delta) - len(token) + 1)
             if accumulated.find(token, start) != -1:
                 return self._block("the confidential canary marker")
         if not delta:
-            return PASS
+            return self._horizon
         if not self._shingles:
-            self._horizon = self._token_horizon(accumulated, len(accumulated))
-            return PASS
+            horizon = self._horizon = self._token_horizon(accumulated, len(accumulated))
+            return horizon
         if delta.isascii():  # ``normalise``, inline
             piece = delta.lower()
             if not piece.isprintable() or "  " in piece:
@@ -154,46 +160,52 @@ class CanaryCheck(DeltaCheck):
         tail = self._tail
         if piece[:1] == " " and tail[-1:] == " ":
             piece = piece[1:]  # a whitespace run split across deltas
-        # Every gram that ends in the new text, looked up in C: a flag per gram (1: the prompt's).
-        buf, q = tail + piece, QGRAM
-        t, n, seen = len(tail), len(buf), self._seen
+        buf = tail + piece
+        t, seen = len(tail), self._seen
         offset = seen - t  # where ``buf`` starts in the normalised output
-        lo = t + 1 - q if t >= q else 0
-        present = bytes(map(self._qgrams.__contains__, map(hash, map(buf.__getitem__, map(
-            slice, range(lo, n - q + 1), range(lo + q, n + 1))))))
-        chain = self._chain
-        k = self._shingle
+        lo = t + 1 - QGRAM if t >= QGRAM else 0
+        # Every gram that ends in the new text, looked up in C: a flag per gram (1: the prompt's).
+        present = bytes(map(self._qgrams.__contains__, map(hash, _GRAMS.findall(buf, lo))))
         # A window of ``k`` characters can be a shingle only when every gram in it is the prompt's:
         # so when it starts at or after the chain (the gram before the chain is missing) and holds
-        # no missing gram. Prose has a missing gram every few characters: no window to hash.
+        # no missing gram. Prose misses a gram every few characters: no window to hash.
         first = present.find(0)
-        # the first new window end after the gram that ended the chain, and the last one before the
-        # first missing gram of this delta
-        since = max(t + 1, k, chain - offset + k)
-        if since <= (lo + first + q - 1 if first >= 0 else n) or (first >= 0 and self._run in present):
-            new_run = self._hits(buf, offset, since, n)
+        if first == 0 and self._run not in present:
+            new_run = False  # (the first new gram is missing, and no run after it is long enough)
         else:
-            new_run = False
+            new_run = self._runs(buf, t, offset, lo, first, present)
+        chain = self._chain
         last = present.rfind(0)
         if last >= 0:
             chain = self._chain = offset + lo + last + 1
         raw_start = len(accumulated) - len(delta)
         exact = len(piece) == len(delta)
-        offsets = self._offsets
         if chain >= seen:  # the chain starts in this delta: no older offset is needed any more
-            offsets.clear()
-            offsets.append((seen, raw_start, exact))
+            self._offsets = [(seen, raw_start, exact)]
             horizon = raw_start + (chain - seen) if exact else raw_start
         else:
-            offsets.append((seen, raw_start, exact))
+            self._offsets.append((seen, raw_start, exact))
             horizon = self._raw_offset(chain, len(accumulated))
         self._seen = seen + len(piece)
-        self._tail = buf[1 - k:]
-        self._horizon = self._token_horizon(accumulated, horizon) if token else horizon
-        return self._block("a passage of the system prompt") if new_run else PASS
+        self._tail = buf[1 - self._shingle:]
+        if token:
+            horizon = self._token_horizon(accumulated, horizon)
+        self._horizon = horizon
+        return self._block("a passage of the system prompt") if new_run else horizon
 
     def horizon(self, accumulated: str) -> int:
         return self._horizon
+
+    def _runs(self, buf: str, t: int, offset: int, lo: int, first: int, present: bytes) -> bool:
+        """Whether a shingle of the prompt ends in ``buf[t:]`` and starts a new run, hashing the
+        windows from the first one that starts at or after the chain (the gram before it is
+        missing), when the run of present grams it starts in, or a later one, can hold a window."""
+        k = self._shingle
+        since = max(t + 1, k, self._chain - offset + k)
+        n = len(buf)
+        if since <= (lo + first + QGRAM - 1 if first >= 0 else n) or (first >= 0 and self._run in present):
+            return self._hits(buf, offset, since, n)
+        return False
 
     def _hits(self, buf: str, offset: int, lo: int, hi: int) -> bool:
         """Shingles of the prompt among the windows ending in ``[lo, hi]`` of ``buf``."""

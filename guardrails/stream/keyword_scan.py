@@ -147,12 +147,21 @@ class KeywordScanner:
             return None
         return self._settle(text, final)
 
-    def quiet(self, text: str) -> bool:
-        """Take the keywords of ``text``'s new characters; whether no hit is pending then (``next``
-        would find nothing: the per-delta call of a stream with no keyword in sight)."""
-        if len(text) > self._seen:
+    def quiet_horizon(self, text: str) -> int:
+        """Take the keywords of ``text``'s new characters; then, with no hit pending (``next`` would
+        find nothing), ``horizon``; else -1. The per-delta call of a stream with no keyword in sight."""
+        end = len(text)
+        if end > self._seen:
             self._take_keywords(text)
-        return not self._pending
+        if self._pending:
+            return -1
+        if end > self._spaced:
+            space = _THROUGH_LAST_SPACE.match(text, self._spaced)
+            if space is not None:
+                self._token_start = space.end()
+            self._spaced = end
+        lowest = end - self._index.lead
+        return lowest if lowest > self._token_start else self._token_start  # noqa: FURB136 - max() is a call
 
     def horizon(self, text: str) -> int:
         end = len(text)

@@ -132,10 +132,17 @@ class SecretsCheck(DeltaCheck):
         """Where the match that blocked starts (tests check it against the horizons returned)."""
 
     def check(self, accumulated: str, delta: str) -> Decision:
-        scanner = self._scanner
-        if self._custom is None and scanner is not None and scanner.quiet(accumulated):
-            return PASS  # the catalog alone, and no keyword pending: ``_scan`` would find nothing
         return self._scan(accumulated, final=False)
+
+    def check_horizon(self, accumulated: str, delta: str) -> Decision | int:
+        scanner = self._scanner
+        if self._custom is None and scanner is not None:
+            # The catalog alone: with no keyword hit pending, ``_scan`` would find nothing.
+            at = scanner.quiet_horizon(accumulated)
+            if at >= 0:
+                return at
+        decision = self._scan(accumulated, final=False)
+        return self.horizon(accumulated) if decision is PASS else decision
 
     def finish(self, accumulated: str) -> Decision:
         return self._scan(accumulated, final=True)

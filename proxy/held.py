@@ -89,7 +89,8 @@ class HeldFrames:
                      retext: Retext | None) -> list[Frame]:
         """``push`` of a frame that is not terminal, then ``take`` of the frames that end at or before
         ``limit`` (none when it is negative): a live stream's text frame, in one call. With nothing
-        held and all of it before ``limit``, the frame goes out as it came, never queued."""
+        held and all of it before ``limit``, the frame goes out as it came, never queued. Only while
+        no terminal frame is held (the guard's live path ends with the first one)."""
         frames = self._frames
         held = len(frames)
         if not held:
@@ -109,7 +110,7 @@ class HeldFrames:
             arrived.append(now if end > start else _NO_TEXT)
         if limit < 0:
             return []
-        count = bisect_right(ends, limit, 0, held + 1 if self._terminal < 0 else self._terminal - self._first)
+        count = bisect_right(ends, limit)  # (no terminal frame is held: see the docstring)
         if not count:
             return []
         if self._compacted or self._redactions:

@@ -156,6 +156,11 @@ class ChoiceGuard:
         self.tripped: Trip | None = None
         self.redaction_log: list[Trip] = []
         self._sent = False
+        self._single = True
+        """One lane and not tripped: a frame of one answer delta of choice 0 goes straight to it."""
+        self.tool_call_count = 0
+        """Tool calls begun so far, over every lane (bounded by ``GUARDPROXY_MAX_TOOL_CALLS``; the
+        driver asks after every upstream read): counted after each frame that is not a lone text delta."""
 
     def _new_guard(self, lane: Lane) -> StreamGuard:
         guard = StreamGuard(self._arm(lane[1]), holdback=self._holdback, buffered=self._buffered,
@@ -172,25 +177,31 @@ class ChoiceGuard:
 
     # -- input -----------------------------------------------------------------------------------
     def push(self, frame: Frame) -> Step:
+        events = frame.events
+        if self._single and len(events) == 1 and type(e := events[0]) is TextDelta and not e.choice \
+                and e.channel == ANSWER:
+            # One delta of choice 0's answer (nearly every frame): ``_push_single``, inline.
+            step = self._primary.push_text(frame, e.text)
+            if step.trip is not None:
+                return self._trip(step.trip)
+            if step.redactions:
+                self.redaction_log += step.redactions
+            return step
         if self.tripped:
             return Step([])
         if not self._multi:
-            events = frame.events
-            if len(events) == 1 and type(e := events[0]) is TextDelta and not e.choice and e.channel == ANSWER:
-                # One delta of choice 0's answer (nearly every frame): ``_push_single``, inline.
-                step = self._primary.push_text(frame, e.text)
-                if step.trip is not None:
-                    return self._trip(step.trip)
-                if step.redactions:
-                    self.redaction_log += step.redactions
-                return step
             kind = _primary_only(events)
             if kind == _PRIMARY:
-                return self._push_single(frame)
-            if kind == _PRIMARY_AND_WHOLE:
-                return self._push_single_with_whole(frame)
-            self._go_multi()
-        return self._push_multi(frame)
+                step = self._push_single(frame)
+            elif kind == _PRIMARY_AND_WHOLE:
+                step = self._push_single_with_whole(frame)
+            else:
+                self._go_multi()
+                step = self._push_multi(frame)
+        else:
+            step = self._push_multi(frame)
+        self.tool_call_count = self._tool_calls()
+        return step
 
     def _push_single_with_whole(self, frame: Frame) -> Step:
         """A single-lane frame that also carries whole texts: those are checked first, then the frame
@@ -212,6 +223,7 @@ class ChoiceGuard:
     def _go_multi(self) -> None:
         """From here on frames go through entries: the primary's held frames become the first ones."""
         self._multi = self._retexts.multi = True
+        self._single = False
         self._sent = self._sent or self._primary.committed  # from here on, frames go out through ``_flush``
         fifo = self._fifo.setdefault(id(self._primary), deque())
         for frame in self._primary.hold_as_pushed():
@@ -335,10 +347,8 @@ class ChoiceGuard:
         self._sent = self._sent or bool(out)
         return out
 
-    @property
-    def tool_call_count(self) -> int:
-        """Tool calls begun so far, over every lane (bounded by ``GUARDPROXY_MAX_TOOL_CALLS``)."""
-        if not self._multi:  # the primary lane is the only one (asked after every upstream read)
+    def _tool_calls(self) -> int:
+        if not self._multi:
             return self._primary.tool_call_count
         return sum(g.tool_call_count for g in (*self._lanes.values(), *self._closed))
 
@@ -388,6 +398,7 @@ class ChoiceGuard:
 
     def _trip(self, trip: Trip) -> Step:
         self.tripped = trip
+        self._single = False
         self.drop_held()
         return Step([], trip=trip)
 

@@ -74,7 +74,8 @@ class StreamGuard:
         self.logged: list[Trip] = []
         self._rearm = rearm
         """Arms a fresh set for each tool call's arguments (text of their own, checked when complete)."""
-        self._clock = clock if on_release is not None else None
+        self._now: Callable[[], float] = clock if clock is not None and on_release is not None else float
+        """The clock, or ``float`` (0.0) when nothing is timed."""
         self._on_release = on_release if clock is not None else None
         """Told, on each release, how long each released frame was held (``clock`` units; NaN for a
         frame without text): ``/metrics``. Given with ``clock`` or not at all."""
@@ -87,6 +88,8 @@ class StreamGuard:
         delta takes ``_push_text``."""
         self._acc = ""
         self._tools: dict[str, ToolCall] = {}
+        self.tool_call_count = 0
+        """Tool calls begun so far in this message (the driver asks after every upstream read)."""
         self._tool_args: dict[str, list[str]] = {}
         self._holding_tools = False
         self.finish_reason: str | None = None
@@ -126,7 +129,7 @@ class StreamGuard:
                 return self._trip(trip) if trip else self._queued(frame, start, redactions)
             if found < limit:  # noqa: PLR1730 - min() is a builtin call per delta
                 limit = found
-        out = self._queue.push_release(frame, start, end, self._clock() if self._clock is not None else 0.0, limit,
+        out = self._queue.push_release(frame, start, end, self._now(), limit,
                                        acc, self._retext)
         if out:
             self.committed = True
@@ -146,6 +149,7 @@ class StreamGuard:
                 self._holding_tools = True
                 self._live = False
                 self._tools[event.key] = ToolCall(event.call_id, event.name, "")
+                self.tool_call_count = len(self._tools)
                 self._tool_args[event.key] = []
             elif isinstance(event, ToolCallArgsDelta):
                 self._tool_args.setdefault(event.key, []).append(event.fragment)
@@ -165,6 +169,8 @@ class StreamGuard:
         """A frame whose events were taken (text appended and checked, no trip): sent at once, or
         held with what it redacted applied, and what may now go released."""
         terminal = self.finish_reason is not None or frame.last or self.error is not None
+        if terminal:
+            self._live = False  # (``HeldFrames.push_release`` never sees a terminal frame held)
         end = len(self._acc)
         if not self._queue and not terminal and not redactions and end <= self._limit():
             # Nothing held before it and all of it releasable: it goes out without being queued.
@@ -172,7 +178,7 @@ class StreamGuard:
                 self._on_release(NO_WAIT)
             self.committed = True
             return Step([frame])
-        self._queue.push(frame, start, end, terminal, self._clock() if self._clock is not None else 0.0)
+        self._queue.push(frame, start, end, terminal, self._now())
         self.redaction_log += redactions
         for r in redactions:
             self._apply_redaction(r)
@@ -276,10 +282,6 @@ class StreamGuard:
                     return trip
         return None
 
-    @property
-    def tool_call_count(self) -> int:
-        """Tool calls begun so far in this message."""
-        return len(self._tools)
 
     def release_all(self, at_most: int | None = None) -> list[Frame]:
         """Everything still held, in order (after the driver has vetted the message); at most
@@ -288,7 +290,7 @@ class StreamGuard:
             return []
         queue = self._queue
         count = len(queue) if at_most is None else min(at_most, len(queue))
-        out = queue.take_all(count, self._acc, self._retext, self._clock() if self._clock is not None else 0.0)
+        out = queue.take_all(count, self._acc, self._retext, self._now())
         self.committed = self.committed or bool(out)
         return out
 
@@ -343,7 +345,7 @@ class StreamGuard:
         if not count:
             return []
         self.committed = True
-        return self._queue.take(count, self._acc, self._retext, self._clock() if self._clock is not None else 0.0)
+        return self._queue.take(count, self._acc, self._retext, self._now())
 
     def _apply_redaction(self, trip: Trip) -> None:
         d = trip.decision

@@ -463,7 +463,7 @@ class Turn:
         else:
             for frame in frames:
                 codec.note_sent(frame)
-        return self._write_bytes(b"".join(f.raw for f in frames))
+        return self._write_bytes(frames[0].raw if len(frames) == 1 else b"".join([f.raw for f in frames]))
 
     def _write_bytes(self, data: bytes) -> Write:
         self.started = True

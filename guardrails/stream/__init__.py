@@ -129,18 +129,19 @@ class ArmedSet:
             trip = self.check(accumulated, delta)
             return trip if trip is not None else self.horizon(accumulated)
         end = len(accumulated)
-        for index, check in enumerate(self._objects):
+        for check in self._objects:
             at = check.check_horizon(accumulated, delta)
             if not isinstance(at, int):  # a decision that is not PASS
-                if (trip := self._tripped(index, at, delta)) is not None:
+                if (trip := self._tripped(check, at, delta)) is not None:
                     return trip
                 at = check.horizon(accumulated)
             if at < end:  # noqa: PLR1730 - min() is a builtin call per check per delta
                 end = at
         return end
 
-    def _tripped(self, index: int, decision: Decision, delta: str) -> Trip | None:
-        """``check``'s handling of a non-Pass decision of the check at ``index`` with nothing owed."""
+    def _tripped(self, check: DeltaCheck, decision: Decision, delta: str) -> Trip | None:
+        """``check``'s handling of a non-Pass decision of ``check`` with nothing owed."""
+        index = next(i for i, armed in enumerate(self._objects) if armed is check)
         trip = _trip(self.ids[index], decision)
         if trip is not None and isinstance(trip.decision, Redact):
             owed = self._owed = {}

@@ -112,7 +112,7 @@ class CanaryCheck(DeltaCheck):
     """Per-stream state: the tail of the normalised output, whether a run is being reported, and
     the chain of prompt grams that the horizon follows."""
 
-    __slots__ = ("_chain", "_horizon", "_last_hit", "_offsets", "_qgrams", "_replacement", "_run", "_seen",
+    __slots__ = ("_chain", "_horizon", "_keep", "_last_hit", "_offsets", "_qgrams", "_replacement", "_run", "_seen",
                  "_shingle", "_shingles", "_stride", "_tail", "_token", "window")
 
     def __init__(self, index: PromptIndex, shingle: int, stride: int, min_chars: int, token: str,
@@ -126,6 +126,7 @@ class CanaryCheck(DeltaCheck):
         self._token = token
         self._replacement = replacement
         self._tail = ""  # the last shingle-1 normalised characters of the output
+        self._keep = 1 - shingle  # (the slice that keeps them)
         self._seen = 0  # normalised characters consumed so far
         # Inside one leaked run a stored shingle hits every ``stride`` characters; a run is
         # reported once, and a hit further than ``stride`` from the previous one starts a new run.
@@ -158,14 +159,14 @@ class CanaryCheck(DeltaCheck):
         else:
             piece = normalise(delta)
         tail = self._tail
-        if piece[:1] == " " and tail[-1:] == " ":
+        if tail.endswith(" ") and piece.startswith(" "):
             piece = piece[1:]  # a whitespace run split across deltas
         buf = tail + piece
-        t, seen = len(tail), self._seen
-        offset = seen - t  # where ``buf`` starts in the normalised output
-        lo = t + 1 - QGRAM if t >= QGRAM else 0
+        seen = self._seen
+        now_seen = self._seen = seen + len(piece)
         # Every gram that ends in the new text, looked up in C: a flag per gram (1: the prompt's).
-        present = bytes(map(self._qgrams.__contains__, map(hash, _GRAMS.findall(buf, lo))))
+        # (A negative start is read as 0: the text's first grams.)
+        present = bytes(map(self._qgrams.__contains__, map(hash, _GRAMS.findall(buf, len(tail) + 1 - QGRAM))))
         # A window of ``k`` characters can be a shingle only when every gram in it is the prompt's:
         # so when it starts at or after the chain (the gram before the chain is missing) and holds
         # no missing gram. Prose misses a gram every few characters: no window to hash.
@@ -173,21 +174,25 @@ class CanaryCheck(DeltaCheck):
         if first == 0 and self._run not in present:
             new_run = False  # (the first new gram is missing, and no run after it is long enough)
         else:
-            new_run = self._runs(buf, t, offset, lo, first, present)
+            new_run = self._runs(buf, len(tail), seen, first, present)
         chain = self._chain
         last = present.rfind(0)
-        if last >= 0:
-            chain = self._chain = offset + lo + last + 1
+        if last >= 0:  # the chain starts after the last missing gram (the last flag is the gram at now_seen - QGRAM)
+            chain = self._chain = now_seen - QGRAM + 2 + last - len(present)
         raw_start = len(accumulated) - len(delta)
         exact = len(piece) == len(delta)
+        offsets = self._offsets
         if chain >= seen:  # the chain starts in this delta: no older offset is needed any more
             self._offsets = [(seen, raw_start, exact)]
             horizon = raw_start + (chain - seen) if exact else raw_start
+        elif len(offsets) == 1 and offsets[0][0] <= chain:  # it starts in the delta before (``_raw_offset``)
+            norm_start, raw_before, exact_before = offsets[0]
+            horizon = raw_before + (chain - norm_start) if exact_before else raw_before
+            offsets.append((seen, raw_start, exact))
         else:
-            self._offsets.append((seen, raw_start, exact))
+            offsets.append((seen, raw_start, exact))
             horizon = self._raw_offset(chain, len(accumulated))
-        self._seen = seen + len(piece)
-        self._tail = buf[1 - self._shingle:]
+        self._tail = buf[self._keep:]
         if token:
             horizon = self._token_horizon(accumulated, horizon)
         self._horizon = horizon
@@ -196,11 +201,13 @@ class CanaryCheck(DeltaCheck):
     def horizon(self, accumulated: str) -> int:
         return self._horizon
 
-    def _runs(self, buf: str, t: int, offset: int, lo: int, first: int, present: bytes) -> bool:
-        """Whether a shingle of the prompt ends in ``buf[t:]`` and starts a new run, hashing the
-        windows from the first one that starts at or after the chain (the gram before it is
-        missing), when the run of present grams it starts in, or a later one, can hold a window."""
-        k = self._shingle
+    def _runs(self, buf: str, t: int, seen: int, first: int, present: bytes) -> bool:
+        """Whether a shingle of the prompt ends in ``buf[t:]`` (the normalised output up to ``seen``
+        is ``buf[:t]``) and starts a new run, hashing the windows from the first one that starts at
+        or after the chain (the gram before it is missing), when the run of present grams it starts
+        in, or a later one, can hold a window (``present``: the flags of the grams from ``lo``)."""
+        k, offset = self._shingle, seen - t
+        lo = t + 1 - QGRAM if t >= QGRAM else 0
         since = max(t + 1, k, self._chain - offset + k)
         n = len(buf)
         if since <= (lo + first + QGRAM - 1 if first >= 0 else n) or (first >= 0 and self._run in present):
@@ -260,8 +267,9 @@ def passes_prompt(index: PromptIndex, pieces: Sequence[str], shingle: int) -> bo
     """Whether ``CanaryCheck`` fed ``pieces`` finds no shingle of ``index``: the pieces normalised
     one by one and joined as ``check`` joins them (a whitespace run split across two pieces is one
     space), then every window of ``shingle`` characters that no missing stepped gram rules out is
-    hashed, as ``_find_runs`` does over the same normalised text (gram offsets are absolute, so
-    where the pieces split does not change which windows are hashed)."""
+    hashed (gram offsets are absolute, so where the pieces split does not change which windows are
+    hashed). The streamed check rules windows out by other grams: both hash every window made only
+    of the prompt's grams, so both find every window that is a shingle of the prompt."""
     if len(pieces) == 1:  # (a whole answer's text, most often: nothing to join)
         norm = normalise(pieces[0])
     else:

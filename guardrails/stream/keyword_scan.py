@@ -108,7 +108,7 @@ class KeywordIndex:
 
     def finds_none(self, text: str) -> bool:
         """Whether no keyword occurs in ``text``: then a scanner fed it, in any pieces, never holds a
-        hit (each piece is lowered as ``_take_keywords`` lowers it, and a keyword found in a piece
+        hit (each piece is lowered as ``quiet_horizon`` lowers it, and a keyword found in a piece
         is found in the whole) and reports nothing, ``final`` or not."""
         lowered = text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
         return next(iter(self.automaton.iter(lowered)), None) is None
@@ -141,18 +141,32 @@ class KeywordScanner:
 
     def next(self, text: str, *, final: bool = False) -> tuple[ScanRule, re.Match[str]] | None:
         """The earliest settled match among the pending hits (which then leaves them), or None."""
-        if len(text) > self._seen:
-            self._take_keywords(text)
-        if not self._pending:
+        if self.quiet_horizon(text) >= 0:
             return None
         return self._settle(text, final)
 
     def quiet_horizon(self, text: str) -> int:
         """Take the keywords of ``text``'s new characters; then, with no hit pending (``next`` would
-        find nothing), ``horizon``; else -1. The per-delta call of a stream with no keyword in sight."""
-        end = len(text)
-        if end > self._seen:
-            self._take_keywords(text)
+        find nothing), ``horizon``; else -1. The per-delta call of a stream with no keyword in sight:
+        one automaton pass over the new characters (and the ``reach - 1`` before them, where a keyword
+        may have begun), one regex match for the last whitespace."""
+        end, seen = len(text), self._seen
+        if end > seen:
+            index = self._index
+            lo = seen - index.reach + 1
+            if lo < 0:  # noqa: PLR1730 - max() is a builtin call per delta
+                lo = 0
+            segment = text[lo:end]
+            segment = segment.lower() if segment.isascii() else segment.translate(_ASCII_LOWER)
+            self._seen = end
+            added = False
+            for last, (length, owners) in index.automaton.iter(segment):
+                if lo + last >= seen:
+                    start = lo + last - length + 1
+                    self._pending.extend((_earliest(text, start, rule.back), start, rule) for rule in owners)
+                    added = True
+            if added:  # (kept in order otherwise: ``_settle`` keeps a subsequence)
+                self._pending.sort(key=lambda hit: (hit[0], hit[2].number))
         if self._pending:
             return -1
         if end > self._spaced:
@@ -176,21 +190,6 @@ class KeywordScanner:
         for first, _, _ in self._pending:
             lowest = min(lowest, first)
         return lowest
-
-    def _take_keywords(self, text: str) -> None:
-        end, seen = len(text), self._seen
-        lo = max(0, seen - self._index.reach + 1)
-        segment = text[lo:end]
-        segment = segment.lower() if segment.isascii() else segment.translate(_ASCII_LOWER)
-        self._seen = end
-        pending, added = self._pending, False
-        for last, (length, owners) in self._index.automaton.iter(segment):
-            if lo + last >= seen:
-                start = lo + last - length + 1
-                pending.extend((_earliest(text, start, rule.back), start, rule) for rule in owners)
-                added = True
-        if added:  # (kept in order otherwise: ``_settle`` keeps a subsequence)
-            pending.sort(key=lambda hit: (hit[0], hit[2].number))
 
     def _settle(self, text: str, final: bool) -> tuple[ScanRule, re.Match[str]] | None:
         end = len(text)

@@ -803,11 +803,13 @@ class ChatStream(StreamCodec):
 
     # -- what the client has ------------------------------------------------------------------
     def note_sent(self, frame: Frame) -> None:
-        if frame.events or b'"role"' in frame.raw:
+        events = frame.events
+        if events or b'"role"' in frame.raw:
             self._sent_role = True
-        for e in frame.events:
-            if isinstance(e, ToolCallStart) and e.choice == 0 and e.key.isdigit():
-                self._sent_tool_indexes.add(int(e.key))
+        if ToolCallStart in map(type, events):  # (a frame of text: one C pass, no loop)
+            for e in events:
+                if isinstance(e, ToolCallStart) and e.choice == 0 and e.key.isdigit():
+                    self._sent_tool_indexes.add(int(e.key))
 
     # -- rendering -----------------------------------------------------------------------------
     def _chunk(self, delta: dict[str, Any], finish: str | None = None, index: int = 0) -> dict[str, Any]:

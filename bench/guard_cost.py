@@ -3,10 +3,10 @@
 Run: ``.venv/bin/python -m bench.guard_cost``. Feeds streams of 100, 1,000 and 10,000 deltas of
 3-8 characters of prose and code through an ArmedSet (canary over a 2 KB system prompt, secrets,
 regex with a few patterns, pii, max_length) exactly as the pipeline does (``acc += delta`` then
-``check(acc, delta)``), and the same stream with no guardrail (just accumulating). Reports the
-median over ``RUNS`` runs of ``time.process_time`` per delta, for all of them together and for
-each kind armed alone. The claim under test: the cost per
-delta stays flat as the message grows, because no check rescans the accumulated text.
+``check_horizon(acc, delta)``: each check, then its horizon), and the same stream with no guardrail
+(just accumulating). Reports the median over ``RUNS`` runs of ``time.process_time`` per delta, for
+all of them together and for each kind armed alone. The claim under test: the cost per delta stays
+flat as the message grows, because no check rescans the accumulated text.
 Writes bench/results/guard_cost.json.
 """
 
@@ -29,7 +29,7 @@ from config.policy import (
     StreamGuardrailSpec,
 )
 from guardrails.seams import StreamContext
-from guardrails.stream import ArmedSet, build_stream_guardrails
+from guardrails.stream import ArmedSet, Trip, build_stream_guardrails
 
 SIZES = (100, 1_000, 10_000)
 RUNS = 5
@@ -90,7 +90,8 @@ def run_armed(deltas: list[str], only: str | None = None) -> float:
     start = time.process_time()
     for delta in deltas:
         acc += delta
-        if armed.check(acc, delta) is not None:
+        tripped = isinstance(armed.check_horizon(acc, delta), Trip)
+        if tripped:
             raise AssertionError("the clean stream tripped a guardrail")
     armed.finish(acc)
     return time.process_time() - start

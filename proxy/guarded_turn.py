@@ -346,11 +346,13 @@ class GuardedTurn:
         limits = self._plan.limits
         budget, timings, responder = ReadBudget(limits), self.timings, self.responder
         try:
+            first_read = timings  # (the first upstream byte is timed once)
             async for chunk in resp.iter_chunks():
                 # Once per upstream read, and a paced stream reads once per delta: the common read
                 # is handled inline (no coroutine per step), writes of a started response included.
-                if timings is not None:
-                    timings.upstream_read()
+                if first_read is not None:
+                    first_read.upstream_read()
+                    first_read = None
                 frames_before = turn.frames_in
                 size = len(chunk)
                 cmds = turn.on_chunk(chunk) if size <= OFF_LOOP_CHARS else \

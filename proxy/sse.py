@@ -87,19 +87,15 @@ def parse_fields(raw: bytes) -> SSEFrame:
 class SSESplitter:
     """Feed bytes, get complete frames (raw bytes including their terminating blank line)."""
 
-    __slots__ = ("_buf", "_scan_from")
+    __slots__ = ("_scan_from", "held")
 
     def __init__(self) -> None:
-        self._buf = bytearray()
+        self.held = bytearray()
+        """Bytes of an unfinished frame (read them, never write): empty, the next feed starts a frame."""
         self._scan_from = 0
 
-    @property
-    def idle(self) -> bool:
-        """No bytes held of an unfinished frame: the next feed starts a frame."""
-        return not self._buf
-
     def feed(self, data: bytes) -> list[bytes]:
-        buf = self._buf
+        buf = self.held
         if b"\r" not in data and b"\r" not in buf:
             # No CR: the only blank line is "\n\n", and bytes.split finds each, leftmost first, in C
             # (what the scan below does three finds per frame for). The bytes held hold none.
@@ -109,7 +105,7 @@ class SSESplitter:
             buf += rest
             self._scan_from = max(0, len(rest) - (_LONGEST_TERMINATOR - 1))
             return [part + b"\n\n" for part in parts]
-        self._buf += data
+        self.held += data
         frames: list[bytes] = []
         start = 0
         pos = self._scan_from
@@ -141,7 +137,7 @@ class SSESplitter:
 
     def flush(self) -> bytes:
         """Bytes left after the last complete frame (an unterminated final frame), then reset."""
-        rest = bytes(self._buf)
-        self._buf.clear()
+        rest = bytes(self.held)
+        self.held.clear()
         self._scan_from = 0
         return rest

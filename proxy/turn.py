@@ -369,7 +369,8 @@ class Turn:
             step = guard.push(frame)
             if step.redactions:
                 self.notes.redacted(step.redactions)
-            self._note_logged(guard)
+            if logged := guard.logged:  # (``_note_logged``, inline: asked after every frame)
+                self.notes.logged(logged)
             if step.trip is not None:
                 if emit and release:
                     out.append(self._write(release))

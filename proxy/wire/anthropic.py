@@ -460,7 +460,7 @@ class MessagesStream(StreamCodec):
     def feed(self, data: bytes) -> list[Frame]:
         # A read of one whole text delta of the learnt shape skips the splitter too (``template``).
         template = self._templates.current
-        if template is not None and self._split.idle and (frame := template.match(data)) is not None:
+        if template is not None and not self._split.held and (frame := template.match(data)) is not None:
             return [frame]
         return [self._decode(raw) for raw in self._split.feed(data)]
 

@@ -674,7 +674,7 @@ class ChatStream(StreamCodec):
         # A read of one whole text frame of the learnt shape (a paced stream's every read) skips the
         # splitter too: the template's bytes hold exactly one blank line, at their end.
         template = self._templates.current
-        if template is not None and not self._reasoning and self._split.idle \
+        if template is not None and not self._reasoning and not self._split.held \
                 and (frame := template.match(data)) is not None:
             return [frame]
         return [self._decode(raw) for raw in self._split.feed(data)]

@@ -17,7 +17,7 @@ Lane = tuple[int, str]
 PRIMARY: Lane = (0, ANSWER)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class TextDelta:
     """Output text a client can show, in arrival order, in one *lane*: ``(choice, channel)``.
 
@@ -31,6 +31,12 @@ class TextDelta:
     """The choice / candidate index (``n``, ``candidateCount``)."""
     channel: str = ANSWER
     kind: ClassVar[Literal["text"]] = "text"
+
+    def __init__(self, text: str, choice: int = 0, channel: str = ANSWER) -> None:
+        # The generated frozen __init__, through each slot's own setter (see ``_SET_TEXT``).
+        _SET_TEXT(self, text)
+        _SET_CHOICE(self, choice)
+        _SET_CHANNEL(self, channel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +121,7 @@ Event = (TextDelta | WholeText | LaneEnd | Unvetted | ToolCallStart | ToolCallAr
          | StreamError)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Frame:
     """One upstream frame: its exact bytes (relayed untouched when nothing acts) and what it means."""
 
@@ -127,11 +133,33 @@ class Frame:
     unreadable: bool = False
     """The codec could not read it (not JSON, not the API's shape): the answer fails closed."""
 
+    def __init__(self, raw: bytes, events: tuple[Event, ...] = (), last: bool = False,
+                 unreadable: bool = False) -> None:
+        # The generated frozen __init__, through each slot's own setter (see ``_SET_TEXT``).
+        _SET_RAW(self, raw)
+        _SET_EVENTS(self, events)
+        _SET_LAST(self, last)
+        _SET_UNREADABLE(self, unreadable)
+
     @property
     def text(self) -> str:
         """The answer text of choice 0 in this frame."""
         return "".join(e.text for e in self.events
                        if isinstance(e, TextDelta) and e.choice == 0 and e.channel == ANSWER)
+
+
+# A frozen dataclass's generated __init__ sets each field with object.__setattr__, which looks the
+# name up in the class for every field: about 0.9 us for a TextDelta, 1.2 us for a Frame, both made
+# for every streamed delta. The slots' own setters (member descriptors) store the same values
+# without that lookup, in less than half the time; the classes stay frozen (assignment after
+# __init__ still raises) and keep their generated eq, hash and repr.
+_SET_TEXT = TextDelta.__dict__["text"].__set__
+_SET_CHOICE = TextDelta.__dict__["choice"].__set__
+_SET_CHANNEL = TextDelta.__dict__["channel"].__set__
+_SET_RAW = Frame.__dict__["raw"].__set__
+_SET_EVENTS = Frame.__dict__["events"].__set__
+_SET_LAST = Frame.__dict__["last"].__set__
+_SET_UNREADABLE = Frame.__dict__["unreadable"].__set__
 
 
 @dataclass(slots=True)

@@ -48,16 +48,22 @@ _MAX_REDACTIONS_PER_DELTA = 64
 """Bounds the re-check loop after a redaction (each re-check is O(1) for a check with nothing new)."""
 
 
+_NO_REDACTIONS: list[Trip] = []
+"""The redactions of a step that applied none: one shared list, never written (every reader only
+tests it or adds it to a list of its own)."""
+
+
 class Step:
     """What one push (or end) yields: frames to send, a trip, redactions applied. Built once per
     frame, so a plain slotted class (a frozen dataclass's ``__init__`` costs about 1 µs more)."""
 
     __slots__ = ("redactions", "send", "trip")
 
-    def __init__(self, send: list[Frame], trip: Trip | None = None, redactions: list[Trip] | None = None) -> None:
+    def __init__(self, send: list[Frame], trip: Trip | None = None,
+                 redactions: list[Trip] = _NO_REDACTIONS) -> None:
         self.send = send
         self.trip = trip
-        self.redactions: list[Trip] = [] if redactions is None else redactions
+        self.redactions = redactions
 
 
 class StreamGuard:

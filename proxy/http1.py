@@ -136,6 +136,7 @@ class Answer:
         if not self._done and (conn := self._conn) is not None:
             self._conn = None
             conn.abandon(self)
+        self._done = True  # a read after close ends at once rather than wait for bytes that never come
         self._parts.clear()
 
     async def _wait(self) -> None:

@@ -316,6 +316,46 @@ async def op_first_token(cmd: dict[str, Any]) -> dict[str, Any]:
                    "total": _spread(total[name]), "extra_ms": _spread(extra[name])} for name in names}
 
 
+async def op_paired(cmd: dict[str, Any]) -> dict[str, Any]:
+    """Non-streaming requests one at a time, contenders in turn (the order rotates each round): each
+    round's latencies are taken under the same machine state, so the machine's drift, which moves
+    whole rounds of ``op_load`` by more than the differences sought at c=1, lands on every contender
+    alike. Each contender keeps its own conversation (``request_bodies``: the same body every turn,
+    or a growing one). ``extra_ms``: a contender's latency minus ``base``'s of the same round;
+    ``p50_diff_ms``: the difference of the two medians (the figure ``op_load`` rounds give)."""
+    urls: dict[str, str] = cmd["urls"]
+    model, count, base = cmd["model"], int(cmd["count"]), cmd["base"]
+    check, bodies = Checker(model, False, cmd.get("verify", "bytes")), request_bodies(model, False)
+    names = list(urls)
+    lat: dict[str, list[float]] = {n: [] for n in names}
+    extra: dict[str, list[float]] = {n: [] for n in names}
+    verified = dict.fromkeys(names, 0)
+    async with _session(float(cmd.get("timeout", 30))) as session:
+        for name in names:  # a warm connection to each, and its first turn (a cold cache) left out
+            for body in bodies[:2]:
+                await one(session, urls[name], body, False, check, Tally(), False)
+        for r in range(count):
+            this: dict[str, float] = {}
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                tally = Tally()
+                await one(session, urls[name], bodies[r % len(bodies)], False, check, tally, True)
+                verified[name] += tally.verified
+                if tally.ok and tally.latencies:
+                    this[name] = tally.latencies[0]
+            for name, t in this.items():
+                lat[name].append(t)
+                if base in this:
+                    extra[name].append(t - this[base])
+    out: dict[str, Any] = {}
+    base_p50 = pct(lat[base], 50)
+    for name in names:
+        p50 = pct(lat[name], 50)
+        diff = None if p50 is None or base_p50 is None else round((p50 - base_p50) * 1000, 3)
+        out[name] = {"requests": len(lat[name]), "verified": verified[name], "latency": _spread(lat[name]),
+                     "extra_ms": _spread(extra[name]), "p50_diff_ms": diff}
+    return out
+
+
 def _spread(values: list[float]) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
     for q in (25, 50, 75):
@@ -324,7 +364,8 @@ def _spread(values: list[float]) -> dict[str, float | None]:
     return out
 
 
-OPS = {"load": op_load, "streams": op_streams, "cpu": op_cpu, "hold": op_hold, "first_token": op_first_token}
+OPS = {"load": op_load, "streams": op_streams, "cpu": op_cpu, "hold": op_hold, "first_token": op_first_token,
+       "paired": op_paired}
 
 
 async def serve() -> None:

@@ -99,6 +99,20 @@ class HeldFrames:
                     self._on_release(NO_WAIT)
                 return [frame]
             self._start = start
+        elif held == 1 and self._ends[0] <= limit < end and not self._redactions and not self._compacted:
+            # The steady state of a live stream: the frame held since the last delta goes, this one
+            # stays (what the general path below does, in place).
+            out = [frames[0]]
+            frames[0] = frame
+            ends = self._ends
+            self._start = ends[0]
+            ends[0] = end
+            arrived = self._arrived
+            if arrived is not None and self._on_release is not None:
+                self._on_release((now - arrived[0],))
+                arrived[0] = now if end > start else _NO_TEXT
+            self._first += 1
+            return out  # type: ignore[return-value]  # nothing compacted: a Frame
         if held >= KEPT_AS_PUSHED and self.compact and _plain_text(frame):
             frames.append(frame.raw)
             self._compacted += 1

@@ -158,14 +158,16 @@ class CanaryCheck(DeltaCheck):
         if tail.endswith(" ") and piece.startswith(" "):
             piece = piece[1:]  # a whitespace run split across deltas
         buf = tail + piece
-        t, n, seen, qgrams = len(tail), len(buf), self._seen, self._qgrams
+        t = len(tail)
+        n = len(buf)
+        seen = self._seen
         offset = seen - t  # where ``buf`` starts in the normalised output
         before = self._chain - offset  # where the chain starts (in ``buf``) before this delta
-        missing = -1  # the last gram of the new text missing from the prompt (from its end back)
-        for end in range(n, t if t >= QGRAM - 1 else QGRAM - 1, -1):  # noqa: FURB136 - max() is a call
-            if hash(buf[end - QGRAM:end]) not in qgrams:
-                missing = end - QGRAM
-                break
+        # The last gram of the new text missing from the prompt, from its end back (prose: the last).
+        if n > t and n >= QGRAM and hash(buf[-QGRAM:]) not in self._qgrams:
+            missing = n - QGRAM
+        else:
+            missing = self._last_missing(buf, t)
         # A window of ``k`` characters can be a shingle only when every gram in it is the prompt's.
         k = self._shingle
         if missing < 0:  # every new gram is the prompt's: the windows that start in the chain
@@ -200,6 +202,14 @@ class CanaryCheck(DeltaCheck):
 
     def horizon(self, accumulated: str) -> int:
         return self._horizon
+
+    def _last_missing(self, buf: str, t: int) -> int:
+        """Where the last gram ending in ``buf[t:]`` that is not the prompt's starts, or -1."""
+        qgrams = self._qgrams
+        for end in range(len(buf), t if t >= QGRAM - 1 else QGRAM - 1, -1):  # noqa: FURB136 - max() is a call
+            if hash(buf[end - QGRAM:end]) not in qgrams:
+                return end - QGRAM
+        return -1
 
     def _between(self, buf: str, t: int, offset: int, before: int, missing: int) -> bool:
         """Whether a shingle of the prompt ends in ``[t + 1, missing + QGRAM - 1]`` of ``buf`` and

@@ -335,8 +335,8 @@ class Turn:
             return self.on_unreadable("an event stream answered a non-streaming request")
         try:
             message, events = self.wire.decode_answer(raw)
-            too_big = message_violation(message, self.rules.limits)
-            if too_big is not None:
+            # (no tool call: no bound to pass, ``max_tool_calls`` being at least 0)
+            if message.tool_calls and (too_big := message_violation(message, self.rules.limits)) is not None:
                 return [Fail.upstream(too_big)]
             finding, redacted, others = self._check_body(events)
             if redacted is not None:

@@ -609,7 +609,7 @@ def _text_answer(data: Any) -> tuple[AssistantMessage, tuple[Event, ...]] | None
     content, role, finish = msg.get("content"), msg.get("role"), choice.get("finish_reason")
     if (content and type(content) is not str) or (role and type(role) is not str):
         return None
-    message = AssistantMessage(content or "", [], finish, [])
+    message = AssistantMessage(content or "", [], finish, [], [])
     if content:
         return message, (TextDelta(content, c), Finish(str(finish), c)) if finish else (TextDelta(content, c),)
     return message, (Finish(str(finish), c),) if finish else ()

@@ -144,6 +144,17 @@ def test_a_number_that_runs_on_into_another_is_read_as_the_two_a_stream_sees() -
     assert summary(run(arm(), one_char(text)))[1] == expected
 
 
+def test_a_card_that_opens_an_email_is_read_as_the_email_one_character_at_a_time() -> None:
+    # "5500-0000-0000-0004" is a whole card once "-a" follows it, and an email's local part may
+    # still be starting at the same offset. Settling the card there released the rest of the email
+    # unredacted ("-alice.smith@..." is no email of its own: a "-" precedes it). Found by
+    # test_redactions_are_the_same_whatever_the_chunking, which drew it now and then.
+    text = "5500-0000-0000-0004-alice.smith@corp-mail.co.uk"
+    assert summary(run(arm(), [text]))[1] == [(0, 47, "[email]")]
+    assert summary(run(arm(), one_char(text)))[1] == [(0, 47, "[email]")]
+    assert summary(run(arm(action="replace"), one_char(text)))[0] is not None
+
+
 def test_an_email_after_a_digit_run_is_found_one_character_at_a_time() -> None:
     # One character at a time, "700000000000" (a number, rejected: a digit precedes it) is found
     # while the email that starts one character earlier is not complete yet.

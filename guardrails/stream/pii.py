@@ -233,12 +233,13 @@ class PiiCheck(DeltaCheck):
             match = scanner.next(text, final=final)
             if match is None:
                 break
-            if not final and match.start() > floor and len(text) - floor < self.window:
-                # A match may still begin before this one once more text arrives (digits read as a
-                # number now may turn out to open an email): the text as a whole would be read from
+            if not final and match.start() >= floor and len(text) - floor < self.window:
+                # A match may still begin before this one, or at its start and run on past it, once
+                # more text arrives (digits read as a card now may turn out to open an email:
+                # ``5500-0000-0000-0004-alice@corp.io``): the text as a whole would be read from
                 # there, so wait for it, as for a match not settled yet.
                 earlier = provider.closure.search(text, floor)
-                if earlier < match.start():
+                if earlier <= match.start():
                     scanner.defer(floor, earlier)
                     break
             kind, found = match.lastgroup or "", match.group()

@@ -62,6 +62,9 @@ class _Stream:
             await asyncio.sleep(0)
             yield frame
 
+    def arrived_whole(self) -> bytes | None:
+        return None  # a stream arrives frame by frame
+
     async def read(self) -> bytes:
         return b"".join(self._frames)
 

@@ -47,6 +47,9 @@ class _Answer:
         await asyncio.sleep(0)
         yield self._body
 
+    def arrived_whole(self) -> bytes | None:
+        return self._body  # a small answer arrives whole with its head, as from ``proxy.http1``
+
     async def read(self) -> bytes:
         return self._body
 

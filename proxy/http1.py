@@ -125,6 +125,15 @@ class Answer:
             else:
                 await self._wait()
 
+    def arrived(self) -> bytes | None:
+        """The whole body when it is all in already (a small answer arrives with its head), taken
+        without a read; else None."""
+        if not self._done or self._error is not None:
+            return None
+        body = self._parts[0] if len(self._parts) == 1 else b"".join(self._parts)
+        self._parts.clear()
+        return body
+
     async def read(self) -> bytes:
         if self._done and self._error is None:  # a small answer arrives whole with its head
             body = self._parts[0] if len(self._parts) == 1 else b"".join(self._parts)

@@ -117,8 +117,12 @@ def _too_large(limits: Limits) -> UpstreamError:
 async def read_bounded(resp: UpstreamResponse, limits: Limits) -> bytes:
     """The whole body, or ``UpstreamError`` once it passes ``max_response_bytes``. (``ReadBudget``
     with every read a frame, inline: its frame bound never applies to a whole body.)"""
-    parts: list[bytes] = []
     total, most = 0, limits.max_response_bytes
+    if (body := resp.arrived_whole()) is not None:  # the common small answer: no generator to run
+        if len(body) > most:
+            raise _too_large(limits)
+        return body
+    parts: list[bytes] = []
     async for chunk in resp.iter_chunks():
         total += len(chunk)
         if total > most:

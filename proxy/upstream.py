@@ -97,6 +97,10 @@ class UpstreamResponse:
         except ContentCodingError as exc:
             raise UpstreamError(str(exc), timeout=False, reason="content_encoding") from exc
 
+    def arrived_whole(self) -> bytes | None:
+        """The whole body when it is all in and nothing is to be decoded; else None (read it)."""
+        return self._answer.arrived() if self._decoder is None else None
+
     async def read(self) -> bytes:
         if self._decoder is None:
             return await self._answer.read()

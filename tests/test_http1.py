@@ -389,3 +389,20 @@ def test_https_upstreams_are_verified(run: Any) -> None:
             p.close()
 
     run(main())
+
+
+def test_an_answer_that_arrived_with_its_head_is_taken_whole(run: Any) -> None:
+    async def main() -> None:
+        async with Scripted.answering(lambda head, body: ok(b"small") if b"/small" in head else
+                                      b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhalf") as srv:
+            p = pool(read_timeout=0.2)
+            answer = await p.request("POST", srv.url + "/small", [], b"{}")
+            await asyncio.sleep(0.05)
+            assert answer.arrived() == b"small"
+            answer = await p.request("POST", srv.url + "/part", [], b"{}")
+            assert answer.arrived() is None  # not all in: read it (here it stalls)
+            with pytest.raises(UpstreamError):
+                await answer.read()
+            p.close()
+
+    run(main())

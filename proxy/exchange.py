@@ -239,7 +239,7 @@ class Exchange:
         judge_path = route.path if route.endpoint in ("/chat/completions", "/responses") else None
         facts = Facts(self.request_id, wire, route.provider, route.sse, request, body, view, self.headers, self.query,
                       judge_path, self.mode)
-        self.responder.decision_headers = plan.decision_headers  # (``decision_headers()``, known to apply)
+        self.responder.decision_headers = plan.decision_headers  # which policy and guardrails answered
         self.turn = GuardedTurn(self.services, facts, self.responder, partial(self.upstream_request, identity=True),
                                 plan)
         await self.turn.run()
@@ -269,13 +269,6 @@ class Exchange:
         if given and self.services.book.token_matches(given) is not None:
             return True
         return bool(token) and hmac.compare_digest(given.encode(), (token or "").encode())
-
-    def decision_headers(self) -> list[tuple[bytes, bytes]]:
-        """On guarded routes: which policy (name@version) and which guardrails this response ran under
-        (encoded once per policy)."""
-        if self.wire is None or not self.services.guarding:
-            return []
-        return plan_of(self.services).decision_headers
 
     def _guessed_wire(self) -> str:
         """The API whose error format a request refused before routing gets."""

@@ -95,11 +95,6 @@ def plan_of(s: Services) -> Plan:
     return s.guard.once(Plan, Plan, s)
 
 
-def plants_canary(s: Services) -> bool:
-    """Whether the request's policy plants a canary token in every system prompt (rewriting the body)."""
-    return plan_of(s).plants
-
-
 def _armed_apart(*_: object) -> None:
     raise AssertionError("a turn of a shared Rules arms its checks through its own Arming")
 

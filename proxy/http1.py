@@ -135,9 +135,7 @@ class Answer:
         return body
 
     async def read(self) -> bytes:
-        if self._done and self._error is None:  # a small answer arrives whole with its head
-            body = self._parts[0] if len(self._parts) == 1 else b"".join(self._parts)
-            self._parts.clear()
+        if (body := self.arrived()) is not None:
             return body
         return b"".join([c async for c in self.chunks()])
 

@@ -22,6 +22,7 @@ from config.policy import (
 )
 from guardrails.decision import PASS, Block, Decision, Redact
 from guardrails.seams import DeltaCheck, PassesWhole, StreamContext, StreamGuardrail, passes_whole_of
+from guardrails.stream._invisible import VisibleText, drop_invisible, shows_as_is
 from guardrails.stream.canary import CanaryProvider, canary_instruction, make_canary_token
 from guardrails.stream.max_length import MaxLengthProvider
 from guardrails.stream.patterns import RegexProvider
@@ -68,11 +69,19 @@ class Trip:
 
 
 class ArmedSet:
-    """One stream's armed checks, run in policy order; the first non-Pass decision wins."""
+    """One stream's armed checks, run in policy order; the first non-Pass decision wins.
+
+    Invisible characters (``guardrails.stream._invisible``): from the first delta that carries one,
+    the set keeps the text as a reader sees it (``_view``) and hands it to the checks that read that
+    text (``DeltaCheck.sees_visible_text``), each delta with its invisible characters dropped; their
+    horizons and redaction spans are mapped back to the raw text (a horizon holds the invisible
+    characters just before it, a span covers every one inside the match). The other checks keep the
+    raw text. Until then (nearly every stream) the checks see the raw text, which is then the visible
+    one, and the per-delta cost is one ``str.isascii`` more (one C search for a non-ASCII delta)."""
 
     # One per open stream: its ids and checks in two lists (no pair per check) and no dict of
     # owed text until a redaction owes some (``_NOTHING_OWED`` is shared and never written).
-    __slots__ = ("_objects", "_owed", "ids", "window")
+    __slots__ = ("_objects", "_owed", "_view", "ids", "window")
 
     _fused = True
     """``check_horizon`` runs both steps in one pass; False in a subclass that overrides ``check`` or
@@ -88,6 +97,8 @@ class ArmedSet:
         self.window = max((check.window for check in self._objects), default=0)
         """Hold back at least this many characters: no armed check can still need more."""
         self._owed = _NOTHING_OWED
+        self._view: VisibleText | None = None
+        """The text a reader sees, from the first delta that carried an invisible character on."""
 
     @classmethod
     def arm(cls, guardrails: Sequence[StreamGuardrail], ctx: StreamContext) -> ArmedSet:
@@ -104,6 +115,12 @@ class ArmedSet:
         """The first trip of the armed checks on ``delta``. After a ``Redact`` the caller calls again
         with an empty delta; the checks after the one that redacted have not seen ``delta`` yet, so
         they get it then (``_owed``): a check that reads only the delta (the canary) misses nothing."""
+        view = self._view
+        if view is None and not (delta.isascii() or shows_as_is(delta)):
+            view = self._view = VisibleText()
+            view.add(accumulated[:len(accumulated) - len(delta)])
+        if view is not None:
+            return self._check_seen(view, accumulated, delta)
         owed = self._owed
         # The checks' methods are called, not kept bound per stream (two lists of bound methods
         # were ~860 bytes of every open stream, all armed; a method call costs no more).
@@ -113,10 +130,34 @@ class ArmedSet:
             decision = check.check(accumulated, seen)
             if decision is not PASS and (trip := _trip(self.ids[index], decision)) is not None:
                 if isinstance(trip.decision, Redact):
-                    if owed is _NOTHING_OWED:
-                        owed = self._owed = {}
-                    for later in range(index + 1, len(checks)):
-                        owed[later] = owed.get(later, "") + delta
+                    self._owe(index, delta)
+                return trip
+        return None
+
+    def _owe(self, index: int, delta: str) -> None:
+        """After check ``index`` redacted: the checks after it have not seen ``delta`` yet."""
+        owed = self._owed
+        if owed is _NOTHING_OWED:
+            owed = self._owed = {}
+        for later in range(index + 1, len(self._objects)):
+            owed[later] = owed.get(later, "") + delta
+
+    def _check_seen(self, view: VisibleText, accumulated: str, delta: str) -> Trip | None:
+        """``check`` on a stream that carried an invisible character: a check that reads the visible
+        text gets it, and its redaction is mapped to the raw text; the others get the raw text."""
+        shown = view.add(delta)
+        owed = self._owed
+        for index, check in enumerate(self._objects):
+            raw = owed.pop(index, "") + delta if owed else delta
+            if check.sees_visible_text:
+                decision = check.check(view.text, shown if raw is delta else drop_invisible(raw))
+            else:
+                decision = check.check(accumulated, raw)
+            if decision is not PASS and (trip := _trip(self.ids[index], decision)) is not None:
+                if isinstance(trip.decision, Redact):
+                    self._owe(index, delta)
+                    if check.sees_visible_text:
+                        trip = _mapped(trip, trip.decision, view)
                 return trip
         return None
 
@@ -125,7 +166,9 @@ class ArmedSet:
         the smallest horizon. Each check's horizon depends only on that check's own state, so it is
         asked right after its own ``check`` passed, in the same call (``DeltaCheck.check_horizon``):
         the per-delta path, one loop and one call per check."""
-        if self._owed or not self._fused:  # a redaction owes later checks some text: the two steps
+        if self._owed or not self._fused or self._view is not None \
+                or not (delta.isascii() or shows_as_is(delta)):
+            # A redaction owes later checks some text, or invisible characters: the two steps.
             trip = self.check(accumulated, delta)
             return trip if trip is not None else self.horizon(accumulated)
         end = len(accumulated)
@@ -144,14 +187,14 @@ class ArmedSet:
         index = next(i for i, armed in enumerate(self._objects) if armed is check)
         trip = _trip(self.ids[index], decision)
         if trip is not None and isinstance(trip.decision, Redact):
-            owed = self._owed = {}
-            for later in range(index + 1, len(self._objects)):
-                owed[later] = delta
+            self._owe(index, delta)
         return trip
 
     def horizon(self, accumulated: str) -> int:
         """The smallest horizon of the armed checks (``len(accumulated)`` when none is armed):
         every character before it may be released. See ``DeltaCheck.horizon``."""
+        if self._view is not None:
+            return self._horizon_seen(self._view, accumulated)
         end = len(accumulated)
         for check in self._objects:
             at = check.horizon(accumulated)
@@ -159,9 +202,29 @@ class ArmedSet:
                 end = at
         return end
 
+    def _horizon_seen(self, view: VisibleText, accumulated: str) -> int:
+        """``horizon`` on a stream that carried an invisible character (``_check_seen``)."""
+        end, low = len(accumulated), len(view.text)
+        for check in self._objects:
+            if check.sees_visible_text:
+                visible = check.horizon(view.text)
+                low = min(low, visible)
+                at = view.raw_horizon(visible)
+            else:
+                at = check.horizon(accumulated)
+            end = min(end, at)
+        view.forget_before(low)
+        return end
+
     def finish(self, accumulated: str) -> Trip | None:
+        view = self._view
         for guardrail_id, check in zip(self.ids, self._objects, strict=True):
-            trip = _trip(guardrail_id, check.finish(accumulated))
+            if view is not None and check.sees_visible_text:
+                trip = _trip(guardrail_id, check.finish(view.text))
+                if trip is not None and isinstance(trip.decision, Redact):
+                    trip = _mapped(trip, trip.decision, view)
+            else:
+                trip = _trip(guardrail_id, check.finish(accumulated))
             if trip is not None:
                 return trip
         return None
@@ -189,7 +252,12 @@ def passes_complete(guardrails: Sequence[StreamGuardrail], ctx: StreamContext, p
 
 
 def passes_forms(forms: WholeForms, ctx: StreamContext, pieces: Sequence[str]) -> bool:
-    """``passes_complete`` over guardrails whose forms were looked up before (``whole_forms``)."""
+    """``passes_complete`` over guardrails whose forms were looked up before (``whole_forms``).
+    False for a text that carries an invisible character (rare): the forms and the checks armed
+    alone read the raw text, and only ``ArmedSet`` hands a check the text as a reader sees it."""
+    for piece in pieces:
+        if not (piece.isascii() or shows_as_is(piece)):
+            return False
     for form, guardrail in forms:
         if form is not None and form(ctx, pieces):
             continue
@@ -206,6 +274,13 @@ def _passes_pieces(check: DeltaCheck, pieces: Sequence[str]) -> bool:
         if check.check(accumulated, piece) is not PASS:
             return False
     return check.finish(accumulated) is PASS
+
+
+def _mapped(trip: Trip, redact: Redact, view: VisibleText) -> Trip:
+    """A redaction of the visible text as one of the raw text: the span from the match's first
+    visible character to its last, every invisible character between them inside it."""
+    start, end = view.raw_span(redact.start, redact.end)
+    return Trip(trip.guardrail_id, Redact(redact.reason_code, start, end, redact.mask))
 
 
 def _trip(guardrail_id: str, decision: Decision) -> Trip | None:

@@ -21,8 +21,8 @@ Two detectors share one check:
   (``canary_instruction``), the exact token anywhere in the output is a leak.
 
 Normalisation drops invisible characters (zero-width spaces and joiners, soft hyphens, bidi marks:
-``_INVISIBLE``), then NFKC (full-width and other compatibility forms fold to their plain letters),
-then case folding, then whitespace runs to one space, on both sides. A delta is normalised on its
+``guardrails.stream._invisible.INVISIBLE``, the set the other checks' ``VisibleText`` drops too), then
+NFKC (full-width and other compatibility forms fold to their plain letters), then case folding, then whitespace runs to one space, on both sides. A delta is normalised on its
 own, so a combining mark split from its base across two deltas is compared uncomposed.
 
 **Horizon.** The prompt's ``QGRAM``-grams (every position) are hashed into a second set. Every
@@ -52,6 +52,7 @@ from operator import and_, not_
 from config.policy import CanaryGuardrail
 from guardrails.decision import PASS, SYSTEM_PROMPT_LEAK, Block, Decision
 from guardrails.seams import DeltaCheck, StreamContext
+from guardrails.stream._invisible import INVISIBLE
 from guardrails.stream._prompt_index import PromptIndex, PromptIndexCache
 
 CANARY_PREFIX = "gp-canary-"
@@ -73,14 +74,6 @@ CACHE_BUDGET_BYTES = 64 * 1024 * 1024
 # its oldest remembered offset (holds more, never less).
 _OFFSETS_KEPT = 64
 _WS_RUN = re.compile(r"\s+")
-_IGNORABLE_RANGES = ((0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
-                     (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
-                     (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
-                     (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF))
-_INVISIBLE = dict.fromkeys(cp for lo, hi in _IGNORABLE_RANGES for cp in range(lo, hi + 1))
-"""Unicode's Default_Ignorable_Code_Point characters (zero-width spaces and joiners, soft hyphens, word
-joiners, bidi marks, variation selectors, tags): a client renders none of them, so a prompt copied with
-one after every word shows as the prompt. NFKC keeps them; ``normalise`` drops them (on both sides)."""
 
 
 def make_canary_token() -> str:
@@ -101,7 +94,7 @@ def normalise(text: str) -> str:
         if folded.isprintable() and "  " not in folded:
             return folded  # no whitespace but single spaces: nothing to collapse (most deltas)
     else:
-        folded = unicodedata.normalize("NFKC", text.translate(_INVISIBLE)).casefold()
+        folded = unicodedata.normalize("NFKC", text.translate(INVISIBLE)).casefold()
     return _WS_RUN.sub(" ", folded)
 
 

@@ -43,6 +43,7 @@ _LOOKS_AHEAD = {_constants.AT_END, _constants.AT_END_LINE, _constants.AT_END_STR
 
 class RegexCheck(DeltaCheck):
     __slots__ = ("_gate", "_gate_from", "_horizon", "_horizons", "_idle", "_replacement", "_scanners", "window")
+    sees_visible_text = True  # invisible characters inside a match hide nothing from the reader
 
     def __init__(self, patterns: list[_Compiled], window: int, replacement: str, gate: Gate | None) -> None:
         self.window = window

@@ -209,6 +209,7 @@ class PiiCheck(DeltaCheck):
     """Per-stream state: one tail scanner over the selected categories' alternation."""
 
     __slots__ = ("_horizon", "_provider", "_scanner", "window")
+    sees_visible_text = True  # invisible characters inside a match hide nothing from the reader
 
     def __init__(self, provider: PiiProvider) -> None:
         self.window = PII_WINDOW

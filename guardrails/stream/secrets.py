@@ -121,6 +121,7 @@ class SecretsCheck(DeltaCheck):
     """Per-stream state: the catalog's keyword scanner and, with a rules file, the operator's."""
 
     __slots__ = ("_custom", "_provider", "_scanner", "last_start", "window")
+    sees_visible_text = True  # invisible characters inside a match hide nothing from the reader
 
     def __init__(self, provider: SecretsProvider) -> None:
         self._provider = provider

@@ -38,7 +38,7 @@ from guardrails.datamodel import (
 from guardrails.decision import Redact
 from guardrails.seams import StreamContext
 from guardrails.stream import ArmedSet, Trip, build_stream_guardrails, passes_complete
-from guardrails.stream._invisible import INVISIBLE, drop_invisible
+from guardrails.stream._invisible import INVISIBLE, INVISIBLE_RUN, drop_invisible, shows_as_is
 from proxy.stream_guard import StreamGuard
 from proxy.whole_answer import check_whole_answer
 from tests.secret_samples import TEMPLATES, fill
@@ -65,6 +65,11 @@ def test_the_set_is_one_definition_shared_with_the_canary() -> None:
     assert canary.INVISIBLE is INVISIBLE
     assert drop_invisible("a\u200bb\u00adc\U000e0041d\ufe0f") == "abcd"
     assert drop_invisible("plain") == "plain"
+    # The search that tells a delta carries one finds exactly the characters the table drops.
+    assert all(INVISIBLE_RUN.fullmatch(chr(cp)) for cp in INVISIBLE)
+    neighbours = {cp + d for cp in INVISIBLE for d in (-1, 1)} - set(INVISIBLE)
+    assert not any(INVISIBLE_RUN.search(chr(cp)) for cp in neighbours)
+    assert all(shows_as_is(chr(cp)) for cp in neighbours) and not shows_as_is("a\u200bb")
 
 
 @st.composite
@@ -249,3 +254,21 @@ def test_each_invisible_character_inside_each_kind_of_match(mark: str) -> None:
         _, trip, _, released, redactions, _ = _drive(deltas)
         assert trip is None and [r.mask for r in redactions] == ["[email]"]
         assert released == "Mail [email] now."
+
+
+def test_a_long_stream_of_marks_forgets_old_runs_and_still_maps_a_late_match() -> None:
+    """Hundreds of runs of marks before the match: the map keeps only those about the held tail."""
+    words = ["word\u200b "] * 400 + ["mail ", "al\u2060ice", ".smith@", "corp\u00ad-mail", ".co.uk", " now."]
+    _, trip, _, released, redactions, text = _drive(words)
+    assert trip is None and [r.mask for r in redactions] == ["[email]"]
+    assert text[redactions[0].start:redactions[0].end] == "al\u2060ice.smith@corp\u00ad-mail.co.uk"
+    assert released == "word\u200b " * 400 + "mail [email] now."
+    armed, clean = ArmedSet.arm(PROVIDERS, CTX), ArmedSet.arm(PROVIDERS, CTX)
+    acc = seen = ""
+    for word in words[:400]:
+        acc += word
+        seen += drop_invisible(word)
+        at, expected = armed.check_horizon(acc, word), clean.check_horizon(seen, drop_invisible(word))
+        # the clean horizon, in the raw text: the same visible characters before it, and no mark after them
+        assert isinstance(at, int) and len(drop_invisible(acc[:at])) == expected and ord(acc[at - 1]) not in INVISIBLE
+    assert armed._view is not None and len(armed._view._at) <= 33

@@ -26,7 +26,7 @@ must discard what it saw.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, Protocol
@@ -43,9 +43,9 @@ from proxy.whole_answer import PassesFor, ToolsPass, WholeVerdict, check_whole_a
 from proxy.wire.base import ErrorKind, FinishKind, JsonBody, Replaced, StreamCodec, WireFormat, dumps
 
 BATCH_FRAMES = 32
+"""Released frames sent per write within one upstream read: few sends, bounded delay."""
 RELEASE_BATCH = 4096
 """Frames per write when a held message is released whole (about 0.7 MB of one-character deltas)."""
-"""Released frames sent per write within one upstream read: few sends, bounded delay."""
 NOT_RUN = ("Not run: another tool call in the same turn was blocked by guardproxy. "
            "Call it again if it is still needed.")
 
@@ -304,6 +304,18 @@ class Turn:
         self.frames_in += len(frames)
         return self._relay(frames)
 
+    def frames_of(self, data: bytes) -> list[Frame]:
+        """``on_chunk`` in two steps, for a long read that the driver puts through the guard a slice
+        at a time (``on_frames``): first the read's frames, split and decoded, not yet checked."""
+        frames = self._codec_().feed(data)
+        self.frames_in += len(frames)
+        return frames
+
+    def on_frames(self, frames: Sequence[Frame]) -> list[Command]:
+        """The next frames of ``frames_of``, in order, through the guard (as ``on_chunk`` would have
+        put them: what a trip leaves of the read is not read)."""
+        return self._relay(frames)
+
     def on_end(self) -> list[Command]:
         """The upstream stream ended (cleanly, or after an in-stream error event)."""
         out = self._relay(self._codec_().flush())
@@ -355,7 +367,7 @@ class Turn:
         return [Vet(message, self.view, others)]
 
     # ------------------------------------------------------------------ streaming internals
-    def _relay(self, frames: list[Frame]) -> list[Command]:
+    def _relay(self, frames: Sequence[Frame]) -> list[Command]:
         """Push one upstream read's frames through the guard. Released frames go out in few writes
         (the first at once, then batches); a trip stops reading, after what was released before it."""
         guard, emit = self._guard_(), not self.tail

@@ -218,7 +218,7 @@ class Turns(Generic[S]):
     def _anchor(self, kept: _Kept[S], raw: bytes) -> bool:
         """Find and prove the anchor of an unanchored body from a body that may extend it (once: a
         body whose anchor cannot be proven this way is not tried again)."""
-        body = kept.head
+        body = kept.body
         at = _common_prefix(body, raw)
         if len(raw) <= len(body) or not raw.endswith(body[at:]):
             return False
@@ -228,7 +228,7 @@ class Turns(Generic[S]):
         found = self._whole(body[:at] + b"," + self._probe + body[at:])
         if found is None or len(found[1]) != kept.count + 1 or found[1][-1] != self._probe_item:
             return False
-        kept.head, kept.tail, kept.anchored = body[:at], body[at:], True
+        kept.head, kept.tail, kept.anchored = memoryview(body)[:at], body[at:], True
         kept.marks = ((at, kept.state, kept.count),)
         return True
 

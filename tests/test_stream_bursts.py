@@ -1,0 +1,61 @@
+"""A burst: one upstream read that holds many frames of an answer (an answer cached upstream, a fast
+model, a slow reader catching up). The driver puts such a read through the guard a slice of frames
+at a time (``proxy.guarded_turn.SLICE_FRAMES``) and serves the event loop's other requests between
+slices, so no stream's first token waits behind the checks of another's whole burst. What a client
+gets must not depend on it: the same bytes, the same verdict, the same text, whether the upstream
+sent the frames one write each or all in one write; and nothing of a credential late in the burst
+reaches it."""
+
+from __future__ import annotations
+
+import pytest
+
+from proxy.guarded_turn import SLICE_BYTES, SLICE_FRAMES
+from tests.adversarial import SECRET, STREAM_APIS, client_sees, frames_for
+from tests.apis import raw_call
+from tests.fakes.proxy import ProxyServer
+from tests.fakes.upstream import FakeUpstream, Reply
+
+PROSE = ("the deployment finished after the canary stage and the rollout moved on to every region "
+         "while the dashboards stayed green")
+WORDS = PROSE.split(" ")
+
+
+def _text(words: int, secret_at: int | None = None) -> str:
+    out = [WORDS[i % len(WORDS)] for i in range(words)]
+    if secret_at is not None:
+        out.insert(secret_at, SECRET)
+    return " ".join(out) + " and that was the coda."
+
+
+def _burst(frames: list[bytes]) -> list[bytes]:
+    whole = b"".join(frames)
+    # several slices, each more than one read's worth of a paced stream
+    assert len(whole) > 4 * SLICE_BYTES and len(frames) > 4 * SLICE_FRAMES
+    return [whole]
+
+
+@pytest.mark.parametrize("api", STREAM_APIS)
+def test_a_clean_burst_is_relayed_byte_for_byte(secrets_guard: ProxyServer, upstream: FakeUpstream,
+                                                api: str) -> None:
+    frames = frames_for(api, Reply(text=_text(300)))
+    upstream.queue(Reply(raw_frames=_burst(frames)))
+    raw = raw_call(secrets_guard.url, api, stream=True)
+    assert raw.status == 200 and raw.raw == b"".join(frames)
+
+
+@pytest.mark.parametrize("secret_at", [3, 150, 290])
+@pytest.mark.parametrize("api", STREAM_APIS)
+def test_a_credential_in_a_burst_gets_the_verdict_it_gets_frame_by_frame(
+        secrets_guard: ProxyServer, upstream: FakeUpstream, api: str, secret_at: int) -> None:
+    frames = frames_for(api, Reply(text=_text(300, secret_at)))
+    burst = client_sees(secrets_guard.url, api, lambda: upstream.queue(Reply(raw_frames=_burst(frames))))
+    paced = client_sees(secrets_guard.url, api, lambda: upstream.queue(Reply(raw_frames=frames)))
+    assert SECRET not in burst.everything() and SECRET[4:] not in burst.everything()
+    assert burst.raw.status == paced.raw.status == 200
+    assert burst.sdk is not None and paced.sdk is not None, (burst.sdk_error, paced.sdk_error)
+    assert burst.sdk.text == paced.sdk.text
+    assert "withheld" in burst.sdk.text
+    # what went out before the credential went out as it does frame by frame, and nothing after it
+    assert burst.sdk.text.startswith(" ".join(_text(secret_at).split()[:secret_at - 8]))
+    assert "coda" not in burst.sdk.text

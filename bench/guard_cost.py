@@ -6,7 +6,10 @@ regex with a few patterns, pii, max_length) exactly as the pipeline does (``acc 
 ``check_horizon(acc, delta)``: each check, then its horizon), and the same stream with no guardrail
 (just accumulating). Reports the median over ``RUNS`` runs of ``time.process_time`` per delta, for
 all of them together and for each kind armed alone. The claim under test: the cost per delta stays
-flat as the message grows, because no check rescans the accumulated text.
+flat as the message grows, because no check rescans the accumulated text. Last, the 10,000 deltas
+again with a zero-width space after every ``MARK_EVERY``-th delta: from the first one on, the set
+keeps the visible text and maps the checks' horizons back (``guardrails.stream._invisible``), which
+only such a stream pays for.
 Writes bench/results/guard_cost.json.
 """
 
@@ -34,6 +37,7 @@ from guardrails.stream import ArmedSet, Trip, build_stream_guardrails
 SIZES = (100, 1_000, 10_000)
 RUNS = 5
 RESULTS = Path(__file__).parent / "results" / "guard_cost.json"
+MARK_EVERY = 10
 
 PROSE = (
     "The deployment finished in about four minutes, and the health checks went green right after. "
@@ -97,6 +101,11 @@ def run_armed(deltas: list[str], only: str | None = None) -> float:
     return time.process_time() - start
 
 
+def marked(deltas: list[str]) -> list[str]:
+    """``deltas`` with a zero-width space after every ``MARK_EVERY``-th one (the first included)."""
+    return [d + "\u200b" if i % MARK_EVERY == 0 else d for i, d in enumerate(deltas)]
+
+
 def run_none(deltas: list[str]) -> float:
     acc = ""
     start = time.process_time()
@@ -126,8 +135,15 @@ def main() -> None:
     for r in rows:
         print(f"| {r['deltas']:,} | {r['us_per_delta_all_armed']} | {r['us_per_delta_none']} | {r['ratio']}x | "
               + " | ".join(str(r[f"us_{k}"]) for k in KINDS) + " |")
+    deltas = clean_deltas(SIZES[-1])
+    clean, dirty = median_us_per_delta(run_armed, deltas), median_us_per_delta(run_armed, marked(deltas))
+    invisible = {"deltas": SIZES[-1], "mark_every": MARK_EVERY, "us_per_delta_clean": round(clean, 2),
+                 "us_per_delta_marked": round(dirty, 2)}
+    print(f"\nall armed, {SIZES[-1]:,} deltas: {clean:.2f} µs/delta clean, {dirty:.2f} with a U+200B after every "
+          f"{MARK_EVERY}th delta ({dirty / clean:.2f}x)")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"runs": RUNS, "rows": rows}, indent=2) + "\n", encoding="utf-8")
+    RESULTS.write_text(json.dumps({"runs": RUNS, "rows": rows, "invisible": invisible}, indent=2) + "\n",
+                       encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -116,6 +116,8 @@ class StreamGuardrail(Protocol):
 # them instead of testing a guardrail's kind):
 # - ``plants_instruction``: it needs a token planted in the request's system prompt (the canary);
 # - ``judges_tool_arguments``: its check also runs over complete tool-call arguments (default True);
+# - ``sees_visible_text``: its checks read the text as a reader sees it (``DeltaCheck.sees_visible_text``),
+#   so its whole-text form is handed that text too (default False);
 # - ``passes_whole``: a cheap verdict over a complete text that needs no armed check (``PassesWhole``).
 def plants_instruction(guardrail: StreamGuardrail) -> bool:
     return bool(getattr(guardrail, "plants_instruction", False))
@@ -123,6 +125,10 @@ def plants_instruction(guardrail: StreamGuardrail) -> bool:
 
 def judges_tool_arguments(guardrail: StreamGuardrail) -> bool:
     return bool(getattr(guardrail, "judges_tool_arguments", True))
+
+
+def sees_visible_text(guardrail: StreamGuardrail) -> bool:
+    return bool(getattr(guardrail, "sees_visible_text", False))
 
 
 PassesWhole = Callable[[StreamContext, Sequence[str]], bool]

@@ -212,8 +212,19 @@ def _whole(text: str) -> tuple[tuple[str, str] | None, list[str], list[str]]:
 @given(st.data())
 def test_a_whole_answer_with_invisible_characters_gets_the_clean_verdict(data: st.DataObject) -> None:
     text = data.draw(clean_text())
-    dirty, _ = data.draw(with_marks(data.draw(deltas_of(text))))
+    clean = data.draw(deltas_of(text))
+    dirty, _ = data.draw(with_marks(clean))
     assert _whole("".join(dirty)) == _whole(text)
+    # The whole-text forms (the fast path of a whole answer) read what the checks read.
+    assert passes_complete(PROVIDERS, CTX, dirty) == passes_complete(PROVIDERS, CTX, clean)
+
+
+def test_emoji_with_variation_selectors_and_joiners_keep_the_whole_text_fast_path() -> None:
+    """Models write emoji with U+FE0F and U+200D (invisible characters too): such an answer with
+    nothing in it passes the whole-text forms, as the same answer without them does."""
+    text = "Done \u2764\ufe0f \U0001f468\u200d\U0001f469\u200d\U0001f467 \u2714\ufe0f, see you."
+    assert passes_complete(PROVIDERS, CTX, [text])
+    assert not passes_complete(PROVIDERS, CTX, ["Done \u2764\ufe0f mail al\u200dice@corp-mail.io"])
 
 
 def _tool_trip(arguments: str) -> tuple[str, str] | None:

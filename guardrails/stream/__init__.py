@@ -21,7 +21,14 @@ from config.policy import (
     StreamGuardrailSpec,
 )
 from guardrails.decision import PASS, Block, Decision, Redact
-from guardrails.seams import DeltaCheck, PassesWhole, StreamContext, StreamGuardrail, passes_whole_of
+from guardrails.seams import (
+    DeltaCheck,
+    PassesWhole,
+    StreamContext,
+    StreamGuardrail,
+    passes_whole_of,
+    sees_visible_text,
+)
 from guardrails.stream._invisible import VisibleText, drop_invisible, shows_as_is
 from guardrails.stream.canary import CanaryProvider, canary_instruction, make_canary_token
 from guardrails.stream.max_length import MaxLengthProvider
@@ -233,13 +240,15 @@ class ArmedSet:
         return bool(self._objects)
 
 
-WholeForms = tuple[tuple[PassesWhole | None, StreamGuardrail], ...]
-"""Guardrails with their whole-text forms looked up (``whole_forms``), for ``passes_forms``."""
+WholeForms = tuple[tuple[PassesWhole | None, StreamGuardrail, bool], ...]
+"""Guardrails with their whole-text forms looked up, and whether they read the text as a reader sees
+it (``whole_forms``), for ``passes_forms``."""
 
 
 def whole_forms(guardrails: Sequence[StreamGuardrail]) -> WholeForms:
-    """Each guardrail with its whole-text form (``passes_whole_of``), looked up once (per policy)."""
-    return tuple((passes_whole_of(g), g) for g in guardrails)
+    """Each guardrail with its whole-text form (``passes_whole_of``) and whether it reads the visible
+    text (``sees_visible_text``), looked up once (per policy)."""
+    return tuple((passes_whole_of(g), g, sees_visible_text(g)) for g in guardrails)
 
 
 def passes_complete(guardrails: Sequence[StreamGuardrail], ctx: StreamContext, pieces: Sequence[str]) -> bool:
@@ -253,16 +262,20 @@ def passes_complete(guardrails: Sequence[StreamGuardrail], ctx: StreamContext, p
 
 def passes_forms(forms: WholeForms, ctx: StreamContext, pieces: Sequence[str]) -> bool:
     """``passes_complete`` over guardrails whose forms were looked up before (``whole_forms``).
-    False for a text that carries an invisible character (rare): the forms and the checks armed
-    alone read the raw text, and only ``ArmedSet`` hands a check the text as a reader sees it."""
+    A text that carries an invisible character (an emoji's variation selector or joiner, often) is
+    seen by a guardrail that reads the visible text as ``ArmedSet`` would hand it to its check: each
+    piece with them dropped."""
+    visible = pieces
     for piece in pieces:
         if not (piece.isascii() or shows_as_is(piece)):
-            return False
-    for form, guardrail in forms:
-        if form is not None and form(ctx, pieces):
+            visible = [drop_invisible(p) for p in pieces]
+            break
+    for form, guardrail, sees_visible in forms:
+        seen = visible if sees_visible else pieces
+        if form is not None and form(ctx, seen):
             continue
         check = guardrail.arm(ctx)
-        if check is not None and not _passes_pieces(check, pieces):
+        if check is not None and not _passes_pieces(check, seen):
             return False
     return True
 

@@ -113,6 +113,8 @@ class RegexCheck(DeltaCheck):
 class RegexProvider:
     """The ``regex`` stream guardrail; patterns are compiled once, with the policy."""
 
+    sees_visible_text = RegexCheck.sees_visible_text  # (its whole-text form reads what the check reads)
+
     def __init__(self, spec: RegexGuardrail, replacement: str) -> None:
         flags = re.NOFLAG
         for flag in spec.flags:

@@ -272,6 +272,8 @@ class PiiCheck(DeltaCheck):
 class PiiProvider:
     """The ``pii`` stream guardrail; the alternation of the chosen categories is compiled once."""
 
+    sees_visible_text = PiiCheck.sees_visible_text  # (its whole-text form reads what the check reads)
+
     def __init__(self, spec: PiiGuardrail, replacement: str) -> None:
         unknown = set(spec.categories) - CATEGORIES
         if unknown:

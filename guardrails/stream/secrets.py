@@ -189,6 +189,8 @@ class SecretsCheck(DeltaCheck):
 class SecretsProvider:
     """The ``secrets`` stream guardrail. The keyword index is built once per policy."""
 
+    sees_visible_text = SecretsCheck.sees_visible_text  # (its whole-text form reads what the check reads)
+
     def __init__(self, spec: SecretsGuardrail, replacement: str, base_dir: Path = Path(".")) -> None:
         unknown = set(spec.categories) - CATEGORIES - {CUSTOM}
         if unknown:

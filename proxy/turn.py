@@ -26,7 +26,7 @@ must discard what it saw.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any, Protocol
@@ -304,18 +304,6 @@ class Turn:
         self.frames_in += len(frames)
         return self._relay(frames)
 
-    def frames_of(self, data: bytes) -> list[Frame]:
-        """``on_chunk`` in two steps, for a long read that the driver puts through the guard a slice
-        at a time (``on_frames``): first the read's frames, split and decoded, not yet checked."""
-        frames = self._codec_().feed(data)
-        self.frames_in += len(frames)
-        return frames
-
-    def on_frames(self, frames: Sequence[Frame]) -> list[Command]:
-        """The next frames of ``frames_of``, in order, through the guard (as ``on_chunk`` would have
-        put them: what a trip leaves of the read is not read)."""
-        return self._relay(frames)
-
     def on_end(self) -> list[Command]:
         """The upstream stream ended (cleanly, or after an in-stream error event)."""
         out = self._relay(self._codec_().flush())
@@ -367,7 +355,7 @@ class Turn:
         return [Vet(message, self.view, others)]
 
     # ------------------------------------------------------------------ streaming internals
-    def _relay(self, frames: Sequence[Frame]) -> list[Command]:
+    def _relay(self, frames: list[Frame]) -> list[Command]:
         """Push one upstream read's frames through the guard. Released frames go out in few writes
         (the first at once, then batches); a trip stops reading, after what was released before it."""
         guard, emit = self._guard_(), not self.tail

@@ -22,8 +22,12 @@ Two detectors share one check:
 
 Normalisation drops invisible characters (zero-width spaces and joiners, soft hyphens, bidi marks:
 ``guardrails.stream._invisible.INVISIBLE``, the set the other checks' ``VisibleText`` drops too), then
-NFKC (full-width and other compatibility forms fold to their plain letters), then case folding, then whitespace runs to one space, on both sides. A delta is normalised on its
-own, so a combining mark split from its base across two deltas is compared uncomposed.
+NFKC (full-width and other compatibility forms fold to their plain letters), then look-alike letters
+to the ASCII letter they imitate (Cyrillic ``а``, Greek ``ο``, small capitals:
+``guardrails.stream._confusables``), then case folding, then whitespace runs to one space, on both
+sides. ASCII text is only lowercased (and its whitespace collapsed). The look-alike step maps one
+character to one, so it moves no offset the horizon maps back to the raw text. A delta is normalised on its own, so a combining mark
+split from its base across two deltas is compared uncomposed.
 
 **Horizon.** The prompt's ``QGRAM``-grams (every position) are hashed into a second set. Every
 ``QGRAM``-gram of a verbatim run is one of them, so the run that a later shingle hit reports starts
@@ -52,6 +56,7 @@ from operator import and_, not_
 from config.policy import CanaryGuardrail
 from guardrails.decision import PASS, SYSTEM_PROMPT_LEAK, Block, Decision
 from guardrails.seams import DeltaCheck, StreamContext
+from guardrails.stream._confusables import skeleton_table
 from guardrails.stream._invisible import INVISIBLE
 from guardrails.stream._prompt_index import PromptIndex, PromptIndexCache
 
@@ -88,13 +93,14 @@ def canary_instruction(token: str) -> str:
 
 
 def normalise(text: str) -> str:
-    """NFKC, case folding and whitespace runs to one space (the canary's notion of 'same text')."""
+    """Invisible characters dropped, NFKC, look-alikes to their prototypes, case folding and
+    whitespace runs to one space (the canary's notion of 'same text')."""
     if text.isascii():
         folded = text.lower()
         if folded.isprintable() and "  " not in folded:
             return folded  # no whitespace but single spaces: nothing to collapse (most deltas)
     else:
-        folded = unicodedata.normalize("NFKC", text.translate(INVISIBLE)).casefold()
+        folded = unicodedata.normalize("NFKC", text.translate(INVISIBLE)).translate(skeleton_table()).casefold()
     return _WS_RUN.sub(" ", folded)
 
 
@@ -330,6 +336,7 @@ class CanaryProvider:
         self._shingle = spec.min_chars - self._stride + 1
         self._replacement = replacement
         self.cache = PromptIndexCache(cache_budget_bytes)
+        skeleton_table()  # built once per process, here rather than on a stream's first non-ASCII delta
         self._empty = PromptIndex(frozenset(), frozenset(), 0)
 
     def arm(self, ctx: StreamContext) -> DeltaCheck | None:

@@ -1,0 +1,96 @@
+"""Look-alike letters: the canary's confusables skeleton (the idea of Unicode TR39's ``skeleton``).
+
+A prompt written with Cyrillic ``а е о р с у х і ј ѕ``, Greek ``ο α ν``, Latin small capitals or
+Cherokee letters in place of some Latin ones reads as the prompt. ``SKELETON`` (built once by
+``skeleton_table``) maps each such character to the ASCII character it imitates, lowercased; the
+canary applies it after NFKC and case folding (``guardrails.stream.canary.normalise``), to the
+prompt and to the answer alike, so a copy in look-alikes compares equal to the prompt.
+
+The data is Unicode's confusables.txt as the ``confusable_homoglyphs`` package ships it (MIT;
+``confusables.json``: each character with the characters confusable with it). Kept from it:
+
+- **One character to one ASCII character**, and only from non-ASCII characters. A non-ASCII
+  character whose only ASCII look-alike is ``c`` has prototype ``c`` (an ASCII character is never
+  the source of a mapping to a non-ASCII one in TR39, so the direction is not lost). Multi-character
+  prototypes (``ɱ`` -> ``rn``-like ones) are left out: one character in, one out keeps every
+  normalised offset where it was, which the canary's horizon relies on.
+- **No ASCII character is mapped.** TR39 folds ``0`` to ``O`` and ``1``, ``I``, ``|`` to ``l``;
+  here ASCII text is only lowercased, so ordinary prose, code and numbers compare as before and
+  an ASCII delta never pays for a translation. A copy that swaps ``o`` for ``0`` is visibly not
+  the prompt; one in Cyrillic ``о`` is.
+- **Lowercase forms of look-alike capitals.** The canary folds case before mapping, so Cyrillic
+  ``Н`` arrives as ``н``: a lowercase letter whose capital imitates a Latin capital (``Н``, ``Т``,
+  ``М``, ``К``, ``В``, Greek ``Τ``, ``Κ``, Cherokee letters, which case-fold to their capitals)
+  maps to that Latin letter, unless the data gives it its own ASCII look-alike.
+- **Latin small capitals** (``ᴀ ʙ ᴅ ᴇ ɢ ʜ ʟ ᴍ ɴ ᴘ ʀ ᴛ``...), which confusables.txt mostly lacks:
+  from their Unicode names (``LATIN LETTER SMALL CAPITAL X``), to ``x``.
+
+Mathematical alphanumerics and full-width letters need nothing here: NFKC folds them first.
+
+False positives: none of these mappings touches ASCII, so only text in other scripts changes; a
+Russian or Greek sentence skeletons to Latin letters mixed with unmapped ones (``л``, ``д``, ``я``,
+``λ``...), never to 33 characters of an English prompt (measured in the tests against an agent
+prompt).
+
+Cost: ``str.translate`` with a dict (about 1,650 entries), on the non-ASCII path only; building it
+loads the package's 900 KB JSON once per process (about 80 ms; ``CanaryProvider`` builds it when a
+policy is built, not on a stream).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from functools import cache
+
+from confusable_homoglyphs.utils import load
+
+_BIDI_MARKS = str.maketrans("", "", "\u200e\u200f")
+"""The package wraps right-to-left characters in LRM marks (``\\u200eא\\u200e``)."""
+_SMALL_CAPITAL = "LATIN LETTER SMALL CAPITAL "
+_SMALL_CAPITAL_BLOCKS = ((0x0250, 0x02AF), (0x1D00, 0x1DBF), (0xA720, 0xA7FF), (0xAB30, 0xAB6F),
+                         (0x1DF00, 0x1DFFF))
+"""IPA Extensions, Phonetic Extensions (and their supplement), Latin Extended-D, -E and -G: where
+Unicode puts the Latin small capitals."""
+
+
+@cache
+def skeleton_table() -> dict[int, str]:
+    """``str.translate`` table: a non-ASCII look-alike to the lowercase ASCII character it imitates."""
+    prototypes = _ascii_prototypes(load("confusables.json"))
+    table = dict(prototypes)
+    for source, prototype in prototypes.items():
+        for other in (source.upper(), source.lower(), source.title()):  # the same letter in another case
+            if len(other) == 1 and other not in table and other.casefold() == source:
+                table[other] = prototype
+    for source, prototype in prototypes.items():
+        folded = source.casefold()  # the lowercase of a look-alike capital
+        if len(folded) == 1 and not folded.isascii() and folded not in table:
+            table[folded] = prototype
+    for lo, hi in _SMALL_CAPITAL_BLOCKS:
+        for code in range(lo, hi + 1):
+            name = unicodedata.name(chr(code), "")
+            letter = name[len(_SMALL_CAPITAL):]
+            if name.startswith(_SMALL_CAPITAL) and len(letter) == 1 and chr(code) not in table:
+                table[chr(code)] = letter.lower()
+    return str.maketrans(table)
+
+
+def _ascii_prototypes(data: dict[str, list[dict[str, str]]]) -> dict[str, str]:
+    """Each non-ASCII character whose look-alikes include one ASCII character: to it, lowercased."""
+    prototypes: dict[str, str] = {}
+    for key, alikes in data.items():
+        source = key.translate(_BIDI_MARKS)
+        if len(source) != 1 or source.isascii():
+            continue
+        ascii_alikes = {c for alike in alikes if len(c := alike["c"].translate(_BIDI_MARKS)) == 1 and c.isascii()}
+        if len(ascii_alikes) == 1:
+            prototype = ascii_alikes.pop()
+            # TR39 merges ``I`` into ``l``; a capital (Greek ``Ι``, Cyrillic ``І``, palochka ``Ӏ``)
+            # imitates ``I``, which ASCII text case-folds to ``i``.
+            prototypes[source] = "i" if prototype == "l" and source.isupper() else prototype.lower()
+    return prototypes
+
+
+def skeleton(text: str) -> str:
+    """``text`` (NFKC) with every look-alike replaced by its prototype; case folding comes after."""
+    return text if text.isascii() else text.translate(skeleton_table())

@@ -262,6 +262,20 @@ def test_kept_bodies_stay_within_their_byte_budget() -> None:
     assert 0 < len(kept) < len(bodies)
 
 
+def test_a_growing_conversation_under_a_byte_budget_keeps_its_accounts_exact() -> None:
+    """Each turn takes over the kept entry of the one before (in place, when its group stays the
+    same): the bytes counted are always those of the bodies kept, within the budget, and every turn
+    still reads as the whole decode does."""
+    bodies = request_bodies("bench-agent-grow", stream=False)
+    kept = turns.Turns(openai_chat._read_whole, openai_chat._fold, openai_chat._QuickMessage,
+                       b'{"role":"guardproxy-probe"}', budget_bytes=3 * len(bodies[-1]))
+    for n, raw in enumerate([*bodies, *bodies[:5], *bodies]):
+        assert kept.read(raw) == openai_chat._read_whole(raw)[0]  # type: ignore[index]
+        assert kept.used_bytes == sum(k.size for group in kept._groups.values() for k in group), n
+        assert kept.used_bytes <= kept.budget_bytes
+    assert kept.extended >= 2 * len(bodies) - 4
+
+
 def test_the_growing_agent_bench_conversation_is_read_turn_by_turn() -> None:
     """``bench-agent-grow`` (the bench's conversation that grows turn by turn): every turn agrees
     with the whole decode, and every turn after the second is read from the one before it."""

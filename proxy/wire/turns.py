@@ -191,17 +191,30 @@ class Turns(Generic[S]):
         state = None if items is None else self._fold(before, items)
         if state is None or items is None:
             return None
+        self.extended += 1
+        if not self._keeps(state):
+            group.remove(kept)
+            self._forget(kept)
+            return state
+        count += len(items)
+        # (marks are in offset order: after an append, ``at`` is the last one's and all stay)
+        earlier = marks if mark is marks[-1] else [m for m in marks if m[0] <= at]
+        marks = (*earlier[1 - MARKS:], (end, state, count))
+        point = marks[0][0] // DEEP_BYTES * DEEP_BYTES
+        if point == kept.point and (point or at >= KEY_BYTES):
+            # Its group's key is bytes before ``at``, which ``raw`` shares: the entry becomes the new
+            # body's in place, the most recent of its group (an agent's every turn, most often).
+            self.used_bytes += end - len(head)
+            kept.state, kept.count, kept.head, kept.marks = state, count, memoryview(raw)[:end], marks
+            if group[-1] is not kept:
+                group.remove(kept)
+                group.append(kept)
+            self._evict()
+            return state
         group.remove(kept)
         self._forget(kept)
-        if self._keeps(state):
-            count += len(items)
-            # (marks are in offset order: after an append, ``at`` is the last one's and all stay)
-            earlier = marks if mark is marks[-1] else [m for m in marks if m[0] <= at]
-            marks = (*earlier[1 - MARKS:], (end, state, count))
-            point = marks[0][0] // DEEP_BYTES * DEEP_BYTES
-            self._keep(_deep_key(raw, point) if point else raw[:KEY_BYTES],
-                       _Kept(state, count, memoryview(raw)[:end], tail, True, marks=marks, point=point))
-        self.extended += 1
+        self._keep(_deep_key(raw, point) if point else raw[:KEY_BYTES],
+                   _Kept(state, count, memoryview(raw)[:end], tail, True, marks=marks, point=point))
         return state
 
     def _mark(self, kept: _Kept[S], raw: bytes, end: int) -> tuple[int, S, int] | None:
@@ -262,6 +275,10 @@ class Turns(Generic[S]):
             self._points[kept.point] = self._points.get(kept.point, 0) + 1
         if len(group) > CANDIDATES:
             self._forget(group.pop(0))
+        self._evict()
+
+    def _evict(self) -> None:
+        """Least recently used kept bodies out until the kept ones fit ``budget_bytes``."""
         while self.used_bytes > self.budget_bytes and self._groups:
             oldest_key, oldest = next(iter(self._groups.items()))
             if oldest:

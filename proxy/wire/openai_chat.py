@@ -383,7 +383,7 @@ def _fold(read: Reading, messages: Sequence[_QuickMessage]) -> Reading | None:
 
 
 def _fold_each(read: Reading, messages: Sequence[_QuickMessage]) -> Reading | None:
-    system = list(read.system)
+    added: list[str] | None = None  # (an agent's turn adds none: its reading keeps the system tuple)
     last_user: _QuickMessage | None = None
     kept = read.kept
     try:
@@ -392,12 +392,14 @@ def _fold_each(read: Reading, messages: Sequence[_QuickMessage]) -> Reading | No
             if role == "user":
                 last_user = m
             elif role == "system" or role == "developer":
-                system.append(_system_text(m.content))
+                if added is None:
+                    added = []
+                added.append(_system_text(m.content))
                 kept = kept and len(m.content) <= _SYSTEM_TEXT_BYTES
         text = read.last_user_text if last_user is None else _content_text(raw_value(last_user.content))
     except QUICK_REFUSALS:
         return None
-    return Reading(read.model, read.stream, tuple(system), text, kept)
+    return Reading(read.model, read.stream, read.system if added is None else (*read.system, *added), text, kept)
 
 
 def _fold_scanned(read: Reading, messages: Sequence[_QuickMessage]) -> Reading | None:

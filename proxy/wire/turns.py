@@ -262,7 +262,7 @@ class Turns(Generic[S]):
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             return None
         items = outer[0]
-        if len(outer) != 1 or items[0] is not None or any(i is None for i in items[1:]):
+        if len(outer) != 1 or items[0] is not None or items.count(None) != 1:  # (the null of ``[[null``)
             return None
         return items[1:]
 

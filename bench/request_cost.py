@@ -6,17 +6,27 @@ answer's checks, the reply), against an upstream that answers at once from memor
 uvicorn's HTTP parsing or aiohttp's client (which the bare relay pays too). Bodies: the bench's
 ``sys`` (180-character system prompt) and ``agent`` (15 KB system prompt, eight tools, 50 KB of
 history) requests, the same body every time, and ``agent-grow``: that agent's conversation turn by
-turn (``request_bodies``: 20 turns, each a tool call and its result longer, then again from turn 1). One at a time, and 32 at once (the upstream yields to the event loop before it
-answers, so the requests interleave as they do under load: what one request leaves for the cycle
-collector is paid there). Median of rounds, µs of this process's CPU time per request; guardrails
-off (gp-off) and the default policy (gp-default) side by side.
-"""
+turn (``request_bodies``: 20 turns, each a tool call and its result longer, then again from turn
+1). One at a time, and 32 at once (the upstream yields to the event loop before it answers, so the
+requests interleave as they do under load: what one request leaves for the cycle collector is paid
+there). Median of rounds, µs of this process's CPU time per request; guardrails off (gp-off) and the
+default policy (gp-default) side by side.
+
+``--cold``: one request at a time, gp-off and gp-default in turn, with the caches evicted before
+each (2 MB of memory touched and some unrelated Python run, as the upstream's wait, the client and
+the other processes leave them on a shared machine); the median wall time per request. Through
+sockets at one request at a time, guardproxy's added latency is nearer this cold figure than the
+warm one: with this eviction the answer's decode and checks (``Turn.on_body``, agent request) took
+89 µs against 17 warm, and 97 in a live proxy at c=1 (stage timestamps); which is why fewer
+bytecodes did not shrink the c=1 figures in proportion. How deep a live wait evicts is a guess:
+whole requests read higher here than through sockets (agent: ~180 µs added against ~150)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import gc
+import json
 import statistics
 import time
 from collections.abc import AsyncIterator
@@ -119,12 +129,50 @@ async def _run(rounds: int, n: int) -> None:
             print(f"| {kind} | {concurrency} | {a:,.1f} | {b:,.1f} | {b - a:,.1f} |")
 
 
+_EVICT = bytearray(2 * 1024 * 1024)
+_UNRELATED = [json.dumps({"a": list(range(50)), "b": {str(i): i for i in range(50)}}) for _ in range(100)]
+
+
+def _evict() -> None:
+    """Push this process's data and code out of the CPU's caches, as a wait on the network does."""
+    for i in range(0, len(_EVICT), 64):
+        _EVICT[i] ^= 1
+    for text in _UNRELATED:
+        json.loads(text)
+
+
+async def _run_cold(n: int) -> None:
+    import structlog
+
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(30))
+    print("| request | gp-off µs, caches cold | gp-default µs, caches cold | added µs |")
+    print("|:---|---:|---:|---:|")
+    for kind, model in MODELS.items():
+        bodies = request_bodies(model, stream=False)
+        contenders = {"off": _services(False, model), "on": _services(True, model)}
+        for s in contenders.values():
+            await _per_request_us(s, bodies, 64, 1)
+        gc.freeze()
+        scopes = [_scope(body) for body in bodies]
+        times: dict[str, list[float]] = {"off": [], "on": []}
+        for turn in range(n):
+            k = turn % len(bodies)
+            for name in ("off", "on") if turn % 2 else ("on", "off"):
+                _evict()
+                t0 = time.perf_counter()
+                await Exchange(contenders[name], scopes[k], bodies[k], _drop).run()
+                times[name].append(time.perf_counter() - t0)
+        a, b = (statistics.median(times[name]) * 1e6 for name in ("off", "on"))
+        print(f"| {kind} | {a:,.1f} | {b:,.1f} | {b - a:,.1f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.request_cost", description=__doc__)
     parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("-n", type=int, default=320, help="requests per round")
+    parser.add_argument("-n", type=int, default=320, help="requests per round (with --cold: per contender)")
+    parser.add_argument("--cold", action="store_true", help="one at a time, caches evicted before each request")
     args = parser.parse_args()
-    asyncio.run(_run(args.rounds, args.n))
+    asyncio.run(_run_cold(args.n * 2) if args.cold else _run(args.rounds, args.n))
 
 
 if __name__ == "__main__":

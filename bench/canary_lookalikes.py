@@ -10,7 +10,8 @@ system prompt (captured from the pinned CLI, ``tests/data/gemini_cli_system_prom
 - **Detection**: 200 excerpts of the prompt (60-200 characters) with a random half of the letters
   that have a look-alike swapped for one, streamed in random deltas and checked whole: blocked.
 - **Cost**: canary CPU per delta (``process_time``) on the ASCII stream and on a Russian one, and
-  the prompt index's build time for 15 KB and 57 KB prompts (ASCII and with Cyrillic look-alikes).
+  the prompt index's build time for 15 KB and 57 KB prompts (ASCII and with Cyrillic look-alikes),
+  in alternating rounds (off, on, off, on...) so a busy machine weighs on both alike.
 
 Prints a table; writes nothing.
 """
@@ -42,6 +43,7 @@ GREEK = ("Σήμερα το πρωί ελέγξαμε την κατασκευή 
          "σφάλματα. Αν η κρυφή μνήμη αστοχήσει ξανά, κοιτάξτε την πολιτική εκκαθάρισης. ")
 MESSAGE_DELTAS = 2000
 RUNS = 5
+ROUNDS = 3
 
 
 @contextmanager
@@ -128,13 +130,19 @@ def index_ms(provider: CanaryProvider, prompt: str) -> float:
     return statistics.median(once() for _ in range(RUNS)) * 1e3
 
 
-def measure() -> dict[str, float | int]:
+def verdicts() -> dict[str, float | int]:
+    provider = CanaryProvider(CanaryGuardrail(id="canary", kind="canary"), "[withheld]")
+    ctx = StreamContext(system_prompt=PROMPT)
+    return {**false_positives(provider, ctx), **detection(provider, ctx)}
+
+
+def costs() -> dict[str, float | int]:
     provider = CanaryProvider(CanaryGuardrail(id="canary", kind="canary"), "[withheld]")
     ctx = StreamContext(system_prompt=PROMPT)
     base = real_text()
-    row: dict[str, float | int] = {**false_positives(provider, ctx), **detection(provider, ctx)}
-    row["ascii us/delta"] = round(cpu_us_per_delta(provider, ctx, token_deltas(base)[:10_000]), 2)
-    row["russian us/delta"] = round(cpu_us_per_delta(provider, ctx, token_deltas(RUSSIAN * 200)[:10_000]), 2)
+    row: dict[str, float | int] = {
+        "ascii us/delta": round(cpu_us_per_delta(provider, ctx, token_deltas(base)[:10_000]), 2),
+        "russian us/delta": round(cpu_us_per_delta(provider, ctx, token_deltas(RUSSIAN * 200)[:10_000]), 2)}
     for kb in (15, 57):
         prompt = base[:kb * 1024]
         row[f"index {kb} KB ms"] = round(index_ms(provider, prompt), 1)
@@ -143,9 +151,18 @@ def measure() -> dict[str, float | int]:
 
 
 def main() -> None:
+    """Verdicts once each; costs in ``ROUNDS`` alternating rounds (off, on, off, on...), medians."""
     with skeleton_off():
-        before = measure()
-    after = measure()
+        before = verdicts()
+    after = verdicts()
+    rounds: dict[bool, list[dict[str, float | int]]] = {False: [], True: []}
+    for _ in range(ROUNDS):
+        with skeleton_off():
+            rounds[False].append(costs())
+        rounds[True].append(costs())
+    for on, target in ((False, before), (True, after)):
+        for key in rounds[on][0]:
+            target[key] = round(statistics.median(r[key] for r in rounds[on]), 2)
     print("| measure | skeleton off (before) | skeleton on (after) |")
     print("|---|---:|---:|")
     for key in after:

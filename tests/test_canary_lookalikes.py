@@ -4,7 +4,7 @@ canary compares both texts through a confusables skeleton (``guardrails.stream._
 agent prompt is Gemini CLI's own (captured from the pinned CLI, paths scrubbed; Apache-2.0).
 
 Before the skeleton, every look-alike copy here passed (``bench.canary_lookalikes``: 0 of 200 blocked,
-199 of 200 after: the last one swaps a lunate sigma, which NFKC folds into a sigma first). Ordinary
+200 of 200 after; a lunate sigma for ``c`` is still missed: NFKC folds it into a sigma first). Ordinary
 Russian and Greek prose and the project's own README and sources stay unblocked against the agent
 prompt, streamed and whole.
 """

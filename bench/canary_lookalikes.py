@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import guardrails.stream.canary as canary_module
+import guardrails.stream._canary_text as canary_text
 from bench.holdback import real_text, token_deltas
 from config.policy import CanaryGuardrail
 from guardrails.decision import PASS
@@ -49,12 +49,12 @@ ROUNDS = 3
 @contextmanager
 def skeleton_off() -> Iterator[None]:
     """The canary normalising without look-alikes (``normalise`` looks the table up by name)."""
-    real = canary_module.skeleton_table
-    canary_module.skeleton_table = dict  # type: ignore[assignment] # an empty table
+    real = canary_text.skeleton_table
+    canary_text.skeleton_table = dict  # type: ignore[assignment] # an empty table
     try:
         yield
     finally:
-        canary_module.skeleton_table = real
+        canary_text.skeleton_table = real
 
 
 def lookalike_copy(text: str, rng: random.Random) -> str:

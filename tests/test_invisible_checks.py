@@ -8,7 +8,8 @@ the text as a reader sees it and maps what they report back to the raw text.
 Differential property (hypothesis): a text of secrets from the catalog (``tests.secret_samples``),
 emails, cards, phones and deny phrases among prose, split into random deltas (one character, small,
 token-sized), and the same deltas with invisible characters inserted anywhere, within deltas and as
-deltas of their own, go through the guard: it blocks at the same delta with the same guardrail, or
+deltas of their own (or the marked text's UTF-8 cut at random bytes, inside the marks too, and
+decoded incrementally), go through the guard: it blocks at the same delta with the same guardrail, or
 redacts the same matches; no visible character of a match is ever in what it released (the text it
 still held blocks afresh; the released text, invisible characters dropped, is the clean guard's);
 a redaction's span runs from the match's first visible character to its last, every invisible one
@@ -17,6 +18,7 @@ inside it. The same holds for a whole answer and for tool-call arguments.
 
 from __future__ import annotations
 
+import codecs
 import json
 import random
 from collections.abc import Sequence
@@ -168,12 +170,21 @@ def _held(deltas: Sequence[str], sent: int, upto: int) -> list[str]:
     return list(deltas[sent:upto + 1])
 
 
-@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-@given(st.data())
-def test_invisible_characters_change_no_verdict_and_release_no_match(data: st.DataObject) -> None:
-    text = data.draw(clean_text())
-    clean = data.draw(deltas_of(text))
-    dirty, owner = data.draw(with_marks(clean))
+@st.composite
+def utf8_split(draw: st.DrawFn, deltas: list[str]) -> list[str]:
+    """The marked text's UTF-8 cut at random byte offsets (inside a mark's three or four bytes too) and
+    decoded as an incremental decoder does: a character whose bytes are cut goes with the later piece."""
+    marked, _ = draw(with_marks(deltas))
+    data = "".join(marked).encode()
+    cuts = sorted(set(draw(st.lists(st.integers(1, max(1, len(data) - 1)), max_size=len(data) // 2 + 1))))
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    pieces = [decoder.decode(data[a:b]) for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+    return [p for p in pieces if p]
+
+
+def _agrees(clean: list[str], dirty: list[str], owner: list[int]) -> None:
+    """The guard over ``dirty`` (``clean`` with invisible characters, ``owner``: the clean delta each
+    dirty one belongs to) does what it does over ``clean`` and releases nothing of a match."""
     at_c, trip_c, _, released_c, redactions_c, text_c = _drive(clean)
     at_d, trip_d, sent_d, released_d, redactions_d, text_d = _drive(dirty)
     assert drop_invisible(text_d) == text_c
@@ -192,6 +203,24 @@ def test_invisible_characters_change_no_verdict_and_release_no_match(data: st.Da
         assert ord(text_d[r.start]) not in INVISIBLE and ord(text_d[r.end - 1]) not in INVISIBLE
     # The client got the clean guard's text, invisible characters aside: no character of a match.
     assert drop_invisible(released_d) == released_c
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_invisible_characters_change_no_verdict_and_release_no_match(data: st.DataObject) -> None:
+    text = data.draw(clean_text())
+    clean = data.draw(deltas_of(text))
+    dirty, owner = data.draw(with_marks(clean))
+    _agrees(clean, dirty, owner)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_deltas_cut_from_utf8_bytes_change_no_verdict_and_release_no_match(data: st.DataObject) -> None:
+    """Deltas cut from the marked text's bytes; the clean deltas are the same ones without the marks
+    (some empty: a delta of marks alone)."""
+    dirty = data.draw(utf8_split(list(data.draw(clean_text()))))
+    _agrees([drop_invisible(d) for d in dirty], dirty, list(range(len(dirty))))
 
 
 def _whole(text: str) -> tuple[tuple[str, str] | None, list[str], list[str]]:

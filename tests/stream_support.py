@@ -6,6 +6,8 @@ import random
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from hypothesis import strategies as st
+
 from guardrails.decision import PASS, Block, Decision, Redact
 from guardrails.seams import DeltaCheck, StreamContext, StreamGuardrail
 
@@ -26,6 +28,21 @@ class Outcome:
 
 def one_char(text: str) -> list[str]:
     return list(text)
+
+
+@st.composite
+def split_deltas(draw: st.DrawFn, text: str) -> list[str]:
+    """``text`` cut into deltas, drawn: one character each, small ones (1-4) or token-sized ones (1-12)."""
+    mode = draw(st.sampled_from(["one", "small", "tokens"]))
+    if mode == "one":
+        return list(text)
+    hi = 4 if mode == "small" else 12
+    deltas, i = [], 0
+    while i < len(text):
+        n = draw(st.integers(1, hi))
+        deltas.append(text[i:i + n])
+        i += n
+    return deltas
 
 
 def random_chunks(text: str, seed: int, lo: int = 1, hi: int = 9) -> Iterator[str]:

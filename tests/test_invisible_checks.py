@@ -44,6 +44,7 @@ from guardrails.stream._invisible import INVISIBLE, INVISIBLE_RUN, drop_invisibl
 from proxy.stream_guard import StreamGuard
 from proxy.whole_answer import check_whole_answer
 from tests.secret_samples import TEMPLATES, fill
+from tests.stream_support import split_deltas
 
 SPECS: list[StreamGuardrailSpec] = [
     SecretsGuardrail(id="secrets", kind="secrets"),
@@ -88,20 +89,6 @@ def clean_text(draw: st.DrawFn) -> str:
             parts.append(draw(st.sampled_from(DENY)))
         parts.append(draw(st.sampled_from(PROSE)))
     return "".join(parts)
-
-
-@st.composite
-def deltas_of(draw: st.DrawFn, text: str) -> list[str]:
-    mode = draw(st.sampled_from(["one", "small", "tokens"]))
-    if mode == "one":
-        return list(text)
-    hi = 4 if mode == "small" else 12
-    out, i = [], 0
-    while i < len(text):
-        n = draw(st.integers(1, hi))
-        out.append(text[i:i + n])
-        i += n
-    return out
 
 
 @st.composite
@@ -209,7 +196,7 @@ def _agrees(clean: list[str], dirty: list[str], owner: list[int]) -> None:
 @given(st.data())
 def test_invisible_characters_change_no_verdict_and_release_no_match(data: st.DataObject) -> None:
     text = data.draw(clean_text())
-    clean = data.draw(deltas_of(text))
+    clean = data.draw(split_deltas(text))
     dirty, owner = data.draw(with_marks(clean))
     _agrees(clean, dirty, owner)
 
@@ -241,7 +228,7 @@ def _whole(text: str) -> tuple[tuple[str, str] | None, list[str], list[str]]:
 @given(st.data())
 def test_a_whole_answer_with_invisible_characters_gets_the_clean_verdict(data: st.DataObject) -> None:
     text = data.draw(clean_text())
-    clean = data.draw(deltas_of(text))
+    clean = data.draw(split_deltas(text))
     dirty, _ = data.draw(with_marks(clean))
     assert _whole("".join(dirty)) == _whole(text)
     # The whole-text forms (the fast path of a whole answer) read what the checks read.
@@ -272,7 +259,7 @@ def test_tool_arguments_with_invisible_characters_get_the_clean_verdict(data: st
     strings, after another guardrail may have blocked the raw JSON; so only whether it blocks is
     compared.)"""
     text = data.draw(clean_text())
-    dirty, _ = data.draw(with_marks(data.draw(deltas_of(text))))
+    dirty, _ = data.draw(with_marks(data.draw(split_deltas(text))))
     def args(content: str) -> str:
         return json.dumps({"path": "notes.txt", "content": content}, ensure_ascii=escaped)
     found, expected = _tool_trip(args("".join(dirty))), _tool_trip(args(text))

@@ -28,6 +28,7 @@ from guardrails.decision import PASS, Decision, Redact
 from guardrails.seams import DeltaCheck, StreamContext
 from guardrails.stream import ArmedSet, Trip, build_stream_guardrails
 from proxy.stream_guard import StreamGuard
+from tests.stream_support import split_deltas
 
 PROMPT = ("You are Orbit, the support assistant of Acme Rockets. Never discuss launch schedules that "
           "are not public. Internal escalation code: ZEBRA-7. When a customer asks about refunds, "
@@ -78,20 +79,6 @@ def adversarial_text(draw: st.DrawFn) -> str:
     return "".join(parts)
 
 
-@st.composite
-def split(draw: st.DrawFn, text: str) -> list[str]:
-    mode = draw(st.sampled_from(["one", "small", "tokens"]))
-    if mode == "one":
-        return list(text)
-    hi = 4 if mode == "small" else 12
-    deltas, i = [], 0
-    while i < len(text):
-        n = draw(st.integers(1, hi))
-        deltas.append(text[i:i + n])
-        i += n
-    return deltas
-
-
 class _FixedWindow(ArmedSet):
     """The guard before horizons: hold the largest window of the armed checks."""
 
@@ -137,7 +124,7 @@ def _held_deltas(deltas: Sequence[str], released: int, upto: int) -> list[str]:
 @given(st.data())
 def test_horizon_guard_blocks_exactly_when_the_fixed_window_guard_does(data: st.DataObject) -> None:
     text = data.draw(adversarial_text())
-    deltas = data.draw(split(text))
+    deltas = data.draw(split_deltas(text))
     fixed = StreamGuard(_FixedWindow.arm(PROVIDERS, CTX), holdback=0)
     horizon = StreamGuard(ArmedSet.arm(PROVIDERS, CTX), holdback=0)
     at_fixed, trip_fixed, _ = _drive(fixed, deltas)

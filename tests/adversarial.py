@@ -48,6 +48,16 @@ def frames_for(api: str, reply: Reply, model: str = "m") -> list[bytes]:
     return [f"data: {json.dumps(c)}\n\n".encode() for c in gemini_chunks(reply, model)]
 
 
+def utf8_chat_frames(reply: Reply, model: str = "m") -> list[bytes]:
+    """Chat frames with the text as UTF-8 (not ``\\u`` escapes), so one-byte writes split its characters."""
+    out = []
+    for frame in chat_frames(reply, model, False):
+        if frame.startswith(b"data: {"):
+            frame = f"data: {json.dumps(json.loads(frame[6:]), ensure_ascii=False)}\n\n".encode()
+        out.append(frame)
+    return out
+
+
 def reframe(frames: list[bytes], endings: list[tuple[bytes, bytes]]) -> list[bytes]:
     """Each frame with its lines ended by ``line`` and its blank line by ``blank``, cycling through
     ``endings``: ``(b"\\n", b"\\r\\n")`` gives the ``\\n\\r\\n`` mix the WHATWG algorithm splits."""

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
 from guardrails.decision import PASS, Block, Decision, Redact
 from guardrails.seams import DeltaCheck, StreamContext, StreamGuardrail
+from guardrails.stream import ArmedSet
 
 
 @dataclass
@@ -43,6 +44,17 @@ def split_deltas(draw: st.DrawFn, text: str) -> list[str]:
         deltas.append(text[i:i + n])
         i += n
     return deltas
+
+
+def blocks_afresh(guardrails: Sequence[StreamGuardrail], ctx: StreamContext, deltas: Sequence[str]) -> bool:
+    """Whether ``guardrails``, armed afresh, block the message made of ``deltas``."""
+    armed = ArmedSet.arm(guardrails, ctx)
+    acc = ""
+    for delta in deltas:
+        acc += delta
+        if armed.check(acc, delta) is not None:
+            return True
+    return armed.finish(acc) is not None
 
 
 def random_chunks(text: str, seed: int, lo: int = 1, hi: int = 9) -> Iterator[str]:

@@ -7,16 +7,16 @@ client. An answer in Russian passes untouched.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from guardrails.stream.canary import normalise
+from tests.adversarial import utf8_chat_frames
 from tests.apis import APIS, FILTERED, NORMAL, sdk_call
 from tests.fakes.proxy import ProxyServer
-from tests.fakes.upstream import FakeUpstream, Reply, chat_frames
+from tests.fakes.upstream import FakeUpstream, Reply
 
 MIN_CHARS = 40
 POLICY = f"""
@@ -77,19 +77,9 @@ def test_a_prompt_copied_in_lookalikes_is_blocked_unary(
     assert seen.text == "[withheld: system prompt]"
 
 
-def _utf8_frames(reply: Reply) -> list[bytes]:
-    """Chat frames with the text as UTF-8 (not ``\\u`` escapes), so one-byte writes split the letters."""
-    out = []
-    for frame in chat_frames(reply, "m", False):
-        if frame.startswith(b"data: {"):
-            frame = f"data: {json.dumps(json.loads(frame[6:]), ensure_ascii=False)}\n\n".encode()
-        out.append(frame)
-    return out
-
-
 def test_lookalikes_split_across_writes_mid_letter_are_blocked(guard_proxy: ProxyServer, upstream: FakeUpstream) -> None:
     reply = Reply(text=ANSWER, deltas=[ANSWER[i:i + 3] for i in range(0, len(ANSWER), 3)])
-    upstream.queue(Reply(raw_frames=_utf8_frames(reply), split_bytes=1))
+    upstream.queue(Reply(raw_frames=utf8_chat_frames(reply), split_bytes=1))
     seen = sdk_call(guard_proxy.url, "chat", stream=True, system=SYSTEM)
     assert "[withheld: system prompt]" in seen.text
     assert _shows_no_run_of_the_prompt(seen.text)

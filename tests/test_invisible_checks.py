@@ -44,7 +44,7 @@ from guardrails.stream._invisible import INVISIBLE, INVISIBLE_RUN, drop_invisibl
 from proxy.stream_guard import StreamGuard
 from proxy.whole_answer import check_whole_answer
 from tests.secret_samples import TEMPLATES, fill
-from tests.stream_support import split_deltas
+from tests.stream_support import blocks_afresh, split_deltas
 
 SPECS: list[StreamGuardrailSpec] = [
     SecretsGuardrail(id="secrets", kind="secrets"),
@@ -138,16 +138,6 @@ def _drive(deltas: Sequence[str]) -> tuple[int | None, Trip | None, list[str], s
     return at, trip, list(deltas[:sent_frames]), released, redactions, guard.text
 
 
-def _fresh_blocks(deltas: Sequence[str], guardrail_id: str) -> bool:
-    armed = ArmedSet.arm([p for p in PROVIDERS if p.id == guardrail_id], CTX)
-    acc = ""
-    for delta in deltas:
-        acc += delta
-        if armed.check(acc, delta) is not None:
-            return True
-    return armed.finish(acc) is not None
-
-
 def _matched(text: str, redactions: Sequence[Redact]) -> list[str]:
     return [text[r.start:r.end] for r in redactions]
 
@@ -181,7 +171,8 @@ def _agrees(clean: list[str], dirty: list[str], owner: list[int]) -> None:
     if trip_d is not None:
         assert at_c == (len(clean) if at_d == len(dirty) else owner[at_d])  # type: ignore[index]
         # Nothing of the match went out: the text still held blocks afresh.
-        assert _fresh_blocks(_held(dirty, len(sent_d), at_d or 0), trip_d.guardrail_id), (sent_d, dirty)
+        assert blocks_afresh([p for p in PROVIDERS if p.id == trip_d.guardrail_id], CTX,
+                             _held(dirty, len(sent_d), at_d or 0)), (sent_d, dirty)
         return
     # The same matches redacted, each span from the match's first visible character to its last.
     assert [drop_invisible(m) for m in _matched(text_d, redactions_d)] == _matched(text_c, redactions_c)

@@ -7,16 +7,16 @@ wire format. No fixed hold-back: the horizons alone keep the match from the clie
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterator
 
 import pytest
 
 from guardrails.stream._invisible import drop_invisible
+from tests.adversarial import utf8_chat_frames
 from tests.apis import APIS, FILTERED, NORMAL, sdk_call
 from tests.fakes.proxy import ProxyServer
-from tests.fakes.upstream import FakeUpstream, Reply, chat_frames
+from tests.fakes.upstream import FakeUpstream, Reply
 from tests.secret_samples import TEMPLATES, fill
 
 POLICY = """
@@ -113,22 +113,12 @@ def test_an_email_hidden_by_invisible_characters_is_redacted_whole_unary(
     assert seen.text == expected
 
 
-def _utf8_frames(reply: Reply) -> list[bytes]:
-    """Chat frames with the text as UTF-8 (not ``\\u`` escapes), so one-byte writes split the marks."""
-    out = []
-    for frame in chat_frames(reply, "m", False):
-        if frame.startswith(b"data: {"):
-            frame = f"data: {json.dumps(json.loads(frame[6:]), ensure_ascii=False)}\n\n".encode()
-        out.append(frame)
-    return out
-
-
 @pytest.mark.parametrize("case", [*BLOCKED, "email"])
 def test_invisible_characters_split_across_writes_mid_character(
         guard_proxy: ProxyServer, upstream: FakeUpstream, case: str) -> None:
     text = REDACTED[0] if case == "email" else BLOCKED[case][0]
     reply = Reply(text=text, deltas=[text[i:i + 3] for i in range(0, len(text), 3)])
-    upstream.queue(Reply(raw_frames=_utf8_frames(reply), split_bytes=1))
+    upstream.queue(Reply(raw_frames=utf8_chat_frames(reply), split_bytes=1))
     seen = sdk_call(guard_proxy.url, "chat", stream=True, system=SYSTEM)
     if case == "email":
         assert seen.text == REDACTED[1]

@@ -11,8 +11,9 @@ from __future__ import annotations
 import pytest
 
 from proxy.guarded_turn import SLICE_BYTES
-from tests.adversarial import SECRET, STREAM_APIS, client_sees, frames_for
+from tests.adversarial import SECRET, STREAM_APIS, Seen, client_sees, frames_for
 from tests.apis import raw_call
+from tests.fakes.faulty import assert_http_error, assert_stream_error
 from tests.fakes.proxy import ProxyServer
 from tests.fakes.upstream import FakeUpstream, Reply
 
@@ -58,3 +59,44 @@ def test_a_credential_in_a_burst_gets_the_verdict_it_gets_frame_by_frame(
     # what went out before the credential went out as it does frame by frame, and nothing after it
     assert burst.sdk.text.startswith(" ".join(_text(secret_at).split()[:secret_at - 8]))
     assert "coda" not in burst.sdk.text
+
+
+def _ends_with_the_api_error(api: str, seen: Seen) -> None:
+    """A 502 before anything was sent, else the API's in-stream error. The SDKs raise it, except
+    the Responses one, which hands a started stream's ``response.failed`` over as an event."""
+    if seen.raw.status == 200:
+        assert_stream_error(api, seen.raw.raw)
+    else:
+        assert_http_error(api, 502, seen.raw.raw)
+    assert seen.sdk_error is not None or (api == "responses" and seen.raw.status == 200)
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "anthropic"])
+def test_an_unreadable_frame_late_in_a_burst_ends_it_with_the_api_error(
+        secrets_guard: ProxyServer, upstream: FakeUpstream, api: str) -> None:
+    """Past the first step's 4 KB, a frame the proxy cannot decode (a ``data:`` line that is not JSON,
+    holding a credential) ends the answer with the API's error, as it does in a read of its own."""
+    frames = frames_for(api, Reply(text=_text(300)))
+    head = {"responses": "event: response.output_text.delta\n", "anthropic": "event: content_block_delta\n"}
+    bad = f"{head.get(api, '')}data: {{\"text\": \"key {SECRET}\" trailing\n\n".encode()
+    frames = [*frames[:-40], bad, *frames[-40:]]
+    assert len(b"".join(frames[:-41])) > SLICE_BYTES
+    seen = client_sees(secrets_guard.url, api, lambda: upstream.queue(Reply(raw_frames=_burst(frames))))
+    assert SECRET not in seen.everything() and SECRET[4:] not in seen.everything()
+    _ends_with_the_api_error(api, seen)
+
+
+@pytest.mark.parametrize("api", STREAM_APIS)
+def test_a_burst_cut_off_by_the_upstream_ends_with_the_api_error_and_nothing_held(
+        secrets_guard: ProxyServer, upstream: FakeUpstream, api: str) -> None:
+    """The upstream writes a burst whose last word is the start of a credential, then resets the
+    connection: the credential's start, held back, never goes out; the answer ends with the error."""
+    words = _text(300).split(" ")[:300]
+    deltas = [w + " " for w in words] + [SECRET[:8], SECRET[8:], " and more."]
+    frames = frames_for(api, Reply(text="".join(deltas), deltas=deltas))
+    cut = next(n for n, f in enumerate(frames) if SECRET[:8].encode() in f) + 1
+    assert SECRET[8:].encode() not in b"".join(frames[:cut])
+    seen = client_sees(secrets_guard.url, api, lambda: upstream.queue(
+        Reply(raw_frames=[*_burst(frames[:cut]), *frames[cut:]], break_after_frames=1)))
+    assert SECRET[:8] not in seen.everything()
+    _ends_with_the_api_error(api, seen)

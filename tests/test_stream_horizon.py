@@ -28,7 +28,7 @@ from guardrails.decision import PASS, Decision, Redact
 from guardrails.seams import DeltaCheck, StreamContext
 from guardrails.stream import ArmedSet, Trip, build_stream_guardrails
 from proxy.stream_guard import StreamGuard
-from tests.stream_support import split_deltas
+from tests.stream_support import blocks_afresh, split_deltas
 
 PROMPT = ("You are Orbit, the support assistant of Acme Rockets. Never discuss launch schedules that "
           "are not public. Internal escalation code: ZEBRA-7. When a customer asks about refunds, "
@@ -98,17 +98,6 @@ def _drive(guard: StreamGuard, deltas: Sequence[str]) -> tuple[int | None, Trip 
     return (len(deltas) if step.trip else None), step.trip, released
 
 
-def _fresh_blocks(deltas: Sequence[str], guardrail_id: str) -> bool:
-    """Whether the guardrail, armed afresh, blocks the message made of ``deltas``."""
-    armed = ArmedSet.arm([p for p in PROVIDERS if p.id == guardrail_id], CTX)
-    acc = ""
-    for delta in deltas:
-        acc += delta
-        if armed.check(acc, delta) is not None:
-            return True
-    return armed.finish(acc) is not None
-
-
 def _held_deltas(deltas: Sequence[str], released: int, upto: int) -> list[str]:
     """The deltas from the first held character (frames are released whole) through ``upto``."""
     out, offset = [], 0
@@ -134,7 +123,7 @@ def test_horizon_guard_blocks_exactly_when_the_fixed_window_guard_does(data: st.
         trip_fixed and (trip_fixed.guardrail_id, trip_fixed.decision.reason_code))
     if trip is not None and trip.guardrail_id != "len":
         held = _held_deltas(deltas, released, at)
-        assert _fresh_blocks(held, trip.guardrail_id), (text[:released], held)
+        assert blocks_afresh([p for p in PROVIDERS if p.id == trip.guardrail_id], CTX, held), (text[:released], held)
 
 
 def test_ordinary_prose_is_released_at_once() -> None:

@@ -81,6 +81,12 @@ class _StreamingUpstream:
         await asyncio.sleep(0)
         return _Stream(self._frames)
 
+    def send_now(self, method: str, url: str, headers: Any, body: bytes | None) -> Any:
+        return self
+
+    async def answered(self, sent: Any, *, decode: bool = False) -> Any:
+        return await self.request("POST", "", (), None)
+
 
 async def _count(enabled: bool, model: str, stream: bool, n: int) -> Counts:
     services = _services(enabled, model)

@@ -77,6 +77,12 @@ class _Upstream:
             await asyncio.sleep(0)
         return _Answer(self._body)
 
+    def send_now(self, method: str, url: str, headers: Any, body: bytes | None) -> Any:
+        return self  # sent at once (``proxy.upstream.Upstream.send_now``); ``answered`` waits for it
+
+    async def answered(self, sent: Any, *, decode: bool = False) -> Any:
+        return await self.request("POST", "", (), None)
+
 
 async def _drop(message: Any) -> None:
     return None

@@ -23,6 +23,7 @@ from opentelemetry.trace import Span, Status, StatusCode
 from config.policy import Mode
 from proxy.asgi import Scope, Send, header_list
 from proxy.guarded_turn import Facts, GuardedTurn, plan_of
+from proxy.http1 import Answer
 from proxy.providers import PROVIDERS, guess_any
 from proxy.responder import Responder
 from proxy.routes import BadPath, Route, resolve
@@ -61,6 +62,15 @@ def _compacts_stored_output(path: str, body: bytes) -> bool:
     except (ValueError, UnicodeDecodeError, RecursionError):
         return False
     return found
+
+
+def _sends_as_read(wire: str, body: bytes) -> bool:
+    """Whether a guarded request may go upstream before guardproxy has read its body
+    (``Exchange._send_early``): every refusal that reading makes is one the upstream makes too
+    (not JSON, a wrong shape), except a Responses request for ``background`` (its output is fetched
+    later, unchecked), which the upstream would start: such a body is read first, and so is one that
+    could spell the key with JSON escapes."""
+    return wire != "openai_responses" or (b"background" not in body and b"\\u" not in body)
 
 
 def _resolve(raw_path: str, method: str, header: dict[str, str], query: str) -> Route:
@@ -122,6 +132,8 @@ class Exchange:
         self.span: Span | None = None
         """The request's trace span when tracing is on (``proxy.tracing``)."""
         self._first_byte: _FirstByteMark | None = None
+        self._early: tuple[bytes, Answer, float] | None = None
+        """The first attempt when ``_send_early`` sent it: its body, its answer, when it was sent."""
         if services.tracing.enabled:
             self._first_byte = _FirstByteMark(send, self.t0)
             self.responder = Responder(self._first_byte, self.request_id)
@@ -147,6 +159,9 @@ class Exchange:
             log.error("internal_error", error=type(exc).__name__, path=self.path)
             await self._fail(500, "guardproxy hit an internal error", "upstream")
         finally:
+            if self._early is not None:  # sent, then refused: its connection is closed, its answer dropped
+                self._early[1].close()
+                self._early = None
             route = self.route.wire or "passthrough" if self.route else "invalid"
             status = self.responder.status
             turn = self.turn.turn if self.turn is not None else None
@@ -201,9 +216,17 @@ class Exchange:
                 self._trace_unguarded(route, body)
             await self._passthrough(body)
             return
+        plan = plan_of(self.services)
+        asked = self.header.get("x-guardproxy-mode")
+        try:
+            self.mode = plan.mode if asked is None else self.services.policy.defaults.mode_for(asked)
+        except ValueError as exc:
+            await self._fail(400, str(exc), "invalid_request")
+            return
+        if not plan.plants and self.span is None and _sends_as_read(route.wire, body):
+            self._send_early(body)
         request = JsonBody(body)
         background = False
-        plan = plan_of(self.services)
         try:
             # A planted canary rewrites the whole body: then it is decoded whole at once. A quick view
             # declines whatever the whole path refuses or checks (a Responses ``background``).
@@ -222,12 +245,6 @@ class Exchange:
             self.services.metrics.fail_closed.labels(reason="refused_background").inc()
             await self._fail(400, "guardproxy does not accept 'background': a background response is "
                                   "retrieved later, unchecked; send it in the foreground", "invalid_request")
-            return
-        asked = self.header.get("x-guardproxy-mode")
-        try:
-            self.mode = plan.mode if asked is None else self.services.policy.defaults.mode_for(asked)
-        except ValueError as exc:
-            await self._fail(400, str(exc), "invalid_request")
             return
         if route.wire == "gemini":
             m = _GEMINI_MODEL.search(route.path)
@@ -306,12 +323,37 @@ class Exchange:
             self.services.metrics.fail_closed.labels(reason=exc.reason).inc()
         await self._fail(504 if exc.timeout else 502, str(exc), "timeout" if exc.timeout else "upstream")
 
+    def _send_early(self, body: bytes) -> None:
+        """Send a guarded request's first attempt before its body is read: the upstream works on it
+        while guardproxy reads the body and sets up the checks, which only the answer needs. Sent only
+        when the attempt goes out as the client sent it (``_sends_as_read``; no planted canary) and a
+        connection is idle; a body then refused (not valid JSON, a wrong shape) has its connection
+        closed, and nothing of the upstream's answer reaches the client."""
+        try:
+            answer = self.services.upstream.send_now(self.method, self.upstream_url(),
+                                                     self.forward_headers(identity=True), body)
+        except UpstreamError:
+            return  # raised again by the turn's own call, in its turn
+        if answer is not None:
+            self._early = (body, answer, time.perf_counter())
+
     async def upstream_request(self, body: bytes, *, identity: bool) -> UpstreamResponse:
         t = time.perf_counter()
+        if (early := self._early) is not None:
+            self._early = None
+            if early[0] is body and identity:
+                t = early[2]
+                resp = await self.services.upstream.answered(early[1], decode=True)
+                return self._answered(resp, t)
+            early[1].close()
         url = self.upstream_url()
         with self.services.tracing.upstream_call(self.route.provider if self.route else "", self.model, url):
             resp = await self.services.upstream.request(self.method, url, self.forward_headers(identity=identity),
                                                         body, decode=identity)
+        return self._answered(resp, t)
+
+    def _answered(self, resp: UpstreamResponse, t: float) -> UpstreamResponse:
+        """Count an attempt sent at ``t`` whose head is in."""
         elapsed = time.perf_counter() - t
         if not self.upstream_s:
             mark(self.span, "first_upstream_byte", self.t0)

@@ -394,6 +394,20 @@ def _failure(answer: Answer, detail: str, *, timeout: bool = False) -> UpstreamE
     return UpstreamError(f"the upstream connection broke: {detail}", timeout=False)
 
 
+def _head(method: str, headers: Mapping[str, str] | Sequence[tuple[str, str]], body: bytes | None) -> str:
+    """The header lines after the request line and ``host`` (``content-length`` added), blank line
+    included."""
+    pairs = headers.items() if isinstance(headers, Mapping) else headers
+    lines = [f"{k}: {v}\r\n" for k, v in pairs]
+    if body or (body is not None and method not in _NO_BODY_METHODS):
+        lines.append(f"content-length: {len(body)}\r\n")
+    lines.append("\r\n")
+    head = "".join(lines)
+    if head.count("\n") != len(lines) or head.count("\r") != len(lines):
+        raise UpstreamError("a request header holds a line break", timeout=False, reason="unreachable")
+    return head
+
+
 def _escape_target(target: str) -> str:
     """Percent-escape what may not stand in a request line: the path and query arrive as the client's
     bytes read as latin-1, so each such character is one byte."""
@@ -426,16 +440,23 @@ class Pool:
                       body: bytes | None) -> Answer:
         """Send one request; return once the answer's status and headers are in."""
         origin, target = self._split(url)
-        pairs = headers.items() if isinstance(headers, Mapping) else headers
-        lines = [f"{k}: {v}\r\n" for k, v in pairs]
-        if body or (body is not None and method not in _NO_BODY_METHODS):
-            lines.append(f"content-length: {len(body)}\r\n")
-        lines.append("\r\n")
-        head = "".join(lines)
-        if head.count("\n") != len(lines) or head.count("\r") != len(lines):
-            raise UpstreamError("a request header holds a line break", timeout=False, reason="unreachable")
+        head = _head(method, headers, body)
         conn = self._idle_connection(origin) or await self._connect(origin)
-        answer = conn.send(method, target, head, body)
+        return await self.answered(conn.send(method, target, head, body))
+
+    def send_now(self, method: str, url: str, headers: Mapping[str, str] | Sequence[tuple[str, str]],
+                 body: bytes | None) -> Answer | None:
+        """Send one request at once, without a suspension, on an idle connection: its bytes are
+        written before this returns (``answered`` then waits for its head). None, and nothing sent,
+        when no connection to the origin is idle (``request`` would have to connect first)."""
+        origin, target = self._split(url)
+        head = _head(method, headers, body)
+        conn = self._idle_connection(origin)
+        return None if conn is None else conn.send(method, target, head, body)
+
+    @staticmethod
+    async def answered(answer: Answer) -> Answer:
+        """``answer`` once its status and headers are in."""
         try:
             await answer.head()
         except BaseException:  # cancelled (a time-bounded side call) or failed: the connection goes

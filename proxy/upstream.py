@@ -137,3 +137,15 @@ class Upstream:
         assert self._pool is not None, "Upstream.start() was not awaited"
         answer = await self._pool.request(method, url, headers, body)
         return UpstreamResponse(answer, decode=decode)
+
+    def send_now(self, method: str, url: str, headers: Mapping[str, str] | list[tuple[str, str]],
+                 body: bytes | None) -> Answer | None:
+        """Send at once on an idle connection (``Pool.send_now``); ``answered`` takes it from there.
+        None, and nothing sent, when a connection would have to be opened first."""
+        assert self._pool is not None, "Upstream.start() was not awaited"
+        return self._pool.send_now(method, url, headers, body)
+
+    @staticmethod
+    async def answered(answer: Answer, *, decode: bool = False) -> UpstreamResponse:
+        """What ``request`` returns, for a request ``send_now`` sent."""
+        return UpstreamResponse(await Pool.answered(answer), decode=decode)

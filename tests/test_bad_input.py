@@ -57,7 +57,9 @@ def test_bad_bodies_get_a_400_in_the_api_format(small_proxy: ProxyServer, upstre
         assert r.status_code == 400, (body, r.text)
         err = assert_http_error(api, 400, r.content)
         assert "Traceback" not in err["message"] and len(err["message"]) < 500
-    assert upstream.seen == []  # nothing that bad went upstream
+    # nothing that bad went upstream: no request had left a connection idle (on a warm connection the
+    # body goes out as it is read, and a refused one is cut off: tests/test_early_send.py)
+    assert upstream.seen == []
     b.assert_back()
 
 

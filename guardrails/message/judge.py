@@ -42,7 +42,7 @@ from guardrails.message.content import (
     new_boundary,
     quote,
     quoting_notice,
-    safe_text,
+    shown_text,
     split_parts,
 )
 from guardrails.message.verdict import parse_verdict, read_verdict
@@ -78,11 +78,13 @@ def render_prompt(template: str, *, user_query: str, agent_output: str) -> str:
 
 
 def judged_text(ctx: MessageContext, with_tool_calls: bool) -> str:
-    """What the judge rules on: the visible text, plus the tool calls when asked to."""
-    text = ctx.visible_text
+    """What the judge rules on: the visible text, plus the tool calls when asked to, each as a reader
+    sees it (``shown_text``)."""
+    text = shown_text(ctx.visible_text)
     if not with_tool_calls or not ctx.message.tool_calls:
         return text
-    calls = "\n".join(f"[tool call] {c.name}({c.arguments})" for c in ctx.message.tool_calls)
+    calls = "\n".join(f"[tool call] {shown_text(c.name)}({shown_text(c.arguments)})"
+                      for c in ctx.message.tool_calls)
     return f"{text}\n{calls}" if text.strip() else calls
 
 
@@ -107,7 +109,7 @@ class LlmJudge(ConfiguredGuardrail[JudgeGuardrail]):
         return ctx.completer_for(self.spec.upstream, self.spec.base_url, self.spec.api_key_env)
 
     async def check_message(self, ctx: MessageContext) -> Decision:
-        output = safe_text(judged_text(ctx, not self.spec.only_final_text))
+        output = judged_text(ctx, not self.spec.only_final_text)
         if not output.strip():
             return Skipped("tool_calls" if ctx.message.tool_calls else "empty_text")
         completer = self._completer(ctx)
@@ -116,7 +118,7 @@ class LlmJudge(ConfiguredGuardrail[JudgeGuardrail]):
         model = self.spec.model or ctx.model
         if not model:
             return Undecided("no_model")
-        query = elide(safe_text(ctx.user_query), self.spec.max_chars // 4)
+        query = elide(shown_text(ctx.user_query), self.spec.max_chars // 4)
         parts = split_parts(output, self.spec.max_chars, self.spec.max_parts)
         # Every part must pass; a block in any part wins over another part being undecided.
         return await every_part_passes([self._judge_part(completer, model, query, p) for p in parts])

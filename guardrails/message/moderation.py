@@ -32,7 +32,7 @@ import httpx
 from config.policy import ModerationGuardrail
 from guardrails.decision import MODERATION_FLAGGED, PASS, Block, Decision
 from guardrails.message.base import ConfiguredGuardrail, Skipped, Undecided, every_part_passes, json_answer
-from guardrails.message.content import safe_text, split_parts
+from guardrails.message.content import shown_text, split_parts
 from guardrails.seams import MessageContext
 
 
@@ -73,7 +73,7 @@ class Moderation(ConfiguredGuardrail[ModerationGuardrail]):
         return {"Authorization": f"Bearer {key}"} if key else None
 
     async def check_message(self, ctx: MessageContext) -> Decision:
-        text = safe_text(ctx.visible_text)
+        text = shown_text(ctx.visible_text)
         if not text.strip():
             return Skipped("empty_text")
         headers = self._headers()

@@ -20,8 +20,9 @@ says which; past ``spec.max_parts`` the middle is left out and ``elided_before``
 part must pass; a block in any part wins, else the first undecided part decides. JSON escaping may
 add to the byte size (a control character is six bytes), so set ``max_chars`` with some room.
 
-Every string is sent with lone surrogates replaced (``content.safe_text``), so no text can make the
-request unencodable.
+Every string written by the model or the client is sent as a reader sees it (``content.shown_text``:
+invisible characters dropped, so tag characters cannot spell text the reader never saw) and with lone
+surrogates replaced, so no text can make the request unencodable.
 
 Failure policy: a 413, or a 400/422 that is not about keys, means the service refused this content
 (``ContentRefused``: the runner blocks unless ``on_content_error = "pass"``). Any other non-2xx
@@ -39,7 +40,7 @@ import httpx
 from config.policy import WebhookGuardrail
 from guardrails.decision import PASS, WEBHOOK_BLOCK, Block, Decision
 from guardrails.message.base import ConfiguredGuardrail, Undecided, clip, every_part_passes, json_answer
-from guardrails.message.content import Part, elide, safe_text, split_parts
+from guardrails.message.content import Part, elide, safe_text, shown_text, split_parts
 from guardrails.seams import MessageContext
 
 MIN_CALL_CHARS = 200
@@ -57,18 +58,18 @@ def _tool_calls(ctx: MessageContext, budget: int) -> tuple[list[dict[str, str]],
     share = budget // fit
     sent = []
     for call in calls[:fit]:
-        name = elide(safe_text(call.name), MAX_NAME_CHARS)
-        sent.append({"name": name, "arguments": elide(safe_text(call.arguments), max(share - len(name), 2))})
+        name = elide(shown_text(call.name), MAX_NAME_CHARS)
+        sent.append({"name": name, "arguments": elide(shown_text(call.arguments), max(share - len(name), 2))})
     return sent, len(calls) - fit
 
 
 def webhook_payloads(guardrail_id: str, ctx: MessageContext, max_chars: int = 32_000,
                      max_parts: int = 4) -> list[dict[str, Any]]:
     """One JSON body per part of the answer (documented in the module docstring)."""
-    query = elide(safe_text(ctx.user_query), max_chars // 8)
+    query = elide(shown_text(ctx.user_query), max_chars // 8)
     calls, omitted = _tool_calls(ctx, max_chars // 4)
     used = len(query) + sum(len(c["name"]) + len(c["arguments"]) for c in calls)
-    parts = split_parts(safe_text(ctx.visible_text), max(max_chars - used, 1), max_parts)
+    parts = split_parts(shown_text(ctx.visible_text), max(max_chars - used, 1), max_parts)
     return [_payload(guardrail_id, ctx, query, calls, omitted, part) for part in parts]
 
 

@@ -106,8 +106,12 @@ class MaxLengthGuardrail(_StreamBase):
     max_chars: int = Field(ge=1)
 
 
+class HiddenTextGuardrail(_StreamBase):
+    kind: Literal["hidden_text"]
+
+
 StreamGuardrailSpec = Annotated[
-    RegexGuardrail | CanaryGuardrail | SecretsGuardrail | PiiGuardrail | MaxLengthGuardrail,
+    RegexGuardrail | CanaryGuardrail | SecretsGuardrail | PiiGuardrail | MaxLengthGuardrail | HiddenTextGuardrail,
     Field(discriminator="kind"),
 ]
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from config.policy import (
     CanaryGuardrail,
+    HiddenTextGuardrail,
     MaxLengthGuardrail,
     PiiGuardrail,
     RegexGuardrail,
@@ -31,6 +32,7 @@ from guardrails.seams import (
 )
 from guardrails.stream._invisible import VisibleText, drop_invisible, shows_as_is
 from guardrails.stream.canary import CanaryProvider, canary_instruction, make_canary_token
+from guardrails.stream.hidden_text import HiddenTextProvider
 from guardrails.stream.max_length import MaxLengthProvider
 from guardrails.stream.patterns import RegexProvider
 from guardrails.stream.pii import PiiProvider
@@ -61,6 +63,8 @@ def build_stream_guardrails(specs: Sequence[StreamGuardrailSpec], default_replac
                 providers.append(PiiProvider(spec, replacement))
             case MaxLengthGuardrail():
                 providers.append(MaxLengthProvider(spec, replacement))
+            case HiddenTextGuardrail():
+                providers.append(HiddenTextProvider(spec, replacement))
     return providers
 
 

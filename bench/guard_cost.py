@@ -25,6 +25,7 @@ from pathlib import Path
 
 from config.policy import (
     CanaryGuardrail,
+    HiddenTextGuardrail,
     MaxLengthGuardrail,
     PiiGuardrail,
     RegexGuardrail,
@@ -76,6 +77,7 @@ SPECS: list[StreamGuardrailSpec] = [
                    patterns=[r"project\s+nightingale", r"internal\s+use\s+only", r"\bBEGIN CERT\b"]),
     PiiGuardrail(id="pii", kind="pii", action="redact"),
     MaxLengthGuardrail(id="len", kind="max_length", max_chars=10_000_000),
+    HiddenTextGuardrail(id="hidden", kind="hidden_text"),
 ]
 KINDS = [spec.id for spec in SPECS]
 

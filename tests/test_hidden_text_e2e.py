@@ -6,6 +6,7 @@ flags and emoji go through byte for byte."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
 import pytest
 
@@ -64,3 +65,31 @@ def test_a_tool_call_smuggling_text_into_a_file_is_withheld(default_proxy: Proxy
     res = raw_call(default_proxy.url, api, stream=True)
     assert res.status == 200 and not _carries_tags(res.raw)
     assert b"write_file" not in res.raw and WITHHELD.encode() in res.raw
+
+
+REDACTING = """
+[[stream_guardrails]]
+id = "hidden-text"
+kind = "hidden_text"
+action = "redact"
+"""
+
+
+@pytest.fixture(scope="module")
+def redacting(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
+    with ProxyServer(upstream_server.url, REDACTING) as p:
+        yield p
+
+
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("api", APIS)
+def test_redact_keeps_the_visible_text_and_drops_the_hidden(redacting: ProxyServer, upstream: FakeUpstream, api: str,
+                                                           stream: bool) -> None:
+    # deltas made only of hidden characters, and hidden runs cut across deltas
+    deltas = ["The tests pass now.", SMUGGLED[:5], SMUGGLED[5:], " Ready", tags("!!"), " to merge \u2764\ufe0f."]
+    text = "".join(deltas)
+    upstream.queue(Reply(text=text, deltas=deltas))
+    res = raw_call(redacting.url, api, stream=stream)
+    assert res.status == 200 and not _carries_tags(res.raw)
+    upstream.queue(Reply(text=text, deltas=deltas))
+    assert sdk_call(redacting.url, api, stream=stream).text == "The tests pass now. Ready to merge \u2764\ufe0f."

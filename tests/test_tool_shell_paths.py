@@ -74,6 +74,33 @@ def test_everyday_shell_file_use_passes(ws: Path, command: str) -> None:
     assert a.decision == "allow", (command, a.rationale)
 
 
+@pytest.mark.parametrize(("command", "reason"), [
+    ('cat "$HOME/.ssh/id_rsa"', "privileged_path"),
+    ('cat "${HOME}/.aws/credentials"', "privileged_path"),
+    ('cat "${HOME}"/.aws/credentials', "privileged_path"),
+    ('echo x >> "$HOME/.gnupg/gpg.conf"', "privileged_path"),
+    ("echo x > ~root/.bashrc", "privileged_path"),
+    ("cat ~alice/.ssh/id_rsa", "privileged_path"),
+    ("cp src/app.py ~alice/app.py", "path_outside_workspace"),
+    ("cat $PWD/../outside/x", "path_outside_workspace"),
+    ('echo x > "$PWD/../outside/x"', "path_outside_workspace"),
+    ("echo x > ~+/../outside/x", "path_outside_workspace"),
+    ("cd src && echo x > ${PWD}/../../outside/x", "path_outside_workspace"),
+])
+def test_home_and_working_folder_spellings_are_followed(ws: Path, command: str, reason: str) -> None:
+    """Bash expands ``$HOME`` inside double quotes, ``~name`` to that user's home and ``$PWD``/``~+``
+    to the current folder: each spelling reaches the same file as the plain one."""
+    a = _bash(ws, command)
+    assert a.reason_code == reason, (command, a.rationale)
+
+
+@pytest.mark.parametrize("command", ['cat "$HOME"x', "cat \\~root/x", "cat '~root/x'", 'cat "~root/x"',
+                                     "echo ~-/x", "cat $PWD/src/app.py", 'cat "$PWD/src/app.py"'])
+def test_spellings_bash_does_not_expand_stay_where_they_are(ws: Path, command: str) -> None:
+    a = _bash(ws, command)
+    assert a.reason_code in (None, "no_such_path"), (command, a.rationale)
+
+
 def test_a_shell_read_counts_for_read_before_write(ws: Path) -> None:
     read = HistoryToolCall("h", "Bash", json.dumps({"command": "cat src/app.py"}), True)
     assert _bash(ws, "sed -i 's/hi/bye/' src/app.py", [read]).decision == "allow"

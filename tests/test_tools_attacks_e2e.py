@@ -113,6 +113,9 @@ SHELL_MORE = {
     "sed_unread": ("sed -i 's/hello/bye/' src/app.py", "write_without_read"),
     "cp_out": ("cp src/app.py /tmp/exfil.py", "path_outside_workspace"),
     "not_shell": ("echo 'unterminated", "unparseable_arguments"),
+    "home_in_quotes": ('cat "$HOME/.ssh/id_rsa"', "privileged_path"),
+    "tilde_user": ("echo x >> ~root/.bashrc", "privileged_path"),
+    "pwd_escape": ("echo x > $PWD/../escape.txt", "path_outside_workspace"),
 }
 
 

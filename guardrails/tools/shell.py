@@ -112,15 +112,41 @@ def _text(node: Node) -> str:
     return source[node.start_byte:node.end_byte].decode("utf-8", "replace")
 
 
-def _is_home(node: Node) -> bool:
-    return node.type in ("simple_expansion", "expansion") and _text(node) in ("$HOME", "${HOME}")
+_FOLDER_VARIABLES = {"$HOME": "~", "${HOME}": "~", "$PWD": ".", "${PWD}": "."}
+"""Expansions whose value the analysis knows: the home folder, and the current folder (``.``, which
+``_Walker._join`` puts after the last literal ``cd``)."""
+_TILDE_USER = re.compile(r"~([A-Za-z_][A-Za-z0-9_.-]*)(?=/|$)")
 
 
-def literal(node: Node) -> str | None:
-    """A word's value when it is fixed text (``~`` stands for the home folder); None otherwise."""
+def _folder_variable(node: Node, first: bool) -> str | None:
+    """``$HOME``/``$PWD`` at the start of a word; None anywhere else (``a$HOME`` is no folder)."""
+    if not first or node.type not in ("simple_expansion", "expansion"):
+        return None
+    return _FOLDER_VARIABLES.get(_text(node))
+
+
+def _tilde(word: str) -> str | None:
+    """Bash's tilde expansion of an unquoted word's start: ``~+`` is the current folder, ``~root`` and
+    ``~name`` that user's home (``/root``, ``/home/name``, where Linux puts it); ``~-`` (the folder
+    before the last ``cd``) is not known: None. ``~`` itself stays (``lexical`` expands it)."""
+    if word == "~+" or word.startswith("~+/"):
+        return "." + word[2:]
+    if word == "~-" or word.startswith("~-/"):
+        return None
+    m = _TILDE_USER.match(word)
+    if m is None:
+        return word
+    home = "/root" if m.group(1) == "root" else "/home/" + m.group(1)
+    return home + word[m.end():]
+
+
+def literal(node: Node, first: bool = True) -> str | None:
+    """A word's value when it is fixed text (``~`` stands for the home folder); None otherwise.
+    ``first``: the node starts its word (only there do ``~`` and ``$HOME``/``$PWD`` name folders)."""
     kind = node.type
     if kind in ("word", "number"):
-        return _unescape(_text(node))
+        text = _text(node)
+        return _tilde(_unescape(text)) if first and text.startswith("~") else _unescape(text)
     if kind == "raw_string":
         return _text(node)[1:-1]
     if kind == "ansi_c_string":
@@ -128,16 +154,19 @@ def literal(node: Node) -> str | None:
             return codecs.decode(_text(node)[2:-1], "unicode_escape")
         except (UnicodeDecodeError, ValueError):
             return None
-    if _is_home(node):
-        return "~"
+    folder = _folder_variable(node, first)
+    if folder is not None:
+        return folder
     if kind in ("string", "translated_string"):
         parts = [c for c in node.named_children]
-        if all(c.type == "string_content" for c in parts):
-            body = "".join(_text(c) for c in parts)
-            return _DQ_ESCAPE.sub(lambda m: m.group(1), body) if "\\" in body else body
+        lead = _folder_variable(parts[0], first) if parts else None
+        rest = parts[1:] if lead is not None else parts
+        if all(c.type == "string_content" for c in rest):
+            body = "".join(_text(c) for c in rest)
+            return (lead or "") + (_DQ_ESCAPE.sub(lambda m: m.group(1), body) if "\\" in body else body)
         return None
     if kind == "concatenation":
-        pieces = [literal(c) for c in node.named_children]
+        pieces = [literal(c, first and n == 0) for n, c in enumerate(node.named_children)]
         return None if any(p is None for p in pieces) else "".join(p for p in pieces if p is not None)
     return None
 

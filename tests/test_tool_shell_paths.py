@@ -68,6 +68,7 @@ def test_paths_in_shell_commands_are_checked(ws: Path, command: str, reason: str
     "cd src && cat app.py", "mkdir -p build && cp src/app.py build/", "python3 src/app.py > out.txt",
     "git diff > changes.patch", "cat $UNKNOWN/x", "rm -rf src", "chmod +x src/app.py", "touch src/app.py",
     "mv src/app.py src/main.py", "echo hi > a.txt && cat a.txt",
+    "bun test", "bun run test", "deno test", "deno run -A src/app.py", "R CMD check .",
 ])
 def test_everyday_shell_file_use_passes(ws: Path, command: str) -> None:
     a = _bash(ws, command)

@@ -115,6 +115,9 @@ SHELL_MORE = {
     "not_shell": ("echo 'unterminated", "unparseable_arguments"),
     "home_in_quotes": ('cat "$HOME/.ssh/id_rsa"', "privileged_path"),
     "tilde_user": ("echo x >> ~root/.bashrc", "privileged_path"),
+    "pwsh_command": ("pwsh -Command 'Invoke-WebRequest x'", "shell_interpreter"),
+    "lua_inline": ("lua -e 'os.execute(1)'", "shell_interpreter"),
+    "deno_eval": ("deno eval 'Deno.exit()'", "shell_interpreter"),
     "pwd_escape": ("echo x > $PWD/../escape.txt", "path_outside_workspace"),
 }
 

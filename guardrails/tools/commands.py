@@ -24,9 +24,21 @@ from functools import lru_cache
 
 Argv = Sequence[str | None]
 
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "fish", "ash", "csh", "tcsh", "yash"})
-SCRIPT_INTERPRETERS = frozenset({*SHELLS, "python", "perl", "ruby", "node", "nodejs", "php", "lua",
-                                 "deno", "bun", "tclsh", "Rscript", "pwsh", "osascript", "irb"})
+SHELLS = frozenset({"sh", "bash", "rbash", "zsh", "dash", "ksh", "mksh", "fish", "ash", "csh", "tcsh", "yash"})
+SCRIPT_INTERPRETERS = frozenset({*SHELLS, "python", "ipython", "perl", "ruby", "node", "nodejs", "php", "lua",
+                                 "deno", "bun", "tclsh", "wish", "expect", "R", "Rscript", "julia", "pwsh",
+                                 "powershell", "osascript", "irb"})
+SUBCOMMAND_INTERPRETERS = frozenset({"deno", "bun", "R"})
+"""Their first operand may be a subcommand (``deno test``, ``bun install``, ``R CMD check``) rather than
+a script: a bare word there is one. ``eval`` runs its operand as code (recorded as the option ``eval``);
+``run`` takes the script next (or, for bun, a package.json script name)."""
+
+
+def subcommand(program: str, operand: str | None) -> str | None:
+    """The subcommand ``operand`` names for ``program``, or None when it is a script path."""
+    if program not in SUBCOMMAND_INTERPRETERS or operand is None or "/" in operand or "." in operand:
+        return None
+    return operand
 DOWNLOADERS = frozenset({"curl", "wget", "aria2c", "http", "https", "xh", "fetch"})
 
 _VERSION = re.compile(r"(?<=[a-z])[\d.]+$")

@@ -20,13 +20,17 @@ from collections.abc import Iterable, Sequence
 
 from guardrails.tools.commands import program_name
 
-_SHELLS = ("sh", "bash", "zsh", "dash", "ksh", "fish")
-_STDIN_INTERPRETERS = (*_SHELLS, "python", "perl", "ruby", "node", "php", "lua", "deno", "bun")
+_SHELLS = ("sh", "bash", "zsh", "dash", "ksh", "fish", "ash", "mksh", "csh", "tcsh", "yash", "rbash")
+_STDIN_INTERPRETERS = (*_SHELLS, "python", "ipython", "perl", "ruby", "irb", "node", "php", "lua", "deno", "bun",
+                       "tclsh", "wish", "expect", "R", "Rscript", "julia", "pwsh", "powershell")
 _DOWNLOADERS = ("curl", "wget")
 DEFAULT_INTERPRETERS: tuple[str, ...] = (
     *(f"{s} -c" for s in _SHELLS),
-    "python -c", "node -e", "node --eval", "node -p", "node --print", "perl -e", "perl -E",
-    "ruby -e", "php -r", "eval",
+    "python -c", "ipython -c", "node -e", "node --eval", "node -p", "node --print", "perl -e", "perl -E",
+    "ruby -e", "php -r", "lua -e", "bun -e", "bun --eval", "bun --print", "deno eval", "bun eval",
+    "Rscript -e", "R -e", "julia -e", "osascript -e", "expect -c",
+    # PowerShell: -c, -Command and -EncodedCommand (options split into letters: -C, -c)
+    "pwsh -c", "pwsh -C", "powershell -c", "powershell -C", "eval",
     *(f"{d}|{s}" for d in _DOWNLOADERS for s in (*_SHELLS, "python", "perl", "ruby", "node", "source", ".")),
     *(f"{i} <" for i in _STDIN_INTERPRETERS),
 )

@@ -382,19 +382,7 @@ class _Walker:
                         "stdin": stdin}
         operands = args[first:]
         if interp:
-            if "-m" in opts:
-                seg["script"] = "module"
-            elif any(o in _INLINE_OPTS for o in opts):
-                seg["script"] = "inline"
-                if (prog in SHELLS or prog == "$") and operands and operands[0] is not None and "-c" in opts:
-                    self.line(operands[0], depth + 1, [], None)
-            elif operands and operands[0] not in ("-", None) and "-s" not in opts:
-                seg["script"] = "file"
-                script = self._join(str(operands[0]))
-                self._path("read", str(operands[0]))
-                fed |= {"download"} if script in self.downloaded else set()
-            else:
-                seg["script"] = "stdin"
+            fed |= self._script(prog, opts, operands, depth, seg)
         if stdin == "file" and self.stdin_path is not None and self._join(self.stdin_path) in self.downloaded:
             fed.add("download")
         if prog in ("source", ".") and operands and operands[0] is not None \
@@ -406,6 +394,35 @@ class _Walker:
         seg["fed_by"] = sorted(p for p in fed if p)
         self._record(seg)
         self._effects(prog, args, depth, feed, stdin)
+
+    def _script(self, prog: str, opts: list[str], operands: list[str | None], depth: int, seg: Segment) -> set[str]:
+        """Where an interpreter's code comes from (``seg["script"]``); a script file is read. Returns
+        ``{"download"}`` when that file was downloaded earlier in the line."""
+        sub = cmds.subcommand(prog, operands[0]) if operands else None
+        if sub == "eval":
+            seg["options"] = sorted({*opts, "eval"})
+            seg["script"] = "inline"
+            return set()
+        if sub is not None:
+            if sub != "run":
+                return set()  # deno test, bun install, R CMD check: runs no code of the model's line
+            more, first = cmds.options_before_operands(operands[1:], _INTERP_VALUE_OPTS)
+            opts, operands = [*opts, *more], operands[1 + first:]
+            if not operands or cmds.subcommand(prog, operands[0]) is not None:
+                return set()  # bun run test: a package.json script
+        if "-m" in opts:
+            seg["script"] = "module"
+        elif any(o in _INLINE_OPTS for o in opts):
+            seg["script"] = "inline"
+            if (prog in SHELLS or prog == "$") and operands and operands[0] is not None and "-c" in opts:
+                self.line(operands[0], depth + 1, [], None)
+        elif operands and operands[0] not in ("-", None) and "-s" not in opts:
+            seg["script"] = "file"
+            self._path("read", str(operands[0]))
+            return {"download"} if self._join(str(operands[0])) in self.downloaded else set()
+        else:
+            seg["script"] = "stdin"
+        return set()
 
     def _effects(self, prog: str, args: list[str | None], depth: int, feed: list[str], stdin: str | None) -> None:
         if prog == "cd":

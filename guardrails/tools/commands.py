@@ -7,11 +7,9 @@ Three kinds of knowledge, each applied to one simple command's literal argv:
   that take the command as one string (``env -S``, ``su -c``, ``watch``) hand it back for a re-parse.
 - **file commands**: the path operands of the common file programs and whether each is read,
   written (content), or changed (removed, moved away, its mode or times set) (``cat``, ``cp``, ``mv``, ``rm``, ``tee``, ``sed -i``, ``curl -o``...).
-- **network commands**: the hosts a program connects to (``curl``, ``wget``, ``nc``, ``ssh``, ``scp``,
-  ``rsync``, ``git clone``, ``pip install URL``...).
 
 An operand that is not a literal (it holds a variable or a substitution) is ``None`` and is skipped
-by the path and host readers; ``$HOME``/``~`` are literals (``~``).
+by the path readers; ``$HOME``/``~`` are literals (``~``).
 """
 
 from __future__ import annotations
@@ -213,7 +211,7 @@ def not_a_file(path: str) -> bool:
     return path in _NOT_FILES or path.startswith("/dev/fd/")
 
 
-def _literal_operands(args: Argv, value_opts: frozenset[str]) -> tuple[list[str], list[str | None]]:
+def split_operands(args: Argv, value_opts: frozenset[str]) -> tuple[list[str], list[str | None]]:
     """(options, operands) where options may be interleaved with operands (GNU style)."""
     opts: list[str] = []
     operands: list[str | None] = []
@@ -272,7 +270,7 @@ def _operands(program: str, args: Argv) -> list[tuple[str, str]]:
     if program not in _READERS and program not in _WRITERS:
         return []
     value_opts = _VALUE_OPTS.get(program, frozenset())
-    opts, operands = _literal_operands(args, value_opts)
+    opts, operands = split_operands(args, value_opts)
     given_script = any(o in ("-e", "-f", "--expression", "--file", "--regexp") or o.startswith(("--expression=",
                        "--regexp=", "--file=")) for o in opts)
     if program in _PATTERN_FIRST and not given_script and operands:
@@ -303,127 +301,3 @@ def _operands(program: str, args: Argv) -> list[tuple[str, str]]:
             this = "change"
         out.append((this, path))
     return out
-
-
-# -- network commands -------------------------------------------------------------------------------
-
-_NET_VALUE_OPTS: dict[str, frozenset[str]] = {
-    "curl": frozenset({"-o", "-H", "-d", "-X", "-u", "-A", "-e", "-b", "-c", "-F", "-T", "-w", "-m", "-r",
-                       "-K", "-E", "-U", "-C", "-Y", "-y", "-z", "-D", "-t", "-Q", "-P", "--output",
-                       "--header", "--data", "--data-raw", "--data-binary", "--data-urlencode", "--request",
-                       "--user", "--user-agent", "--referer", "--cookie", "--cookie-jar", "--form",
-                       "--upload-file", "--write-out", "--max-time", "--connect-timeout", "--retry",
-                       "--config", "--cert", "--key", "--cacert", "--resolve", "--connect-to",
-                       "--dump-header", "--proxy-user", "--range", "--json", "--output-dir", "--oauth2-bearer"}),
-    "wget": frozenset({"-O", "-o", "-a", "-P", "-U", "-t", "-T", "-w", "-i", "-e", "-Q", "-l", "-A", "-R",
-                       "-D", "--output-document", "--header", "--user-agent", "--post-data", "--post-file",
-                       "--user", "--password", "--directory-prefix", "--tries", "--timeout"}),
-    "nc": frozenset({"-p", "-s", "-w", "-i", "-q", "-x", "-X", "-I", "-O", "-T", "-V", "-W", "-M", "-m"}),
-    "ssh": frozenset({"-p", "-i", "-l", "-o", "-F", "-J", "-L", "-R", "-D", "-b", "-c", "-E", "-e", "-m",
-                      "-O", "-Q", "-S", "-W", "-w", "-B", "-I"}),
-    "scp": frozenset({"-P", "-i", "-o", "-F", "-J", "-c", "-l", "-S", "-D", "-X"}),
-    "rsync": frozenset({"-e", "--rsh", "--exclude", "--include", "-f", "--filter", "--port"}),
-    "telnet": frozenset({"-l", "-e", "-n", "-b"}),
-}
-_NET_ALIASES = {"ncat": "nc", "netcat": "nc", "sftp": "scp", "mosh": "ssh", "autossh": "ssh"}
-_HOST_FIRST = frozenset({"nc", "ssh", "telnet"})
-_URL_OPTS = ("--url", "--proxy", "-x", "--index-url", "-i", "--extra-index-url", "--registry",
-             "--find-links", "-f")
-_SCP_LIKE = re.compile(r"^(?:[^@/\s:]+@)?(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):(?!//)")
-_URLISH = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
-_GIT_REMOTE_VERBS = frozenset({"clone", "fetch", "pull", "push", "ls-remote", "remote", "submodule", "archive"})
-_PACKAGERS = frozenset({"pip", "pip3", "uv", "pipx", "npm", "npx", "yarn", "pnpm", "gem", "cargo", "go",
-                        "poetry", "conda", "mamba", "bundle", "composer", "apt-get", "apt", "brew",
-                        "helm", "docker", "podman"})
-
-
-def _scheme_url(word: str) -> str | None:
-    """A word as a URL when it spells one (``git+https://`` -> ``https://``)."""
-    if "://" in word:
-        return word.split("+", 1)[1] if re.match(r"^[a-z]+\+[a-z]+://", word, re.IGNORECASE) else word
-    return None
-
-
-def _scp_host(word: str) -> str | None:
-    m = _SCP_LIKE.match(word)
-    if not m or "/" in word.split(":", 1)[0]:
-        return None
-    return "ssh://" + m.group(1)
-
-
-def network_targets(program: str, args: Argv) -> list[str]:
-    """URLs (``ssh://host``, ``tcp://host`` for bare hosts) that a network program connects to."""
-    prog = _NET_ALIASES.get(program, program)
-    literal = [a for a in args if a is not None]
-    out: list[str] = []
-    for i, a in enumerate(literal):
-        if a in _URL_OPTS and i + 1 < len(literal) and (prog in DOWNLOADERS or prog in _PACKAGERS):
-            value = literal[i + 1]
-            out.append(value if "://" in value else "https://" + value)
-        elif a.startswith(("--url=", "--proxy=", "--index-url=", "--extra-index-url=", "--registry=")):
-            value = a.split("=", 1)[1]
-            out.append(value if "://" in value else "https://" + value)
-    if prog in DOWNLOADERS:
-        _, operands = _literal_operands(args, _NET_VALUE_OPTS.get(prog, frozenset()))
-        out += [o if _URLISH.match(o) else "http://" + o for o in operands if o is not None and o]
-    elif prog in _HOST_FIRST:
-        _, operands = _literal_operands(args, _NET_VALUE_OPTS[prog])
-        if operands and operands[0] is not None:
-            host = operands[0].rsplit("@", 1)[-1]
-            out.append(("ssh://" if prog == "ssh" else "tcp://") + host)
-    elif prog in ("scp", "rsync"):
-        _, operands = _literal_operands(args, _NET_VALUE_OPTS[prog])
-        for o in operands:
-            if o is None:
-                continue
-            url = _scheme_url(o) or _scp_host(o.replace("::", ":", 1))
-            if url:
-                out.append(url)
-    elif prog == "socat":
-        for o in literal:
-            m = re.match(r"^(?:tcp[46]?|udp[46]?|openssl|ssl)(?:-connect)?:([^:,]+)", o, re.IGNORECASE)
-            if m:
-                out.append("tcp://" + m.group(1))
-    elif prog == "git" or prog in _PACKAGERS:
-        if prog == "git" and not set(literal) & _GIT_REMOTE_VERBS:
-            return out
-        for o in literal:
-            if o.startswith("-"):
-                continue
-            url = _scheme_url(o) or (_scp_host(o) if prog == "git" else None)
-            if url:
-                out.append(url)
-    return out
-
-
-def _short_cluster(arg: str) -> str:
-    return arg[1:] if arg.startswith("-") and not arg.startswith("--") else ""
-
-
-def downloaded_files(program: str, args: Argv) -> list[str]:
-    """Files a downloader writes (``curl -o F``, ``curl -sSLo F``, ``curl -O``, ``wget -O F``), to spot
-    ``... && sh F``."""
-    if program not in ("curl", "wget"):
-        return []
-    out_flag, long_out = ("o", "--output") if program == "curl" else ("O", "--output-document")
-    out: list[str] = []
-    remote = False
-    literal = list(args)
-    for i, a in enumerate(literal):
-        if a is None:
-            continue
-        cluster = _short_cluster(a)
-        nxt = literal[i + 1] if i + 1 < len(literal) else None
-        if a == long_out and nxt is not None:
-            out.append(nxt)
-        elif a.startswith(long_out + "="):
-            out.append(a.split("=", 1)[1])
-        elif out_flag in cluster:
-            tail = cluster[cluster.index(out_flag) + 1:]
-            value = tail or nxt
-            if value is not None:
-                out.append(value)
-        remote = remote or (program == "curl" and ("O" in cluster or a == "--remote-name"))
-    if remote or (program == "wget" and not out):
-        out += [posixpath.basename(u.split("?", 1)[0]) or "index.html" for u in network_targets(program, args)]
-    return [f for f in out if f != "-"]

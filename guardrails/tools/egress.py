@@ -15,7 +15,11 @@ import httpx
 from publicsuffixlist import PublicSuffixList
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
-COMMAND_SCHEMES = frozenset({"http", "https", "ssh", "git", "tcp", "ftp", "ftps", "rsync"})
+COMMAND_SCHEMES = frozenset({"http", "https", "ssh", "git", "tcp", "ftp", "ftps", "rsync", "socks4", "socks4a",
+                             "socks5", "socks5h"})
+OPAQUE = "opaque:"
+"""A command's target the proxy cannot see (``guardrails.tools.network.opaque``): recorded as
+``{"error": "opaque", "source": "curl --config"}``, always blocked."""
 """Schemes a host named in a shell command may carry (``ssh://`` for ``ssh host``, ``tcp://`` for ``nc``):
 the host is what is judged. A tool's own URL parameter takes http(s) only."""
 _URL_IN_TEXT = re.compile(r"https?://[^\s<>\"'`)\]}]+", re.IGNORECASE)
@@ -45,6 +49,9 @@ def url_facts(raw: str, param: str) -> dict[str, object]:
     """What the egress rule needs to know about one URL. A scheme-less value (``example.com/x``)
     is read as https, as the fetch tools themselves do."""
     text = raw.strip()
+    if text.startswith(OPAQUE):
+        return {"param": param, "scheme": None, "host": None, "userinfo": False, "ip_literal": False,
+                "error": "opaque", "source": text[len(OPAQUE):]}
     if "://" not in text:
         text = "https://" + text
     facts: dict[str, object] = {"param": param}
@@ -92,6 +99,9 @@ def egress_violation(facts: dict[str, object], allow: Iterable[str]) -> str | No
     """Why this URL may not be fetched, as a short phrase for the rationale; None when it may."""
     entries = list(allow)
     host = facts.get("host")
+    if facts.get("error") == "opaque":
+        return (f"`{facts.get('source')}` reads the hosts to contact from a file or setting the proxy cannot "
+                f"see; name the URL on the command line instead")
     if facts.get("error") or not isinstance(host, str):
         return "the URL could not be parsed to a host"
     schemes = COMMAND_SCHEMES if facts.get("param") == "command" else ALLOWED_SCHEMES

@@ -35,6 +35,7 @@ import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
 from guardrails.tools import commands as cmds
+from guardrails.tools import network as net
 from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, program_name
 
 MAX_COMMAND_BYTES = 32 * 1024
@@ -52,6 +53,7 @@ _INTERP_VALUE_OPTS = frozenset({"-o", "+o", "-O", "+O", "-W", "-X", "-m", "-M", 
 _EXPANDS = re.compile(r"[*?\[]|\{[^}]*,[^}]*\}")
 _REDIRECT_TYPES = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>"})
+_DEV_SOCKET = re.compile(r"^/dev/(?:tcp|udp)/([^/]+)/")
 
 Segment = dict[str, object]
 
@@ -222,6 +224,8 @@ class _Walker:
             return self._redirected(node, depth, feed, stdin)
         if kind == "command":
             return self._command(node, depth, feed, stdin, [])
+        if kind == "variable_assignment":
+            self._assignment(node)
         ran: list[str] = []
         for child in node.named_children:
             ran += self.visit(child, depth + (kind in ("command_substitution", "subshell")), feed, stdin)
@@ -301,6 +305,7 @@ class _Walker:
             if child.type in _REDIRECT_TYPES:
                 redirects.append(child)
             elif child.type == "variable_assignment":
+                self._assignment(child)
                 self._substitutions(child, depth, procsub)
             else:
                 target = child.named_children[0] if child.type == "command_name" and child.named_children else child
@@ -321,6 +326,13 @@ class _Walker:
                     self.downloaded.add(self._join(path))
                     self.downloaders.add(ran[0])
         return ran
+
+    def _assignment(self, node: Node) -> None:
+        """``HTTPS_PROXY=host``, ``export PIP_INDEX_URL=...``: a setting that sends programs elsewhere."""
+        name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+        text = literal(value) if value is not None else None
+        if name is not None and text is not None:
+            self.facts.urls += net.setting_targets(_text(name), text)
 
     def _substitutions(self, node: Node, depth: int, procsub: list[str]) -> None:
         """Walk the commands inside a word: ``$(...)``, backticks, ``<(...)``."""
@@ -344,11 +356,16 @@ class _Walker:
             return
         dest = r.child_by_field_name("destination")
         op = _op(r)
-        if dest is None or dest.type == "number" or op in (">&", "<&"):
+        if dest is None or dest.type == "number":
             return
         path = literal(dest)
-        if path is not None and not cmds.not_a_file(path):
-            self._path("write" if op in _WRITE_REDIRECTS else "read", path)
+        if op in (">&", "<&") and path in ("-", None):
+            return  # ``>&-`` closes; ``>&$fd`` duplicates a descriptor
+        socket = _DEV_SOCKET.match(path or "")
+        if socket:  # bash itself connects: ``> /dev/tcp/host/port``
+            self.facts.urls.append(f"tcp://{net.bracket(socket.group(1))}")
+        elif path is not None and not cmds.not_a_file(path):
+            self._path("write" if op in _WRITE_REDIRECTS or op == ">&" else "read", path)
 
     def argv(self, words: list[str | None], depth: int, feed: list[str], stdin: str | None) -> list[str]:
         """Judge one simple command given as words (None: not a literal). Returns what it runs."""
@@ -358,6 +375,10 @@ class _Walker:
             # Not a literal, or a glob / brace expansion (``/bin/b?sh``, ``{bash,-c,id}``): the shell
             # decides which program it is, the parse cannot.
             prog = "$" if words[0] is None or _EXPANDS.search(words[0]) else program_name(words[0])
+            if prog == "env":  # env HTTPS_PROXY=host curl ...
+                for w in words[1:]:
+                    name, eq, value = (w or "").partition("=")
+                    self.facts.urls += net.setting_targets(name, value) if eq else []
             unwrapped = cmds.unwrap(prog, words[1:])
             if unwrapped is None:
                 break
@@ -431,9 +452,9 @@ class _Walker:
             return
         for op, path in cmds.file_operands(prog, args):
             self._path(op, path)
-        urls = cmds.network_targets(prog, args)
+        urls = net.network_targets(prog, args)
         self.facts.urls += urls
-        for f in cmds.downloaded_files(prog, args):
+        for f in net.downloaded_files(prog, args):
             self._path("write", f)
             self.downloaded.add(self._join(f))
             self.downloaders.add(prog)

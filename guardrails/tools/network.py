@@ -1,0 +1,263 @@
+"""What network programs connect to (pure argv readers; see ``guardrails.tools.commands`` for the rest).
+
+- ``network_targets``: the hosts a program connects to, as URLs (``curl``, ``wget``, ``nc``, ``ssh``,
+  ``scp``, ``rsync``, ``git clone``, ``pip install URL``...), including proxies and resolver overrides;
+- ``setting_targets``: the hosts an environment variable sends programs to (``HTTPS_PROXY=``,
+  ``PIP_INDEX_URL=``...);
+- ``downloaded_files``: the files a downloader writes (to spot ``curl -o x && sh x``).
+
+A host the proxy cannot see (a ``curl --config`` file, a ``wget -i`` URL list) is returned as
+``opaque(what)``: the egress rule blocks it, since it cannot decide.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from dataclasses import dataclass
+
+from guardrails.tools.commands import DOWNLOADERS, Argv, split_operands
+from guardrails.tools.egress import OPAQUE
+
+_NET_VALUE_OPTS: dict[str, frozenset[str]] = {
+    "curl": frozenset({"-o", "-H", "-d", "-X", "-u", "-A", "-e", "-b", "-c", "-F", "-T", "-w", "-m", "-r",
+                       "-K", "-E", "-U", "-C", "-Y", "-y", "-z", "-D", "-t", "-Q", "-P", "--output",
+                       "--header", "--data", "--data-raw", "--data-binary", "--data-urlencode", "--request",
+                       "--user", "--user-agent", "--referer", "--cookie", "--cookie-jar", "--form",
+                       "--upload-file", "--write-out", "--max-time", "--connect-timeout", "--retry",
+                       "--config", "--cert", "--key", "--cacert", "--resolve", "--connect-to",
+                       "--dump-header", "--proxy-user", "--range", "--json", "--output-dir", "--oauth2-bearer",
+                       "-x", "--proxy", "--preproxy", "--socks4", "--socks4a", "--socks5", "--socks5-hostname",
+                       "--doh-url", "--url"}),
+    "wget": frozenset({"-O", "-o", "-a", "-P", "-U", "-t", "-T", "-w", "-i", "-e", "-Q", "-l", "-A", "-R",
+                       "-D", "--output-document", "--header", "--user-agent", "--post-data", "--post-file",
+                       "--user", "--password", "--directory-prefix", "--tries", "--timeout", "--input-file",
+                       "--execute", "--config"}),
+    "nc": frozenset({"-p", "-s", "-w", "-i", "-q", "-x", "-X", "-I", "-O", "-T", "-V", "-W", "-M", "-m"}),
+    "ssh": frozenset({"-p", "-i", "-l", "-o", "-F", "-J", "-L", "-R", "-D", "-b", "-c", "-E", "-e", "-m",
+                      "-O", "-Q", "-S", "-W", "-w", "-B", "-I"}),
+    "scp": frozenset({"-P", "-i", "-o", "-F", "-J", "-c", "-l", "-S", "-D", "-X"}),
+    "rsync": frozenset({"-e", "--rsh", "--exclude", "--include", "-f", "--filter", "--port"}),
+    "telnet": frozenset({"-l", "-e", "-n", "-b"}),
+}
+_NET_ALIASES = {"ncat": "nc", "netcat": "nc", "mosh": "ssh", "autossh": "ssh", "pip3": "pip"}
+_HOST_FIRST = frozenset({"nc", "ssh", "telnet", "sftp"})
+_NET_VALUE_OPTS["sftp"] = _NET_VALUE_OPTS["scp"]
+
+
+def opaque(what: str) -> str:
+    return OPAQUE + what
+
+
+@dataclass(frozen=True, slots=True)
+class _Options:
+    """What a program's options say about where it connects."""
+
+    values: frozenset[str]
+    """Every option that takes a value (so that clusters such as ``-sSLx host`` split right)."""
+    hosts: frozenset[str] = frozenset()
+    """Options whose value is a URL or a host it connects to (a proxy, an index)."""
+    hidden: frozenset[str] = frozenset()
+    """Options that name a file or setting holding hosts the proxy cannot see."""
+
+
+_INDEX_OPTS = frozenset({"-i", "--index-url", "--extra-index-url", "-f", "--find-links", "--proxy", "--index",
+                         "--default-index", "--registry"})
+_OPTION_TABLE = {
+    "curl": _Options(_NET_VALUE_OPTS["curl"], frozenset({"-x", "--proxy", "--preproxy", "--socks4", "--socks4a",
+                     "--socks5", "--socks5-hostname", "--doh-url", "--url"}), frozenset({"-K", "--config"})),
+    "wget": _Options(_NET_VALUE_OPTS["wget"], hidden=frozenset({"-i", "--input-file", "--config"})),
+    "ssh": _Options(_NET_VALUE_OPTS["ssh"], frozenset({"-J"}), frozenset({"-F"})),
+    "scp": _Options(_NET_VALUE_OPTS["scp"], frozenset({"-J"}), frozenset({"-F"})),
+    "sftp": _Options(_NET_VALUE_OPTS["scp"], frozenset({"-J"}), frozenset({"-F"})),
+    **{p: _Options(_INDEX_OPTS, _INDEX_OPTS) for p in ("pip", "uv", "pipx", "poetry")},
+}
+_SSH_HOST_KEYS = frozenset({"hostname", "proxyjump"})
+_WGETRC_PROXY = re.compile(r"^\s*(?:https?|ftp)_?proxy\s*=\s*(\S+)", re.IGNORECASE)
+_WGETRC_HIDDEN = re.compile(r"^\s*(?:input|config)\s*=", re.IGNORECASE)
+
+
+def _options(args: Argv, values: frozenset[str]) -> list[tuple[str, str | None]]:
+    """Each option and its value: ``--long value``, ``--long=value``, ``-x value``, ``-xVALUE`` and short
+    clusters (``-sSLx host``: a letter that takes a value ends the cluster). Stops at ``--``."""
+    out: list[tuple[str, str | None]] = []
+    i = 0
+    while i < len(args):
+        a, nxt = args[i], args[i + 1] if i + 1 < len(args) else None
+        i += 1
+        if a is None or not a.startswith("-") or a == "-":
+            continue
+        if a == "--":
+            break
+        if a.startswith("--"):
+            name, eq, value = a.partition("=")
+            taken = name in values and not eq
+            out.append((name, value if eq else nxt if taken else None))
+            i += taken
+            continue
+        for k in range(1, len(a)):
+            name = "-" + a[k]
+            if name in values:
+                out.append((name, a[k + 1:] or nxt))
+                i += not a[k + 1:]
+                break
+            out.append((name, None))
+    return out
+
+
+def _as_url(value: str, scheme: str = "http") -> str:
+    return value if "://" in value else f"{scheme}://{value}"
+
+
+def bracket(host: str) -> str:
+    """An IPv6 address as a URL's host (``[::1]``)."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _option_targets(prog: str, args: Argv) -> list[str]:
+    """Hosts given through options: proxies, indexes, jump hosts, resolver overrides, hidden lists."""
+    table = _OPTION_TABLE.get(prog)
+    if table is None:
+        return []
+    out: list[str] = []
+    for name, value in _options(args, table.values | table.hosts | table.hidden):
+        if not value:
+            continue  # ``-x ''``: no proxy
+        if name in table.hidden:
+            out.append(opaque(f"{prog} {name}"))
+        elif name == "-J":
+            out += ["ssh://" + bracket(j.rsplit("@", 1)[-1].rsplit(":", 1)[0]) for j in value.split(",") if j]
+        elif name in table.hosts:
+            out.append(_as_url(value, "https" if prog in _PACKAGERS or prog in ("pip", "pipx") else "http"))
+        elif prog == "curl" and name == "--resolve":
+            out += ["http://" + bracket(a.strip("[]")) for a in value.split(":", 2)[-1].split(",") if a]
+        elif prog == "curl" and name == "--connect-to":
+            m = re.match(r"^(?:\[[^]]*\]|[^:]*):[^:]*:(\[[^]]*\]|[^:]*)", value)
+            out += ["http://" + m.group(1)] if m and m.group(1) else []
+        elif prog == "wget" and name in ("-e", "--execute"):
+            proxy = _WGETRC_PROXY.match(value)
+            out += [_as_url(proxy.group(1))] if proxy else []
+            out += [opaque("wget -e")] if _WGETRC_HIDDEN.match(value) else []
+        elif prog in ("ssh", "scp", "sftp") and name == "-o":
+            key, _, host = value.replace("=", " ", 1).partition(" ")
+            out += ["ssh://" + host.strip()] if key.lower() in _SSH_HOST_KEYS and host.strip() else []
+    return out
+
+
+_SETTING_NAMES = re.compile(r"^(?!NO_PROXY$)(?:\w*_PROXY|GOPROXY|\w*INDEX_URL|\w*_INDEX|\w*FIND_LINKS|\w*REGISTRY"
+                            r"|\w*REGISTRY_SERVER|\w*_MIRROR)$", re.IGNORECASE)
+_SETTING_KEYWORDS = frozenset({"direct", "off", "none", ""})
+
+
+def setting_targets(name: str, value: str) -> list[str]:
+    """Hosts an environment variable sends programs to: proxies (``HTTPS_PROXY``, ``all_proxy``) and
+    package indexes (``PIP_INDEX_URL``, ``UV_INDEX``, ``npm_config_registry``, ``GOPROXY``)."""
+    if not _SETTING_NAMES.match(name):
+        return []
+    return [_as_url(v) for v in re.split(r"[\s,|]+", value) if v.lower() not in _SETTING_KEYWORDS]
+_URL_OPTS = ("--url", "--proxy", "-x", "--index-url", "-i", "--extra-index-url", "--registry",
+             "--find-links", "-f")
+_SCP_LIKE = re.compile(r"^(?:[^@/\s:]+@)?(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9_.-]+):(?!//)")
+_URLISH = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+_GIT_REMOTE_VERBS = frozenset({"clone", "fetch", "pull", "push", "ls-remote", "remote", "submodule", "archive"})
+_PACKAGERS = frozenset({"pip", "pip3", "uv", "pipx", "npm", "npx", "yarn", "pnpm", "gem", "cargo", "go",
+                        "poetry", "conda", "mamba", "bundle", "composer", "apt-get", "apt", "brew",
+                        "helm", "docker", "podman"})
+
+
+def _scheme_url(word: str) -> str | None:
+    """A word as a URL when it spells one (``git+https://`` -> ``https://``)."""
+    if "://" in word:
+        return word.split("+", 1)[1] if re.match(r"^[a-z]+\+[a-z]+://", word, re.IGNORECASE) else word
+    return None
+
+
+def _scp_host(word: str) -> str | None:
+    m = _SCP_LIKE.match(word)
+    if not m or "/" in word.split(":", 1)[0]:
+        return None
+    return "ssh://" + m.group(1)
+
+
+def network_targets(program: str, args: Argv) -> list[str]:
+    """URLs (``ssh://host``, ``tcp://host`` for bare hosts) that a network program connects to."""
+    prog = _NET_ALIASES.get(program, program)
+    if prog == "python" and "-m" in args:  # python -m pip install ...
+        at = list(args).index("-m")
+        module = args[at + 1] if at + 1 < len(args) else None
+        return network_targets(module, args[at + 2:]) if module in ("pip", "uv", "pipx") else []
+    literal = [a for a in args if a is not None]
+    out: list[str] = _option_targets(prog, args)
+    for i, a in enumerate(literal):
+        if a in _URL_OPTS and i + 1 < len(literal) and prog in _PACKAGERS and prog not in _OPTION_TABLE:
+            value = literal[i + 1]
+            out.append(value if "://" in value else "https://" + value)
+        elif a.startswith(("--url=", "--proxy=", "--index-url=", "--extra-index-url=", "--registry=")):
+            value = a.split("=", 1)[1]
+            out.append(value if "://" in value else "https://" + value)
+    if prog in DOWNLOADERS:
+        _, operands = split_operands(args, _NET_VALUE_OPTS.get(prog, frozenset()))
+        out += [o if _URLISH.match(o) else "http://" + o for o in operands if o is not None and o]
+    elif prog in _HOST_FIRST:
+        _, operands = split_operands(args, _NET_VALUE_OPTS[prog])
+        if operands and operands[0] is not None:
+            host = operands[0].rsplit("@", 1)[-1]
+            if prog == "sftp":
+                host = (_scp_host(operands[0]) or "ssh://" + host).removeprefix("ssh://")
+            out.append(("tcp://" if prog in ("nc", "telnet") else "ssh://") + host)
+    elif prog in ("scp", "rsync"):
+        _, operands = split_operands(args, _NET_VALUE_OPTS[prog])
+        for o in operands:
+            if o is None:
+                continue
+            url = _scheme_url(o) or _scp_host(o.replace("::", ":", 1))
+            if url:
+                out.append(url)
+    elif prog == "socat":
+        for o in literal:
+            m = re.match(r"^(?:tcp[46]?|udp[46]?|openssl|ssl)(?:-connect)?:([^:,]+)", o, re.IGNORECASE)
+            if m:
+                out.append("tcp://" + m.group(1))
+    elif prog == "git" or prog in _PACKAGERS:
+        if prog == "git" and not set(literal) & _GIT_REMOTE_VERBS:
+            return out
+        for o in literal:
+            if o.startswith("-"):
+                continue
+            url = _scheme_url(o) or (_scp_host(o) if prog == "git" else None)
+            if url:
+                out.append(url)
+    return out
+
+
+def _short_cluster(arg: str) -> str:
+    return arg[1:] if arg.startswith("-") and not arg.startswith("--") else ""
+
+
+def downloaded_files(program: str, args: Argv) -> list[str]:
+    """Files a downloader writes (``curl -o F``, ``curl -sSLo F``, ``curl -O``, ``wget -O F``), to spot
+    ``... && sh F``."""
+    if program not in ("curl", "wget"):
+        return []
+    out_flag, long_out = ("o", "--output") if program == "curl" else ("O", "--output-document")
+    out: list[str] = []
+    remote = False
+    literal = list(args)
+    for i, a in enumerate(literal):
+        if a is None:
+            continue
+        cluster = _short_cluster(a)
+        nxt = literal[i + 1] if i + 1 < len(literal) else None
+        if a == long_out and nxt is not None:
+            out.append(nxt)
+        elif a.startswith(long_out + "="):
+            out.append(a.split("=", 1)[1])
+        elif out_flag in cluster:
+            tail = cluster[cluster.index(out_flag) + 1:]
+            value = tail or nxt
+            if value is not None:
+                out.append(value)
+        remote = remote or (program == "curl" and ("O" in cluster or a == "--remote-name"))
+    if remote or (program == "wget" and not out):
+        out += [posixpath.basename(u.split("?", 1)[0]) or "index.html" for u in network_targets(program, args)]
+    return [f for f in out if f != "-"]

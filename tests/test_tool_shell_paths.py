@@ -56,6 +56,9 @@ def _bash(ws: Path, command: str, history: list[HistoryToolCall] | None = None, 
     ("git -C /etc log", "privileged_path"),
     ("make -C ../outside all", "path_outside_workspace"),
     ("npm --prefix=/root/x install", "privileged_path"),
+    ("""awk 'BEGIN{print "* * * * * root id" > "/etc/cron.d/x"}'""", "privileged_path"),
+    ("""awk 'BEGIN{getline l < "/etc/shadow"; print l}'""", "privileged_path"),
+    ("""awk 'BEGIN{"cat /etc/shadow" | getline l}'""", "privileged_path"),
 ])
 def test_paths_in_shell_commands_are_checked(ws: Path, command: str, reason: str) -> None:
     a = _bash(ws, command)

@@ -25,7 +25,7 @@ Argv = Sequence[str | None]
 SHELLS = frozenset({"sh", "bash", "rbash", "zsh", "dash", "ksh", "mksh", "fish", "ash", "csh", "tcsh", "yash"})
 SCRIPT_INTERPRETERS = frozenset({*SHELLS, "python", "ipython", "perl", "ruby", "node", "nodejs", "php", "lua",
                                  "deno", "bun", "tclsh", "wish", "expect", "R", "Rscript", "julia", "pwsh",
-                                 "powershell", "osascript", "irb"})
+                                 "powershell", "osascript", "irb", "source", "."})
 SUBCOMMAND_INTERPRETERS = frozenset({"deno", "bun", "R"})
 """Their first operand may be a subcommand (``deno test``, ``bun install``, ``R CMD check``) rather than
 a script: a bare word there is one. ``eval`` runs its operand as code (recorded as the option ``eval``);
@@ -81,6 +81,8 @@ class Unwrapped:
     """A command line given as one string (``env -S``, ``su -c``, ``watch``): parse it as shell."""
     via_shell: bool = False
     """The wrapper hands ``script`` to ``sh -c`` (``su -c``, ``watch``, ``flock -c``), an inline script."""
+    hidden: bool = False
+    """A command line was given as one string that is not a literal (``su -c "$x"``): it cannot be seen."""
 
 
 _WRAPPER_VALUE_OPTS: dict[str, frozenset[str]] = {
@@ -132,17 +134,25 @@ def unwrap(program: str, args: Argv) -> Unwrapped | None:
     if program in ("su", "runuser", "sg", "script"):
         found, value = _option_value(args, ("-c", "--command"))
         if program == "sg" and not found and len(args) >= 2:
-            return Unwrapped([], args[1], via_shell=True)
-        return Unwrapped([], value, via_shell=True) if found else Unwrapped([])
+            found, value = True, args[1]
+        return Unwrapped([], value, via_shell=True, hidden=value is None) if found else Unwrapped([])
     if program == "env":
         found, value = _option_value(args, ("-S", "--split-string"))
+        if not found:  # -S inside a cluster: env -iS'bash -c id'
+            cluster = next((a for a in args if a is not None and re.match(r"^-[a-zA-Z0]*S", a)), None)
+            if cluster is not None:
+                found, value = True, cluster[cluster.index("S") + 1:] or None
         if found:
-            return Unwrapped([], value)
+            return Unwrapped([], value, hidden=value is None)
     value_opts = _WRAPPER_VALUE_OPTS.get(program, frozenset())
     opts, i = options_before_operands(args, value_opts)
     rest = list(args[i:])
     if program == "command" and ("-v" in opts or "-V" in opts):
         return Unwrapped([])
+    if program == "sudo" and rest and {"-s", "-i", "--shell", "--login"} & set(opts):
+        # sudo -s CMD runs ``$SHELL -c 'CMD'``: the words are joined into one command line
+        return Unwrapped([], None if None in rest else " ".join(a for a in rest if a is not None),
+                         via_shell=True, hidden=None in rest)
     if program == "env":
         while rest and rest[0] is not None and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", rest[0]):
             rest.pop(0)
@@ -152,13 +162,12 @@ def unwrap(program: str, args: Argv) -> Unwrapped | None:
         if program == "flock":
             found, value = _option_value(args, ("-c", "--command"))
             if found:
-                return Unwrapped([], value, via_shell=True)
+                return Unwrapped([], value, via_shell=True, hidden=value is None)
         rest = rest[1:]  # the new root / lock file / cpu mask
     elif program == "watch":
-        joined = [a for a in rest]
-        if any(a is None for a in joined):
-            return Unwrapped(rest)
-        return Unwrapped([], " ".join(a for a in joined if a is not None), via_shell=True)
+        if any(a is None for a in rest):
+            return Unwrapped([], None, via_shell=True, hidden=True)
+        return Unwrapped([], " ".join(a for a in rest if a is not None), via_shell=True)
     elif program == "parallel":
         rest = [a for a in rest if a != ":::"]
     return Unwrapped(rest)

@@ -37,6 +37,7 @@ from tree_sitter import Language, Node, Parser
 from guardrails.tools import commands as cmds
 from guardrails.tools import network as net
 from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, program_name
+from guardrails.tools.embedded import Embedded, embedded, setting
 
 MAX_COMMAND_BYTES = 32 * 1024
 MAX_NODES = 12_000
@@ -54,6 +55,11 @@ _EXPANDS = re.compile(r"[*?\[]|\{[^}]*,[^}]*\}")
 _REDIRECT_TYPES = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>"})
 _DEV_SOCKET = re.compile(r"^/dev/(?:tcp|udp)/([^/]+)/")
+PROCESS_SUBSTITUTION = "/dev/fd/63"
+"""What bash passes for ``<(...)``: the word a program sees (not a file: the path rules skip it)."""
+_STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
+_PIPE_FILE = re.compile(r"^/(?:dev|proc/self)/fd/\d+$")
+"""A script read from a descriptor (``bash <(...)``, ``source /dev/fd/3``): code from a pipe."""
 
 Segment = dict[str, object]
 
@@ -159,6 +165,8 @@ def literal(node: Node, first: bool = True) -> str | None:
     folder = _folder_variable(node, first)
     if folder is not None:
         return folder
+    if kind == "process_substitution":
+        return PROCESS_SUBSTITUTION
     if kind in ("string", "translated_string"):
         parts = [c for c in node.named_children]
         lead = _folder_variable(parts[0], first) if parts else None
@@ -225,7 +233,7 @@ class _Walker:
         if kind == "command":
             return self._command(node, depth, feed, stdin, [])
         if kind == "variable_assignment":
-            self._assignment(node)
+            self._assignment(node, depth)
         ran: list[str] = []
         for child in node.named_children:
             ran += self.visit(child, depth + (kind in ("command_substitution", "subshell")), feed, stdin)
@@ -305,7 +313,7 @@ class _Walker:
             if child.type in _REDIRECT_TYPES:
                 redirects.append(child)
             elif child.type == "variable_assignment":
-                self._assignment(child)
+                self._assignment(child, depth)
                 self._substitutions(child, depth, procsub)
             else:
                 target = child.named_children[0] if child.type == "command_name" and child.named_children else child
@@ -327,12 +335,19 @@ class _Walker:
                     self.downloaders.add(ran[0])
         return ran
 
-    def _assignment(self, node: Node) -> None:
-        """``HTTPS_PROXY=host``, ``export PIP_INDEX_URL=...``: a setting that sends programs elsewhere."""
+    def _assignment(self, node: Node, depth: int) -> None:
+        """``HTTPS_PROXY=host``, ``export PIP_INDEX_URL=...``: a setting that sends programs elsewhere;
+        ``GIT_SSH_COMMAND='...'``: one that makes them run a command."""
         name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
-        text = literal(value) if value is not None else None
-        if name is not None and text is not None:
-            self.facts.urls += net.setting_targets(_text(name), text)
+        if name is not None:
+            self._setting(_text(name), literal(value) if value is not None else "", depth)
+
+    def _setting(self, name: str, value: str | None, depth: int) -> None:
+        if value is not None:
+            self.facts.urls += net.setting_targets(name, value)
+        command = setting(name, value)
+        if command is not None:
+            self._embedded(command, depth)
 
     def _substitutions(self, node: Node, depth: int, procsub: list[str]) -> None:
         """Walk the commands inside a word: ``$(...)``, backticks, ``<(...)``."""
@@ -378,15 +393,16 @@ class _Walker:
             if prog == "env":  # env HTTPS_PROXY=host curl ...
                 for w in words[1:]:
                     name, eq, value = (w or "").partition("=")
-                    self.facts.urls += net.setting_targets(name, value) if eq else []
+                    if eq and re.match(r"^[A-Za-z_]\w*$", name):
+                        self._setting(name, value, depth)
             unwrapped = cmds.unwrap(prog, words[1:])
             if unwrapped is None:
                 break
-            if unwrapped.script is not None:
-                if unwrapped.via_shell:
-                    self._record({"program": "sh", "options": ["-c"], "fed_by": sorted(set(feed)),
-                                  "script": "inline", "stdin": stdin})
-                self.line(unwrapped.script, depth + 1, feed, stdin)
+            if unwrapped.script is not None or unwrapped.hidden:
+                if unwrapped.via_shell or unwrapped.hidden:
+                    self._inline_shell(feed, stdin)
+                if unwrapped.script is not None:
+                    self.line(unwrapped.script, depth + 1, feed, stdin)
                 return [prog]
             words = unwrapped.argv
         else:
@@ -437,6 +453,10 @@ class _Walker:
             seg["script"] = "inline"
             if (prog in SHELLS or prog == "$") and operands and operands[0] is not None and "-c" in opts:
                 self.line(operands[0], depth + 1, [], None)
+        elif operands and operands[0] is not None and (operands[0] in _STDIN_FILES or _PIPE_FILE.match(operands[0])):
+            seg["script"] = "stdin"  # bash /dev/stdin <<< id, python3 <(echo ...), source /dev/stdin
+            if operands[0] not in _STDIN_FILES:
+                seg["stdin"] = "pipe"
         elif operands and operands[0] not in ("-", None) and "-s" not in opts:
             seg["script"] = "file"
             self._path("read", str(operands[0]))
@@ -458,12 +478,29 @@ class _Walker:
             self._path("write", f)
             self.downloaded.add(self._join(f))
             self.downloaders.add(prog)
+        lines, touched = embedded(prog, args)
+        for found in lines:
+            self._embedded(found, depth)
+        for op, path in touched:
+            self._path(op, path)
         if prog == "find":
             for flag in ("-exec", "-execdir", "-ok", "-okdir"):
                 if flag in args:
                     start = args.index(flag) + 1
                     end = next((i for i in range(start, len(args)) if args[i] in (";", "+")), len(args))
                     self.argv(args[start:end], depth + 1, feed, stdin)
+
+    def _inline_shell(self, feed: list[str], stdin: str | None) -> None:
+        """A command line handed to ``sh -c``: by a wrapper (``su -c``), or one the parse cannot see."""
+        self._record({"program": "sh", "options": ["-c"], "fed_by": sorted(set(feed)), "script": "inline",
+                      "stdin": stdin})
+
+    def _embedded(self, found: Embedded, depth: int) -> None:
+        """A command line another program runs (``guardrails.tools.embedded``): judged as the model's own."""
+        if found.line is None:
+            self._inline_shell([], None)
+        else:
+            self.line(found.line, depth + 1, [], found.stdin)
 
     def _record(self, seg: Segment) -> None:
         """Keep ``seg`` unless an identical one is kept already: a pipeline of 5,000 ``cat`` is two

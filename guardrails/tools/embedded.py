@@ -1,0 +1,158 @@
+"""Command lines that other programs run for the model: found in their options, programs and settings.
+
+Many programs hand a string to ``sh -c`` (or run it as a command) on the model's behalf: awk's
+``system("...")`` and ``print | "..."``, ssh's ``-o ProxyCommand=``, git's ``-c core.sshCommand=``,
+``core.pager`` and ``!`` aliases, tar's ``--to-command``, ``rsync -e``, ``sudo -s``, ``alias``, ``trap``,
+and settings such as ``GIT_SSH_COMMAND=`` or ``PAGER=``. Each is returned as an ``Embedded`` line that
+the shell analysis parses and judges like the model's own command, so ``awk 'BEGIN{system("curl x|sh")}'``
+is the ``curl|sh`` it runs. A string that is not a literal (``system($0)``, ``PAGER="$x"``) is
+``Embedded(None)``: the analysis cannot see what runs, and records an inline ``sh -c`` (blocked).
+
+Pure argv readers, like ``guardrails.tools.commands``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from guardrails.tools.commands import Argv, split_operands
+
+
+@dataclass(frozen=True, slots=True)
+class Embedded:
+    line: str | None
+    """The command line, or None when it is not a literal."""
+    stdin: str | None = None
+    """``pipe`` when the program writes into it (awk's ``print | "sh"``)."""
+
+
+_AWKS = frozenset({"awk", "gawk", "mawk", "nawk"})
+_AWK_VALUE_OPTS = frozenset({"-F", "-v", "-f", "-e", "--source", "--file", "--assign", "--field-separator"})
+_AWK_STRING = r'"((?:\\.|[^"\\])*)"'
+_AWK_SYSTEM = re.compile(r"\bsystem\s*\(")
+_AWK_SYSTEM_LITERAL = re.compile(r"\s*" + _AWK_STRING + r"\s*\)")
+_AWK_PIPE_TO = re.compile(r"(?<![|&])\|&?\s*(?:" + _AWK_STRING + r"|(?!getline\b)([A-Za-z_]\w*)\s*(?:[;}\n)]|$))")
+_AWK_PIPE_FROM = re.compile(r"(?:" + _AWK_STRING + r"|([A-Za-z_]\w*))\s*\|&?\s*getline\b")
+_AWK_PRINT_TO = re.compile(r"\bprintf?\b[^;{}\n]*?(>>?)\s*" + _AWK_STRING)
+_AWK_READ_FROM = re.compile(r"\bgetline\b\s*(?:[A-Za-z_]\w*\s*)?<\s*" + _AWK_STRING)
+_AWK_ESCAPES = re.compile(r"\\(.)", re.DOTALL)
+
+SHELL_SETTINGS = frozenset({"GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER", "PAGER", "GIT_EDITOR", "EDITOR", "VISUAL",
+                            "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "SSH_ASKPASS", "GIT_PROXY_COMMAND",
+                            "PROMPT_COMMAND", "MANPAGER", "SYSTEMD_PAGER", "LESSOPEN", "LESSCLOSE"})
+"""Variables whose value a program runs as a command (git, less, man, bash's prompt)."""
+_GIT_COMMAND_KEYS = re.compile(r"^(?:core\.(?:sshcommand|pager|editor|fsmonitor|askpass|gitproxy)"
+                               r"|sequence\.editor|diff\.external|pager\..*|.*\.textconv|filter\..*\.(?:clean|smudge"
+                               r"|process)|uploadpack\.packobjectshook|credential\..*helper)$", re.IGNORECASE)
+_SSH_COMMAND_KEYS = frozenset({"proxycommand", "localcommand", "knownhostscommand"})
+_TAR_COMMAND_OPTS = ("--to-command=", "--use-compress-program=", "--checkpoint-action=exec=", "--info-script=",
+                     "--new-volume-script=", "--rmt-command=", "--rsh-command=")
+
+
+def _unescape_awk(text: str) -> str:
+    return _AWK_ESCAPES.sub(lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), text)
+
+
+def _awk_programs(args: Argv) -> list[str | None]:
+    opts, operands = split_operands(args, _AWK_VALUE_OPTS)
+    given = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-e", "--source")]
+    given += [a.split("=", 1)[1] for a in opts if a.startswith("--source=")]
+    if given:
+        return list(given)
+    if any(a in ("-f", "--file") or a.startswith("--file=") for a in opts):
+        return []  # a program file: run like a script file (its path is a read)
+    return operands[:1]
+
+
+def awk(args: Argv) -> tuple[list[Embedded], list[tuple[str, str]]]:
+    """The commands an awk program runs (``system``, pipes) and the files it prints to or reads."""
+    lines: list[Embedded] = []
+    paths: list[tuple[str, str]] = []
+    for program in _awk_programs(args):
+        if program is None:
+            lines.append(Embedded(None))  # awk "$prog": cannot see what it runs
+            continue
+        for m in _AWK_SYSTEM.finditer(program):
+            arg = _AWK_SYSTEM_LITERAL.match(program, m.end())
+            lines.append(Embedded(_unescape_awk(arg.group(1)) if arg else None))
+        for m in _AWK_PIPE_TO.finditer(program):
+            lines.append(Embedded(_unescape_awk(m.group(1)) if m.group(1) is not None else None, "pipe"))
+        for m in _AWK_PIPE_FROM.finditer(program):
+            lines.append(Embedded(_unescape_awk(m.group(1)) if m.group(1) is not None else None))
+        paths += [("write", _unescape_awk(m.group(2))) for m in _AWK_PRINT_TO.finditer(program)]
+        paths += [("read", _unescape_awk(m.group(1))) for m in _AWK_READ_FROM.finditer(program)]
+    return lines, paths
+
+
+def _values(args: Argv, flag: str) -> list[str | None]:
+    """Values of ``flag X`` and ``flagX`` (``-o ProxyCommand=x``, ``-oProxyCommand=x``, ``-c k=v``)."""
+    out: list[str | None] = []
+    for i, a in enumerate(args):
+        if a == flag:
+            out.append(args[i + 1] if i + 1 < len(args) else None)
+        elif a is not None and a.startswith(flag) and len(a) > len(flag) and not a.startswith("--"):
+            out.append(a[len(flag):])
+    return out
+
+
+def _ssh(args: Argv) -> list[Embedded]:
+    out: list[Embedded] = []
+    for value in _values(args, "-o"):
+        if value is None:
+            out.append(Embedded(None))
+            continue
+        key, _, command = value.replace("=", " ", 1).partition(" ")
+        if key.lower() in _SSH_COMMAND_KEYS:
+            out.append(Embedded(command.strip()))
+    return out
+
+
+def _git(args: Argv) -> list[Embedded]:
+    out: list[Embedded] = []
+    for value in _values(args, "-c"):
+        if value is None:
+            out.append(Embedded(None))
+            continue
+        key, _, command = value.partition("=")
+        if _GIT_COMMAND_KEYS.match(key):
+            out.append(Embedded(command))
+        elif key.lower().startswith("alias.") and command.startswith("!"):
+            out.append(Embedded(command[1:]))
+    return out
+
+
+def _tar(args: Argv) -> list[Embedded]:
+    out = [Embedded(a.split("=", 1)[1] if not a.startswith("--checkpoint-action=") else a.split("exec=", 1)[1])
+           for a in args if a is not None and a.startswith(_TAR_COMMAND_OPTS)]
+    return out + [Embedded(v) for v in _values(args, "-I") + _values(args, "-F")]
+
+
+def embedded(program: str, args: Argv) -> tuple[list[Embedded], list[tuple[str, str]]]:
+    """The command lines ``program`` runs from its arguments, and (awk) the files its program touches."""
+    if program in _AWKS:
+        return awk(args)
+    if program in ("ssh", "scp", "sftp", "autossh"):
+        return _ssh(args), []
+    if program == "git":
+        return _git(args), []
+    if program == "tar":
+        return _tar(args), []
+    if program == "rsync":
+        rsh = [a.split("=", 1)[1] for a in args if a is not None and a.startswith("--rsh=")]
+        return [Embedded(v) for v in [*_values(args, "-e"), *rsh]], []
+    if program == "alias":
+        return [Embedded(a.split("=", 1)[1]) for a in args if a is not None and "=" in a], []
+    if program == "trap":
+        _, operands = split_operands(args, frozenset())
+        return ([Embedded(operands[0])] if len(operands) > 1 else []), []
+    return [], []
+
+
+def setting(name: str, value: str | None) -> Embedded | None:
+    """The command a variable assignment sets up (``GIT_SSH_COMMAND='...'``), or None."""
+    if name.upper() not in SHELL_SETTINGS:
+        return None
+    if value is not None and name.upper() in ("LESSOPEN", "LESSCLOSE"):
+        value = value.lstrip("|")
+    return Embedded(value)

@@ -9,7 +9,9 @@ all of them together and for each kind armed alone. The claim under test: the co
 flat as the message grows, because no check rescans the accumulated text. Last, the 10,000 deltas
 again with a zero-width space after every ``MARK_EVERY``-th delta: from the first one on, the set
 keeps the visible text and maps the checks' horizons back (``guardrails.stream._invisible``), which
-only such a stream pays for.
+only such a stream pays for. And the same with a Cyrillic look-alike (``о`` for ``o``...) in every
+``MARK_EVERY``-th delta, and a stream of Russian prose (every delta non-ASCII, most with letters that
+read as Latin ones): the set keeps the text as a reader reads it for them too.
 Writes bench/results/guard_cost.json.
 """
 
@@ -58,9 +60,17 @@ SYSTEM_PROMPT = (
 ) * 12  # about 2 KB
 
 
-def clean_deltas(n: int, seed: int = 1) -> list[str]:
+RUSSIAN = (
+    "Развёртывание заняло около четырёх минут, и проверки сразу стали зелёными. Если кэш снова "
+    "промахнётся, посмотрите политику вытеснения, прежде чем добавлять воркеры. Задержку мерили "
+    "на границе и внутри сервиса; большая часть ушла на сериализацию. "
+)
+_CYRILLIC = {"o": "\u043e", "e": "\u0435", "a": "\u0430", "c": "\u0441", "p": "\u0440"}
+
+
+def clean_deltas(n: int, seed: int = 1, source: str = PROSE + CODE) -> list[str]:
     rng = random.Random(seed)
-    text = (PROSE + CODE) * (n * 8 // len(PROSE + CODE) + 2)
+    text = source * (n * 8 // len(source) + 2)
     deltas: list[str] = []
     i = 0
     while len(deltas) < n:
@@ -108,6 +118,16 @@ def marked(deltas: list[str]) -> list[str]:
     return [d + "\u200b" if i % MARK_EVERY == 0 else d for i, d in enumerate(deltas)]
 
 
+def with_lookalike(deltas: list[str]) -> list[str]:
+    """``deltas`` with one Latin letter of every ``MARK_EVERY``-th one written in Cyrillic."""
+    def swap(delta: str) -> str:
+        for latin, cyrillic in _CYRILLIC.items():
+            if latin in delta:
+                return delta.replace(latin, cyrillic, 1)
+        return delta + "\u043e"
+    return [swap(d) if i % MARK_EVERY == 0 else d for i, d in enumerate(deltas)]
+
+
 def run_none(deltas: list[str]) -> float:
     acc = ""
     start = time.process_time()
@@ -143,6 +163,11 @@ def main() -> None:
                  "us_per_delta_marked": round(dirty, 2)}
     print(f"\nall armed, {SIZES[-1]:,} deltas: {clean:.2f} µs/delta clean, {dirty:.2f} with a U+200B after every "
           f"{MARK_EVERY}th delta ({dirty / clean:.2f}x)")
+    alike, russian = median_us_per_delta(run_armed, with_lookalike(deltas)), median_us_per_delta(
+        run_armed, clean_deltas(SIZES[-1], source=RUSSIAN))
+    invisible |= {"us_per_delta_lookalike": round(alike, 2), "us_per_delta_russian": round(russian, 2)}
+    print(f"all armed, {SIZES[-1]:,} deltas: {alike:.2f} µs/delta with a Cyrillic look-alike in every {MARK_EVERY}th "
+          f"delta ({alike / clean:.2f}x), {russian:.2f} on Russian prose ({russian / clean:.2f}x)")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps({"runs": RUNS, "rows": rows, "invisible": invisible}, indent=2) + "\n",
                        encoding="utf-8")

@@ -51,9 +51,10 @@ class DeltaCheck:
     __slots__ = ()
     window: int = 0
     sees_visible_text: bool = False
-    """True: the check reads the text as a reader sees it, every invisible character dropped
-    (``guardrails.stream._invisible``). Once a stream carries one, ``ArmedSet`` hands such a check that
-    text, with its own offsets, and maps its horizon and redaction spans back to the raw text. A check
+    """True: the check reads the text as a reader sees it, every invisible character dropped and every
+    look-alike read as the ASCII character it imitates (``guardrails.stream._invisible``). Once a
+    stream carries one, ``ArmedSet`` hands such a check that text, with its own offsets, and maps its
+    horizon and redaction spans back to the raw text. A check
     that counts raw characters (``max_length``) or normalises for itself (``canary``) leaves it False."""
 
     def check(self, accumulated: str, delta: str) -> Decision:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import codecs
 import json
 import random
+import unicodedata
 from collections.abc import Sequence
 
 import pytest
@@ -55,7 +56,7 @@ PROVIDERS = build_stream_guardrails(SPECS, "[x]")
 TOOL_PROVIDERS = build_stream_guardrails(SPECS[:2], "[x]")
 CTX = StreamContext(system_prompt="")
 MARKS = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u200e", "\u202e", "\u2066", "\u034f",
-         "\ufe0f", "\U000e0041", "\u180e", "\u2064", "\U000e007f", "\u061c"]
+         "\ufe0f", "\U000e0041", "\u180e", "\u2064", "\U000e007f", "\u061c", "\ufff9", "\ufffa", "\ufffb"]
 PII = ["alice.smith@corp-mail.co.uk", "jane.doe@corp-mail.net", "4111 1111 1111 1111", "5500-0000-0000-0004",
        "+44 20 7946 0958", "DE89 3704 0044 0532 0130 00"]
 DENY = ["Project Nightingale", "project  nightingale", "codename Falcon"]
@@ -73,6 +74,20 @@ def test_the_set_is_one_definition_shared_with_the_canary() -> None:
     neighbours = {cp + d for cp in INVISIBLE for d in (-1, 1)} - set(INVISIBLE)
     assert not any(INVISIBLE_RUN.search(chr(cp)) for cp in neighbours)
     assert all(shows_as_is(chr(cp)) for cp in neighbours) and not shows_as_is("a\u200bb")
+
+
+VISIBLE_FORMAT = {*range(0x0600, 0x0606), 0x06DD, 0x070F, 0x0890, 0x0891, 0x08E2, 0x110BD, 0x110CD,
+                  *range(0x13430, 0x13440)}
+"""The format (Cf) characters a client draws: Prepended_Concatenation_Mark=Yes (signs over the digits
+that follow) and the Egyptian hieroglyph format controls."""
+
+
+def test_every_other_format_character_is_one_a_client_draws() -> None:
+    """General_Category Cf outside the set: only the visible ones (the interlinear annotation
+    characters U+FFF9-U+FFFB, not Default_Ignorable but drawn as nothing, are in it)."""
+    outside = {cp for cp in range(0x110000) if unicodedata.category(chr(cp)) == "Cf"} - set(INVISIBLE)
+    assert outside <= VISIBLE_FORMAT
+    assert {0xFFF9, 0xFFFA, 0xFFFB} <= set(INVISIBLE)
 
 
 @st.composite
@@ -164,7 +179,9 @@ def _agrees(clean: list[str], dirty: list[str], owner: list[int]) -> None:
     dirty one belongs to) does what it does over ``clean`` and releases nothing of a match."""
     at_c, trip_c, _, released_c, redactions_c, text_c = _drive(clean)
     at_d, trip_d, sent_d, released_d, redactions_d, text_d = _drive(dirty)
-    assert drop_invisible(text_d) == text_c
+    # The text the guard read; a delta over ``CHECK_CHUNK`` is read in pieces and a trip stops it at
+    # the piece that tripped, which the marks can make an earlier one than in the clean delta.
+    assert drop_invisible(text_d) == text_c or trip_d is not None and text_c.startswith(drop_invisible(text_d))
     # The same verdict, at the same delta of the clean text, by the same guardrail.
     assert (trip_c and (trip_c.guardrail_id, trip_c.decision.reason_code)) == (
         trip_d and (trip_d.guardrail_id, trip_d.decision.reason_code))

@@ -44,7 +44,7 @@ action = "redact"
 
 SYSTEM = "You are a helpful assistant."
 KEY = fill(TEMPLATES["aws-access-key-id"], random.Random(11))
-MARKS = "\u200b\u2060\u00ad\ufeff\u200e\U000e0041\ufe0f"
+MARKS = "\u200b\u2060\u00ad\ufeff\u200e\U000e0041\ufe0f\ufff9\ufffb"
 
 
 def hide(value: str) -> str:

@@ -30,7 +30,7 @@ from guardrails.seams import (
     passes_whole_of,
     sees_visible_text,
 )
-from guardrails.stream._invisible import VisibleText, drop_invisible, shows_as_is
+from guardrails.stream._invisible import VisibleText, as_read, disguises, reads_as_is
 from guardrails.stream.canary import CanaryProvider, canary_instruction, make_canary_token
 from guardrails.stream.hidden_text import HiddenTextProvider
 from guardrails.stream.max_length import MaxLengthProvider
@@ -65,6 +65,8 @@ def build_stream_guardrails(specs: Sequence[StreamGuardrailSpec], default_replac
                 providers.append(MaxLengthProvider(spec, replacement))
             case HiddenTextGuardrail():
                 providers.append(HiddenTextProvider(spec, replacement))
+    if any(sees_visible_text(p) for p in providers):
+        disguises()  # the look-alike table and its search, built with the policy, not on a stream
     return providers
 
 
@@ -82,13 +84,14 @@ class Trip:
 class ArmedSet:
     """One stream's armed checks, run in policy order; the first non-Pass decision wins.
 
-    Invisible characters (``guardrails.stream._invisible``): from the first delta that carries one,
-    the set keeps the text as a reader sees it (``_view``) and hands it to the checks that read that
-    text (``DeltaCheck.sees_visible_text``), each delta with its invisible characters dropped; their
-    horizons and redaction spans are mapped back to the raw text (a horizon holds the invisible
-    characters just before it, a span covers every one inside the match). The other checks keep the
-    raw text. Until then (nearly every stream) the checks see the raw text, which is then the visible
-    one, and the per-delta cost is one ``str.isascii`` more (one C search for a non-ASCII delta)."""
+    Invisible characters and look-alikes (``guardrails.stream._invisible``): from the first delta that
+    carries one, the set keeps the text as a reader reads it (``_view``) and hands it to the checks
+    that read that text (``DeltaCheck.sees_visible_text``), each delta with its invisible characters
+    dropped and its look-alikes read as ASCII; their horizons and redaction spans are mapped back to
+    the raw text (a horizon holds the invisible characters just before it, a span covers every one
+    inside the match and the raw look-alikes of it). The other checks keep the raw text. Until then
+    (nearly every stream) the checks see the raw text, which is then the visible one, and the
+    per-delta cost is one ``str.isascii`` more (one C search for a non-ASCII delta)."""
 
     # One per open stream: its ids and checks in two lists (no pair per check) and no dict of
     # owed text until a redaction owes some (``_NOTHING_OWED`` is shared and never written).
@@ -127,7 +130,7 @@ class ArmedSet:
         with an empty delta; the checks after the one that redacted have not seen ``delta`` yet, so
         they get it then (``_owed``): a check that reads only the delta (the canary) misses nothing."""
         view = self._view
-        if view is None and not (delta.isascii() or shows_as_is(delta)):
+        if view is None and not (delta.isascii() or reads_as_is(delta)):
             view = self._view = VisibleText()
             view.add(accumulated[:len(accumulated) - len(delta)])
         if view is not None:
@@ -154,14 +157,15 @@ class ArmedSet:
             owed[later] = owed.get(later, "") + delta
 
     def _check_seen(self, view: VisibleText, accumulated: str, delta: str) -> Trip | None:
-        """``check`` on a stream that carried an invisible character: a check that reads the visible
-        text gets it, and its redaction is mapped to the raw text; the others get the raw text."""
+        """``check`` on a stream that carried an invisible character or a look-alike: a check that
+        reads the visible text gets it, and its redaction is mapped to the raw text; the others get
+        the raw text."""
         shown = view.add(delta)
         owed = self._owed
         for index, check in enumerate(self._objects):
             raw = owed.pop(index, "") + delta if owed else delta
             if check.sees_visible_text:
-                decision = check.check(view.text, shown if raw is delta else drop_invisible(raw))
+                decision = check.check(view.text, shown if raw is delta else as_read(raw))
             else:
                 decision = check.check(accumulated, raw)
             if decision is not PASS and (trip := _trip(self.ids[index], decision)) is not None:
@@ -177,11 +181,15 @@ class ArmedSet:
         the smallest horizon. Each check's horizon depends only on that check's own state, so it is
         asked right after its own ``check`` passed, in the same call (``DeltaCheck.check_horizon``):
         the per-delta path, one loop and one call per check."""
-        if self._owed or not self._fused or self._view is not None \
-                or not (delta.isascii() or shows_as_is(delta)):
-            # A redaction owes later checks some text, or invisible characters: the two steps.
+        if self._owed or not self._fused:  # a redaction owes later checks some text: the two steps
             trip = self.check(accumulated, delta)
             return trip if trip is not None else self.horizon(accumulated)
+        view = self._view
+        if view is None and not (delta.isascii() or reads_as_is(delta)):
+            view = self._view = VisibleText()
+            view.add(accumulated[:len(accumulated) - len(delta)])
+        if view is not None:
+            return self._check_horizon_seen(view, accumulated, delta)
         end = len(accumulated)
         for check in self._objects:
             at = check.check_horizon(accumulated, delta)
@@ -191,6 +199,29 @@ class ArmedSet:
                 at = check.horizon(accumulated)
             if at < end:  # noqa: PLR1730 - min() is a builtin call per check per delta
                 end = at
+        return end
+
+    def _check_horizon_seen(self, view: VisibleText, accumulated: str, delta: str) -> Trip | int:
+        """``check_horizon`` on a stream that carried an invisible character or a look-alike, in one
+        pass too: a check that reads the visible text gets it, and its horizon (or redaction) is
+        mapped to the raw text."""
+        shown = view.add(delta)
+        text = view.text
+        end, low = len(accumulated), len(text)
+        for check in self._objects:
+            seen, seen_delta = (text, shown) if check.sees_visible_text else (accumulated, delta)
+            at = check.check_horizon(seen, seen_delta)
+            if not isinstance(at, int):  # a decision that is not PASS
+                if (trip := self._tripped(check, at, delta)) is not None:
+                    if check.sees_visible_text and isinstance(trip.decision, Redact):
+                        return _mapped(trip, trip.decision, view)
+                    return trip
+                at = check.horizon(seen)
+            if check.sees_visible_text:
+                low = min(low, at)
+                at = view.raw_horizon(at)
+            end = min(end, at)
+        view.forget_before(low)
         return end
 
     def _tripped(self, check: DeltaCheck, decision: Decision, delta: str) -> Trip | None:
@@ -266,13 +297,13 @@ def passes_complete(guardrails: Sequence[StreamGuardrail], ctx: StreamContext, p
 
 def passes_forms(forms: WholeForms, ctx: StreamContext, pieces: Sequence[str]) -> bool:
     """``passes_complete`` over guardrails whose forms were looked up before (``whole_forms``).
-    A text that carries an invisible character (an emoji's variation selector or joiner, often) is
-    seen by a guardrail that reads the visible text as ``ArmedSet`` would hand it to its check: each
-    piece with them dropped."""
+    A text that carries an invisible character (an emoji's variation selector or joiner, often) or a
+    look-alike is seen by a guardrail that reads the visible text as ``ArmedSet`` would hand it to
+    its check: each piece as a reader reads it (``as_read``)."""
     visible = pieces
     for piece in pieces:
-        if not (piece.isascii() or shows_as_is(piece)):
-            visible = [drop_invisible(p) for p in pieces]
+        if not (piece.isascii() or reads_as_is(piece)):
+            visible = [as_read(p) for p in pieces]
             break
     for form, guardrail, sees_visible in forms:
         seen = visible if sees_visible else pieces

@@ -41,6 +41,16 @@ prompt).
 Cost: ``str.translate`` with a dict (about 1,650 entries), on the non-ASCII path only; building it
 loads the package's 900 KB JSON once per process (20-35 ms here; ``CanaryProvider`` builds it when a
 policy is built, not on a stream).
+
+``shape_table`` is the same table with case kept, for the checks that read the text as a reader sees
+it (``secrets``, ``pii``, ``regex``: ``guardrails.stream._invisible``), whose patterns are case
+sensitive (``AKIA``, an IBAN's country): each look-alike maps to the ASCII character in the case it
+imitates (Cyrillic ``А`` to ``A``, ``а`` to ``a``; a small form of a look-alike capital, ``н`` ``т``
+``в``, and a Latin small capital, to the capital). Those checks apply no NFKC (it is not one to one),
+so the table also maps each character whose NFKC form is one ASCII character and that shows as that
+character (full-width ``Ａ１``, mathematical ``𝐀``, letterlike ``ℂ``, no-break and other spaces, the
+Greek question mark), but not superscripts, subscripts, circled or squared letters, which show as
+something else.
 """
 
 from __future__ import annotations
@@ -81,8 +91,9 @@ def skeleton_table() -> dict[int, str]:
     return str.maketrans(table)
 
 
-def _ascii_prototypes(data: dict[str, list[dict[str, str]]]) -> dict[str, str]:
-    """Each non-ASCII character whose look-alikes include one ASCII character: to it, lowercased."""
+def _ascii_prototypes(data: dict[str, list[dict[str, str]]], *, keep_case: bool = False) -> dict[str, str]:
+    """Each non-ASCII character whose look-alikes include one ASCII character: to it, lowercased
+    (with ``keep_case``, in the case it has there)."""
     prototypes: dict[str, str] = {}
     for key, alikes in data.items():
         source = key.translate(_BIDI_MARKS)
@@ -93,10 +104,57 @@ def _ascii_prototypes(data: dict[str, list[dict[str, str]]]) -> dict[str, str]:
             prototype = ascii_alikes.pop()
             # TR39 merges ``I`` into ``l``; a capital (Greek ``Ι``, Cyrillic ``І``, palochka ``Ӏ``)
             # imitates ``I``, which ASCII text case-folds to ``i``.
-            prototypes[source] = "i" if prototype == "l" and source.isupper() else prototype.lower()
+            prototype = "I" if prototype == "l" and source.isupper() else prototype
+            prototypes[source] = prototype if keep_case else prototype.lower()
     return prototypes
 
 
 def skeleton(text: str) -> str:
     """``text`` (NFKC) with every look-alike replaced by its prototype; case folding comes after."""
     return text if text.isascii() else text.translate(skeleton_table())
+
+
+_SAME_SHAPE_SMALL = frozenset("cosuvwxz")
+"""Latin letters whose small form is their capital, smaller."""
+_SHOWN_AS_NFKC = frozenset({"<font>", "<wide>", "<narrow>", "<compat>", "<noBreak>", "<small>", ""})
+"""Decomposition tags of characters that show as their NFKC form ("": a canonical singleton, the
+Kelvin sign ``K``); ``<super>``, ``<sub>``, ``<circle>``, ``<square>`` and ``<vertical>`` forms do not."""
+_NFKC_BLOCKS = ((0x0080, 0x03FF), (0x1D00, 0x1FFF), (0x2000, 0x24FF), (0x3000, 0x3000), (0xFE30, 0xFFEF),
+                (0x1D400, 0x1D7FF))
+"""Where a character with a one-character ASCII NFKC form lives (Unicode 14: all of them but the
+Outlined/Segmented digits and squared letters, which show differently anyway)."""
+
+
+@cache
+def shape_table() -> dict[int, str]:
+    """``str.translate`` table: a non-ASCII look-alike to the ASCII character it imitates, in the case
+    it imitates; the keys of ``skeleton_table`` and the NFKC forms that show as ASCII (module doc)."""
+    shapes = _ascii_prototypes(load("confusables.json"), keep_case=True)
+    table = {chr(code): _shape_of(chr(code), folded, shapes) for code, folded in skeleton_table().items()}
+    for lo, hi in _NFKC_BLOCKS:
+        for code in range(lo, hi + 1):
+            char = chr(code)
+            nfkc = unicodedata.normalize("NFKC", char)
+            tag = unicodedata.decomposition(char).partition(" ")[0]
+            if len(nfkc) == 1 and nfkc.isascii() and nfkc != char and (tag if tag[:1] == "<" else "") in _SHOWN_AS_NFKC:
+                table[char] = nfkc
+    return str.maketrans(table)
+
+
+def _shape_of(char: str, folded: str, shapes: dict[str, str]) -> str:
+    """The case ``char`` imitates its (lowercased) prototype ``folded`` in: the data's own case, or
+    its capital's shape for a small form of a look-alike capital (``н``: ``H``); a small capital,
+    or a capital the data gives no ASCII look-alike of, is a capital. A small letter shaped as one
+    of the capitals whose ASCII small letter is the same shape smaller (``χ``, ``ᴄ``) is that one."""
+    if char in shapes:
+        return shapes[char]
+    capital = char.upper()
+    if char.isupper():
+        return folded.upper()
+    if len(capital) == 1 and capital != char and capital in shapes:
+        shape = shapes[capital]
+    elif unicodedata.name(char, "").startswith(_SMALL_CAPITAL):
+        shape = folded.upper()
+    else:
+        return folded
+    return shape.lower() if shape.lower() in _SAME_SHAPE_SMALL else shape

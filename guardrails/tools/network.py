@@ -16,7 +16,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 
-from guardrails.tools.commands import DOWNLOADERS, Argv, split_operands
+from guardrails.tools.commands import DOWNLOADERS, Argv, options_with_values, split_operands
 from guardrails.tools.egress import OPAQUE
 
 _NET_VALUE_OPTS: dict[str, frozenset[str]] = {
@@ -77,34 +77,6 @@ _WGETRC_PROXY = re.compile(r"^\s*(?:https?|ftp)_?proxy\s*=\s*(\S+)", re.IGNORECA
 _WGETRC_HIDDEN = re.compile(r"^\s*(?:input|config)\s*=", re.IGNORECASE)
 
 
-def _options(args: Argv, values: frozenset[str]) -> list[tuple[str, str | None]]:
-    """Each option and its value: ``--long value``, ``--long=value``, ``-x value``, ``-xVALUE`` and short
-    clusters (``-sSLx host``: a letter that takes a value ends the cluster). Stops at ``--``."""
-    out: list[tuple[str, str | None]] = []
-    i = 0
-    while i < len(args):
-        a, nxt = args[i], args[i + 1] if i + 1 < len(args) else None
-        i += 1
-        if a is None or not a.startswith("-") or a == "-":
-            continue
-        if a == "--":
-            break
-        if a.startswith("--"):
-            name, eq, value = a.partition("=")
-            taken = name in values and not eq
-            out.append((name, value if eq else nxt if taken else None))
-            i += taken
-            continue
-        for k in range(1, len(a)):
-            name = "-" + a[k]
-            if name in values:
-                out.append((name, a[k + 1:] or nxt))
-                i += not a[k + 1:]
-                break
-            out.append((name, None))
-    return out
-
-
 def _as_url(value: str, scheme: str = "http") -> str:
     return value if "://" in value else f"{scheme}://{value}"
 
@@ -120,7 +92,7 @@ def _option_targets(prog: str, args: Argv) -> list[str]:
     if table is None:
         return []
     out: list[str] = []
-    for name, value in _options(args, table.values | table.hosts | table.hidden):
+    for name, value in options_with_values(args, table.values | table.hosts | table.hidden):
         if not value:
             continue  # ``-x ''``: no proxy
         if name in table.hidden:

@@ -168,7 +168,9 @@ def _read_before_write(ctx: Context) -> Hit | None:
         return None
     for t in ctx.targets:
         known = t.get("read_before") or t.get("written_before")
-        if t.get("op") == "write" and t.get("in_workspace") and t.get("exists") is True and not known:
+        # A folder written to (``cp a.py build/``) gets new files; its content is not overwritten.
+        if t.get("op") == "write" and t.get("in_workspace") and t.get("exists") is True and not known \
+                and not t.get("is_dir"):
             return Hit(ids.READ_BEFORE_WRITE, codes.WRITE_WITHOUT_READ,
                        f"Blocked: {t['path']} exists but was not read in this conversation. Read it "
                        f"first, then make the change based on its actual contents.")

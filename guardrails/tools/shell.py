@@ -195,6 +195,8 @@ class _Walker:
         """The file a ``<`` redirect feeds the current command (to spot a downloaded script)."""
         self.seen: set[str] = set()
         """The segments recorded so far (``_record``)."""
+        self.dirs: list[str] = []
+        """The folders ``pushd`` left, for ``popd``."""
 
     # -- structure ----------------------------------------------------------------------------
     def line(self, text: str, depth: int, feed: list[str], stdin: str | None) -> None:
@@ -466,9 +468,14 @@ class _Walker:
         return set()
 
     def _effects(self, prog: str, args: list[str | None], depth: int, feed: list[str], stdin: str | None) -> None:
-        if prog == "cd":
-            target = next((a for a in args if a is None or not a.startswith("-")), "~")
+        if prog in ("cd", "pushd"):
+            target = next((a for a in args if a is None or not a.startswith(("-", "+"))), "~" if prog == "cd" else None)
+            if prog == "pushd":
+                self.dirs.append(self.cwd)
             self.cwd = "?" if target is None else ("~" if target == "-" else self._join(target))
+            return
+        if prog == "popd":
+            self.cwd = self.dirs.pop() if self.dirs and not args else "?"
             return
         for op, path in cmds.file_operands(prog, args):
             self._path(op, path)

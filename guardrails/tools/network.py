@@ -28,11 +28,13 @@ _NET_VALUE_OPTS: dict[str, frozenset[str]] = {
                        "--config", "--cert", "--key", "--cacert", "--resolve", "--connect-to",
                        "--dump-header", "--proxy-user", "--range", "--json", "--output-dir", "--oauth2-bearer",
                        "-x", "--proxy", "--preproxy", "--socks4", "--socks4a", "--socks5", "--socks5-hostname",
-                       "--doh-url", "--url"}),
+                       "--doh-url", "--url", "--data-ascii", "--netrc-file", "--trace", "--trace-ascii", "--stderr",
+                       "--libcurl", "--etag-save", "--hsts", "--alt-svc"}),
     "wget": frozenset({"-O", "-o", "-a", "-P", "-U", "-t", "-T", "-w", "-i", "-e", "-Q", "-l", "-A", "-R",
                        "-D", "--output-document", "--header", "--user-agent", "--post-data", "--post-file",
                        "--user", "--password", "--directory-prefix", "--tries", "--timeout", "--input-file",
-                       "--execute", "--config"}),
+                       "--execute", "--config", "--body-file", "--method", "--body-data", "--output-file",
+                       "--append-output", "--load-cookies", "--save-cookies", "--warc-file"}),
     "nc": frozenset({"-p", "-s", "-w", "-i", "-q", "-x", "-X", "-I", "-O", "-T", "-V", "-W", "-M", "-m"}),
     "ssh": frozenset({"-p", "-i", "-l", "-o", "-F", "-J", "-L", "-R", "-D", "-b", "-c", "-E", "-e", "-m",
                       "-O", "-Q", "-S", "-W", "-w", "-B", "-I"}),
@@ -65,7 +67,8 @@ _INDEX_OPTS = frozenset({"-i", "--index-url", "--extra-index-url", "-f", "--find
                          "--default-index", "--registry"})
 _OPTION_TABLE = {
     "curl": _Options(_NET_VALUE_OPTS["curl"], frozenset({"-x", "--proxy", "--preproxy", "--socks4", "--socks4a",
-                     "--socks5", "--socks5-hostname", "--doh-url", "--url"}), frozenset({"-K", "--config"})),
+                     "--socks5", "--socks5-hostname", "--doh-url", "--url", "--data-ascii", "--netrc-file", "--trace", "--trace-ascii", "--stderr",
+                       "--libcurl", "--etag-save", "--hsts", "--alt-svc"}), frozenset({"-K", "--config"})),
     "wget": _Options(_NET_VALUE_OPTS["wget"], hidden=frozenset({"-i", "--input-file", "--config"})),
     "ssh": _Options(_NET_VALUE_OPTS["ssh"], frozenset({"-J"}), frozenset({"-F"})),
     "scp": _Options(_NET_VALUE_OPTS["scp"], frozenset({"-J"}), frozenset({"-F"})),
@@ -199,6 +202,50 @@ def network_targets(program: str, args: Argv) -> list[str]:
             url = _scheme_url(o) or (_scp_host(o) if prog == "git" else None)
             if url:
                 out.append(url)
+    return out
+
+
+_CURL_SENDS = frozenset({"-d", "--data", "--data-binary", "--data-ascii", "--json", "--data-urlencode"})
+_CURL_FORMS = frozenset({"-F", "--form"})
+_CURL_READS = frozenset({"-T", "--upload-file", "-b", "--cookie", "--netrc-file"})
+_CURL_WRITES = frozenset({"-c", "--cookie-jar", "-D", "--dump-header", "--trace", "--trace-ascii", "--stderr",
+                          "--libcurl", "--etag-save", "--hsts", "--alt-svc"})
+_WGET_READS = frozenset({"--post-file", "--body-file", "--load-cookies", "--ca-certificate", "--certificate",
+                         "--private-key"})
+_WGET_WRITES = frozenset({"-o", "--output-file", "-a", "--append-output", "--save-cookies", "--save-headers",
+                          "--warc-file"})
+
+
+def _sent_file(option: str, value: str) -> str | None:
+    """The file a curl data or form option sends: ``-d @f``, ``--data-urlencode name@f``, ``-F k=@f;type=x``,
+    ``-F k=<f``; None for inline data."""
+    if option in _CURL_FORMS:
+        _, eq, field = value.partition("=")
+        return field[1:].split(";", 1)[0] if eq and field[:1] in ("@", "<") else None
+    if option == "--data-urlencode":
+        name, at, path = value.partition("@")
+        return path if at and "=" not in name else None
+    return value[1:] if value.startswith("@") else None
+
+
+def transfer_files(program: str, args: Argv) -> list[tuple[str, str]]:
+    """[(op, path)] for the files curl/wget upload or read (``-d @f``, ``-T f``, ``--post-file``) and the
+    files they write besides the download (cookie jars, headers, logs); ``-``/``@-`` is stdin."""
+    if program not in ("curl", "wget"):
+        return []
+    table = _OPTION_TABLE[program]
+    reads, writes = (_CURL_READS, _CURL_WRITES) if program == "curl" else (_WGET_READS, _WGET_WRITES)
+    out: list[tuple[str, str]] = []
+    for name, value in options_with_values(args, table.values | reads | writes):
+        path = None
+        if value is None:
+            continue
+        if program == "curl" and name in _CURL_SENDS | _CURL_FORMS:
+            path = _sent_file(name, value)
+        elif name in reads or name in writes:
+            path = value
+        if path and path != "-":
+            out.append(("write" if name in writes else "read", path))
     return out
 
 

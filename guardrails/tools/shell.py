@@ -126,9 +126,9 @@ _FOLDER_VARIABLES = {"$HOME": "~", "${HOME}": "~", "$PWD": ".", "${PWD}": "."}
 _TILDE_USER = re.compile(r"~([A-Za-z_][A-Za-z0-9_.-]*)(?=/|$)")
 
 
-def _folder_variable(node: Node, first: bool) -> str | None:
-    """``$HOME``/``$PWD`` at the start of a word; None anywhere else (``a$HOME`` is no folder)."""
-    if not first or node.type not in ("simple_expansion", "expansion"):
+def _folder_variable(node: Node) -> str | None:
+    """``$HOME``/``$PWD`` (anywhere in a word: ``-d @$HOME/.netrc`` is the file after the ``@``)."""
+    if node.type not in ("simple_expansion", "expansion"):
         return None
     return _FOLDER_VARIABLES.get(_text(node))
 
@@ -150,7 +150,7 @@ def _tilde(word: str) -> str | None:
 
 def literal(node: Node, first: bool = True) -> str | None:
     """A word's value when it is fixed text (``~`` stands for the home folder); None otherwise.
-    ``first``: the node starts its word (only there do ``~`` and ``$HOME``/``$PWD`` name folders)."""
+    ``first``: the node starts its word (only there does ``~`` name a folder)."""
     kind = node.type
     if kind in ("word", "number"):
         text = _text(node)
@@ -162,22 +162,23 @@ def literal(node: Node, first: bool = True) -> str | None:
             return codecs.decode(_text(node)[2:-1], "unicode_escape")
         except (UnicodeDecodeError, ValueError):
             return None
-    folder = _folder_variable(node, first)
+    folder = _folder_variable(node)
     if folder is not None:
         return folder
     if kind == "process_substitution":
         return PROCESS_SUBSTITUTION
     if kind in ("string", "translated_string"):
-        parts = [c for c in node.named_children]
-        lead = _folder_variable(parts[0], first) if parts else None
-        rest = parts[1:] if lead is not None else parts
-        if all(c.type == "string_content" for c in rest):
-            body = "".join(_text(c) for c in rest)
-            return (lead or "") + (_DQ_ESCAPE.sub(lambda m: m.group(1), body) if "\\" in body else body)
-        return None
+        pieces: list[str] = []
+        for c in node.named_children:
+            value = _folder_variable(c) if c.type != "string_content" else _text(c)
+            if value is None:
+                return None
+            pieces.append(value if c.type != "string_content" or "\\" not in value
+                          else _DQ_ESCAPE.sub(lambda m: m.group(1), value))
+        return "".join(pieces)
     if kind == "concatenation":
-        pieces = [literal(c, first and n == 0) for n, c in enumerate(node.named_children)]
-        return None if any(p is None for p in pieces) else "".join(p for p in pieces if p is not None)
+        parts = [literal(c, first and n == 0) for n, c in enumerate(node.named_children)]
+        return None if any(p is None for p in parts) else "".join(p for p in parts if p is not None)
     return None
 
 
@@ -481,6 +482,8 @@ class _Walker:
             self._path(op, path)
         urls = net.network_targets(prog, args)
         self.facts.urls += urls
+        for op, path in net.transfer_files(prog, args):
+            self._path(op, path)
         for f in net.downloaded_files(prog, args):
             self._path("write", f)
             self.downloaded.add(self._join(f))

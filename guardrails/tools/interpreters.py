@@ -11,7 +11,9 @@
   ``python3 - <<EOF``).
 
 A command word that is not a literal (``$SHELL -c id``, ``"$(which bash)" ...``) is recorded as
-program ``$`` and matches every entry's program: the proxy cannot tell which program it is.
+program ``$`` and matches every entry's program: the proxy cannot tell which program it is. One that
+bash splits into several words (``$x``, ``"$@"``) also carries ``*`` among its options, and matches
+every entry: ``x="bash -c id"; $x`` is ``bash -c``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ DEFAULT_INTERPRETERS: tuple[str, ...] = (
 )
 _FED_STDIN = ("pipe", "herestring", "heredoc", "tty")
 DYNAMIC = "$"
+UNKNOWN_OPTIONS = "*"
+"""Recorded among a dynamic command's options when its word splits (``$x``): any options may follow."""
 
 
 def _program_matches(prog: str, want: str) -> bool:
@@ -58,6 +62,8 @@ def entry_matches(entry: str, seg: dict[str, object]) -> bool:
         return False
     if prog == DYNAMIC and len(words) == 1:
         return False  # "eval" names a builtin; a dynamic word is not known to be it
+    if prog == DYNAMIC and isinstance(opts, list) and UNKNOWN_OPTIONS in opts:
+        return True
     return isinstance(opts, list) and all(w in opts for w in words[1:])
 
 

@@ -38,6 +38,7 @@ from guardrails.tools import commands as cmds
 from guardrails.tools import network as net
 from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, program_name
 from guardrails.tools.embedded import Embedded, embedded, setting
+from guardrails.tools.interpreters import UNKNOWN_OPTIONS
 
 MAX_COMMAND_BYTES = 32 * 1024
 MAX_NODES = 12_000
@@ -309,6 +310,7 @@ class _Walker:
     def _command(self, node: Node, depth: int, feed: list[str], stdin: str | None,
                  outer: list[Node]) -> list[str]:
         words: list[str | None] = []
+        splits: set[int] = set()
         procsub: list[str] = []
         redirects = list(outer)
         for child in node.named_children:
@@ -321,6 +323,8 @@ class _Walker:
             else:
                 target = child.named_children[0] if child.type == "command_name" and child.named_children else child
                 words.append(literal(target))
+                if words[-1] is None and _splits(target):
+                    splits.add(len(words) - 1)
                 self._substitutions(target, depth, procsub)
         for r in redirects:
             self._redirect_paths(r, depth)
@@ -328,7 +332,8 @@ class _Walker:
                 self._substitutions(r, depth, procsub)
         source = _stdin_of(redirects)
         self.stdin_path = _stdin_path(redirects)
-        ran = self.argv(words, depth, [*feed, *procsub], source or stdin) + procsub
+        tail = frozenset(len(words) - i for i in splits)
+        ran = self.argv(words, depth, [*feed, *procsub], source or stdin, tail) + procsub
         if ran and ran[0] in cmds.DOWNLOADERS:  # ``curl URL > x.sh``: x.sh holds the download
             for r in redirects:
                 dest = r.child_by_field_name("destination")
@@ -385,8 +390,11 @@ class _Walker:
         elif path is not None and not cmds.not_a_file(path):
             self._path("write" if op in _WRITE_REDIRECTS or op == ">&" else "read", path)
 
-    def argv(self, words: list[str | None], depth: int, feed: list[str], stdin: str | None) -> list[str]:
-        """Judge one simple command given as words (None: not a literal). Returns what it runs."""
+    def argv(self, words: list[str | None], depth: int, feed: list[str], stdin: str | None,
+             splits: frozenset[int] = frozenset()) -> list[str]:
+        """Judge one simple command given as words (None: not a literal). Returns what it runs.
+        ``splits``: the words (counted from the end, so that a wrapper's tail keeps them) that bash
+        splits into several (``$x``, ``"$@"``)."""
         for _ in range(16):
             if not words:
                 return []
@@ -411,12 +419,15 @@ class _Walker:
         else:
             raise _Stop("too_complex")
         args = words[1:]
-        self._segment(prog, args, depth, feed, stdin)
+        self._segment(prog, args, depth, feed, stdin, len(words) in splits)
         return [prog]
 
-    def _segment(self, prog: str, args: list[str | None], depth: int, feed: list[str], stdin: str | None) -> None:
+    def _segment(self, prog: str, args: list[str | None], depth: int, feed: list[str], stdin: str | None,
+                 split: bool = False) -> None:
         interp = prog in SCRIPT_INTERPRETERS or prog == "$"
         opts, first = cmds.options_before_operands(args, _INTERP_VALUE_OPTS if interp else frozenset())
+        if split:  # ``$x`` may expand to ``bash -c ...``: its options are unknown
+            opts.append(UNKNOWN_OPTIONS)
         fed = set(feed)
         seg: Segment = {"program": prog, "options": sorted(set(opts)), "fed_by": [], "script": None,
                         "stdin": stdin}
@@ -535,6 +546,20 @@ class _Walker:
         if op == "write":
             self.written.add(posixpath.normpath(joined))
         self.facts.paths.append((op, joined))
+
+
+_SPLIT_IN_QUOTES = re.compile(r'^\$(?:@|\{@\}|\{[^}]*\[[@*]\]\})$')
+
+
+def _splits(node: Node) -> bool:
+    """Whether bash may turn this word into several: an unquoted expansion or substitution, or
+    ``"$@"``/``"${a[@]}"`` in quotes."""
+    kind = node.type
+    if kind in ("simple_expansion", "expansion", "command_substitution"):
+        return True
+    if kind == "string":
+        return any(_SPLIT_IN_QUOTES.match(_text(c)) for c in node.named_children)
+    return kind == "concatenation" and any(_splits(c) for c in node.named_children)
 
 
 def _op(redirect: Node) -> str:

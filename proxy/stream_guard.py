@@ -270,7 +270,7 @@ class StreamGuard:
 
     def _check_tool_arguments(self) -> Trip | None:
         """Tool-call names and arguments are text too. They are held until the message ends, so each
-        call is checked whole, once. Redactions do not apply to them (a call is released or acted on as a whole)."""
+        call is checked whole, once. A redaction in them blocks (a call is released or acted on as a whole)."""
         if self._rearm is None:
             return None
         for call in self._tools.values():
@@ -383,14 +383,21 @@ def tool_block(armed: ArmedSet, arguments: str, log_only: frozenset[str], logged
 
 
 def _check_whole(armed: ArmedSet, text: str) -> Trip | None:
-    """Check a complete text (tool arguments) as if it had streamed in ``CHECK_CHUNK`` pieces; only
-    blocks count (a call is released or acted on as a whole, so redactions do not apply)."""
+    """Check a complete text (tool arguments) as if it had streamed in ``CHECK_CHUNK`` pieces. A
+    redaction blocks: a call is released or acted on as a whole, never rewritten per span, and what a
+    ``redact`` guardrail finds in it (an email written into a file) must not reach the tool (as in
+    any lane but the answer: ``proxy.lanes``)."""
     acc = ""
     for at in range(0, len(text), CHECK_CHUNK):
         piece = text[at:at + CHECK_CHUNK]
         acc += piece
         trip = armed.check(acc, piece)
-        if trip is not None and isinstance(trip.decision, Block):
-            return trip
+        if trip is not None:
+            return _as_block(trip)
     trip = armed.finish(acc)
-    return trip if trip is not None and isinstance(trip.decision, Block) else None
+    return None if trip is None else _as_block(trip)
+
+
+def _as_block(trip: Trip) -> Trip:
+    d = trip.decision
+    return trip if isinstance(d, Block) else Trip(trip.guardrail_id, Block(d.reason_code))

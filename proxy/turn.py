@@ -558,8 +558,10 @@ class Turn:
             on = OnTrip(action="reject", replacement=self.rules.default_replacement)
         else:
             on = self.rules.on_trip.get(trip.guardrail_id) or OnTrip(replacement=self.rules.default_replacement)
+        # (a redaction that had to block, in tool arguments or a lane that is not rewritten, carries
+        # no replacement of its own: the guardrail's, as its other blocks carry)
         return finding_of("stream", trip.guardrail_id, d.reason_code, d.rationale,
-                          d.replacement or self.rules.default_replacement, on)
+                          d.replacement or on.replacement or self.rules.default_replacement, on)
 
     def _next(self, finding: Finding, message: AssistantMessage) -> tuple[Act, dict[str, Any] | None]:
         """Choose what to do; for re-requests, also the next request body."""

@@ -15,7 +15,7 @@ order, with the same arguments, as ``ChoiceGuard`` with one frame:
   block;
 - each lane's ``finish``, the answer's lane first (``ChoiceGuard`` makes it at the start), the others
   in the order they appeared; then, for the answer's lane, each tool call's name with its arguments
-  and their decoded strings, with a fresh set, blocks only.
+  and their decoded strings, with a fresh set (a redaction there blocks).
 Only the answer is redacted; a redaction in any other lane blocks (as ``ChoiceGuard`` with
 ``redact_lanes=False``). So the verdicts, redactions and log-only notes are ``ChoiceGuard``'s
 (``tests/test_whole_answer.py`` checks it on drawn answers of all four APIs and drawn event mixes).

@@ -323,8 +323,10 @@ class StreamGuard:
         return bool(self._queue)
 
     def message(self) -> AssistantMessage:
-        return AssistantMessage(text=self._acc, tool_calls=list(self._tools.values()),
-                                finish_reason=self.finish_reason)
+        """The message as the client gets it: with the redactions applied (what the message checks
+        and a judge or webhook are sent must not hold what the client was not shown)."""
+        text = apply_redactions(self._acc, self.redaction_log) if self.redaction_log else self._acc
+        return AssistantMessage(text=text, tool_calls=list(self._tools.values()), finish_reason=self.finish_reason)
 
     # -- internals -------------------------------------------------------------------------------
     def _trip(self, trip: Trip) -> Step:
@@ -357,6 +359,15 @@ class StreamGuard:
         d = trip.decision
         assert isinstance(d, Redact)
         self._queue.redact(d.start, d.end, d.mask)
+
+
+def apply_redactions(text: str, trips: list[Trip]) -> str:
+    """``text`` with each redaction's span (offsets into it) replaced by its mask."""
+    spans = sorted(((t.decision.start, t.decision.end, t.decision.mask) for t in trips
+                    if isinstance(t.decision, Redact)), reverse=True)
+    for start, end, mask in spans:
+        text = text[:start] + mask + text[end:]
+    return text
 
 
 def tool_block(armed: ArmedSet, arguments: str, log_only: frozenset[str], logged: list[Trip],

@@ -32,12 +32,13 @@ from operator import itemgetter
 from typing import Any, Protocol
 
 from guardrails.datamodel import PRIMARY, AssistantMessage, Event, Frame, RequestView
-from guardrails.decision import Block, Redact
+from guardrails.decision import Block
 from guardrails.findings import Act, Finding, OnTrip, choose, finding_of
 from guardrails.stream import ArmedSet, Trip
 from proxy.held import Waits
 from proxy.lanes import COVERAGE_ID, ArmFor, ChoiceGuard
 from proxy.limits import Limits, message_violation, messages_violation
+from proxy.stream_guard import apply_redactions
 from proxy.upstream import UpstreamError
 from proxy.whole_answer import PassesFor, ToolsPass, WholeVerdict, check_whole_answer
 from proxy.wire.base import ErrorKind, FinishKind, JsonBody, Replaced, StreamCodec, WireFormat, dumps
@@ -633,10 +634,3 @@ def _reject(f: Finding) -> Fail:
     return Fail(400, f"guardproxy: the answer was rejected by guardrail '{f.guardrail_id}' ({f.reason_code})",
                 "guardrail", {"guardrail_id": f.guardrail_id, "reason_code": f.reason_code})
 
-
-def apply_redactions(text: str, trips: list[Trip]) -> str:
-    spans = sorted(((t.decision.start, t.decision.end, t.decision.mask) for t in trips
-                    if isinstance(t.decision, Redact)), reverse=True)
-    for start, end, mask in spans:
-        text = text[:start] + mask + text[end:]
-    return text

@@ -62,7 +62,7 @@ def proxy(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
         with ProxyServer(upstream_server.url, _policy(upstream_server.url)) as p:
             yield p
     finally:
-        del os.environ[KEY_ENV]
+        os.environ.pop(KEY_ENV, None)
 
 
 def _side_calls(upstream: FakeUpstream) -> dict[str, list[str]]:
@@ -123,3 +123,35 @@ def test_the_judge_and_the_webhook_see_tool_calls_as_a_reader_does(proxy: ProxyS
         for body in calls[name]:
             assert not _invisible(body), (name, _invisible(body)[:5])
             assert "snapshot goes today" in body, name
+
+
+EMAIL = "jane.doe@corp-mail.net"
+
+
+@pytest.fixture(scope="module")
+def redacting(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
+    policy = _policy(upstream_server.url) + '\n[[stream_guardrails]]\nid = "pii"\nkind = "pii"\ncategories = ["email"]\n' \
+                                            'action = "redact"\n'
+    os.environ[KEY_ENV] = "sk-moderation"
+    try:
+        with ProxyServer(upstream_server.url, policy) as p:
+            yield p
+    finally:
+        os.environ.pop(KEY_ENV, None)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("api", APIS)
+def test_the_side_checks_get_the_redacted_answer(redacting: ProxyServer, upstream: FakeUpstream, api: str,
+                                                 stream: bool) -> None:
+    """What the client was not shown is not sent to a judge, a webhook or a moderation endpoint either
+    (streamed answers sent the raw text before)."""
+    text = f"Write to {EMAIL} for access. Every snapshot goes today."
+    upstream.queue(Reply(text=text, deltas=[text[:12], text[12:25], text[25:]]))
+    upstream.judge_replies.append("PASS")
+    res = raw_call(redacting.url, api, stream=stream)
+    assert res.status == 200 and EMAIL not in res.raw.decode()
+    calls = _side_calls(upstream)
+    _assert_shown(calls, with_query=False)
+    for name, sent in calls.items():
+        assert all(EMAIL not in body and "[email]" in body for body in sent), name

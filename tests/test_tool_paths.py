@@ -232,3 +232,12 @@ def test_privileged_places_are_also_matched_as_the_agent_names_them(ws: Path) ->
     b = _assess(ws, "read_file", {"file_path": "/root/proj/src/app.py"}, agent_workspace_root="/root/proj",
                 privileged=["/root"])
     assert b.decision == "allow"
+
+
+def test_a_path_with_a_nul_character_is_blocked_and_never_reaches_the_filesystem(ws: Path) -> None:
+    """No file name holds a NUL; os.path.realpath raises on one (the turn failed with an internal error)."""
+    a = _assess(ws, "Read", {"file_path": "/etc/passwd\u0000.txt"})
+    assert (a.rule, a.reason_code) == ("unparseable_arguments", "unparseable_arguments")
+    assert "NUL" in a.rationale
+    history = [HistoryToolCall("h", "Read", json.dumps({"file_path": "src/app.py\u0000"}), True)]
+    assert _assess(ws, "Read", {"file_path": "src/app.py"}, history).decision == "allow"

@@ -156,6 +156,11 @@ def test_shell_tricks_are_blocked(proxy: ProxyServer, upstream: FakeUpstream, ca
     blocked_then_corrected(proxy, upstream, "gemini", bad, reason, "run_shell_command")
 
 
+def test_a_path_with_a_nul_character_is_fed_back(proxy: ProxyServer, upstream: FakeUpstream) -> None:
+    bad = Reply(text="", tool_calls=[("Read", {"file_path": "/etc/passwd\u0000.txt"})])
+    blocked_then_corrected(proxy, upstream, "anthropic", bad, "unparseable_arguments", "Read")
+
+
 # -- tool shapes by name (any format can carry them) ------------------------------------------
 SHAPES = {
     "bash": ({"command": "cat ~/.ssh/id_rsa"}, "privileged_path"),

@@ -10,7 +10,7 @@ Observations (JSON-able; this is what the audit log records and replay reads bac
     home            the proxy's HOME (what "~" meant)
     targets         [{param, op: read|write|change|unknown, patch_op?, path (as the agent named it),
                       lexical, resolved, glob, exists, is_dir, read_before, written_before,
-                     agent_path (only with agent_workspace_root)}]
+                     agent_path (only with agent_workspace_root), nul (only when the path holds a NUL)}]
                     exists/is_dir are null unless resolution is "realpath"
     commands        [{program, options, fed_by, script, stdin}]    (see guardrails.tools.shell)
     shell_parse     "ok" | "error" | "too_large" | "too_complex" | "parser_failed" | null (no command); older records
@@ -244,6 +244,8 @@ def _target(raw: _Raw, ws: Workspace, probe: WorldProbe, reads: set[str], writes
                   "read_before": resolved in reads, "written_before": resolved in writes}
     if raw.patch_op:
         facts["patch_op"] = raw.patch_op
+    if "\0" in raw.path:
+        facts["nul"] = True
     if ws.agent_root and ws.absolute is not None:
         # The path in the agent's own namespace: privileged places are named from its side too.
         facts["agent_path"] = lexical(raw.path, home=ws.home, workspace=ws.agent_root, agent_root="")

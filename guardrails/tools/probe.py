@@ -29,13 +29,15 @@ class FileSystemProbe:
     ``CachingProbe`` below keeps the cost per tool call linear in the number of distinct paths."""
 
     def realpath(self, path: str) -> str:
+        if "\0" in path:  # no file is named so (os.path.realpath raises): the rules block such a path
+            return os.path.normpath(path)
         return os.path.realpath(path)
 
     def exists(self, path: str) -> bool:
-        return os.path.exists(path)
+        return "\0" not in path and os.path.exists(path)
 
     def is_dir(self, path: str) -> bool:
-        return os.path.isdir(path)
+        return "\0" not in path and os.path.isdir(path)
 
     def home(self) -> str:
         return os.path.expanduser("~")

@@ -4,7 +4,7 @@ Rules run in this fixed order and the first block wins (one verdict per call); t
 of every rule are still added to the observations:
 
 0. ``unparseable_arguments``: ``unparseable_arguments`` (arguments no client could act on were not
-   recovered, or a shell command that is not valid shell, too large or too complex to judge, or on
+   recovered, a path holding a NUL character, or a shell command that is not valid shell, too large or too complex to judge, or on
    which the parser's worker process crashed or hung: ``shell_parse = "parser_failed"``)
 1. ``path_containment``: ``privileged_path``, then ``path_outside_workspace``
 2. ``write_manifest``:    ``path_outside_manifest``  (writes inside the workspace only)
@@ -109,6 +109,10 @@ def _unparseable(ctx: Context) -> Hit | None:
         return Hit(ids.UNPARSEABLE, codes.UNPARSEABLE_ARGUMENTS,
                    "Blocked: the arguments of this call are not a valid JSON object, so what it would do "
                    "cannot be checked. Send the call again with complete, valid JSON arguments.")
+    if any(t.get("nul") for t in ctx.targets):
+        return Hit(ids.UNPARSEABLE, codes.UNPARSEABLE_ARGUMENTS,
+                   "Blocked: a path in this call contains a NUL character, which no file name can hold. "
+                   "Send the call again with the plain path.")
     trouble = _SHELL_TROUBLE.get(str(obs.get("shell_parse")))
     if trouble and not obs.get("unknown_tool"):
         return Hit(ids.UNPARSEABLE, codes.UNPARSEABLE_ARGUMENTS,

@@ -38,7 +38,8 @@ def subcommand(program: str, operand: str | None) -> str | None:
     if program not in SUBCOMMAND_INTERPRETERS or operand is None or "/" in operand or "." in operand:
         return None
     return operand
-DOWNLOADERS = frozenset({"curl", "wget", "aria2c", "http", "https", "xh", "fetch"})
+DOWNLOADERS = frozenset({"curl", "wget", "aria2c", "http", "https", "xh", "fetch", "curlie", "httpie", "lynx", "w3m",
+                         "links", "elinks"})
 
 _VERSION = re.compile(r"(?<=[a-z])[\d.]+$")
 

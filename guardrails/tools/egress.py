@@ -16,7 +16,7 @@ from publicsuffixlist import PublicSuffixList
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
 COMMAND_SCHEMES = frozenset({"http", "https", "ssh", "git", "tcp", "ftp", "ftps", "rsync", "socks4", "socks4a",
-                             "socks5", "socks5h"})
+                             "socks5", "socks5h", "dns", "svn", "svn+ssh"})
 OPAQUE = "opaque:"
 """A command's target the proxy cannot see (``guardrails.tools.network.opaque``): recorded as
 ``{"error": "opaque", "source": "curl --config"}``, always blocked."""

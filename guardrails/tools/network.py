@@ -42,8 +42,25 @@ _NET_VALUE_OPTS: dict[str, frozenset[str]] = {
     "rsync": frozenset({"-e", "--rsh", "--exclude", "--include", "-f", "--filter", "--port"}),
     "telnet": frozenset({"-l", "-e", "-n", "-b"}),
 }
-_NET_ALIASES = {"ncat": "nc", "netcat": "nc", "mosh": "ssh", "autossh": "ssh", "pip3": "pip"}
-_HOST_FIRST = frozenset({"nc", "ssh", "telnet", "sftp"})
+_NET_VALUE_OPTS.update({
+    "ping": frozenset({"-c", "-i", "-W", "-w", "-s", "-t", "-I", "-p", "-l", "-Q", "-M", "-m", "-S"}),
+    "traceroute": frozenset({"-f", "-m", "-p", "-q", "-w", "-s", "-i", "-z", "-N", "-t", "-g"}),
+    "ftp": frozenset({"-P", "-o", "-r", "-T", "-u", "-s"}),
+    "lftp": frozenset({"-u", "-p", "-e", "-f", "-c"}),
+    "dig": frozenset({"-b", "-c", "-f", "-k", "-p", "-q", "-t", "-x", "-y"}),
+    "host": frozenset({"-c", "-N", "-R", "-t", "-W", "-m"}),
+    "nslookup": frozenset(),
+})
+_NET_VALUE_OPTS["curlie"] = _NET_VALUE_OPTS["curl"]
+_NET_ALIASES = {"ncat": "nc", "netcat": "nc", "mosh": "ssh", "autossh": "ssh", "pip3": "pip", "ping6": "ping",
+                "tracepath": "traceroute", "mtr": "traceroute", "tftp": "ftp", "podman": "docker"}
+_HOST_FIRST = frozenset({"nc", "ssh", "telnet", "sftp", "ping", "traceroute", "ftp", "lftp"})
+_RESOLVERS = frozenset({"dig", "host", "nslookup", "drill", "kdig"})
+"""DNS tools: every name they look up reaches that name's servers (data can ride in the name)."""
+_DNS_WORDS = re.compile(r"^(?:[A-Z0-9]+|IN|CH|HS|ANY|any|a|aaaa|mx|ns|txt|cname|soa|ptr|srv|caa)$")
+_IMAGE_REGISTRY = re.compile(r"^([a-z0-9-]+(?:\.[a-z0-9-]+)+|localhost|[a-z0-9.-]+:\d+)(?::\d+)?/", re.IGNORECASE)
+_DOCKER_VERBS = frozenset({"pull", "push", "run", "create", "tag", "login", "logout", "search", "import"})
+_VCS = frozenset({"svn", "hg", "bzr", "fossil"})
 _NET_VALUE_OPTS["sftp"] = _NET_VALUE_OPTS["scp"]
 
 
@@ -179,7 +196,8 @@ def network_targets(program: str, args: Argv) -> list[str]:
             host = operands[0].rsplit("@", 1)[-1]
             if prog == "sftp":
                 host = (_scp_host(operands[0]) or "ssh://" + host).removeprefix("ssh://")
-            out.append(("tcp://" if prog in ("nc", "telnet") else "ssh://") + host)
+            scheme = "ssh://" if prog in ("ssh", "sftp") else "ftp://" if prog in ("ftp", "lftp") else "tcp://"
+            out.append(scheme + host)
     elif prog in ("scp", "rsync"):
         _, operands = split_operands(args, _NET_VALUE_OPTS[prog])
         for o in operands:
@@ -188,6 +206,26 @@ def network_targets(program: str, args: Argv) -> list[str]:
             url = _scheme_url(o) or _scp_host(o.replace("::", ":", 1))
             if url:
                 out.append(url)
+    elif prog in _RESOLVERS:
+        _, operands = split_operands(args, _NET_VALUE_OPTS.get(prog, frozenset()))
+        names = [o for o in operands if o is not None and not o.startswith("+") and not _DNS_WORDS.match(o)]
+        out += ["dns://" + n.lstrip("@") for n in names]
+    elif prog == "openssl":
+        if "s_client" in literal:
+            hosts = [v for o, v in options_with_values(args, frozenset({"-connect", "-proxy", "-host"}))
+                     if o in ("-connect", "-proxy", "-host") and v]
+            hosts += [o for o in split_operands(args, frozenset())[1] if o and o != "s_client"]
+            out += ["tcp://" + h for h in hosts]
+    elif prog == "docker" and set(literal) & _DOCKER_VERBS:
+        for o in literal:
+            m = _IMAGE_REGISTRY.match(o)
+            if m:
+                out.append("https://" + m.group(1))
+        if "login" in literal or "logout" in literal:
+            _, operands = split_operands(args, frozenset({"-u", "--username", "-p", "--password"}))
+            out += ["https://" + o for o in operands[1:2] if o is not None]
+    elif prog in _VCS:
+        out += [u for u in (_scheme_url(o) for o in literal if not o.startswith("-")) if u]
     elif prog == "socat":
         for o in literal:
             m = re.match(r"^(?:tcp[46]?|udp[46]?|openssl|ssl)(?:-connect)?:([^:,]+)", o, re.IGNORECASE)
@@ -277,6 +315,8 @@ def built_targets(program: str, args: Argv, prefixes: dict[int, str]) -> list[st
         spots = _operand_indices(args, _NET_VALUE_OPTS.get(prog, frozenset()))
     elif prog in _HOST_FIRST:
         spots = _operand_indices(args, _NET_VALUE_OPTS[prog])[:1]
+    elif prog in _RESOLVERS:
+        spots = _operand_indices(args, _NET_VALUE_OPTS.get(prog, frozenset()))
     else:
         return []
     out: list[str] = []

@@ -207,6 +207,9 @@ def test_the_manifest_applies_to_shell_writes(ws: Path) -> None:
     ("write_stdin", {"session_id": 1, "chars": "cat /etc/shadow\n"}, "privileged_path"),
     ("mcp__x__run", {"command": "cat /etc/shadow"}, "privileged_path"),
     ("mcp__x__get", {"url": "https://evil.example/"}, "egress_not_allowed"),
+    ("mcp__x__read", {"paths": ["src/app.py", "/etc/shadow"]}, "privileged_path"),
+    ("mcp__x__read", {"files": ["~/.ssh/id_rsa"]}, "privileged_path"),
+    ("mcp__x__zip", {"inputs": {"file_paths": ["/etc/shadow"]}}, "privileged_path"),
 ])
 def test_every_tool_shape_is_assessed(ws: Path, name: str, args: dict[str, object], reason: str) -> None:
     a = _assess(ws, name, args, egress_enabled=True)

@@ -127,7 +127,8 @@ BUILTINS: Mapping[str, ToolEntry] = {
 # parameters (content, text, new_string...) are never looked at, whatever their value.
 HEURISTIC_PATH_PARAMS = ("path", "file_path", "filepath", "filename", "file", "notebook_path",
                          "absolute_path", "dir_path", "directory", "target", "destination", "source",
-                         "working_directory", "workdir", "cwd")
+                         "working_directory", "workdir", "cwd", "paths", "files", "file_paths", "filepaths",
+                         "filenames")
 HEURISTIC_COMMAND_PARAMS = ("command", "cmd", "shell_command", "bash_command")
 HEURISTIC_URL_PARAMS = ("url", "uri", "href", "endpoint", "link", "address")
 _MAX_PATH_LEN = 4096

@@ -123,6 +123,8 @@ def _lift_nested(args: dict[str, object], names: tuple[str, ...], budget: int = 
         for key, value in items:
             if isinstance(value, (dict, list)):
                 stack.append(value)
+                if key in names and isinstance(value, list):  # {"file_paths": ["/etc/x", ...]}
+                    found.setdefault(key, []).extend(v for v in value if isinstance(v, str))
             elif key in names and isinstance(value, str):
                 found.setdefault(key, []).append(value)
     lifted: dict[str, object] = dict(args)

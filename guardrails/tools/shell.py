@@ -353,6 +353,7 @@ class _Walker:
         splits: set[int] = set()
         prefixes: dict[int, str] = {}
         procsub: list[str] = []
+        outputs: list[Node] = []
         redirects = list(outer)
         for child in node.named_children:
             self._count(depth)
@@ -368,16 +369,18 @@ class _Walker:
                     prefixes[len(words) - 1] = literal_prefix(target)
                     if _splits(target):
                         splits.add(len(words) - 1)
-                self._substitutions(target, depth, procsub)
+                self._substitutions(target, depth, procsub, outputs)
         for r in redirects:
             self._redirect_paths(r, depth)
-            if r.type == "file_redirect" and _op(r) == "<" and r.named_children:
-                self._substitutions(r, depth, procsub)
+            if r.type == "file_redirect" and r.named_children:
+                self._substitutions(r, depth, procsub, outputs)
         source = _stdin_of(redirects)
         self.stdin_path = _stdin_path(redirects)
         tail = frozenset(len(words) - i for i in splits)
         self.prefixes = {len(words) - i: p for i, p in prefixes.items()}
         ran = self.argv(words, depth, [*feed, *procsub], source or stdin, tail) + procsub
+        for out in outputs:  # ``tee >(sh)``, ``> >(bash)``: fed by this command, as a pipe would be
+            ran += self.visit(out, depth + 1, [*feed, *ran], "pipe")
         if ran and ran[0] in cmds.DOWNLOADERS:  # ``curl URL > x.sh``: x.sh holds the download
             for r in redirects:
                 dest = r.child_by_field_name("destination")
@@ -421,14 +424,17 @@ class _Walker:
         if command is not None:
             self._embedded(command, depth)
 
-    def _substitutions(self, node: Node, depth: int, procsub: list[str]) -> None:
-        """Walk the commands inside a word: ``$(...)``, backticks, ``<(...)``."""
+    def _substitutions(self, node: Node, depth: int, procsub: list[str], outputs: list[Node] | None = None) -> None:
+        """Walk the commands inside a word: ``$(...)``, backticks, ``<(...)``; an output substitution
+        ``>(...)`` goes to ``outputs`` (its commands read what the command writes: walked after it)."""
         stack = [node]
         while stack:
             cur = stack.pop()
             self._count(depth)
             if cur.type == "command_substitution":
                 self.visit(cur, depth + 1, [], None)
+            elif cur.type == "process_substitution" and outputs is not None and _text(cur).startswith(">("):
+                outputs.append(cur)
             elif cur.type == "process_substitution":
                 procsub += self.visit(cur, depth + 1, [], None)
             else:

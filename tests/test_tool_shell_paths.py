@@ -72,6 +72,11 @@ def _bash(ws: Path, command: str, history: list[HistoryToolCall] | None = None, 
     ("pushd ..; echo x > outside/x", "path_outside_workspace"),
     ("find src -fprint /etc/x", "privileged_path"),
     ("find src /etc -name passwd", "privileged_path"),
+    ("cat <<EOF > notes.txt\n$(cat /etc/shadow)\nEOF", "privileged_path"),
+    ("xargs -a /etc/shadow echo", "privileged_path"),
+    ("xargs --arg-file=/etc/shadow echo", "privileged_path"),
+    ("env -C /etc cat shadow", "privileged_path"),
+    ("sudo -D /etc cat shadow", "privileged_path"),
     ("find . -name '*.py' -fprintf ../outside/list '%p'", "path_outside_workspace"),
 ])
 def test_paths_in_shell_commands_are_checked(ws: Path, command: str, reason: str) -> None:

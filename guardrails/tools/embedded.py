@@ -45,6 +45,8 @@ SHELL_SETTINGS = frozenset({"GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER", "PAGER", 
 _GIT_COMMAND_KEYS = re.compile(r"^(?:core\.(?:sshcommand|pager|editor|fsmonitor|askpass|gitproxy)"
                                r"|sequence\.editor|diff\.external|pager\..*|.*\.textconv|filter\..*\.(?:clean|smudge"
                                r"|process)|uploadpack\.packobjectshook|credential\..*helper)$", re.IGNORECASE)
+_GIT_PROGRAM_OPTS = frozenset({"--upload-pack", "-u", "--receive-pack", "--exec"})
+"""git clone/fetch/push/ls-remote: the program run for the other side (a shell command for a local one)."""
 _SSH_COMMAND_KEYS = frozenset({"proxycommand", "localcommand", "knownhostscommand"})
 _TAR_COMMAND_OPTS = ("--to-command=", "--use-compress-program=", "--checkpoint-action=exec=", "--info-script=",
                      "--new-volume-script=", "--rmt-command=", "--rsh-command=")
@@ -183,7 +185,8 @@ def _ssh(args: Argv) -> list[Embedded]:
 
 
 def _git(args: Argv) -> list[Embedded]:
-    out: list[Embedded] = []
+    remote = bool(set(args) & {"clone", "fetch", "pull", "push", "ls-remote", "archive"})
+    out = [Embedded(v) for o, v in options_with_values(args, _GIT_PROGRAM_OPTS) if o in _GIT_PROGRAM_OPTS and remote]
     for value in _values(args, "-c"):
         if value is None:
             out.append(Embedded(None))

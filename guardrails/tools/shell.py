@@ -57,6 +57,9 @@ _EXPANDS = re.compile(r"[*?\[]|\{[^}]*,[^}]*\}")
 _REDIRECT_TYPES = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>"})
 _DEV_SOCKET = re.compile(r"^/dev/(?:tcp|udp)/([^/]+)/")
+_WRAPPER_FILES = {"xargs": frozenset({"-a", "--arg-file"}), "env": frozenset({"-C", "--chdir"}),
+                  "sudo": frozenset({"-D", "--chdir"})}
+_BACKTICKS = re.compile(r"`((?:\\.|[^`\\])*)`")
 _SETS_VARIABLES = frozenset({"read", "mapfile", "readarray", "unset", "printf", "getopts"})
 PROCESS_SUBSTITUTION = "/dev/fd/63"
 """What bash passes for ``<(...)``: the word a program sees (not a file: the path rules skip it)."""
@@ -374,6 +377,8 @@ class _Walker:
             self._redirect_paths(r, depth)
             if r.type == "file_redirect" and r.named_children:
                 self._substitutions(r, depth, procsub, outputs)
+            elif r.type == "heredoc_redirect":
+                self._heredoc_body(r, depth)
         source = _stdin_of(redirects)
         self.stdin_path = _stdin_path(redirects)
         tail = frozenset(len(words) - i for i in splits)
@@ -440,6 +445,23 @@ class _Walker:
             else:
                 stack.extend(cur.named_children)
 
+    def _heredoc_body(self, r: Node, depth: int) -> None:
+        """An unquoted heredoc expands its body: ``$(...)`` and backticks there run. The grammar gives
+        ``$(...)`` as nodes but not backticks (parsed here), and under ``<<-`` with a pipe it gives
+        neither: a body that spells a substitution the parse did not find cannot be seen (inline sh)."""
+        start = next((c for c in r.children if c.type == "heredoc_start"), None)
+        body = next((c for c in r.children if c.type == "heredoc_body"), None)
+        if start is None or body is None or any(q in _text(start) for q in "'\"\\"):
+            return  # <<'EOF': the body is text
+        found: list[str] = []
+        self._substitutions(body, depth, found)
+        text = _text(body)
+        for m in _BACKTICKS.finditer(text):
+            self.line(m.group(1), depth + 1, [], None)
+        parsed = any(c.type == "command_substitution" for c in body.named_children)
+        if "$(" in text and not parsed:
+            self._inline_shell([], None)
+
     def _redirect_paths(self, r: Node, depth: int) -> None:
         if r.type == "herestring_redirect":
             for c in r.named_children:
@@ -472,6 +494,7 @@ class _Walker:
             # decides which program it is, the parse cannot.
             prog = "$" if words[0] is None or _EXPANDS.search(words[0]) or has_alternatives(words[0]) \
                 else program_name(words[0])
+            self._wrapper_options(prog, words[1:])
             if prog == "env":  # env HTTPS_PROXY=host curl ...
                 for w in words[1:]:
                     name, eq, value = (w or "").partition("=")
@@ -587,6 +610,18 @@ class _Walker:
                     start = args.index(flag) + 1
                     end = next((i for i in range(start, len(args)) if args[i] in (";", "+")), len(args))
                     self.argv(args[start:end], depth + 1, feed, stdin)
+
+    def _wrapper_options(self, prog: str, args: list[str | None]) -> None:
+        """What a wrapper's own options touch: ``xargs -a FILE`` reads it; ``env -C DIR`` and ``sudo -D
+        DIR`` run the command there (its relative paths, and the line's after it, start there)."""
+        opts = _WRAPPER_FILES.get(prog)
+        if opts is None:
+            return
+        for name, value in cmds.options_with_values(args, cmds.wrapper_value_options(prog) | opts):
+            if name in opts and value is not None:
+                self._path("read", value)
+                if prog != "xargs":
+                    self.cwd = self._join(value)
 
     def _inline_shell(self, feed: list[str], stdin: str | None) -> None:
         """A command line handed to ``sh -c``: by a wrapper (``su -c``), or one the parse cannot see."""

@@ -231,7 +231,9 @@ def network_targets(program: str, args: Argv) -> list[str]:
             m = re.match(r"^(?:tcp[46]?|udp[46]?|openssl|ssl)(?:-connect)?:([^:,]+)", o, re.IGNORECASE)
             if m:
                 out.append("tcp://" + m.group(1))
-    elif prog == "git" or prog in _PACKAGERS:
+    elif prog == "git" and (settings := _git_settings(args)):
+        out += settings
+    if prog == "git" or prog in _PACKAGERS:
         if prog == "git" and not set(literal) & _GIT_REMOTE_VERBS:
             return out
         for o in literal:
@@ -329,6 +331,29 @@ def built_targets(program: str, args: Argv, prefixes: dict[int, str]) -> list[st
             out.append(f"{known.group(1) or 'http'}://{known.group(2)}/")
         else:
             out.append(opaque(f"{program} with a host built at run time"))
+    return out
+
+
+_GIT_URL_KEY = re.compile(r"^url\.(.+)\.(?:push)?insteadof$", re.IGNORECASE)
+_GIT_HOST_KEYS = re.compile(r"^(?:https?\.(?:.+\.)?proxy|remote\..+\.(?:url|pushurl|proxy))$", re.IGNORECASE)
+
+
+def _git_settings(args: Argv) -> list[str]:
+    """Hosts that git settings send it to: ``-c KEY=VALUE`` and ``git config KEY VALUE`` for
+    ``url.<base>.insteadOf`` (the base), ``http.proxy``, ``remote.<name>.url``/``pushurl``."""
+    pairs = [(k, v) for k, _, v in (str(val).partition("=") for o, val in options_with_values(args, frozenset({"-c"}))
+                                    if o == "-c" and val is not None)]
+    if "config" in args:
+        _, operands = split_operands(args[args.index("config") + 1:], frozenset({"-f", "--file", "--type"}))
+        if len(operands) >= 2 and operands[0] is not None and operands[1] is not None:
+            pairs.append((operands[0], operands[1]))
+    out: list[str] = []
+    for key, value in pairs:
+        base = _GIT_URL_KEY.match(key)
+        if base:
+            out.append(_scheme_url(base.group(1)) or _scp_host(base.group(1)) or _as_url(base.group(1), "https"))
+        elif _GIT_HOST_KEYS.match(key) and value:
+            out.append(_scheme_url(value) or _scp_host(value) or _as_url(value))
     return out
 
 

@@ -139,6 +139,7 @@ SHELL_MORE = {
     "variable_path": ("F=/etc/shadow; cat $F", "privileged_path"),
     "tee_procsub": ("echo id | tee >(sh)", "shell_interpreter"),
     "heredoc_substitution": ("cat <<EOF > notes.txt\n$(cat /etc/shadow)\nEOF", "privileged_path"),
+    "pipefail_cluster": ("bash -euxo pipefail -c id", "shell_interpreter"),
     "pwd_escape": ("echo x > $PWD/../escape.txt", "path_outside_workspace"),
 }
 

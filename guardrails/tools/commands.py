@@ -73,11 +73,18 @@ def options_before_operands(args: Argv, value_opts: frozenset[str] = frozenset()
             return opts, i + 1
         if arg.startswith("--"):
             opts.append(arg.split("=", 1)[0])
-        elif arg[1:].isalpha():
-            opts.extend(arg[0] + c for c in arg[1:])
-        else:
-            opts.append(arg[:2])
-        i += 2 if (arg in value_opts or (arg[:2] in value_opts and len(arg) == 2)) else 1
+            i += 2 if arg in value_opts else 1
+            continue
+        # A short cluster: a letter that takes a value ends it (``-euxo pipefail``: -o takes the next
+        # word; ``-Wignore``: -W takes "ignore"); any other letters are flags.
+        for k, c in enumerate(arg[1:]):
+            opts.append(arg[0] + c)
+            if arg[0] + c in value_opts:
+                i += 1 if k + 2 == len(arg) else 0
+                break
+            if not c.isalpha():
+                break
+        i += 1
     return opts, i
 
 

@@ -53,6 +53,7 @@ _local = threading.local()
 _INLINE_OPTS = {"-c", "-e", "-E", "-r", "-p", "--eval", "--print", "--command"}
 _INTERP_VALUE_OPTS = frozenset({"-o", "+o", "-O", "+O", "-W", "-X", "-m", "-M", "-I", "-r", "--rcfile",
                                 "--init-file", "--require", "--import", "--loader", "--input-type"})
+_PROGRAM_VALUE_OPTS = {"php": frozenset({"-d", "-c", "-z"})}
 _EXPANDS = re.compile(r"[*?\[]|\{[^}]*,[^}]*\}")
 _REDIRECT_TYPES = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>"})
@@ -520,7 +521,8 @@ class _Walker:
                  split: bool = False) -> None:
         prefixes = self.prefixes  # a nested parse (``bash -c``) sets its own
         interp = prog in SCRIPT_INTERPRETERS or prog == "$"
-        opts, first = cmds.options_before_operands(args, _INTERP_VALUE_OPTS if interp else frozenset())
+        values = _INTERP_VALUE_OPTS | _PROGRAM_VALUE_OPTS.get(prog, frozenset()) if interp else frozenset()
+        opts, first = cmds.options_before_operands(args, values)
         if split:  # ``$x`` may expand to ``bash -c ...``: its options are unknown
             opts.append(UNKNOWN_OPTIONS)
         fed = set(feed)

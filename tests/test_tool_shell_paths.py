@@ -77,6 +77,10 @@ def _bash(ws: Path, command: str, history: list[HistoryToolCall] | None = None, 
     ("xargs --arg-file=/etc/shadow echo", "privileged_path"),
     ("env -C /etc cat shadow", "privileged_path"),
     ("sudo -D /etc cat shadow", "privileged_path"),
+    ("docker run --rm -v /etc:/x alpine cat /x/shadow", "privileged_path"),
+    ("docker run --volume=$HOME/.ssh:/k:ro alpine ls /k", "privileged_path"),
+    ("podman run --mount type=bind,source=/root,target=/r alpine ls /r", "privileged_path"),
+    ("docker run -v ../outside:/o alpine touch /o/x", "path_outside_workspace"),
     ("find . -name '*.py' -fprintf ../outside/list '%p'", "path_outside_workspace"),
 ])
 def test_paths_in_shell_commands_are_checked(ws: Path, command: str, reason: str) -> None:
@@ -93,6 +97,7 @@ def test_paths_in_shell_commands_are_checked(ws: Path, command: str, reason: str
     "bun test", "bun run test", "deno test", "deno run -A src/app.py", "R CMD check .",
     "rsync -av src/ backup/", "rsync -av src/ github.com:backup/", "cp -t build src/app.py",
     "pushd src && cat app.py && popd", "pushd src; popd; cat src/app.py", "find src -fprint list.txt",
+    "docker run --rm -v $PWD/src:/src -v cache:/cache python:3.11 python /src/app.py",
 ])
 def test_everyday_shell_file_use_passes(ws: Path, command: str) -> None:
     a = _bash(ws, command)

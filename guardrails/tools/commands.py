@@ -401,7 +401,29 @@ def _named(program: str, args: Argv) -> list[tuple[str, str]]:
     return out
 
 
+_VOLUME_OPTS = frozenset({"-v", "--volume", "--mount"})
+
+
+def _volumes(args: Argv) -> list[tuple[str, str]]:
+    """docker/podman ``-v SRC:DST`` and ``--mount type=bind,source=SRC``: the container reaches SRC
+    (read and written). A named volume (``cache:/cache``) is no host path."""
+    out: list[tuple[str, str]] = []
+    for name, value in options_with_values(args, _VOLUME_OPTS):
+        if name not in _VOLUME_OPTS or not value:
+            continue
+        if name == "--mount":
+            fields = dict(f.partition("=")[::2] for f in value.split(","))
+            src = fields.get("source") or fields.get("src")
+        else:
+            src = value.split(":", 1)[0]
+        if src and src.startswith(("/", ".", "~")):
+            out.append(("change", src))
+    return out
+
+
 def _operands(program: str, args: Argv) -> list[tuple[str, str]]:
+    if program in ("docker", "podman"):
+        return _volumes(args)
     if program in _NAMED_FILES or (program == "git" and "--no-index" in args):
         return _named(program, args)
     if program == "dd":

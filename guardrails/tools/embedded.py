@@ -28,6 +28,9 @@ class Embedded:
 
 
 _AWKS = frozenset({"awk", "gawk", "mawk", "nawk"})
+MAX_AWK_PROGRAM = 4096
+"""Longer awk programs are not read (the string patterns below cost up to quadratic time: 2 s at 16 KB
+of quotes); one is blocked as inline shell, with the advice to put it in a file (``awk -f``)."""
 _AWK_VALUE_OPTS = frozenset({"-F", "-v", "-f", "-e", "--source", "--file", "--assign", "--field-separator"})
 _AWK_STRING = r'"((?:\\.|[^"\\])*)"'
 _AWK_SYSTEM = re.compile(r"\bsystem\s*\(")
@@ -72,7 +75,7 @@ def awk(args: Argv) -> tuple[list[Embedded], list[tuple[str, str]]]:
     lines: list[Embedded] = []
     paths: list[tuple[str, str]] = []
     for program in _awk_programs(args):
-        if program is None:
+        if program is None or len(program) > MAX_AWK_PROGRAM:
             lines.append(Embedded(None))  # awk "$prog": cannot see what it runs
             continue
         for m in _AWK_SYSTEM.finditer(program):

@@ -64,3 +64,12 @@ def test_any_command_gets_a_verdict(command: str) -> None:
 def test_any_argument_text_gets_a_verdict(arguments: str) -> None:
     a = ToolAssessor(ToolsPolicy()).assess(ToolCall("c", "Write", arguments), [])
     assert a.decision in ("allow", "block")
+
+
+def test_sed_and_awk_scripts_are_read_in_linear_time() -> None:
+    """Inputs that sent embedded.sed's address pattern into exponential backtracking (minutes for
+    7,000 escapes) and embedded.awk's string patterns into quadratic time: each is analysed (a hang
+    here is the failure)."""
+    escapes = "".join("\\" + chr(0x21 + (i % 90)) for i in range(7000))
+    assert analyze("sed '" + escapes.replace("'", "") + "' f").status == "ok"
+    assert analyze("awk '" + '"\\"' * 1500 + "' f").status == "ok"

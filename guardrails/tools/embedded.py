@@ -91,7 +91,9 @@ def awk(args: Argv) -> tuple[list[Embedded], list[tuple[str, str]]]:
 
 
 _SED_VALUE_OPTS = frozenset({"-e", "-f", "-l", "--expression", "--file", "--line-length"})
-_SED_ADDRESS = re.compile(r"\s*(?:\d+(?:~\d+)?|\$|/(?:\\.|[^/\\])*/[IM]*|\\(.)(?:\\.|.)*?\1)?")
+_SED_ADDRESS = re.compile(r"\s*(?:\d+(?:~\d+)?|\$|/(?:\\.|[^/\\\n]){0,1024}/[IM]*|\\(.)(?:\\.|(?!\1)[^\\\n]){0,1024}\1)?")
+"""One sed address. Unambiguous and bounded: (``\\.|.`` with a lazy ``*?`` backtracked exponentially:
+a 14 KB script of escapes ran for minutes)."""
 
 
 def _sed_scripts(args: Argv) -> list[str | None]:

@@ -522,7 +522,8 @@ class _Walker:
         prefixes = self.prefixes  # a nested parse (``bash -c``) sets its own
         interp = prog in SCRIPT_INTERPRETERS or prog == "$"
         values = _INTERP_VALUE_OPTS | _PROGRAM_VALUE_OPTS.get(prog, frozenset()) if interp else frozenset()
-        opts, first = cmds.options_before_operands(args, values)
+        opts, first = (_powershell_options(args) if prog in ("pwsh", "powershell")
+                       else cmds.options_before_operands(args, values))
         if split:  # ``$x`` may expand to ``bash -c ...``: its options are unknown
             opts.append(UNKNOWN_OPTIONS)
         fed = set(feed)
@@ -681,6 +682,29 @@ def _splits(node: Node) -> bool:
     if kind == "string":
         return any(_SPLIT_IN_QUOTES.match(_text(c)) for c in node.named_children)
     return kind == "concatenation" and any(_splits(c) for c in node.named_children)
+
+
+_PS_COMMAND = ("-command", "-encodedcommand")
+_PS_VALUE = ("-file", "-executionpolicy", "-workingdirectory", "-configurationname", "-outputformat",
+             "-inputformat", "-settingsfile", "-custompipename", "-windowstyle", "-version")
+
+
+def _powershell_options(args: list[str | None]) -> tuple[list[str], int]:
+    """PowerShell's options are single-dash words, any unambiguous prefix (``-NoProfile``, ``-Comm``,
+    ``-ec``): ``-c`` stands for -Command and -EncodedCommand (inline code), others are lowercased whole."""
+    opts: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a is None or not a.startswith(("-", "/")) or len(a) < 2:
+            break
+        low = "-" + a[1:].lower()
+        if low in ("-c", "-e", "-ec", "-enc") or any(p.startswith(low) for p in _PS_COMMAND) and len(low) > 2:
+            opts.append("-c")
+            return opts, i + 1
+        opts.append(low)
+        i += 2 if any(p.startswith(low) for p in _PS_VALUE) and len(low) > 2 else 1
+    return opts, i
 
 
 def _declares_nameref(node: Node) -> bool:

@@ -60,9 +60,9 @@ def shows_as_is(text: str) -> bool:
 def disguises() -> re.Pattern[str]:
     """One character that may not read as itself: an invisible one or a look-alike of the BMP, or any
     character beyond it (built once, with ``shape_table``; ``build_stream_guardrails`` builds it).
-    ``re`` tests a class of BMP characters by a bitmap (O(1) per character), but a class that also
-    holds others by a scan of its ranges (hundreds here: ten times slower), so the others (emoji,
-    mathematical letters, tags) are told apart by ``reads_as_is``."""
+    ``re`` tests the BMP part of a class by a bitmap (O(1) per character) and the rest by a scan of
+    its ranges (hundreds here: ten times slower), so beyond the BMP the class is one range, and what
+    it finds there (emoji, mathematical letters, tags) ``reads_as_is`` tells apart."""
     codes = sorted({code for code in (*shape_table(), *INVISIBLE) if code <= 0xFFFF})
     runs: list[list[int]] = []
     for code in codes:
@@ -71,7 +71,7 @@ def disguises() -> re.Pattern[str]:
         else:
             runs.append([code, code])
     bmp = "".join(re.escape(chr(lo)) + (f"-{re.escape(chr(hi))}" if hi > lo else "") for lo, hi in runs)
-    return re.compile(f"[{bmp}]|[\U00010000-\U0010FFFF]")
+    return re.compile(f"[{bmp}\U00010000-\U0010FFFF]")
 
 
 @cache
@@ -82,11 +82,16 @@ def read_table() -> dict[int, str | None]:
 
 def reads_as_is(text: str) -> bool:
     """Whether ``text`` reads as it is: no invisible character, no look-alike (True for ASCII without
-    a search; one translation more when it holds a character beyond the BMP, an emoji often)."""
+    a search; one search more for each character beyond the BMP, an emoji often)."""
     if text.isascii():
         return True
-    found = disguises().search(text)
-    return found is None or found.group() > "\uffff" and text.translate(read_table()) == text
+    search, at = disguises().search, 0
+    while (found := search(text, at)) is not None:
+        char = found.group()
+        if char <= "\uffff" or ord(char) in read_table():
+            return False
+        at = found.end()  # beyond the BMP and read as itself: an emoji, most often
+    return True
 
 
 def as_read(text: str) -> str:

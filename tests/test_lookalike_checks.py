@@ -20,6 +20,7 @@ blocks afresh. The same for a whole answer and its whole-text fast path.
 from __future__ import annotations
 
 import codecs
+import json
 import random
 from collections.abc import Sequence
 
@@ -32,7 +33,17 @@ from guardrails.stream._confusables import shape_table
 from guardrails.stream._invisible import INVISIBLE, as_read, read_table, reads_as_is
 from tests.secret_samples import TEMPLATES, fill
 from tests.stream_support import blocks_afresh, split_deltas
-from tests.test_invisible_checks import CTX, DENY, PROVIDERS, _drive, _held, _matched, _whole, with_marks
+from tests.test_invisible_checks import (
+    CTX,
+    DENY,
+    PROVIDERS,
+    _drive,
+    _held,
+    _matched,
+    _tool_trip,
+    _whole,
+    with_marks,
+)
 
 PII = ["alice.smith@corp-mail.co.uk", "jane.doe@corp-mail.net", "4111 1111 1111 1111", "5500-0000-0000-0004",
        "+44 20 7946 0958", "+1 415 555 2671", "DE89 3704 0044 0532 0130 00", "GB82 WEST 1234 5698 7654 32"]
@@ -150,6 +161,22 @@ def test_a_whole_answer_with_lookalikes_gets_the_plain_verdict(data: st.DataObje
     (trip_d, matched_d, masks_d), (trip_c, matched_c, masks_c) = _whole("".join(disguised)), _whole(text)
     assert (trip_d, [as_read(m) for m in matched_d], masks_d) == (trip_c, [as_read(m) for m in matched_c], masks_c)
     assert passes_complete(PROVIDERS, CTX, disguised) == passes_complete(PROVIDERS, CTX, plain)
+
+
+@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_tool_arguments_with_lookalikes_get_the_plain_verdict(data: st.DataObject) -> None:
+    """Raw in the arguments' JSON: the plain verdict. Escaped (``\\u0430``), the raw JSON shows the
+    escapes, which end a match there (or break it); the tool gets the decoded string, so what the
+    plain arguments block is blocked still."""
+    text = data.draw(plain_text())
+    disguised = "".join(data.draw(with_lookalikes(data.draw(split_deltas(text)))))
+    def args(content: str, escaped: bool = False) -> str:
+        return json.dumps({"path": "notes.txt", "content": content}, ensure_ascii=escaped)
+    expected = _tool_trip(args(text))
+    assert _tool_trip(args(disguised)) == expected
+    if expected:
+        assert _tool_trip(args(disguised, escaped=True))
 
 
 KEY = fill(TEMPLATES["aws-access-key-id"], random.Random(7))

@@ -34,6 +34,12 @@ SECRET = "AKIAQ7XR4K2MZT9BWP3N"
 LEAKY = f"The key is {SECRET} as requested."
 
 STREAM_APIS = ("chat", "responses", "anthropic", "gemini")
+
+
+def tags(text: str) -> str:
+    """``text`` in Unicode tag characters (U+E0000 + its code point): drawn by no client, read by a
+    model as the ASCII it mirrors ("ASCII smuggling")."""
+    return "".join(chr(0xE0000 + ord(c)) for c in text)
 """The SSE APIs (Gemini's JSON-array stream has no SSE framing to bend)."""
 
 

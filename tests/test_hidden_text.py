@@ -13,12 +13,8 @@ from config.policy import HiddenTextGuardrail
 from guardrails.decision import HIDDEN_TEXT, PASS, Block, Redact
 from guardrails.seams import StreamContext
 from guardrails.stream.hidden_text import HiddenTextCheck, HiddenTextProvider
+from tests.adversarial import tags
 from tests.stream_support import run, split_deltas
-
-
-def tags(text: str) -> str:
-    return "".join(chr(0xE0000 + ord(c)) for c in text)
-
 
 ENGLAND = "\U0001f3f4" + tags("gbeng") + "\U000e007f"
 SCOTLAND = "\U0001f3f4" + tags("gbsct") + "\U000e007f"

@@ -51,7 +51,7 @@ from guardrails.datamodel import (
 from guardrails.decision import Block
 from guardrails.stream import ArmedSet, Trip
 from proxy.held import Waits
-from proxy.stream_guard import CHECK_CHUNK, Step, StreamGuard
+from proxy.stream_guard import CHECK_CHUNK, Step, StreamGuard, as_block
 
 COVERAGE_ID = "guardproxy-coverage"
 """The built-in guardrail id of fail-closed decoding (``/metrics``, audit log, error bodies)."""
@@ -300,8 +300,7 @@ class ChoiceGuard:
         """A redaction where only a block is safe (see the module docstring), as that block."""
         if not redactions or (lane[1] == ANSWER and (self._redact_lanes or lane == PRIMARY)):
             return None
-        d = redactions[0].decision
-        return Trip(redactions[0].guardrail_id, Block(d.reason_code))
+        return as_block(redactions[0])
 
     def _check_whole(self, e: WholeText) -> Trip | None:
         """The first trip over a whole text (a redaction blocks: the frame is not rewritten per span).

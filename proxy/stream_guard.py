@@ -404,11 +404,13 @@ def _check_whole(armed: ArmedSet, text: str) -> Trip | None:
         acc += piece
         trip = armed.check(acc, piece)
         if trip is not None:
-            return _as_block(trip)
+            return as_block(trip)
     trip = armed.finish(acc)
-    return None if trip is None else _as_block(trip)
+    return None if trip is None else as_block(trip)
 
 
-def _as_block(trip: Trip) -> Trip:
+def as_block(trip: Trip) -> Trip:
+    """``trip`` where only a block is safe (text that is not rewritten per span): a redaction becomes
+    a block of the same guardrail and reason."""
     d = trip.decision
     return trip if isinstance(d, Block) else Trip(trip.guardrail_id, Block(d.reason_code))

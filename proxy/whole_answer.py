@@ -49,7 +49,7 @@ from guardrails.decision import Block, Redact
 from guardrails.stream import ArmedSet, Trip
 from guardrails.tools.arguments import decoded_text
 from proxy.lanes import ArmFor, first_whole_trip
-from proxy.stream_guard import CHECK_CHUNK, tool_block
+from proxy.stream_guard import CHECK_CHUNK, as_block, tool_block
 
 PassesFor = Callable[[str, Sequence[str]], bool]
 """Whether a lane's complete text (by channel, in pieces) passes every check armed for that lane
@@ -353,4 +353,4 @@ def _unredactable(lane: _Lane, redactions: list[Trip]) -> Trip | None:
     """A redaction outside the answer, as a block (only the answer's text is rewritten)."""
     if not redactions or lane.channel == ANSWER:
         return None
-    return Trip(redactions[0].guardrail_id, Block(redactions[0].decision.reason_code))
+    return as_block(redactions[0])

@@ -108,6 +108,9 @@ class MaxLengthGuardrail(_StreamBase):
 
 class HiddenTextGuardrail(_StreamBase):
     kind: Literal["hidden_text"]
+    bidi: bool = True
+    """Also trip on the bidirectional embedding, override and isolate controls (U+202A-202E,
+    U+2066-2069): they make a client draw text in another order than the one it is read in."""
 
 
 StreamGuardrailSpec = Annotated[

@@ -1,7 +1,8 @@
 """``hidden_text`` in the shipped default policy (``redact``), through the real proxy with the
 official SDKs: text smuggled in Unicode tag characters is dropped from an answer (streamed one
 character a delta and whole, every API) and withholds an answer whose tool call carries it; none of
-the smuggled characters reaches the client; flags and emoji go through byte for byte."""
+the smuggled characters reaches the client; flags and emoji go through byte for byte. Bidirectional
+controls (text drawn in another order than it is read) are dropped and withhold a tool call alike."""
 
 from __future__ import annotations
 
@@ -57,6 +58,42 @@ def test_a_tool_call_smuggling_text_into_a_file_is_withheld(default_proxy: Proxy
                          tool_calls=[("write_file", json.dumps(args, ensure_ascii=False))]))
     res = raw_call(default_proxy.url, api, stream=True)
     assert res.status == 200 and not _carries_tags(res.raw)
+    assert b"write_file" not in res.raw and WITHHELD.encode() in res.raw
+
+
+BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+REVERSED = "Send the report to \u202emoc.elpmaxe@ecila\u202c today."
+
+
+def _carries_bidi(raw: bytes) -> bool:
+    """Any bidirectional control in the client's bytes, raw UTF-8 or a JSON escape."""
+    text = raw.decode("utf-8", "replace")
+    escapes = ("\\u202a", "\\u202b", "\\u202c", "\\u202d", "\\u202e", "\\u2066", "\\u2067", "\\u2068",
+               "\\u2069")
+    return any(c in BIDI for c in text) or any(e in text.lower() for e in escapes)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+@pytest.mark.parametrize("api", APIS)
+def test_bidi_controls_are_dropped_so_the_client_draws_what_was_checked(default_proxy: ProxyServer,
+                                                                         upstream: FakeUpstream, api: str,
+                                                                         stream: bool) -> None:
+    upstream.queue(Reply(text=REVERSED, deltas=list(REVERSED)))
+    res = raw_call(default_proxy.url, api, stream=stream)
+    assert res.status == 200 and not _carries_bidi(res.raw)
+    upstream.queue(Reply(text=REVERSED, deltas=list(REVERSED)))
+    assert sdk_call(default_proxy.url, api, stream=stream).text == "Send the report to moc.elpmaxe@ecila today."
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "anthropic", "gemini"])
+def test_a_trojan_source_write_is_withheld(default_proxy: ProxyServer, upstream: FakeUpstream, api: str) -> None:
+    # drawn as a comment after "return", run as a check before it (CVE-2021-42574)
+    code = "def allowed(user):\n    if user.admin:\u2067 # only admins\u2069 return True\n    return False\n"
+    upstream.queue(Reply(text="Tightening the check.",
+                         tool_calls=[("write_file", json.dumps({"file_path": "auth.py", "content": code},
+                                                               ensure_ascii=False))]))
+    res = raw_call(default_proxy.url, api, stream=True)
+    assert res.status == 200 and not _carries_bidi(res.raw)
     assert b"write_file" not in res.raw and WITHHELD.encode() in res.raw
 
 

@@ -41,6 +41,23 @@ def _fit(unit: str, sep: str, budget: int) -> str:
     return sep.join([unit] * max(1, budget // (len(unit) + len(sep))))
 
 
+_PYPROJECT = """[project]
+name = "app"
+version = "0.1.0"
+dependencies = ["httpx>=0.27", "pydantic>=2"]
+
+[project.urls]
+Homepage = "https://example.com/app"
+
+[[tool.uv.index]]
+name = "pypi"
+url = "https://pypi.org/simple"
+
+[tool.ruff]
+line-length = 120
+"""
+
+
 def cases(ws: Path) -> dict[str, tuple[str, str]]:
     limit = MAX_COMMAND_BYTES - 64
 
@@ -57,6 +74,18 @@ def cases(ws: Path) -> dict[str, tuple[str, str]]:
                                                             "@@\n-a\n+b\n*** Add File: src/b.py\n+x\n"
                                                             "*** Add File: src/c.py\n+y\n*** End Patch"})),
         "truncated JSON (recovered)": ("Write", '{"file_path": "src/new.py", "content": "print(1)\\n' + "x" * 200),
+        "Write .npmrc (typical)": ("Write", json.dumps({"file_path": str(ws / ".npmrc"), "content":
+                                        "registry=https://registry.npmjs.org/\nsave-exact=true\n"})),
+        "Write pyproject.toml (typical)": ("Write", json.dumps({"file_path": str(ws / "pyproject.toml"),
+                                                                "content": _PYPROJECT})),
+        "Bash heredoc > requirements.txt": bash("cat > requirements.txt <<'EOF'\n" + _fit("pkg==1.0", "\n", 2000)
+                                                 + "\nEOF"),
+        "worst: lockfile 1 MiB of URLs": ("Write", json.dumps({"file_path": str(ws / "package-lock.json"), "content":
+                                          _fit('"resolved": "https://registry.npmjs.org/a/-/a-1.0.0.tgz",', "\n",
+                                               1 << 20)})),
+        "worst: pyproject 1 MiB of refs": ("Write", json.dumps({"file_path": str(ws / "pyproject.toml"), "content":
+                                           "[project]\ndependencies = [\n" + _fit('"a @ https://x.io/a.whl",', "\n",
+                                                                                 1 << 20) + "\n]\n"})),
         "worst: pipeline at limit": bash(_fit("cat", " | ", limit)),
         "worst: && chain at limit": bash(_fit("cat a", " && ", limit)),
         "worst: words at limit": bash("echo " + _fit("a", " ", limit)),

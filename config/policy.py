@@ -213,6 +213,8 @@ class ToolSpec(_Strict):
     command: str | None = None
     url: str | None = None
     patch: str | None = None
+    content: str | None = None
+    """The parameter holding the text a file tool writes (read for the sources of package settings files)."""
 
 
 class ToolsPolicy(_Strict):
@@ -234,6 +236,10 @@ class ToolsPolicy(_Strict):
     catalog: dict[str, ToolSpec] = {}
     allow_computer_use: bool = False
     """Responses ``computer_call`` items (clicks, typed text) are blocked unless this is true."""
+    autorun: Literal["block", "allow"] = "block"
+    """``block``: writes into ``.git/`` and settings that make programs run code later by themselves
+    (``git config core.hooksPath``/``alias.x '!...'``/filters, ``git init --template``, ``direnv allow``) are
+    blocked (``autorun_setting``; see ``guardrails.tools.autorun``). ``allow``: not checked."""
 
     @field_validator("egress_allow")
     @classmethod

@@ -7,7 +7,9 @@ versions (Gemini CLI: ``absolute_path`` -> ``file_path``, ``path`` -> ``dir_path
 
 Roles: ``path`` (one path), ``paths`` (a list of paths or globs), ``command`` (a shell string or an
 argv list), ``commands`` (a list of shell strings), ``url`` (a URL, or free text with URLs in it),
-``patch`` (an ``apply_patch`` envelope).
+``patch`` (an ``apply_patch`` envelope), ``content`` (the text a file tool writes: read only for the
+sources a package or VCS settings file names, ``guardrails.tools.sources``; a list of objects is read
+for the same parameter names inside them, as MultiEdit's ``edits[].new_string``).
 
 Tool-call items that are not named functions get the item type as their name (the wire modules
 decode them so): Responses ``local_shell_call``, ``shell_call``, ``apply_patch_call``,
@@ -35,6 +37,7 @@ class ToolEntry:
     commands: tuple[str, ...] = ()
     url: tuple[str, ...] = ()
     patch: tuple[str, ...] = ()
+    content: tuple[str, ...] = ()
     declared: bool = True
     """False for a tool found in no catalog (its paths are found by the heuristic below)."""
     read_when: tuple[str, tuple[str, ...]] | None = None
@@ -50,13 +53,14 @@ class ToolEntry:
 
 def _e(effect: str, *, path: tuple[str, ...] = (), paths: tuple[str, ...] = (),
        command: tuple[str, ...] = (), commands: tuple[str, ...] = (), url: tuple[str, ...] = (),
-       patch: tuple[str, ...] = (), read_when: tuple[str, tuple[str, ...]] | None = None,
-       tty_param: str | None = None) -> ToolEntry:
+       patch: tuple[str, ...] = (), content: tuple[str, ...] = (),
+       read_when: tuple[str, tuple[str, ...]] | None = None, tty_param: str | None = None) -> ToolEntry:
     return ToolEntry(effect, path=path, paths=paths, command=command, commands=commands, url=url, patch=patch,
-                     read_when=read_when, tty_param=tty_param)
+                     content=content, read_when=read_when, tty_param=tty_param)
 
 
-_EDITOR = _e("file_write", path=("path",), read_when=("command", ("view",)))
+_EDITOR = _e("file_write", path=("path",), content=("file_text", "new_str", "insert_text"),
+             read_when=("command", ("view",)))
 
 
 _READ_FILE = ("file_path", "absolute_path", "path")
@@ -77,8 +81,8 @@ BUILTINS: Mapping[str, ToolEntry] = {
     "invoke_agent": _e("none"),
     "list_background_processes": _e("none"),
     "read_background_output": _e("none"),
-    "write_file": _e("file_write", path=("file_path", "path")),
-    "replace": _e("file_write", path=("file_path", "path")),
+    "write_file": _e("file_write", path=("file_path", "path"), content=("content",)),
+    "replace": _e("file_write", path=("file_path", "path"), content=("new_string",)),
     "run_shell_command": _e("exec", command=("command",), path=("dir_path", "directory")),
     "web_fetch": _e("network", url=("url", "prompt")),
     "google_web_search": _e("network"),
@@ -90,9 +94,9 @@ BUILTINS: Mapping[str, ToolEntry] = {
     "LS": _e("file_read", path=("path",)),
     "Glob": _e("file_read", path=("path",), paths=("pattern",)),
     "Grep": _e("file_read", path=("path",)),
-    "Write": _e("file_write", path=("file_path",)),
-    "Edit": _e("file_write", path=("file_path",)),
-    "MultiEdit": _e("file_write", path=("file_path",)),
+    "Write": _e("file_write", path=("file_path",), content=("content",)),
+    "Edit": _e("file_write", path=("file_path",), content=("new_string",)),
+    "MultiEdit": _e("file_write", path=("file_path",), content=("edits", "new_string")),
     "NotebookEdit": _e("file_write", path=("notebook_path",)),
     "Bash": _e("exec", command=("command",)),
     "WebFetch": _e("network", url=("url",)),
@@ -119,18 +123,21 @@ BUILTINS: Mapping[str, ToolEntry] = {
     # OpenAI Responses tool-call items (named by item type; arguments are the item's action)
     "local_shell_call": _e("exec", command=("command",), path=("working_directory",)),
     "shell_call": _e("exec", commands=("commands",)),
-    "apply_patch_call": _e("file_write", path=("path",)),
+    "apply_patch_call": _e("file_write", path=("path",), content=("diff",)),
     "computer_call": _e("computer"),
 }
 
 # The heuristic for undeclared tools: only parameters literally named as a path. Content-like
-# parameters (content, text, new_string...) are never looked at, whatever their value.
+# parameters (content, text, new_string...) are read only when a path names a package or VCS settings
+# file (``guardrails.tools.sources``), for the hosts it names; never as paths.
 HEURISTIC_PATH_PARAMS = ("path", "file_path", "filepath", "filename", "file", "notebook_path",
                          "absolute_path", "dir_path", "directory", "target", "destination", "source",
                          "working_directory", "workdir", "cwd", "paths", "files", "file_paths", "filepaths",
                          "filenames")
 HEURISTIC_COMMAND_PARAMS = ("command", "cmd", "shell_command", "bash_command")
 HEURISTIC_URL_PARAMS = ("url", "uri", "href", "endpoint", "link", "address")
+HEURISTIC_CONTENT_PARAMS = ("content", "contents", "file_text", "text", "new_string", "new_str", "new_content",
+                            "data", "body", "edits")
 _MAX_PATH_LEN = 4096
 
 
@@ -139,7 +146,8 @@ def from_spec(spec: ToolSpec) -> ToolEntry:
         return (name,) if name else ()
 
     return ToolEntry(spec.effect, path=one(spec.path), paths=one(spec.paths),
-                     command=one(spec.command), url=one(spec.url), patch=one(spec.patch))
+                     command=one(spec.command), url=one(spec.url), patch=one(spec.patch),
+                     content=one(spec.content))
 
 
 def lookup(name: str, overrides: Mapping[str, ToolSpec]) -> ToolEntry:
@@ -151,12 +159,29 @@ def lookup(name: str, overrides: Mapping[str, ToolSpec]) -> ToolEntry:
     if entry is not None:
         return entry
     return ToolEntry("unknown", path=HEURISTIC_PATH_PARAMS, command=HEURISTIC_COMMAND_PARAMS,
-                     url=HEURISTIC_URL_PARAMS, declared=False)
+                     url=HEURISTIC_URL_PARAMS, content=HEURISTIC_CONTENT_PARAMS, declared=False)
 
 
 def looks_like_path(value: str) -> bool:
     """For undeclared tools only: a single line, not a URL, of sane length."""
     return 0 < len(value) <= _MAX_PATH_LEN and "\n" not in value and "://" not in value
+
+
+def texts(args: dict[str, object], names: tuple[str, ...]) -> list[str]:
+    """The text a file tool writes: the string values of the ``content`` role's parameters, and inside a
+    list of objects (MultiEdit's ``edits``) the values of the same names."""
+    out: list[str] = []
+    for name in names:
+        value = args.get(name)
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, dict):
+                    out += [v for k, v in item.items() if k in names and isinstance(v, str)]
+                elif isinstance(item, str):
+                    out.append(item)
+    return out
 
 
 def strings(value: object) -> list[str]:

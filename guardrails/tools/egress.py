@@ -99,12 +99,14 @@ def egress_violation(facts: dict[str, object], allow: Iterable[str]) -> str | No
     """Why this URL may not be fetched, as a short phrase for the rationale; None when it may."""
     entries = list(allow)
     host = facts.get("host")
+    if facts.get("param") == "content":
+        return _source_violation(facts, entries)
     if facts.get("error") == "opaque":
         return (f"`{facts.get('source')}` reads the hosts to contact from a file or setting the proxy cannot "
                 f"see; name the URL on the command line instead")
     if facts.get("error") or not isinstance(host, str):
         return "the URL could not be parsed to a host"
-    schemes = COMMAND_SCHEMES if facts.get("param") == "command" else ALLOWED_SCHEMES
+    schemes = COMMAND_SCHEMES if facts.get("param") in ("command", "content") else ALLOWED_SCHEMES
     if facts.get("scheme") not in schemes:
         return f"the scheme {facts.get('scheme')}:// is not allowed"
     if facts.get("userinfo"):
@@ -117,3 +119,21 @@ def egress_violation(facts: dict[str, object], allow: Iterable[str]) -> str | No
     if host_allowed(host, entries):
         return None
     return f"the host {host} is not on the allowlist"
+
+
+def _source_violation(facts: dict[str, object], entries: list[str]) -> str | None:
+    """``egress_violation`` for a host that a written package or VCS settings file names as a source
+    (``guardrails.tools.sources``): the same rule, told in terms of the file."""
+    file = facts.get("file")
+    if facts.get("error") == "opaque":
+        if facts.get("source") == "unseen":
+            return (f"what this call writes into {file} (a package or VCS settings file) is not spelled out in "
+                    f"the call, so the hosts it names cannot be checked; write the file with the file-writing "
+                    f"tool (or a heredoc), naming only allowed hosts")
+        return f"{file} holds {facts.get('source')}, whose host cannot be checked; write the host out"
+    why = egress_violation({k: v for k, v in facts.items() if k != "param"} | {"param": "command"}, entries)
+    if why is None:
+        return None
+    return (f"{file} would send installs or fetches to {facts.get('host') or 'a host'} (a registry, index, "
+            f"proxy or dependency URL), and {why}; name only hosts on the egress allowlist there, or leave the "
+            f"setting out")

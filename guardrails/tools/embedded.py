@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from guardrails.tools.autorun import git_config_setting, git_subcommand, runs_code
 from guardrails.tools.commands import Argv, options_with_values, split_operands
 
 
@@ -201,6 +202,11 @@ def _git(args: Argv) -> list[Embedded]:
             out.append(Embedded(command))
         elif key.lower().startswith("alias.") and command.startswith("!"):
             out.append(Embedded(command[1:]))
+    sub, rest = git_subcommand(args)
+    setting = git_config_setting(rest) if sub == "config" else None
+    if setting is not None and setting[0] is not None and _GIT_COMMAND_KEYS.match(setting[0]) \
+            and not runs_code(*setting):  # git config core.pager 'less -R': judged as the command it is
+        out.append(Embedded(setting[1]))
     return out
 
 

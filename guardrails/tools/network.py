@@ -239,6 +239,10 @@ def network_targets(program: str, args: Argv) -> list[str]:
         for o in literal:
             if o.startswith("-"):
                 continue
+            key, eq, value = o.partition("=")
+            if eq and "://" in value and "://" not in key:  # npm config set registry=URL, go env -w GOPROXY=URL
+                out += setting_targets(key, value) or [value]
+                continue
             url = _scheme_url(o) or (_scp_host(o) if prog == "git" else None)
             if url:
                 out.append(url)
@@ -335,7 +339,8 @@ def built_targets(program: str, args: Argv, prefixes: dict[int, str]) -> list[st
 
 
 _GIT_URL_KEY = re.compile(r"^url\.(.+)\.(?:push)?insteadof$", re.IGNORECASE)
-_GIT_HOST_KEYS = re.compile(r"^(?:https?\.(?:.+\.)?proxy|remote\..+\.(?:url|pushurl|proxy))$", re.IGNORECASE)
+_GIT_HOST_KEYS = re.compile(r"^(?:https?\.(?:.+\.)?proxy|remote\..+\.(?:url|pushurl|proxy)|submodule\..+\.url)$",
+                            re.IGNORECASE)
 
 
 def _git_settings(args: Argv) -> list[str]:

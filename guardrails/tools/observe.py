@@ -15,7 +15,10 @@ Observations (JSON-able; this is what the audit log records and replay reads bac
     commands        [{program, options, fed_by, script, stdin}]    (see guardrails.tools.shell)
     shell_parse     "ok" | "error" | "too_large" | "too_complex" | "parser_failed" | null (no command); older records
                     carry "shlex" | "split"
-    urls            [{param, scheme, host, userinfo, ip_literal, error}]
+    urls            [{param, scheme, host, userinfo, ip_literal, error}]; a host that a package or VCS settings
+                    file names as a source has param "content" and ``file`` (the path as the agent named
+                    it); error "unseen" when the text written to such a file is not in the call
+    autorun         settings made that run code later (``git config core.hooksPath``, ``direnv allow``)
     grants          per-session egress grants that applied
     session         {"reads": n, "writes": n} successful file reads/writes folded from history
 
@@ -33,12 +36,16 @@ from config.policy import ToolsPolicy
 from guardrails.datamodel import HistoryToolCall
 from guardrails.tools import egress, shell
 from guardrails.tools.arguments import parse_arguments
-from guardrails.tools.catalog import ToolEntry, looks_like_path, lookup, strings
+from guardrails.tools.catalog import ToolEntry, looks_like_path, lookup, strings, texts
 from guardrails.tools.commands import program_name
-from guardrails.tools.patch import find_patch, parse_patch
+from guardrails.tools.patch import added_text, find_patch, parse_patch
 from guardrails.tools.paths import is_glob, lexical, static_prefix
 from guardrails.tools.probe import WorldProbe
 from guardrails.tools.shell_worker import analyze_isolated
+from guardrails.tools.sources import looks_like_requirements, settings_kind, source_urls
+
+UNSEEN = "unseen"
+"""The ``error`` of a settings file's source when the text written to it is not in the call."""
 
 Obs = dict[str, object]
 _OPS = {"file_read": "read", "file_write": "write"}
@@ -64,6 +71,9 @@ class _Found:
     shell: list[shell.ShellFacts]
     urls: list[tuple[str, str]]
     unknown_tool: bool
+    sources: list[tuple[str, str]]
+    """(settings file, URL or marker) for each host a written settings file names (``_sources``)."""
+    autorun: list[str]
 
 
 def _parse_args(arguments: str, entry: ToolEntry) -> tuple[dict[str, object], str]:
@@ -165,7 +175,43 @@ def find(name: str, arguments: str, policy: ToolsPolicy) -> _Found:
     urls += [("command", u) for f in facts for u in f.urls]
     writes = any(p.op == "write" for p in paths)
     effect = "file_write" if entry.effect == "exec" and writes else entry.effect
-    return _Found(effect, state, paths, facts, urls, not entry.declared)
+    written = _written(entry, args, op, paths)
+    written += [(path, text) for f in facts for path, text in f.writes]
+    autorun = [a for f in facts for a in f.autorun]
+    return _Found(effect, state, paths, facts, urls, not entry.declared, _sources(written), autorun)
+
+
+def _written(entry: ToolEntry, args: dict[str, object], op: str, paths: list[_Raw]) -> list[tuple[str, str | None]]:
+    """(path, text) for what a file tool writes into each of its paths: the ``content`` role's text,
+    or for a patch each file's added lines (None for a ``Move to``: the moved file's text is not in it)."""
+    out: list[tuple[str, str | None]] = []
+    if op in ("write", "unknown") and entry.content:
+        text = "\n".join(texts(args, entry.content))
+        if "diff" in entry.content:  # Responses apply_patch_call: a V4A diff, its added lines are the text
+            text = "\n".join(line[1:] for line in text.splitlines() if line.startswith("+"))
+        out += [(p.path, text) for p in paths if p.param in entry.path and text]
+    for param in entry.patch:
+        for value in strings(args.get(param)):
+            patch = find_patch(value)
+            out += [(t.path, body) for t, body in added_text(patch)] if patch is not None else []
+    return out
+
+
+def _sources(written: list[tuple[str, str | None]]) -> list[tuple[str, str]]:
+    """(file, URL) for the hosts each written package/VCS settings file names as sources; a file of any
+    name whose text reads as a pip requirements file with a source counts as one (``pip install -r``)."""
+    out: list[tuple[str, str]] = []
+    for path, text in written:
+        kind = settings_kind(path)
+        if kind is None and text and looks_like_requirements(text):
+            kind = "requirements"
+        if kind is None:
+            continue
+        if text is None:
+            out.append((path, egress.OPAQUE + UNSEEN))
+            continue
+        out += [(path, u) for u in source_urls(kind, text, path)]
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,6 +311,7 @@ def observe(name: str, arguments: str, history: Sequence[HistoryToolCall], polic
     reads, writes = fold.get(policy, ws, probe) if found.paths else (set(), set())
     segments = [seg for f in found.shell for seg in f.segments]
     urls = [egress.url_facts(u, p) for p, u in found.urls]
+    urls += [{**egress.url_facts(u, "content"), "file": f} for f, u in found.sources]
     statuses = [f.status for f in found.shell]
     parse = next((st for st in statuses if st != "ok"), "ok") if statuses else None
     obs: Obs = {
@@ -276,4 +323,6 @@ def observe(name: str, arguments: str, history: Sequence[HistoryToolCall], polic
     }
     if found.unknown_tool:
         obs["unknown_tool"] = True
+    if found.autorun:
+        obs["autorun"] = found.autorun
     return found.effect, obs

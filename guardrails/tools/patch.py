@@ -8,8 +8,9 @@ The envelope is::
     *** Delete File: path
     *** End Patch
 
-Only the header lines matter here: the hunk bodies are file contents and are never looked at, so
-nothing of them can end up in observations or the audit log.
+``parse_patch`` reads only the header lines. ``added_text`` gives the lines a patch adds to each file,
+for one purpose: the hosts a package or VCS settings file names (``guardrails.tools.sources``); only
+those hosts reach the observations, never the text.
 """
 
 from __future__ import annotations
@@ -55,3 +56,20 @@ def find_patch(text: str) -> str | None:
     """The patch envelope inside ``text`` (a shell heredoc, an argv item), or None."""
     start = text.find(BEGIN)
     return text[start:] if start >= 0 else None
+
+
+def added_text(text: str) -> list[tuple[PatchTarget, str | None]]:
+    """Each target with the lines the patch adds to it (``+`` lines, the ``+`` dropped); None for a
+    ``Move to`` target, whose content is the moved file's, not in the patch. One pass over the lines."""
+    out: list[tuple[PatchTarget, list[str] | None]] = []
+    for line in text.splitlines():
+        m = _HEADER.match(line)
+        path = line[m.end():].strip() if m else ""
+        if m and path:
+            op = _OPS[m.group(1)]
+            out.append((PatchTarget(op, path), None if op == "move_to" else []))
+        elif m or line.lstrip().startswith("*** "):
+            continue
+        elif line.startswith("+") and out and (added := out[-1][1]) is not None:
+            added.append(line[1:])
+    return [(t, None if lines is None else "\n".join(lines)) for t, lines in out]

@@ -7,11 +7,14 @@ of every rule are still added to the observations:
    recovered, a path holding a NUL character, or a shell command that is not valid shell, too large or too complex to judge, or on
    which the parser's worker process crashed or hung: ``shell_parse = "parser_failed"``)
 1. ``path_containment``: ``privileged_path``, then ``path_outside_workspace``
+   ``autorun``:           ``autorun_setting`` (a write or change inside ``.git/``, a ``git config`` key that
+                          runs a program, ``direnv allow``; unless ``autorun = "allow"``)
 2. ``write_manifest``:    ``path_outside_manifest``  (writes inside the workspace only)
 3. ``no_such_path``:      ``no_such_path``           (reads inside the workspace only)
 4. ``read_before_write``: ``write_without_read``     (writes inside the workspace only)
 5. ``shell_interpreter``: ``shell_interpreter``
-6. ``egress_allowlist``:  ``egress_not_allowed``
+6. ``egress_allowlist``:  ``egress_not_allowed`` (also the hosts a written package or VCS settings file
+                          names as sources: ``guardrails.tools.sources``)
 7. ``computer_use``:      ``computer_use_not_allowed`` (unless ``allow_computer_use``)
 
 Path rules apply only when ``workspace_root`` is set. Out-of-workspace targets are containment's
@@ -28,6 +31,7 @@ from dataclasses import dataclass
 from config.policy import ToolsPolicy
 from guardrails import decision as codes
 from guardrails.tools import verdict as ids
+from guardrails.tools.autorun import in_git_folder
 from guardrails.tools.egress import egress_violation
 from guardrails.tools.interpreters import DEFAULT_INTERPRETERS, interpreter_form
 from guardrails.tools.paths import in_manifest, privileged_entry, within
@@ -145,6 +149,25 @@ def _containment(ctx: Context) -> Hit | None:
     return None
 
 
+def _autorun(ctx: Context) -> Hit | None:
+    if ctx.policy.autorun != "block":
+        return None
+    for t in ctx.targets:
+        named = [p for p in (t.get("path"), t.get("lexical"), t.get("resolved")) if isinstance(p, str)]
+        if t.get("op") in ("write", "change", "unknown") and any(in_git_folder(p) for p in named):
+            return Hit(ids.AUTORUN, codes.AUTORUN_SETTING,
+                       f"Blocked: {t['path']} is inside git's own folder (.git), where hooks and settings make "
+                       f"git run programs later, unseen. Edit the project's files only; use git commands "
+                       f"(git add, git commit) for the repository, and ask the user to change git's setup.")
+    armed = (ctx.obs or {}).get("autorun")
+    if isinstance(armed, list) and armed:
+        return Hit(ids.AUTORUN, codes.AUTORUN_SETTING,
+                   f"Blocked: `{armed[0]}` makes programs run code later by themselves (git hooks, filters, "
+                   f"`!` aliases, direnv), outside these checks. Run the commands you need directly; ask the "
+                   f"user to make such settings.")
+    return None
+
+
 def _manifest(ctx: Context) -> Hit | None:
     for t in ctx.targets:
         if t.get("in_manifest") is False:
@@ -204,7 +227,8 @@ def _egress(ctx: Context) -> Hit | None:
 
 
 RULES: Sequence[Callable[[Context], Hit | None]] = (
-    _unparseable, _containment, _manifest, _no_such_path, _read_before_write, _shell, _egress, _computer_use,
+    _unparseable, _containment, _autorun, _manifest, _no_such_path, _read_before_write, _shell, _egress,
+    _computer_use,
 )
 
 

@@ -14,6 +14,8 @@ A command line becomes ``ShellFacts``:
 - ``paths``: ``(op, path)`` for the path operands of the file commands and for redirections
   (``>``, ``>>``, ``<``), relative paths joined to a literal ``cd`` before them;
 - ``urls``: what network commands connect to (``curl evil.example`` -> ``http://evil.example``);
+- ``writes``: package/VCS settings files written, with the text written when the line shows it;
+- ``autorun``: settings made that run code later (``git config core.hooksPath``, ``direnv allow``);
 - ``status``: ``ok``, or why the line cannot be judged: ``error`` (not valid shell), ``too_large``
   (over ``MAX_COMMAND_BYTES``), ``too_complex`` (over ``MAX_NODES`` syntax nodes or ``MAX_DEPTH``
   nesting). The rules block all three (``unparseable_arguments``).
@@ -36,9 +38,11 @@ from tree_sitter import Language, Node, Parser
 
 from guardrails.tools import commands as cmds
 from guardrails.tools import network as net
+from guardrails.tools.autorun import autorun_settings
 from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, program_name
 from guardrails.tools.embedded import Embedded, embedded, setting
 from guardrails.tools.interpreters import UNKNOWN_OPTIONS
+from guardrails.tools.sources import looks_like_requirements, settings_kind
 from guardrails.tools.variables import Variables, expand, has_alternatives
 
 MAX_COMMAND_BYTES = 32 * 1024
@@ -81,6 +85,13 @@ class ShellFacts:
     segments: list[Segment] = field(default_factory=list)
     paths: list[tuple[str, str]] = field(default_factory=list)
     urls: list[str] = field(default_factory=list)
+    writes: list[tuple[str, str | None]] = field(default_factory=list)
+    """Package and VCS settings files this line writes (``guardrails.tools.sources.settings_kind``), with
+    the text it puts into them when the line spells it out (``echo``/``printf`` operands, a heredoc or
+    herestring fed to ``cat``/``tee``, a ``sed -i`` script), else None: what ``cp``, ``mv``, ``curl -o``
+    or another program's output puts there is not in the line."""
+    autorun: list[str] = field(default_factory=list)
+    """Settings this line makes that run code later by themselves (``guardrails.tools.autorun``)."""
     status: str = "ok"
     work: int = 0
     """Syntax nodes visited plus bytes handed to the parser: the cost of this analysis."""
@@ -238,6 +249,8 @@ class _Walker:
         self.prefixes: dict[int, str] = {}
         """The literal starts of the current command's non-literal words, by distance from its end (a
         wrapper's tail keeps them): where a URL built at run time goes."""
+        self.content: str | None = None
+        """The text the current command writes, when the line spells it out (``_written_text``)."""
 
     # -- structure ----------------------------------------------------------------------------
     def line(self, text: str, depth: int, feed: list[str], stdin: str | None) -> None:
@@ -253,10 +266,12 @@ class _Walker:
             raise _Stop("error")
         sources: list[bytes] = _local.__dict__.setdefault("sources", [])
         sources.append(data)  # a nested ``bash -c '...'`` parse pushes its own and pops it on return
+        content = self.content
         try:
             self.visit(tree.root_node, depth, feed, stdin)
         finally:
             sources.pop()
+            self.content = content
 
     def _count(self, depth: int) -> None:
         self.nodes += 1
@@ -374,6 +389,7 @@ class _Walker:
                     if _splits(target):
                         splits.add(len(words) - 1)
                 self._substitutions(target, depth, procsub, outputs)
+        self.content = _written_text(words, _stdin_text(redirects))
         for r in redirects:
             self._redirect_paths(r, depth)
             if r.type == "file_redirect" and r.named_children:
@@ -593,6 +609,7 @@ class _Walker:
                 self.variables.forget(a or "")
         for op, path in cmds.file_operands(prog, args):
             self._path(op, path)
+        self.facts.autorun += autorun_settings(prog, args)
         self.facts.urls += net.network_targets(prog, args)
         built = {len(args) - d: p for d, p in self.prefixes.items() if 0 <= len(args) - d < len(args)}
         self.facts.urls += net.built_targets(prog, args, built)
@@ -667,6 +684,8 @@ class _Walker:
             return  # made earlier in this line (``echo x > a && cat a``): its write was judged
         if op == "write":
             self.written.add(posixpath.normpath(joined))
+            if settings_kind(joined) is not None or (self.content and looks_like_requirements(self.content)):
+                self.facts.writes.append((joined, self.content))
         self.facts.paths.append((op, joined))
 
 
@@ -732,6 +751,51 @@ def _stdin_path(redirects: list[Node]) -> str | None:
         dest = r.child_by_field_name("destination")
         if r.type == "file_redirect" and _op(r) == "<" and dest is not None:
             return literal(dest)
+    return None
+
+
+def _stdin_text(redirects: list[Node]) -> str | None:
+    """The text a heredoc or herestring feeds the command (its body as written: an expansion in it stays
+    ``$X``, which no host parses as), or None."""
+    for r in redirects:
+        if r.type == "heredoc_redirect":
+            body = next((c for c in r.children if c.type == "heredoc_body"), None)
+            return _text(body) if body is not None else ""
+        if r.type == "herestring_redirect":
+            parts = [literal(c) or _text(c) for c in r.named_children]
+            return " ".join(parts)
+    return None
+
+
+_STATE_REPORTS = frozenset({"freeze", "list", "compile", "export", "requirements"})
+"""``pip freeze``, ``uv pip compile``, ``poetry export``, ``pipenv requirements``: a package manager printing
+what it installed or resolved (from sources already checked), not text of the model's."""
+_PACKAGE_TOOLS = frozenset({"pip", "uv", "poetry", "pipenv", "pdm", "pip-compile", "conda", "mamba"})
+
+
+def _written_text(words: list[str | None], stdin_text: str | None) -> str | None:
+    """The text a command writes (to its output or to the files it edits) when the line spells it out:
+    ``echo``/``printf`` operands, ``cat``/``tee`` of a heredoc or herestring, a ``sed`` script; ""
+    for a package manager's report of its own state; None otherwise (the content is not in the line)."""
+    for _ in range(16):
+        if not words or words[0] is None:
+            return None
+        prog = program_name(words[0])
+        unwrapped = cmds.unwrap(prog, words[1:])
+        if unwrapped is None:
+            break
+        if unwrapped.script is not None or unwrapped.hidden:
+            return None
+        words = unwrapped.argv
+    args = words[1:]
+    shown = " ".join(w if w is not None else "$?" for w in args)  # an expansion: no host parses as "$?"
+    if prog in ("echo", "printf", "sed"):
+        return shown
+    if prog in ("cat", "tee") and stdin_text is not None and (prog == "tee" or not [
+            a for a in args if a is not None and not a.startswith("-")]):
+        return stdin_text
+    if (prog in _PACKAGE_TOOLS or prog == "python") and set(args) & _STATE_REPORTS:
+        return ""
     return None
 
 

@@ -12,6 +12,7 @@ from guardrails.decision import PASS, Block, Pass
 
 # Rule ids, in the fixed order the rules run (the first block wins; see rules.RULES).
 PATH_CONTAINMENT = "path_containment"
+AUTORUN = "autorun"
 WRITE_MANIFEST = "write_manifest"
 NO_SUCH_PATH = "no_such_path"
 READ_BEFORE_WRITE = "read_before_write"

@@ -1,0 +1,108 @@
+"""Settings that make programs run code later, by themselves (pure argv readers and a path test).
+
+A hook in ``.git/hooks/``, ``core.hooksPath``, ``core.fsmonitor``, a ``!`` alias, a filter or textconv
+driver, an ``include.path`` that pulls in another config: once set, git runs that code on the next
+``git commit``/``status``/``diff``, the user's own included, long after the tool call and outside any
+check of it. ``direnv allow`` does the same for ``.envrc`` (direnv runs a file only once the user has
+allowed that exact content, so writing ``.envrc`` is inert; allowing it is the step that arms it).
+Coding agents have no need to edit git's internals or to arm such settings, so with
+``[tools] autorun = "block"`` (the default) the rules block:
+
+- a write or change of any path inside a ``.git`` folder, or of a ``.git`` file itself (which names the
+  git folder), except git's ``*.lock`` files (removing a stale ``index.lock`` is ordinary repair);
+- ``git config`` (and ``git config set``) of a key that runs a program or loads other settings
+  (``AUTORUN_KEY``, ``alias.*`` with a ``!`` value); reading, listing and unsetting pass. The pager and
+  editor keys are judged as command lines instead (``guardrails.tools.embedded``), like ``-c``;
+- ``git init``/``clone --template`` (the template's hooks are copied into the new ``.git``);
+- ``direnv allow``/``permit``/``grant`` and ``direnv edit`` (which allows on exit).
+
+``git -c key=value`` sets a key for one command, judged now as that command (``embedded``), and is
+not persistent: running a hook folder once is running a script file, which the shell rules allow.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from guardrails.tools.commands import Argv, split_operands
+
+AUTORUN_KEY = re.compile(r"^(?:core\.(?:hookspath|fsmonitor|sshcommand|askpass|gitproxy)|include\.path"
+                         r"|includeif\..+\.path|init\.templatedir|diff\.external|diff\..+\.(?:textconv|command)"
+                         r"|.+\.textconv|filter\..+\.(?:clean|smudge|process)|merge\..+\.driver"
+                         r"|credential\.(?:.+\.)?helper|gpg\.(?:.+\.)?program|uploadpack\.packobjectshook"
+                         r"|remote\..+\.(?:uploadpack|receivepack)|browser\..+\.cmd|man\..+\.cmd)$", re.IGNORECASE)
+"""git settings whose value is a program (or a hook folder, or another config file) git runs or reads."""
+_BOOLEAN = frozenset({"true", "false", "yes", "no", "on", "off", "1", "0", ""})
+_CONFIG_VALUE_OPTS = frozenset({"-f", "--file", "--blob", "--type", "--default", "--comment", "--value"})
+_CONFIG_READS = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--get-colorbool",
+                           "-l", "--list", "--unset", "--unset-all", "--rename-section", "--remove-section", "-e",
+                           "--edit", "--show-origin"})
+_CONFIG_VERBS = frozenset({"get", "list", "unset", "rename-section", "remove-section", "edit"})
+_GIT_VALUE_OPTS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path",
+                             "--config-env", "--super-prefix"})
+_DIRENV_ARMS = frozenset({"allow", "permit", "grant", "edit"})
+
+
+def git_config_setting(args: Argv) -> tuple[str | None, str | None] | None:
+    """(key, value) that ``git config ...`` args set (None where not a literal); None when they read,
+    list or unset (or name no value)."""
+    opts, operands = split_operands(args, _CONFIG_VALUE_OPTS)
+    if any(o.split("=", 1)[0] in _CONFIG_READS for o in opts):
+        return None
+    if operands and operands[0] in _CONFIG_VERBS:
+        return None
+    if operands and operands[0] == "set":
+        operands = operands[1:]
+    if len(operands) < 2:
+        return None
+    return operands[0], operands[1]
+
+
+def git_subcommand(args: Argv) -> tuple[str | None, Argv]:
+    """git's subcommand and the arguments after it (global options such as ``-C DIR`` skipped)."""
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a is None or not a.startswith("-"):
+            return a, args[i + 1:]
+        i += 2 if a in _GIT_VALUE_OPTS else 1
+    return None, ()
+
+
+def runs_code(key: str | None, value: str | None) -> bool:
+    """Whether setting git ``key`` to ``value`` makes git run a program later."""
+    if key is None:
+        return True  # a key built at run time: it may be any of them
+    low = key.lower()
+    if low.startswith("alias."):
+        return value is None or value.lstrip().startswith("!")
+    if low == "core.fsmonitor" and value is not None and value.lower() in _BOOLEAN:
+        return False  # git's own fsmonitor daemon
+    return bool(AUTORUN_KEY.match(low))
+
+
+def autorun_settings(program: str, args: Argv) -> list[str]:
+    """What a command arms to run later (``git config core.hooksPath``, ``direnv allow``), as short
+    labels for the rationale; [] for anything else."""
+    if program == "direnv":
+        _, operands = split_operands(args, frozenset())
+        verb = operands[0] if operands else None
+        return [f"direnv {verb}"] if verb in _DIRENV_ARMS else []
+    if program != "git":
+        return []
+    sub, rest = git_subcommand(args)
+    if sub == "config":
+        setting = git_config_setting(rest)
+        if setting is not None and runs_code(*setting):
+            return [f"git config {setting[0] or '(a key built at run time)'}"]
+    elif sub in ("init", "clone") and any(a is not None and (a == "--template" or a.startswith("--template="))
+                                          for a in rest):
+        return [f"git {sub} --template"]
+    return []
+
+
+def in_git_folder(path: str) -> bool:
+    """A path inside a ``.git`` folder, or a ``.git`` file itself; not git's ``*.lock`` files."""
+    parts = posixpath.normpath(path).split("/")
+    return ".git" in parts and not parts[-1].endswith(".lock")

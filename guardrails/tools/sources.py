@@ -1,0 +1,254 @@
+"""Package and VCS settings files: which files they are, and the hosts their text sends programs to (pure).
+
+A package manager or VCS reads where to fetch from out of files in the workspace: ``.npmrc``
+(``registry=``), ``pip.conf``, ``requirements.txt`` (``--index-url``, ``pkg @ URL``), ``pyproject.toml``
+(``[[tool.uv.index]]``, ``[tool.poetry.source]``, direct references), ``.cargo/config.toml``,
+``.gitmodules``, lockfiles (``resolved``)... A model that writes such a file and then runs ``npm install``
+sends the install to a host the command line never named. So the text a call writes into one of these
+files is read here for the hosts it names as sources, and each must pass the egress rule a ``curl`` to it
+would (``guardrails.tools.rules``).
+
+Three readers, by what the file's format lets us tell apart:
+
+- ``lines`` (INI/YAML/npmrc-style settings, text lockfiles): every URL outside comment lines; these
+  files name no URL that is not a source, proxy or registry. ``.gitmodules`` also ``git@host:path``.
+- ``requirements`` (pip's format): every URL outside comments (option values, direct references,
+  archive URLs). Also used for a file of any name whose text has pip option lines (``--index-url``),
+  since ``pip install -r`` takes any name.
+- ``structured`` (TOML through ``tomllib``, JSON through ``json``): the values of source keys (``url``,
+  ``index-url``, ``registry``, ``git``, ``resolved``...) and PEP 508 direct references, anywhere except
+  the metadata tables (``[project.urls]``, ``funding``...), which name homepages, not sources;
+  ``package.json`` dependency specs that are URLs or git/GitHub shorthands. A fragment that does not
+  parse on its own (an edit's ``new_string``) is read line by line: ``key = URL`` for a source key,
+  direct references, and ``git+``/``sparse+`` URLs.
+
+A setting whose value is built from an environment variable (``registry=${REG}``) names a host the
+proxy cannot see: it comes back as ``OPAQUE``. Cost: each reader is one pass over the text (regexes
+are anchored per line and bounded); the structured walk visits each value once.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import tomllib
+from collections.abc import Iterator
+
+from guardrails.tools.egress import OPAQUE
+
+_LINES_FILES = frozenset({".npmrc", ".yarnrc", ".yarnrc.yml", ".condarc", "condarc", ".pypirc", "pip.conf",
+                          "pip.ini", ".gitmodules", ".gemrc", "pnpm-workspace.yaml", "yarn.lock", "pnpm-lock.yaml",
+                          "Gemfile.lock"})
+_TOML_FILES = frozenset({"pyproject.toml", "uv.toml", "Pipfile", "poetry.toml", "Cargo.toml", "bunfig.toml",
+                         ".bunfig.toml", "poetry.lock", "uv.lock", "pdm.lock", "pdm.toml", "Cargo.lock"})
+_JSON_FILES = frozenset({"package.json", "package-lock.json", "npm-shrinkwrap.json", "Pipfile.lock",
+                         "composer.json"})
+_REQUIREMENTS = re.compile(r"^(?:.*[-_.])?(?:requirements|constraints|requires)(?:[-_.].*)?\.(?:txt|in)$",
+                           re.IGNORECASE)
+_IN_FOLDER = {".cargo": ("config", "config.toml"), ".bundle": ("config",)}
+
+
+def settings_kind(path: str) -> str | None:
+    """``lines`` | ``requirements`` | ``toml`` | ``json`` for a settings file a package manager or VCS
+    reads sources from; None for any other path. By name only: the proxy never reads the file."""
+    base = posixpath.basename(path.rstrip("/"))
+    folder = posixpath.basename(posixpath.dirname(path.rstrip("/")))
+    if base in _IN_FOLDER.get(folder, ()):
+        return "toml" if folder == ".cargo" else "lines"
+    if base in _LINES_FILES:
+        return "lines"
+    if base in _TOML_FILES:
+        return "toml"
+    if base in _JSON_FILES:
+        return "json"
+    if _REQUIREMENTS.match(base) or (folder.lower() == "requirements" and base.endswith((".txt", ".in"))):
+        return "requirements"
+    return None
+
+
+_PIP_OPTION_LINE = re.compile(r"^[ \t]*(?:-i|-f|--index-url|--extra-index-url|--find-links)(?:[ \t=]|$)",
+                              re.MULTILINE)
+_DIRECT_REF_LINE = re.compile(r"^[ \t]*[A-Za-z0-9][A-Za-z0-9._-]*[ \t]*(?:\[[^\]\n]*\])?[ \t]*@[ \t]*"
+                              r"[A-Za-z][A-Za-z0-9+.-]*://\S+[ \t]*(?:;[^\n]*)?$", re.MULTILINE)
+
+
+def looks_like_requirements(text: str) -> bool:
+    """Text pip would read as a requirements file with a source in it, whatever the file is called
+    (``pip install -r deps.in``): a pip option line naming an index, or a line that is a direct reference."""
+    return bool(_PIP_OPTION_LINE.search(text) or _DIRECT_REF_LINE.search(text))
+
+
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`,;)\]}]+")
+_NPM_AUTH_HOST = re.compile(r"^[ \t]*[\"']?//([^/\s:\"']+)")
+"""``//host/:_authToken=...`` in .npmrc (a scheme-relative registry URL)."""
+_SCP = re.compile(r"^[ \t]*url[ \t]*=[ \t]*(?:[^@\s/:]+@)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?!//)", re.IGNORECASE)
+_ENV_SETTING = re.compile(r"^[ \t]*[\"']?(?:@[\w.-]+:)?[\w.-]*(?:registry|proxy|index-url|index_url|find-links|"
+                          r"channel_alias|channels|url|npmRegistryServer|repository)[\w.-]*[\"']?[ \t]*[=: \t][ \t]*"
+                          r"(?:-[ \t]*)?[\"']?\$", re.IGNORECASE | re.MULTILINE)
+"""A source setting whose value starts with an expansion (``registry=${REG}``): its host is not in the text."""
+_COMMENT_LINE = re.compile(r"^[ \t]*[#;]")
+_PIP_COMMENT = re.compile(r"(?:^|[ \t])#.*$")
+_PIP_ENV_SOURCE = re.compile(r"(?:^[ \t]*(?:-i|-f|--index-url|--extra-index-url|--find-links)[ \t=]+|@[ \t]*)\$",
+                             re.MULTILINE)
+
+
+def _lines(text: str, scp: bool) -> Iterator[str]:
+    for line in text.splitlines():
+        if _COMMENT_LINE.match(line):
+            continue
+        yield from _URL.findall(line)
+        auth = _NPM_AUTH_HOST.match(line)
+        if auth:
+            yield "https://" + auth.group(1) + "/"
+        if scp:
+            m = _SCP.match(line)
+            if m:
+                yield "ssh://" + m.group(1) + "/"
+    if _ENV_SETTING.search(text):
+        yield OPAQUE + "a source setting built from an environment variable"
+
+
+def _requirements(text: str) -> Iterator[str]:
+    for line in text.splitlines():
+        yield from _URL.findall(_PIP_COMMENT.sub("", line))
+    if _PIP_ENV_SOURCE.search(text):
+        yield OPAQUE + "an index or direct reference built from an environment variable"
+
+
+_SOURCE_KEYS = frozenset({"url", "index-url", "extra-index-url", "find-links", "index", "default-index", "registry",
+                          "registry-index", "git", "file", "proxy", "http-proxy", "https-proxy", "resolved", "tarball",
+                          "source", "dl", "api", "mirror", "python-install-mirror", "pypy-install-mirror",
+                          "npmregistryserver", "repository-url", "sources"})
+_METADATA = frozenset({"urls", "funding", "bugs", "repository", "homepage", "documentation", "author", "authors",
+                       "maintainers", "contributors", "license", "readme", "description", "scripts", "keywords",
+                       "classifiers", "$schema", "support"})
+"""Tables and fields that name web pages, not sources (``[project.urls]``, package.json ``repository``);
+``scripts`` are code (see the README: build scripts are out of scope)."""
+_DEPENDENCY_MAPS = frozenset({"dependencies", "devdependencies", "optionaldependencies", "peerdependencies",
+                              "overrides", "resolutions", "bundledependencies", "require", "require-dev"})
+_DIRECT_REF = re.compile(r"^\s*[A-Za-z0-9][A-Za-z0-9._-]*\s*(?:\[[^\]]*\])?\s*@\s*([A-Za-z][A-Za-z0-9+.-]*://\S+)")
+_NPM_SHORTHAND = re.compile(r"^(?:(github|gitlab|bitbucket|gist):)?([\w.-]+)/([\w.-]+)(?:#.*)?$")
+_SHORTHAND_HOSTS = {"github": "github.com", "gitlab": "gitlab.com", "bitbucket": "bitbucket.org",
+                    "gist": "gist.github.com", None: "github.com"}
+_PATH_FIELDS = frozenset({"main", "module", "types", "typings", "bin", "browser", "exports", "imports", "files",
+                          "directories", "workspaces", "man", "style", "source", "unpkg", "jsdelivr", "react-native",
+                          "name", "version", "engines", "packagemanager", "type", "private"})
+"""package.json fields whose values are paths or plain words: ``"main": "dist/index.js"`` is no shorthand."""
+_MAX_NODES = 1_000_000
+
+
+def _key(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
+
+
+def _dependency_spec(value: str) -> list[str]:
+    """A package.json dependency version that fetches from a host: a URL, ``git+...``, ``git@host:...``, or
+    a GitHub-style shorthand (``user/repo``, ``gitlab:user/repo``)."""
+    if "://" in value:
+        return _URL.findall(value)
+    if value.startswith("git@"):
+        return ["ssh://" + value[4:].split(":", 1)[0] + "/"]
+    m = _NPM_SHORTHAND.match(value.strip())
+    if m and not value.startswith(("file:", "link:", "workspace:", "npm:", "portal:", "patch:")):
+        return ["https://" + _SHORTHAND_HOSTS[m.group(1)] + "/"]
+    return []
+
+
+def _walk(value: object) -> Iterator[str]:
+    """Source URLs in a parsed TOML/JSON document: iterative, each value visited once."""
+    stack: list[tuple[str, object]] = [("", value)]
+    budget = _MAX_NODES
+    while stack and budget > 0:
+        budget -= 1
+        key, cur = stack.pop()
+        if isinstance(cur, dict):
+            for k, v in cur.items():
+                name = _key(str(k))
+                if name in _METADATA:
+                    continue
+                if name in _DEPENDENCY_MAPS and isinstance(v, dict):
+                    stack.extend(("dependency", x) for x in v.values())
+                    stack.extend((name, x) for x in v.values() if isinstance(x, (dict, list)))
+                    continue
+                stack.append((name, v))
+        elif isinstance(cur, list):
+            stack.extend((key, v) for v in cur)
+        elif isinstance(cur, str):
+            if key == "dependency":
+                yield from _dependency_spec(cur)
+                continue
+            ref = _DIRECT_REF.match(cur)
+            if ref:
+                yield ref.group(1)
+            elif key in _SOURCE_KEYS or cur.startswith(("git+", "sparse+", "registry+")):
+                yield from _URL.findall(cur)
+                if key in ("git", "url") and cur.startswith("git@"):
+                    yield "ssh://" + cur[4:].split(":", 1)[0] + "/"
+    if stack:
+        yield OPAQUE + "a settings file too large to read"
+
+
+_KEY_VALUE = re.compile(r"^[ \t]*(?:\"([^\"\n]*)\"|'([^'\n]*)'|([\w.@/$-]+))[ \t]*[=:](?!//)[ \t]*(.*)$")
+_QUOTED = re.compile(r"\"((?:\\.|[^\"\\\n])*)\"|'([^'\n]*)'")
+
+
+def _fragment(kind: str, text: str) -> Iterator[str]:
+    """A TOML or JSON fragment that does not parse alone (an edit's replacement text), per line: direct
+    references and ``git+``/``sparse+`` URLs anywhere; the URLs of a source key (TOML: ``url = ...``,
+    not ``Changelog = ...`` of ``[project.urls]``); in JSON any field's URL or git shorthand but the
+    metadata fields (a dependency is ``"name": "spec"``)."""
+    for line in text.splitlines():
+        if _COMMENT_LINE.match(line):
+            continue
+        kv = _KEY_VALUE.match(line)
+        name = _key(kv.group(1) or kv.group(2) or kv.group(3)) if kv else ""
+        if name in _METADATA:
+            continue
+        value = kv.group(4) if kv else line
+        for double, single in _QUOTED.findall(value) or [(value.strip().rstrip(","), "")]:
+            s = double or single
+            ref = _DIRECT_REF.match(s)
+            if ref:
+                yield ref.group(1)
+            elif s.startswith(("git+", "sparse+", "registry+")) or (name in _SOURCE_KEYS and name != "source"):
+                yield from _URL.findall(s)
+            elif kind == "json" and kv and name not in _PATH_FIELDS:
+                yield from _dependency_spec(s)
+    if _ENV_SETTING.search(text):
+        yield OPAQUE + "a source setting built from an environment variable"
+
+
+def _structured(kind: str, text: str) -> Iterator[str]:
+    try:
+        doc: object = tomllib.loads(text) if kind == "toml" else json.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError, RecursionError):
+        yield from _fragment(kind, text)
+        return
+    yield from _walk(doc)
+    if _ENV_SETTING.search(text):
+        yield OPAQUE + "a source setting built from an environment variable"
+
+
+def source_urls(kind: str, text: str, path: str = "") -> list[str]:
+    """The URLs (or ``OPAQUE`` markers) that ``text``, written to a ``kind`` settings file, names as
+    sources. Local ones (``file:``, relative paths) are not hosts and are left out."""
+    if kind == "lines":
+        found = _lines(text, scp=posixpath.basename(path) == ".gitmodules")
+    elif kind == "requirements":
+        found = _requirements(text)
+    else:
+        found = _structured(kind, text)
+    out: list[str] = []
+    for url in dict.fromkeys(found):
+        if url.startswith(OPAQUE):
+            out.append(url)
+            continue
+        plain = re.sub(r"^(?:git|sparse|registry|hg|svn|bzr)\+", "", url, flags=re.IGNORECASE)
+        if plain.lower().startswith("file:"):
+            continue
+        if plain.lower().startswith(("ssh://", "git://")):  # the ssh user is no credential: git@github.com
+            scheme, rest = plain.split("://", 1)
+            plain = f"{scheme}://{rest.split('/', 1)[0].rsplit('@', 1)[-1]}/"
+        out.append(plain.rstrip(".,"))
+    return out

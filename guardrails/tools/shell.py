@@ -330,7 +330,7 @@ class _Walker:
 
     def _redirected(self, node: Node, depth: int, feed: list[str], stdin: str | None) -> list[str]:
         body = node.child_by_field_name("body")
-        redirects = [c for c in node.named_children if c.type in _REDIRECT_TYPES]
+        redirects = _nested([c for c in node.named_children if c.type in _REDIRECT_TYPES])
         ran = self._apply(body, redirects, depth, feed, stdin)
         for r in redirects:  # ``cat <<EOF | sh``: the pipeline continues inside the heredoc node
             rest = [c for c in r.named_children if c.type not in ("heredoc_start", "heredoc_body", "heredoc_end")
@@ -374,22 +374,24 @@ class _Walker:
         procsub: list[str] = []
         outputs: list[Node] = []
         redirects = list(outer)
+        raws: list[str] = []
         for child in node.named_children:
             self._count(depth)
             if child.type in _REDIRECT_TYPES:
-                redirects.append(child)
+                redirects += _nested([child])
             elif child.type == "variable_assignment":
                 self._assignment(child, depth)
                 self._substitutions(child, depth, procsub)
             else:
                 target = child.named_children[0] if child.type == "command_name" and child.named_children else child
                 words.append(literal(target))
+                raws.append(_text(target))
                 if words[-1] is None:
                     prefixes[len(words) - 1] = literal_prefix(target)
                     if _splits(target):
                         splits.add(len(words) - 1)
                 self._substitutions(target, depth, procsub, outputs)
-        self.content = _written_text(words, _stdin_text(redirects))
+        self.content = _written_text(words, raws, _stdin_text(redirects))
         for r in redirects:
             self._redirect_paths(r, depth)
             if r.type == "file_redirect" and r.named_children:
@@ -754,6 +756,17 @@ def _stdin_path(redirects: list[Node]) -> str | None:
     return None
 
 
+def _nested(redirects: list[Node]) -> list[Node]:
+    """The redirects with those the grammar hangs inside a heredoc redirect (``cat <<EOF > f``: the
+    ``> f`` is a child of the heredoc node), which bash applies to the same command."""
+    out: list[Node] = []
+    for r in redirects:
+        out.append(r)
+        if r.type == "heredoc_redirect":
+            out += [c for c in r.named_children if c.type in ("file_redirect", "herestring_redirect")]
+    return out
+
+
 def _stdin_text(redirects: list[Node]) -> str | None:
     """The text a heredoc or herestring feeds the command (its body as written: an expansion in it stays
     ``$X``, which no host parses as), or None."""
@@ -773,10 +786,13 @@ what it installed or resolved (from sources already checked), not text of the mo
 _PACKAGE_TOOLS = frozenset({"pip", "uv", "poetry", "pipenv", "pdm", "pip-compile", "conda", "mamba"})
 
 
-def _written_text(words: list[str | None], stdin_text: str | None) -> str | None:
+def _written_text(words: list[str | None], raws: list[str], stdin_text: str | None) -> str | None:
     """The text a command writes (to its output or to the files it edits) when the line spells it out:
     ``echo``/``printf`` operands, ``cat``/``tee`` of a heredoc or herestring, a ``sed`` script; ""
-    for a package manager's report of its own state; None otherwise (the content is not in the line)."""
+    for a package manager's report of its own state; None otherwise (the content is not in the line).
+    ``raws``: each word as written, for the words that are not literals (``"registry=$REG"``: the
+    setting is seen, its host is not)."""
+    shown_words = [w if w is not None else r for w, r in zip(words, raws, strict=False)]
     for _ in range(16):
         if not words or words[0] is None:
             return None
@@ -788,7 +804,7 @@ def _written_text(words: list[str | None], stdin_text: str | None) -> str | None
             return None
         words = unwrapped.argv
     args = words[1:]
-    shown = " ".join(w if w is not None else "$?" for w in args)  # an expansion: no host parses as "$?"
+    shown = " ".join(shown_words[len(shown_words) - len(args):])
     if prog in ("echo", "printf", "sed"):
         return shown
     if prog in ("cat", "tee") and stdin_text is not None and (prog == "tee" or not [

@@ -79,7 +79,7 @@ def looks_like_requirements(text: str) -> bool:
     return bool(_PIP_OPTION_LINE.search(text) or _DIRECT_REF_LINE.search(text))
 
 
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`,;)\]}]+")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`,;|)\]}]+")
 _NPM_AUTH_HOST = re.compile(r"^[ \t]*[\"']?//([^/\s:\"']+)")
 """``//host/:_authToken=...`` in .npmrc (a scheme-relative registry URL)."""
 _SCP = re.compile(r"^[ \t]*url[ \t]*=[ \t]*(?:[^@\s/:]+@)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?!//)", re.IGNORECASE)

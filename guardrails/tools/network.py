@@ -141,9 +141,38 @@ _SETTING_NAMES = re.compile(r"^(?!NO_PROXY$)(?:\w*_PROXY|GOPROXY|\w*INDEX_URL|\w
 _SETTING_KEYWORDS = frozenset({"direct", "off", "none", ""})
 
 
+_CONFIG_FILE_SETTINGS = frozenset({"PIP_CONFIG_FILE", "NPM_CONFIG_USERCONFIG", "NPM_CONFIG_GLOBALCONFIG", "UV_CONFIG_FILE",
+                                   "CARGO_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG", "CONDARC",
+                                   "YARN_RC_FILENAME", "BUNDLE_USER_CONFIG", "GEMRC"})
+"""Variables that point a package manager or git at a settings file of any name: its hosts are not in the line."""
+_CONFIG_FILE_OPTS = {"npm": frozenset({"--userconfig", "--globalconfig"}), "yarn": frozenset({"--use-yarnrc"}),
+                     "uv": frozenset({"--config-file"}), "cargo": frozenset({"--config"})}
+_CONFIG_FILE_OPTS.update(npx=_CONFIG_FILE_OPTS["npm"], pnpm=_CONFIG_FILE_OPTS["npm"])
+
+
+def _config_files(prog: str, args: Argv) -> list[str]:
+    """``npm --userconfig F``, ``uv --config-file F``, ``cargo --config F``: settings read from a file the
+    line names, whose hosts the proxy cannot see (``cargo --config 'KEY=VALUE'`` is inline: its URLs)."""
+    opts = _CONFIG_FILE_OPTS.get(prog)
+    if opts is None:
+        return []
+    out: list[str] = []
+    for name, value in options_with_values(args, opts):
+        if name not in opts or value in (None, "/dev/null"):
+            continue
+        if prog == "cargo" and value is not None and "=" in value:
+            out += re.findall(r"[A-Za-z][\w+.-]*://[^\s\"']+", value)
+        else:
+            out.append(opaque(f"{prog} {name}"))
+    return out
+
+
 def setting_targets(name: str, value: str) -> list[str]:
     """Hosts an environment variable sends programs to: proxies (``HTTPS_PROXY``, ``all_proxy``) and
-    package indexes (``PIP_INDEX_URL``, ``UV_INDEX``, ``npm_config_registry``, ``GOPROXY``)."""
+    package indexes (``PIP_INDEX_URL``, ``UV_INDEX``, ``npm_config_registry``, ``GOPROXY``); a settings
+    file it names (``PIP_CONFIG_FILE``, ``GIT_CONFIG_GLOBAL``) holds hosts the proxy cannot see."""
+    if name.upper() in _CONFIG_FILE_SETTINGS:
+        return [] if value in ("", "/dev/null") else [opaque(name)]
     if not _SETTING_NAMES.match(name):
         return []
     return [_as_url(v) for v in re.split(r"[\s,|]+", value) if v.lower() not in _SETTING_KEYWORDS]
@@ -179,7 +208,7 @@ def network_targets(program: str, args: Argv) -> list[str]:
         module = args[at + 1] if at + 1 < len(args) else None
         return network_targets(module, args[at + 2:]) if module in ("pip", "uv", "pipx") else []
     literal = [a for a in args if a is not None]
-    out: list[str] = _option_targets(prog, args)
+    out: list[str] = _option_targets(prog, args) + _config_files(prog, args)
     for i, a in enumerate(literal):
         if a in _URL_OPTS and i + 1 < len(literal) and prog in _PACKAGERS and prog not in _OPTION_TABLE:
             value = literal[i + 1]
@@ -355,7 +384,9 @@ def _git_settings(args: Argv) -> list[str]:
     out: list[str] = []
     for key, value in pairs:
         base = _GIT_URL_KEY.match(key)
-        if base:
+        if re.match(r"^include(?:if\..+)?\.path$", key, re.IGNORECASE):
+            out.append(opaque(f"git {key}"))  # another config file, with its own insteadOf and remotes
+        elif base:
             out.append(_scheme_url(base.group(1)) or _scp_host(base.group(1)) or _as_url(base.group(1), "https"))
         elif _GIT_HOST_KEYS.match(key) and value:
             out.append(_scheme_url(value) or _scp_host(value) or _as_url(value))

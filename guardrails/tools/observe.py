@@ -71,8 +71,8 @@ class _Found:
     shell: list[shell.ShellFacts]
     urls: list[tuple[str, str]]
     unknown_tool: bool
-    sources: list[tuple[str, str]]
-    """(settings file, URL or marker) for each host a written settings file names (``_sources``)."""
+    written: list[tuple[str, str | None]]
+    """(path, text) for what the call writes where the text matters (``_written``; None: not in the call)."""
     autorun: list[str]
 
 
@@ -178,7 +178,7 @@ def find(name: str, arguments: str, policy: ToolsPolicy) -> _Found:
     written = _written(entry, args, op, paths)
     written += [(path, text) for f in facts for path, text in f.writes]
     autorun = [a for f in facts for a in f.autorun]
-    return _Found(effect, state, paths, facts, urls, not entry.declared, _sources(written), autorun)
+    return _Found(effect, state, paths, facts, urls, not entry.declared, written, autorun)
 
 
 def _written(entry: ToolEntry, args: dict[str, object], op: str, paths: list[_Raw]) -> list[tuple[str, str | None]]:
@@ -197,12 +197,17 @@ def _written(entry: ToolEntry, args: dict[str, object], op: str, paths: list[_Ra
     return out
 
 
-def _sources(written: list[tuple[str, str | None]]) -> list[tuple[str, str]]:
+def _sources(written: list[tuple[str, str | None]], ws: Workspace, probe: WorldProbe) -> list[tuple[str, str]]:
     """(file, URL) for the hosts each written package/VCS settings file names as sources; a file of any
-    name whose text reads as a pip requirements file with a source counts as one (``pip install -r``)."""
+    name whose text reads as a pip requirements file with a source counts as one (``pip install -r``).
+    The file is known by the name the agent gave or, when the workspace is mounted, the one it resolves
+    to (a symbolic link ``cfg`` -> ``.npmrc``)."""
     out: list[tuple[str, str]] = []
     for path, text in written:
         kind = settings_kind(path)
+        if kind is None and ws.resolution == "realpath":
+            resolved = ws.locate(path, probe)[1]
+            kind = settings_kind(resolved) if resolved else None
         if kind is None and text and looks_like_requirements(text):
             kind = "requirements"
         if kind is None:
@@ -311,7 +316,7 @@ def observe(name: str, arguments: str, history: Sequence[HistoryToolCall], polic
     reads, writes = fold.get(policy, ws, probe) if found.paths else (set(), set())
     segments = [seg for f in found.shell for seg in f.segments]
     urls = [egress.url_facts(u, p) for p, u in found.urls]
-    urls += [{**egress.url_facts(u, "content"), "file": f} for f, u in found.sources]
+    urls += [{**egress.url_facts(u, "content"), "file": f} for f, u in _sources(found.written, ws, probe)]
     statuses = [f.status for f in found.shell]
     parse = next((st for st in statuses if st != "ok"), "ok") if statuses else None
     obs: Obs = {

@@ -38,11 +38,11 @@ from tree_sitter import Language, Node, Parser
 
 from guardrails.tools import commands as cmds
 from guardrails.tools import network as net
-from guardrails.tools.autorun import autorun_settings
+from guardrails.tools.autorun import autorun_settings, git_subcommand
 from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, program_name
 from guardrails.tools.embedded import Embedded, embedded, setting
 from guardrails.tools.interpreters import UNKNOWN_OPTIONS
-from guardrails.tools.sources import looks_like_requirements, settings_kind
+from guardrails.tools.sources import EXPANSION, looks_like_requirements, settings_kind
 from guardrails.tools.variables import Variables, expand, has_alternatives
 
 MAX_COMMAND_BYTES = 32 * 1024
@@ -385,7 +385,7 @@ class _Walker:
             else:
                 target = child.named_children[0] if child.type == "command_name" and child.named_children else child
                 words.append(literal(target))
-                raws.append(_text(target))
+                raws.append(_text(target) if words[-1] is not None else literal_prefix(target) + EXPANSION)
                 if words[-1] is None:
                     prefixes[len(words) - 1] = literal_prefix(target)
                     if _splits(target):
@@ -612,6 +612,11 @@ class _Walker:
         for op, path in cmds.file_operands(prog, args):
             self._path(op, path)
         self.facts.autorun += autorun_settings(prog, args)
+        for path in _moved_in(prog, args):  # ``ln -s x .npmrc``, ``git mv notes.txt .npmrc``: text not in the line
+            if prog == "git":
+                self._path("write", path)  # also gets the path rules (a link's name already has them)
+            elif settings_kind(path) is not None:
+                self.facts.writes.append((self._join(path), None))
         self.facts.urls += net.network_targets(prog, args)
         built = {len(args) - d: p for d, p in self.prefixes.items() if 0 <= len(args) - d < len(args)}
         self.facts.urls += net.built_targets(prog, args, built)
@@ -756,6 +761,19 @@ def _stdin_path(redirects: list[Node]) -> str | None:
     return None
 
 
+def _moved_in(prog: str, args: list[str | None]) -> list[str]:
+    """Files that take another file's content without a write of it: a link's name (``ln``) and the
+    destination of ``git mv``."""
+    if prog == "ln":
+        return [p for op, p in cmds.file_operands(prog, args)[-1:] if op == "change"]
+    if prog == "git":
+        sub, rest = git_subcommand(args)
+        if sub == "mv":
+            _, operands = cmds.split_operands(rest, frozenset())
+            return [str(operands[-1])] if len(operands) >= 2 and operands[-1] is not None else []
+    return []
+
+
 def _nested(redirects: list[Node]) -> list[Node]:
     """The redirects with those the grammar hangs inside a heredoc redirect (``cat <<EOF > f``: the
     ``> f`` is a child of the heredoc node), which bash applies to the same command."""
@@ -768,16 +786,84 @@ def _nested(redirects: list[Node]) -> list[Node]:
 
 
 def _stdin_text(redirects: list[Node]) -> str | None:
-    """The text a heredoc or herestring feeds the command (its body as written: an expansion in it stays
-    ``$X``, which no host parses as), or None."""
+    """The text a heredoc or herestring feeds the command, with ``EXPANSION`` where bash fills in text at
+    run time (``$X``, ``$(...)``, backticks in an unquoted heredoc), or None."""
     for r in redirects:
         if r.type == "heredoc_redirect":
-            body = next((c for c in r.children if c.type == "heredoc_body"), None)
-            return _text(body) if body is not None else ""
+            return _heredoc_text(r)
         if r.type == "herestring_redirect":
-            parts = [literal(c) or _text(c) for c in r.named_children]
-            return " ".join(parts)
+            words = [c for c in r.named_children if c.type not in _REDIRECT_TYPES]
+            return " ".join(v if (v := literal(c)) is not None else literal_prefix(c) + EXPANSION for c in words)
     return None
+
+
+_EXPANSION_NODES = frozenset({"simple_expansion", "expansion", "command_substitution", "arithmetic_expansion"})
+
+
+def _heredoc_text(r: Node) -> str:
+    start = next((c for c in r.children if c.type == "heredoc_start"), None)
+    body = next((c for c in r.children if c.type == "heredoc_body"), None)
+    if body is None:
+        return ""
+    if start is not None and any(q in _text(start) for q in "'\"\\"):
+        return _text(body)  # <<'EOF': the body is text
+    source: bytes = _local.sources[-1]
+    out: list[bytes] = []
+    at = body.start_byte
+    for c in body.named_children:
+        if c.type in _EXPANSION_NODES:
+            out += [source[at:c.start_byte], EXPANSION.encode()]
+            at = c.end_byte
+    out.append(source[at:body.end_byte])
+    text = b"".join(out).decode("utf-8", "replace")
+    return _BACKTICKS.sub(EXPANSION, text)
+
+
+_C_ESCAPE = re.compile(r"\\(?:x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})|U([0-9A-Fa-f]{1,8})|0?([0-7]{1,3})|(.))", re.DOTALL)
+_C_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f",
+             "v": "\v", "\\": "\\"}
+
+
+def _c_unescape(text: str) -> str:
+    """``echo -e``/``printf`` backslash escapes (``\\x2f`` is ``/``), as bash and dash decode them."""
+    def one(m: re.Match[str]) -> str:
+        code = m.group(1) or m.group(2) or m.group(3)
+        if code:
+            return chr(min(int(code, 16), 0x10FFFF))
+        if m.group(4):
+            return chr(int(m.group(4), 8))
+        return _C_SIMPLE.get(m.group(5), "\\" + m.group(5))
+    return _C_ESCAPE.sub(one, text) if "\\" in text else text
+
+
+_PRINTF_CONVERSION = re.compile(r"%(?:%|[-+ #0']*(?:\d+|\*)?(?:\.(?:\d+|\*))?([a-zA-Z]))")
+
+
+def _printf(args: list[str]) -> str:
+    """What ``printf FORMAT ARGS`` prints, near enough to see the hosts in it: each conversion takes the
+    next argument (the format repeats while arguments remain), then the escapes are decoded."""
+    if args and args[0] == "-v":
+        args = args[2:]
+    if args and args[0] == "--":
+        args = args[1:]
+    if not args:
+        return ""
+    fmt, rest = args[0], list(args[1:])
+    out: list[str] = []
+    for _ in range(len(rest) + 1):
+        used = 0
+
+        def conv(m: re.Match[str]) -> str:
+            nonlocal used
+            if m.group(0) == "%%":
+                return "%"
+            used += 1
+            value = rest.pop(0) if rest else ""
+            return _c_unescape(value) if m.group(1) == "b" else value
+        out.append(_PRINTF_CONVERSION.sub(conv, fmt))
+        if not rest or not used:
+            break
+    return _c_unescape("".join(out))
 
 
 _STATE_REPORTS = frozenset({"freeze", "list", "compile", "export", "requirements"})
@@ -804,8 +890,13 @@ def _written_text(words: list[str | None], raws: list[str], stdin_text: str | No
             return None
         words = unwrapped.argv
     args = words[1:]
-    shown = " ".join(shown_words[len(shown_words) - len(args):])
-    if prog in ("echo", "printf", "sed"):
+    given = shown_words[len(shown_words) - len(args):]
+    shown = " ".join(given)
+    if prog == "echo":  # bash's echo prints escapes as written, dash's (and echo -e) decodes them: both
+        return shown + "\n" + _c_unescape(shown) if "\\" in shown else shown
+    if prog == "printf":
+        return shown + "\n" + _printf(given)
+    if prog == "sed":
         return shown
     if prog in ("cat", "tee") and stdin_text is not None and (prog == "tee" or not [
             a for a in args if a is not None and not a.startswith("-")]):

@@ -79,18 +79,15 @@ def looks_like_requirements(text: str) -> bool:
     return bool(_PIP_OPTION_LINE.search(text) or _DIRECT_REF_LINE.search(text))
 
 
-_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`,;|)\]}]+")
+EXPANSION = "\x1b"
+"""Stands for text the shell fills in at run time (``$X``, ``$(...)``) in what a command line writes."""
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`,;|)\]}\x1b]+")
+_FIXED_HOST = re.compile(r"//[^/\s\x1b$]+/")
 _NPM_AUTH_HOST = re.compile(r"^[ \t]*[\"']?//([^/\s:\"']+)")
 """``//host/:_authToken=...`` in .npmrc (a scheme-relative registry URL)."""
 _SCP = re.compile(r"^[ \t]*url[ \t]*=[ \t]*(?:[^@\s/:]+@)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?!//)", re.IGNORECASE)
-_ENV_SETTING = re.compile(r"^[ \t]*[\"']?(?:@[\w.-]+:)?[\w.-]*(?:registry|proxy|index-url|index_url|find-links|"
-                          r"channel_alias|channels|url|npmRegistryServer|repository)[\w.-]*[\"']?[ \t]*[=: \t][ \t]*"
-                          r"(?:-[ \t]*)?[\"']?\$", re.IGNORECASE | re.MULTILINE)
-"""A source setting whose value starts with an expansion (``registry=${REG}``): its host is not in the text."""
 _COMMENT_LINE = re.compile(r"^[ \t]*[#;]")
 _PIP_COMMENT = re.compile(r"(?:^|[ \t])#.*$")
-_PIP_ENV_SOURCE = re.compile(r"(?:^[ \t]*(?:-i|-f|--index-url|--extra-index-url|--find-links)[ \t=]+|@[ \t]*)\$",
-                             re.MULTILINE)
 
 
 def _lines(text: str, scp: bool) -> Iterator[str]:
@@ -105,15 +102,11 @@ def _lines(text: str, scp: bool) -> Iterator[str]:
             m = _SCP.match(line)
             if m:
                 yield "ssh://" + m.group(1) + "/"
-    if _ENV_SETTING.search(text):
-        yield OPAQUE + "a source setting built from an environment variable"
 
 
 def _requirements(text: str) -> Iterator[str]:
     for line in text.splitlines():
         yield from _URL.findall(_PIP_COMMENT.sub("", line))
-    if _PIP_ENV_SOURCE.search(text):
-        yield OPAQUE + "an index or direct reference built from an environment variable"
 
 
 _SOURCE_KEYS = frozenset({"url", "index-url", "extra-index-url", "find-links", "index", "default-index", "registry",
@@ -215,8 +208,6 @@ def _fragment(kind: str, text: str) -> Iterator[str]:
                 yield from _URL.findall(s)
             elif kind == "json" and kv and name not in _PATH_FIELDS:
                 yield from _dependency_spec(s)
-    if _ENV_SETTING.search(text):
-        yield OPAQUE + "a source setting built from an environment variable"
 
 
 def _structured(kind: str, text: str) -> Iterator[str]:
@@ -226,13 +217,26 @@ def _structured(kind: str, text: str) -> Iterator[str]:
         yield from _fragment(kind, text)
         return
     yield from _walk(doc)
-    if _ENV_SETTING.search(text):
-        yield OPAQUE + "a source setting built from an environment variable"
+
+
+def _built_at_run_time(text: str, markers: tuple[str, ...]) -> list[str]:
+    """A line with text filled in at run time (``EXPANSION`` from the shell; ``${VAR}``, which npm, yarn and
+    pip expand in their own files) before any fixed ``//host/``: it may spell any host (``registry=$R``,
+    ``https:$(printf //)evil``), so it cannot be checked. After a fixed host it is a path or a token
+    (``//registry.npmjs.org/:_authToken=${NPM_TOKEN}``) and passes."""
+    if not any(m in text for m in markers):
+        return []
+    for line in text.splitlines():
+        at = min((i for i in (line.find(m) for m in markers) if i >= 0), default=-1)
+        if at >= 0 and not _COMMENT_LINE.match(line) and not _FIXED_HOST.search(line, 0, at):
+            return [OPAQUE + "text filled in at run time (a variable or a command's output)"]
+    return []
 
 
 def source_urls(kind: str, text: str, path: str = "") -> list[str]:
     """The URLs (or ``OPAQUE`` markers) that ``text``, written to a ``kind`` settings file, names as
     sources. Local ones (``file:``, relative paths) are not hosts and are left out."""
+    late = _built_at_run_time(text, (EXPANSION, "${") if kind in ("lines", "requirements") else (EXPANSION,))
     if kind == "lines":
         found = _lines(text, scp=posixpath.basename(path) == ".gitmodules")
     elif kind == "requirements":
@@ -240,7 +244,7 @@ def source_urls(kind: str, text: str, path: str = "") -> list[str]:
     else:
         found = _structured(kind, text)
     out: list[str] = []
-    for url in dict.fromkeys(found):
+    for url in dict.fromkeys([*late, *found]):
         if url.startswith(OPAQUE):
             out.append(url)
             continue

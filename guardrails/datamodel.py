@@ -184,6 +184,9 @@ class AssistantMessage:
     """Provider-specific blocks the wire module needs to rebuild this turn faithfully (e.g. Anthropic's
     signed thinking blocks, Gemini's thought signatures), in that provider's own JSON shape; opaque to
     everything else, which must neither read nor change them."""
+    state_id: str = ""
+    """The id under which the upstream stores this answer for a later request to name (a Responses
+    answer's ``id``, read from a whole body); "" when there is none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,3 +251,11 @@ class RequestView:
     last_user_text: str = ""
     history: Sequence[HistoryToolCall] = field(default_factory=list)
     """Earlier tool calls with their outcomes (a ``LazyHistory`` from the wire modules)."""
+    held: tuple[str, ...] = ()
+    """State the upstream keeps that may carry a system prompt this body does not show, as
+    ``kind:id`` keys (``proxy.held_prompts``): ``response:`` (Responses ``previous_response_id``),
+    ``conversation:``, ``prompt:`` (a stored prompt), ``cache:`` (Gemini ``cachedContent``)."""
+    kept: tuple[str, ...] | None = None
+    """The system texts the upstream stores with this request's answer for later turns (Responses:
+    the system and developer input items; ``instructions`` do not carry over). None: nothing is
+    stored (other APIs, ``store: false``)."""

@@ -21,16 +21,21 @@ import structlog
 from opentelemetry.trace import Span, Status, StatusCode
 
 from config.policy import Mode
+from guardrails.datamodel import RequestView
 from proxy.asgi import Scope, Send, header_list
-from proxy.guarded_turn import Facts, GuardedTurn, plan_of
+from proxy.guarded_turn import Facts, GuardedTurn, Plan, plan_of
+from proxy.held_prompts import kind_of
 from proxy.http1 import Answer
+from proxy.limits import Limits, read_bounded
 from proxy.providers import PROVIDERS, guess_any
 from proxy.responder import Responder
-from proxy.routes import BadPath, Route, resolve
+from proxy.routes import BadPath, Route, WireName, resolve
 from proxy.services import Services
 from proxy.tracing import genai_request, mark
 from proxy.upstream import HOP_BY_HOP, UpstreamError, UpstreamResponse
 from proxy.wire.base import BadRequest, ErrorKind, JsonBody, WireFormat, load_json_body
+from proxy.wire.gemini import cache_key, cached_system
+from proxy.wire.openai_responses import system_items
 
 log = structlog.get_logger("guardproxy")
 
@@ -71,6 +76,18 @@ def _sends_as_read(wire: str, body: bytes) -> bool:
     later, unchecked), which the upstream would start: such a body is read first, and so is one that
     could spell the key with JSON escapes."""
     return wire != "openai_responses" or (b"background" not in body and b"\\u" not in body)
+
+
+_HELD_FIELDS = {"response": "'previous_response_id'", "conversation": "'conversation'", "prompt": "'prompt'",
+                "cache": "'cachedContent'"}
+_HELD_MARKS = (b"previous_response_id", b"conversation", b'"prompt"', b"cachedContent", b"cached_content", b"\\u")
+
+
+def _may_name_held(body: bytes) -> bool:
+    """Whether a body could name state the upstream holds (``RequestView.held``): read before it goes
+    upstream when the policy refuses what it has not seen (a refused request must not run upstream).
+    A key spelled with JSON escapes counts too."""
+    return any(mark in body for mark in _HELD_MARKS)
 
 
 def _resolve(raw_path: str, method: str, header: dict[str, str], query: str) -> Route:
@@ -206,6 +223,9 @@ class Exchange:
                                       "(previous_response_id): the guardrails cannot check its output; send "
                                       "the conversation's items as input instead", "permission")
                 return
+            if route.keeps is not None and self.services.guarding:
+                await self._passthrough_keeping(body, route.keeps)
+                return
             await self._passthrough(body)
             return
         self.wire = self.responder.wire = wire = self.services.wires[route.wire]
@@ -223,7 +243,8 @@ class Exchange:
         except ValueError as exc:
             await self._fail(400, str(exc), "invalid_request")
             return
-        if not plan.plants and self.span is None and _sends_as_read(route.wire, body):
+        if not plan.plants and self.span is None and _sends_as_read(route.wire, body) \
+                and not (plan.unseen == "refuse" and _may_name_held(body)):
             self._send_early(body)
         request = JsonBody(body)
         background = False
@@ -250,16 +271,108 @@ class Exchange:
             m = _GEMINI_MODEL.search(route.path)
             view.model = m.group(1) if m else view.model
             view.stream = bool(route.stream)
+        recalled: tuple[str, ...] | None = ()
+        if view.held and plan.unseen is not None:  # (the common request: one attribute test)
+            recalled = await self._recall_held(view, plan)
+            if self.responder.started:
+                return  # refused
         self.model = view.model or None
         if self.span is not None:
             self.span.set_attributes(genai_request(route.provider, self.model, bool(view.stream)))
         judge_path = route.path if route.endpoint in ("/chat/completions", "/responses") else None
         facts = Facts(self.request_id, wire, route.provider, route.sse, request, body, view, self.headers, self.query,
-                      judge_path, self.mode)
+                      judge_path, self.mode, bool(recalled))
         self.responder.decision_headers = plan.decision_headers  # which policy and guardrails answered
         self.turn = GuardedTurn(self.services, facts, self.responder, partial(self.upstream_request, identity=True),
                                 plan)
         await self.turn.run()
+        if view.kept is not None and recalled is not None and plan.unseen is not None:
+            self._remember_held(view, recalled, self.turn.turn.state_ids)
+
+    async def _recall_held(self, view: RequestView, plan: Plan) -> tuple[str, ...] | None:
+        """Arm with the system prompts the upstream holds for this request, as this process saw them
+        go up (``proxy.held_prompts``): they join ``view.system_prompt``. Returns them, or None when
+        any is unseen: then the policy's ``unseen_prompt`` decides, and ``refuse`` answers here (the
+        caller sees the responder started)."""
+        texts, missing = self.services.held_prompts.recall(view.held)
+        counter = self.services.metrics.held_prompts
+        if texts:
+            view.system_prompt = "\n".join(t for t in (*texts, view.system_prompt) if t)
+        if not missing:
+            for key in view.held:
+                counter.labels(kind=kind_of(key), outcome="remembered").inc()
+            return texts
+        action = plan.unseen or "pass"
+        kinds = sorted({kind_of(k) for k in missing})
+        for kind in kinds:
+            counter.labels(kind=kind, outcome=f"unseen_{action}").inc()
+        self.services.audit.record("unseen_prompt", request_id=self.request_id, guardrail_id=plan.canaries[0].id,
+                                   reason_code="unseen_prompt", decision=action, source=",".join(kinds),
+                                   wire=self.route.wire if self.route else None)
+        log.info("unseen_prompt", kinds=kinds, decision=action)
+        if action == "refuse":
+            self.services.metrics.fail_closed.labels(reason="unseen_prompt").inc()
+            fields = " and ".join(_HELD_FIELDS[k] for k in kinds)
+            await self._fail(400, f"guardproxy has not seen the system prompt that {fields} keeps upstream (it "
+                                  "went up through another guardproxy process, before a restart, or was written "
+                                  "in the provider's console), so it cannot check that the answer does not "
+                                  "repeat it: send the system prompt in this request instead", "invalid_request")
+        return None
+
+    def _remember_held(self, view: RequestView, recalled: tuple[str, ...], state_ids: tuple[str, ...]) -> None:
+        """What a later turn naming this one's answer (or its conversation) will find upstream: the
+        prompts this turn had from earlier turns plus its own input's (``RequestView.kept``)."""
+        if not state_ids and not view.held:
+            return
+        texts = recalled + tuple(t for t in view.kept or () if t)
+        held = self.services.held_prompts
+        for state_id in state_ids:
+            held.remember(f"response:{state_id}", texts)
+        for key in view.held:
+            if key.startswith("conversation:"):
+                held.remember(key, texts)
+
+    async def _passthrough_keeping(self, body: bytes, kind: WireName) -> None:
+        """A passthrough that puts a system prompt in upstream state (``Route.keeps``): relayed as it
+        is, and the prompt remembered under the name the upstream answers with (``proxy.held_prompts``).
+        A body or answer the proxy cannot read is relayed all the same (nothing to remember)."""
+        try:
+            data = load_json_body(body)
+        except BadRequest:
+            await self._passthrough(body)
+            return
+        if kind == "gemini":
+            system = cached_system(data)
+            texts: tuple[str, ...] | None = None if system is None else (system,)
+        else:
+            texts = system_items(data)
+        if texts is None:
+            await self._passthrough(body)
+            return
+        try:
+            resp = await self.upstream_request(body, identity=True)
+        except UpstreamError as exc:
+            await self.fail_upstream(exc)
+            return
+        try:
+            raw = await read_bounded(resp, Limits.of(self.services.settings))
+        except UpstreamError as exc:
+            await self.fail_upstream(exc)
+            return
+        finally:
+            resp.close()
+        if 200 <= resp.status < 300:
+            try:
+                answer = json.loads(raw)
+            except (ValueError, UnicodeDecodeError, RecursionError):
+                answer = None
+            if isinstance(answer, dict):
+                name = answer.get("name") if kind == "gemini" else answer.get("id")
+                key = cache_key(name) if kind == "gemini" else (
+                    f"conversation:{name}" if isinstance(name, str) else None)
+                if key is not None:
+                    self.services.held_prompts.remember(key, tuple(t for t in texts if t))
+        await self.responder.respond(resp.status, raw, resp.headers, resp.content_type or "application/json")
 
     def _trace_unguarded(self, route: Route, body: bytes) -> None:
         """The span's request attributes on a guardrails-off route (a body that does not parse

@@ -13,7 +13,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 from config.policy import MaxLengthGuardrail, Mode
 from guardrails.datamodel import ANSWER, AssistantMessage, RequestView
@@ -65,6 +65,9 @@ class Facts:
     """The OpenAI-shaped endpoint the client used (Azure, Gemini's OpenAI layer): the judge asks it too."""
     mode: Mode = "interactive"
     """From the policy and ``x-guardproxy-mode``, checked by the edge."""
+    prompt_recalled: bool = False
+    """The system prompt includes one the upstream holds, remembered by this process
+    (``proxy.held_prompts``): the canary's trips say so in the audit log."""
 
 
 class Plan:
@@ -73,13 +76,17 @@ class Plan:
     each lane and their whole-text forms, the limits, a unary turn's ``Rules``)."""
 
     __slots__ = ("canaries", "decision_headers", "forms", "lanes", "limits", "mode", "plants", "rules",
-                 "unary_rules")
+                 "unary_rules", "unseen")
 
     def __init__(self, s: Services) -> None:
         self.plants = any(plants_instruction(g) for g in s.stream_guardrails)
         """The policy plants a canary token in every system prompt (rewriting the body)."""
         self.canaries = [g for g in s.stream_guardrails if isinstance(g, CanaryProvider)]
         """Whose index of a long system prompt is built off the event loop (``_warm_prompt_indexes``)."""
+        self.unseen: Literal["pass", "refuse"] | None = None if not self.canaries else (
+            "refuse" if any(g.unseen_prompt == "refuse" for g in self.canaries) else "pass")
+        """What a request gets whose system prompt the upstream holds and this process never saw
+        (``proxy.held_prompts``); None: no canary, nothing to arm with it."""
         self.limits = Limits.of(s.settings)
         self.mode: Mode = s.policy.defaults.mode_for(None)
         """The mode of a request that does not ask for one (``x-guardproxy-mode``)."""
@@ -215,6 +222,8 @@ class GuardedTurn:
                           passes=arming.passes, passes_tools=arming.passes_tools, clock=time.perf_counter,
                           on_release=self.timings.held)
         self._notes = notes = TurnNotes(services, facts.request_id)
+        if facts.prompt_recalled:
+            notes.prompt_detail = "remembered_prompt"
         self.turn = Turn(Request(facts.wire, body, raw, facts.view, facts.sse), rules, notes, arming)
 
     _vetter: Vetter | None = None
@@ -392,3 +401,4 @@ class GuardedTurn:
         finally:
             metrics.open_streams.dec()
             resp.close()
+            turn.note_state()

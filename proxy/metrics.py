@@ -81,6 +81,11 @@ class Metrics:
         self.unary_lanes = Counter("guardproxy_unary_lane_checks_total",
                                    "Non-streamed answers whose shape (a second choice, output that could not "
                                    "be vetted) took the per-lane checks instead of the one-pass check.", registry=reg)
+        self.held_prompts = Counter("guardproxy_held_prompts_total",
+                                    "Requests naming a system prompt the upstream holds (previous_response_id, "
+                                    "conversation, stored prompt, Gemini cachedContent), by kind and outcome: "
+                                    "remembered (the canary armed with it), unseen_pass (relayed, the canary "
+                                    "not watching for it), unseen_refuse.", ["kind", "outcome"], registry=reg)
         self.feed_dropped = Counter("guardproxy_feed_dropped_total",
                                     "Decision feed records a slow /events subscriber did not get.", registry=reg)
         # Labelled children the hot path uses on every request, bound once (``labels()`` parses its

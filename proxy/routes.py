@@ -72,6 +72,10 @@ class Route:
     """For a guarded route, the standard spelling of the endpoint (``/v1/chat/completions``...)."""
     error_wire: WireName | None = None
     """The format of a refusal when it is not the provider's own (Gemini's OpenAI-compatible paths)."""
+    keeps: WireName | None = None
+    """A passthrough that puts a system prompt in upstream state for later requests to name
+    (``gemini``: creating a ``cachedContents``; ``openai_responses``: creating a conversation): the
+    edge remembers it (``proxy.held_prompts``)."""
 
 
 class BadPath(ClientError):
@@ -222,6 +226,12 @@ def resolve(path: str, method: str, headers: Mapping[str, str], query: str) -> R
             if method != "POST":
                 return Route(provider, path, None, refused=f"{method} on a model endpoint")
             return Route(provider, path, wire, endpoint=suffix)
+    if method == "POST":
+        last = low.rsplit("/", 1)[-1]
+        if last == "cachedcontents":
+            return Route(provider, path, None, keeps="gemini")
+        if last == "conversations":
+            return Route(provider, path, None, keeps="openai_responses")
     return Route(provider, path, None)
 
 

@@ -17,6 +17,7 @@ from guardrails.message.gate import CheckGate
 from guardrails.seams import MessageGuardrail, StreamGuardrail, judges_tool_arguments
 from guardrails.tools import ToolAssessor
 from proxy.audit import AuditLog
+from proxy.held_prompts import HeldPrompts
 from proxy.metrics import Metrics
 from proxy.policies import Guard, PolicyBook
 from proxy.tracing import Tracing, otlp_provider, otlp_requested
@@ -54,6 +55,9 @@ class Services:
     tracing: Tracing = field(default_factory=lambda: Tracing(None))
     gate: CheckGate | None = None
     """Slots for message checks in flight (``GUARDPROXY_CHECK_CONCURRENCY``); queueing is measured."""
+    held_prompts: HeldPrompts = field(default_factory=HeldPrompts)
+    """System prompts the upstream holds for later requests, as this process saw them (not per policy:
+    a reload keeps them)."""
 
     def bound(self, guard: Guard) -> Services:
         copy = object.__new__(Services)  # a shallow copy (``dataclasses.replace`` costs ~10x more)
@@ -143,4 +147,5 @@ def build_services(settings: Settings, policy: Policy | None = None,
     gate = CheckGate(settings.check_concurrency, settings.check_queue_timeout_s,
                      observe=metrics.check_queue_wait.observe, gauges=gauges)
     return Services(settings=settings, upstream=Upstream(settings), metrics=metrics, audit=audit,
-                    http=http, book=book, guard=book.default, tracing=tracing, gate=gate)
+                    http=http, book=book, guard=book.default, tracing=tracing, gate=gate,
+                    held_prompts=HeldPrompts(settings.held_prompts_bytes))

@@ -204,6 +204,8 @@ class Turn:
     reading = False
     frames_in = 0
     """Upstream frames decoded so far (the driver's frame-size budget resets on each)."""
+    state_ids: tuple[str, ...] = ()
+    """Ids under which the upstream stored this turn's answers (every attempt's, Responses only)."""
     client_codec: StreamCodec | None = None
     _codec: StreamCodec | None = None
     _guard: ChoiceGuard | None = None
@@ -295,6 +297,12 @@ class Turn:
         return [Fail(502, f"guardproxy could not read the upstream's answer: {reason}", "upstream",
                      reason="unreadable")]
 
+    def note_state(self) -> None:
+        """Keep the id under which the upstream stored this attempt's answer (``state_ids``), however
+        the attempt ended (a trip stops reading before the stream's end)."""
+        if self._codec is not None and (state_id := self._codec.state_id) and state_id not in self.state_ids:
+            self.state_ids += (state_id,)
+
     @property
     def tool_calls_seen(self) -> int:
         """Tool calls begun in this attempt so far (the driver bounds them while reading)."""
@@ -336,6 +344,8 @@ class Turn:
             return self.on_unreadable("an event stream answered a non-streaming request")
         try:
             message, events = self.wire.decode_answer(raw)
+            if message.state_id:
+                self.state_ids += (message.state_id,)
             # (no tool call: no bound to pass, ``max_tool_calls`` being at least 0)
             if message.tool_calls and (too_big := message_violation(message, self.rules.limits)) is not None:
                 return [Fail.upstream(too_big)]

@@ -14,7 +14,7 @@ from typing import Any
 import structlog
 
 from guardrails.datamodel import AssistantMessage, HistoryToolCall, RequestView, ToolCall
-from guardrails.decision import Block, Redact
+from guardrails.decision import SYSTEM_PROMPT_LEAK, Block, Redact
 from guardrails.findings import Finding, OnTrip, finding_of
 from guardrails.message import run_message_guardrails
 from guardrails.seams import MessageContext, TextCompleter
@@ -35,6 +35,10 @@ def needs_vetting(services: Services, message: AssistantMessage, others: Sequenc
 
 class TurnNotes:
     """The records of one turn (``proxy.turn.Notes``)."""
+
+    prompt_detail: str | None = None
+    """The ``detail`` of a system-prompt leak's records: ``remembered_prompt`` when the canary armed
+    with a prompt the upstream holds (``proxy.held_prompts``)."""
 
     def __init__(self, services: Services, request_id: str) -> None:
         self._s, self._request_id = services, request_id
@@ -58,7 +62,7 @@ class TurnNotes:
                  reason_code=finding.reason_code, action=act, attempt=attempt)
         self.audit("guardrail.tripped" if finding.source != "tool" else "tool_call.blocked",
                    guardrail_id=finding.guardrail_id, reason_code=finding.reason_code, decision=act,
-                   source=finding.source, attempt=attempt)
+                   source=finding.source, attempt=attempt, **self._detail(finding.reason_code))
 
     def retried(self, finding: Finding, attempt: int) -> None:
         self._s.metrics.retries.labels(cause=finding.source).inc()
@@ -80,8 +84,13 @@ class TurnNotes:
         for t in trips:
             self.tripped(t.guardrail_id, t.decision.reason_code)
             self.audit("guardrail.tripped", guardrail_id=t.guardrail_id, reason_code=t.decision.reason_code,
-                       decision="log")
+                       decision="log", **self._detail(t.decision.reason_code))
             log.info("guardrail_logged", guardrail_id=t.guardrail_id, reason_code=t.decision.reason_code)
+
+    def _detail(self, reason_code: str) -> dict[str, str]:
+        if self.prompt_detail is None or reason_code != SYSTEM_PROMPT_LEAK:
+            return {}
+        return {"detail": self.prompt_detail}
 
     def unreadable(self, reason: str) -> None:
         log.warning("upstream_unreadable", detail=reason[:200])

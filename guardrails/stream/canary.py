@@ -305,6 +305,9 @@ class CanaryProvider:
                  cache_budget_bytes: int = CACHE_BUDGET_BYTES) -> None:
         self.id = spec.id
         self.plants_instruction = spec.plant_token
+        self.unseen_prompt = spec.unseen_prompt
+        """What a request whose system prompt the upstream holds, unseen by this process, gets
+        (``proxy.held_prompts``; decided at the edge, before the canary arms)."""
         self._min_chars = spec.min_chars
         self._stride = max(1, spec.min_chars // STRIDE_DIVISOR)
         self._shingle = spec.min_chars - self._stride + 1

@@ -200,6 +200,12 @@ class StreamCodec(ABC):
     rewrites: bool = False
     """True once ``retext`` ran: the driver then passes every frame through ``outgoing``."""
 
+    @property
+    def state_id(self) -> str:
+        """The id under which the upstream stores this answer for a later request to name (Responses'
+        ``response.id``), once decoded; "" when there is none."""
+        return ""
+
     @abstractmethod
     def feed(self, data: bytes) -> list[Frame]:
         """Bytes from upstream in, complete frames out (raw bytes preserved)."""

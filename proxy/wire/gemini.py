@@ -403,6 +403,8 @@ class _QuickRequest(msgspec.Struct, gc=False):
     contents: list[_QuickContent] | None = None
     systemInstruction: Any = msgspec.UNSET
     system_instruction: Any = msgspec.UNSET
+    cachedContent: Any = msgspec.UNSET
+    cached_content: Any = msgspec.UNSET
 
 
 _QUICK = quick_decoder(_QuickRequest)
@@ -419,6 +421,32 @@ class _Read:
 
     system_prompt: str
     last_user_text: str
+    held: tuple[str, ...] = ()
+
+
+def cache_key(name: Any) -> str | None:
+    """``RequestView.held``'s key for a ``cachedContent`` name (``cachedContents/abc``; a bare id is
+    read as that), None for a name of another type."""
+    if not isinstance(name, str):
+        return None
+    return f"cache:{name if '/' in name else 'cachedContents/' + name}"
+
+
+def _held(camel: Any, snake: Any) -> tuple[str, ...] | None:
+    name = snake if camel is msgspec.UNSET or camel is None else camel
+    if name is msgspec.UNSET or name is None:
+        return ()
+    key = cache_key(name)
+    return None if key is None else (key,)
+
+
+def cached_system(body: dict[str, Any]) -> str | None:
+    """The system instruction a ``POST .../cachedContents`` body asks the upstream to keep ("" for
+    none); None when it is not a Content (the upstream refuses that body)."""
+    system = body.get("systemInstruction", body.get("system_instruction"))
+    if system is not None and not isinstance(system, dict | str):
+        return None
+    return system if isinstance(system, str) else _text(system)
 
 
 def _fold(read: _Read, contents: Sequence[_QuickContent]) -> _Read | None:
@@ -432,7 +460,7 @@ def _fold(read: _Read, contents: Sequence[_QuickContent]) -> _Read | None:
         if role == "user" and c.parts is not msgspec.UNSET and (
                 t := "".join(p.text for p in c.parts if isinstance(p.text, str) and not p.thought)):
             last_user_text = t
-    return _Read(read.system_prompt, last_user_text)
+    return _Read(read.system_prompt, last_user_text, read.held)
 
 
 def _read_whole(raw: bytes) -> tuple[_Read, list[_QuickContent]] | None:
@@ -444,7 +472,10 @@ def _read_whole(raw: bytes) -> tuple[_Read, list[_QuickContent]] | None:
         system = None if quick.system_instruction is msgspec.UNSET else quick.system_instruction
     if system is not None and not isinstance(system, dict | str):
         return None
-    read = _fold(_Read(system if isinstance(system, str) else _text(system), ""), quick.contents)
+    held = _held(quick.cachedContent, quick.cached_content)
+    if held is None:
+        return None
+    read = _fold(_Read(system if isinstance(system, str) else _text(system), "", held), quick.contents)
     return None if read is None else (read, quick.contents)
 
 
@@ -460,7 +491,8 @@ class Gemini(WireFormat):
         if read is None:
             return None
         return RequestView(model=model, stream=stream, system_prompt=read.system_prompt,
-                           last_user_text=read.last_user_text, history=LazyHistory(partial(_whole_history, body)))
+                           last_user_text=read.last_user_text, history=LazyHistory(partial(_whole_history, body)),
+                           held=read.held)
 
     def parse_request(self, body: dict[str, Any], *, stream: bool, model: str = "") -> RequestView:
         """``model`` is taken from the URL by the caller (the body has none)."""
@@ -476,9 +508,13 @@ class Gemini(WireFormat):
         if system is not None and not isinstance(system, dict | str):
             raise BadRequest("'systemInstruction' must be a Content object")
         users = [t for c in contents if c.get("role", "user") == "user" and (t := _text(c))]
+        held = _held(body.get("cachedContent", msgspec.UNSET), body.get("cached_content", msgspec.UNSET))
+        if held is None:
+            raise BadRequest("'cachedContent' must be a string")
         return RequestView(model=model, stream=stream,
                            system_prompt=system if isinstance(system, str) else _text(system),
-                           last_user_text=users[-1] if users else "", history=LazyHistory(partial(_history, contents)))
+                           last_user_text=users[-1] if users else "", history=LazyHistory(partial(_history, contents)),
+                           held=held)
 
     def new_stream(self, *, sse: bool = True) -> StreamCodec:
         return GeminiSSEStream() if sse else GeminiArrayStream()

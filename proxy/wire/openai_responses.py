@@ -205,6 +205,10 @@ class _QuickRequest(msgspec.Struct, gc=False):
     instructions: Any = None
     background: Any = None
     input: str | list[_QuickItem] = msgspec.field(default_factory=list)
+    previous_response_id: Any = None
+    conversation: Any = None
+    prompt: Any = None
+    store: Any = None
 
 
 _QUICK = quick_decoder(_QuickRequest)
@@ -212,6 +216,30 @@ _QUICK = quick_decoder(_QuickRequest)
 
 def _whole_history(body: JsonBody) -> list[HistoryToolCall]:
     return _history(_input_items(body.data))
+
+
+def _held(previous: Any, conversation: Any, prompt: Any) -> tuple[str, ...] | None:
+    """``RequestView.held`` of a request: the upstream state it names that may hold a system prompt
+    (None: a field of a shape the upstream refuses; the whole path raises ``BadRequest`` for it)."""
+    if previous is None and conversation is None and prompt is None:
+        return ()
+    held: list[str] = []
+    if previous is not None:
+        if not isinstance(previous, str):
+            return None
+        held.append(f"response:{previous}")
+    if isinstance(conversation, dict):
+        conversation = conversation.get("id")
+    if conversation is not None:
+        if not isinstance(conversation, str):
+            return None
+        held.append(f"conversation:{conversation}")
+    if prompt is not None:
+        pid = prompt.get("id") if isinstance(prompt, dict) else None
+        if not isinstance(pid, str):
+            return None
+        held.append(f"prompt:{pid}")
+    return tuple(held)
 
 
 def _fold(read: Reading, items: Sequence[_QuickItem]) -> Reading | None:
@@ -229,7 +257,8 @@ def _fold(read: Reading, items: Sequence[_QuickItem]) -> Reading | None:
         text = read.last_user_text if last_user is None else _text(raw_value(last_user.content))
     except QUICK_REFUSALS:
         return None
-    return Reading(read.model, read.stream, read.system if system is None else tuple(system), text)
+    return Reading(read.model, read.stream, read.system if system is None else tuple(system), text, read.kept,
+                   read.held, read.stored)
 
 
 def _read_whole(raw: bytes) -> tuple[Reading, list[_QuickItem]] | None:
@@ -240,15 +269,29 @@ def _read_whole(raw: bytes) -> tuple[Reading, list[_QuickItem]] | None:
             or not isinstance(quick.instructions, (str, type(None)))
             or not isinstance(quick.stream, (bool, type(None)))):
         return None
-    read = Reading(quick.model, quick.stream, (quick.instructions or "",), "")
+    held = _held(quick.previous_response_id, quick.conversation, quick.prompt)
+    if held is None:
+        return None
+    read = Reading(quick.model, quick.stream, (quick.instructions or "",), "", True, held, quick.store is not False)
     if isinstance(quick.input, str):
-        return Reading(read.model, read.stream, read.system, quick.input), []
+        return read._replace(last_user_text=quick.input), []
     folded = _fold(read, quick.input)
     return None if folded is None else (folded, quick.input)
 
 
 _TURNS = Turns(_read_whole, _fold, _QuickItem, b'{"type":"guardproxy-probe"}')
 """Bodies of recent requests: an agent's next turn is read from the items it adds (``turns``)."""
+
+
+def system_items(body: dict[str, Any]) -> tuple[str, ...] | None:
+    """The system and developer texts of a Conversations API ``items`` list (``POST /v1/conversations``),
+    which the upstream keeps for every later turn of the conversation; None when ``items`` is not a
+    list of objects."""
+    items = body.get("items", [])
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        return None
+    return tuple(_text(i.get("content")) for i in items
+                 if i.get("type", "message") == "message" and i.get("role") in ("system", "developer"))
 
 
 class OpenAIResponses(WireFormat):
@@ -260,7 +303,8 @@ class OpenAIResponses(WireFormat):
             return None
         return RequestView(model=read.model, stream=bool(read.stream),
                            system_prompt="\n".join(s for s in read.system if s),
-                           last_user_text=read.last_user_text, history=LazyHistory(partial(_whole_history, body)))
+                           last_user_text=read.last_user_text, history=LazyHistory(partial(_whole_history, body)),
+                           held=read.held, kept=read.system[1:] if read.stored else None)
 
     def parse_request(self, body: dict[str, Any], *, stream: bool) -> RequestView:
         items = _input_items(body)
@@ -274,10 +318,14 @@ class OpenAIResponses(WireFormat):
         system = [instructions or ""] + [_text(m.get("content")) for m in messages
                                          if m.get("role") in ("system", "developer")]
         users = [m for m in messages if m.get("role") == "user"]
+        held = _held(body.get("previous_response_id"), body.get("conversation"), body.get("prompt"))
+        if held is None:
+            raise BadRequest("'previous_response_id', 'conversation' and 'prompt.id' must be strings")
         return RequestView(model=model or "", stream=bool(body.get("stream")),
                            system_prompt="\n".join(s for s in system if s),
                            last_user_text=_text(users[-1].get("content")) if users else "",
-                           history=LazyHistory(partial(_history, items)))
+                           history=LazyHistory(partial(_history, items)), held=held,
+                           kept=tuple(system[1:]) if body.get("store") is not False else None)
 
     def new_stream(self, *, sse: bool = True) -> StreamCodec:
         return ResponsesStream()
@@ -289,8 +337,10 @@ class OpenAIResponses(WireFormat):
             calls = [_call_of(i) for i in output if i.get("type") in _CALL_ITEMS]
             urls = [str(a.get("url", a.get("title", ""))) for p in parts for a in p.get("annotations") or []
                     if isinstance(a, dict)]
+            rid = data.get("id")
             return AssistantMessage(text=_text(parts), tool_calls=calls,
-                                    finish_reason=_finish_of("", data), annotations=urls)
+                                    finish_reason=_finish_of("", data), annotations=urls,
+                                    state_id=rid if isinstance(rid, str) else "")
         except (KeyError, TypeError, AttributeError) as exc:
             raise ValueError(f"not a Responses API response: {exc!r}") from None
 
@@ -491,6 +541,11 @@ class ResponsesStream(StreamCodec):
         self._preamble = False
         self._ended = False
         self._items: dict[int, _Item] = {}
+
+    @property
+    def state_id(self) -> str:
+        rid = self._response.get("id")
+        return rid if isinstance(rid, str) else ""
 
     # -- decoding ---------------------------------------------------------------------------
     def feed(self, data: bytes) -> list[Frame]:

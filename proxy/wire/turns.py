@@ -85,6 +85,10 @@ class Reading(NamedTuple):
     kept: bool = True
     """Whether every system text is kept as it is (chat: ``_system_text``): a reading with a larger
     one is not kept either, its body is read whole every time."""
+    held: tuple[str, ...] = ()
+    """``RequestView.held``: top-level fields, the same for every turn read from a kept one."""
+    stored: bool = True
+    """Responses: ``store`` is not false (the upstream keeps the answer with its input items)."""
 
 
 @dataclass(slots=True, eq=False)

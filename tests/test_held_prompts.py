@@ -1,0 +1,109 @@
+"""``proxy.held_prompts``: the LRU by bytes, and what the wire modules read as held state."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from proxy.held_prompts import HeldPrompts, kind_of
+from proxy.routes import resolve
+from proxy.wire.base import BadRequest, JsonBody
+from proxy.wire.gemini import Gemini
+from proxy.wire.openai_responses import OpenAIResponses
+
+
+def test_recall_in_order_and_misses() -> None:
+    held = HeldPrompts()
+    held.remember("response:a", ("one", "two"))
+    held.remember("conversation:c", ())
+    assert held.recall(("response:a",)) == (("one", "two"), ())
+    assert held.recall(("conversation:c", "prompt:p")) == ((), ("prompt:p",))
+    assert held.recall(("response:zz",)) == ((), ("response:zz",))
+    assert kind_of("cache:cachedContents/x") == "cache"
+
+
+def test_bounded_by_bytes_least_recently_used_out() -> None:
+    text = "x" * 1000
+    size = 120 + sys.getsizeof("response:r000") + sys.getsizeof(text)
+    held = HeldPrompts(budget_bytes=size * 10)
+    for i in range(10):
+        held.remember(f"response:r{i:03d}", (text,))
+    assert len(held) == 10 and held.used_bytes <= held.budget_bytes
+    held.recall(("response:r000",))  # used: now the most recent
+    for i in range(10, 15):
+        held.remember(f"response:r{i:03d}", (text,))
+    assert len(held) == 10 and held.used_bytes <= held.budget_bytes
+    assert "response:r000" in held and "response:r001" not in held and "response:r005" not in held
+    assert "response:r006" in held and "response:r014" in held
+
+
+def test_replacing_a_key_and_entries_over_budget() -> None:
+    held = HeldPrompts(budget_bytes=2000)
+    held.remember("conversation:c", ("a",))
+    used = held.used_bytes
+    held.remember("conversation:c", ("a",))
+    assert held.used_bytes == used and len(held) == 1
+    held.remember("conversation:c", ("y" * 5000,))  # larger than the budget: not kept, the old one gone
+    assert "conversation:c" not in held and held.used_bytes == 0
+    nothing = HeldPrompts(budget_bytes=0)
+    nothing.remember("response:a", ())
+    assert len(nothing) == 0
+
+
+RESPONSES = [
+    ({"model": "m", "input": "hi"}, (), ()),
+    ({"model": "m", "input": "hi", "previous_response_id": "resp_1"}, ("response:resp_1",), ()),
+    ({"model": "m", "input": [{"role": "developer", "content": "D"}, {"role": "user", "content": "u"}],
+      "instructions": "I", "conversation": {"id": "conv_1"}}, ("conversation:conv_1",), ("D",)),
+    ({"model": "m", "input": "hi", "conversation": "conv_2", "prompt": {"id": "pmpt_1", "version": "2"}},
+     ("conversation:conv_2", "prompt:pmpt_1"), ()),
+    ({"model": "m", "input": [{"role": "system", "content": "S"}], "store": False}, (), None),
+]
+
+
+@pytest.mark.parametrize(("body", "held", "kept"), RESPONSES)
+def test_responses_views_read_held_state(body: dict[str, object], held: tuple[str, ...],
+                                         kept: tuple[str, ...] | None) -> None:
+    wire = OpenAIResponses()
+    quick = wire.quick_view(JsonBody(json.dumps(body).encode()), stream=False)
+    whole = wire.parse_request(body, stream=False)
+    assert quick is not None
+    assert quick.held == whole.held == held
+    assert (tuple(quick.kept) if quick.kept is not None else None) == kept
+    assert (tuple(whole.kept) if whole.kept is not None else None) == kept
+
+
+@pytest.mark.parametrize("bad", [{"previous_response_id": 5}, {"conversation": {"id": 1}}, {"prompt": "pmpt_1"}])
+def test_responses_held_state_of_a_wrong_shape_is_refused(bad: dict[str, object]) -> None:
+    body = {"model": "m", "input": "hi", **bad}
+    assert OpenAIResponses().quick_view(JsonBody(json.dumps(body).encode()), stream=False) is None
+    with pytest.raises(BadRequest):
+        OpenAIResponses().parse_request(body, stream=False)
+
+
+@pytest.mark.parametrize(("extra", "held"), [({}, ()), ({"cachedContent": "cachedContents/abc"}, ("cache:cachedContents/abc",)),
+                                             ({"cached_content": "abc"}, ("cache:cachedContents/abc",))])
+def test_gemini_views_read_the_cache(extra: dict[str, object], held: tuple[str, ...]) -> None:
+    body = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}], **extra}
+    quick = Gemini().quick_view(JsonBody(json.dumps(body).encode()), stream=False)
+    assert quick is not None and quick.held == held
+    assert Gemini().parse_request(body, stream=False).held == held
+
+
+def test_creating_cached_contents_and_conversations_is_remembered_not_refused() -> None:
+    assert resolve("/v1beta/cachedContents", "POST", {}, "").keeps == "gemini"
+    assert resolve("/gemini/v1beta/cachedContents", "POST", {}, "").keeps == "gemini"
+    assert resolve("/v1beta/cachedContents/abc", "GET", {}, "").keeps is None
+    assert resolve("/v1/conversations", "POST", {}, "").keeps == "openai_responses"
+    route = resolve("/v1/conversations/conv_1/items", "POST", {}, "")
+    assert route.refused is not None
+
+
+def test_check_policy_names_a_bad_unseen_prompt() -> None:
+    from config.policy import parse_policy
+    with pytest.raises(Exception, match="unseen_prompt"):
+        parse_policy('[[stream_guardrails]]\nid = "c"\nkind = "canary"\nunseen_prompt = "maybe"\n', source="<t>")
+    policy = parse_policy('[[stream_guardrails]]\nid = "c"\nkind = "canary"\n', source="<t>")
+    assert policy.stream_guardrails[0].unseen_prompt == "pass"  # type: ignore[union-attr]

@@ -239,3 +239,22 @@ def _metric(p: ProxyServer, name: str) -> float:
         if line.startswith(name + " "):
             return float(line.split()[-1])
     return 0.0
+
+
+def test_a_zero_budget_remembers_nothing(stateful: StatefulUpstream) -> None:
+    with ProxyServer(stateful.url, policy("refuse"), held_prompts_bytes=0) as p:
+        client = oai(p)
+        rid = first_turn(client, False)
+        with pytest.raises(openai.BadRequestError):
+            responses_text(client, False, input="hello again", previous_response_id=rid)
+
+
+def test_without_a_canary_held_state_is_not_looked_at(stateful: StatefulUpstream) -> None:
+    secrets_only = '[[stream_guardrails]]\nid = "s"\nkind = "secrets"\n'
+    with ProxyServer(stateful.url, secrets_only) as p:
+        client = oai(p)
+        _, rid = responses_text(client, False, input="hi")
+        text, _ = responses_text(client, True, input="hello again", previous_response_id=rid)
+        assert text == "Hello there, how can I help?"
+        assert _metric(p, 'guardproxy_held_prompts_total{kind="response",outcome="remembered"}') == 0
+        assert len(p.app.services.held_prompts) == 0

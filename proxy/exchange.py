@@ -24,7 +24,7 @@ from config.policy import Mode
 from guardrails.datamodel import RequestView
 from proxy.asgi import Scope, Send, header_list
 from proxy.guarded_turn import Facts, GuardedTurn, Plan, plan_of
-from proxy.held_prompts import kind_of
+from proxy.held_prompts import cache_key, kind_of
 from proxy.http1 import Answer
 from proxy.limits import Limits, read_bounded
 from proxy.providers import PROVIDERS, guess_any
@@ -34,7 +34,7 @@ from proxy.services import Services
 from proxy.tracing import genai_request, mark
 from proxy.upstream import HOP_BY_HOP, UpstreamError, UpstreamResponse
 from proxy.wire.base import BadRequest, ErrorKind, JsonBody, WireFormat, load_json_body
-from proxy.wire.gemini import cache_key, cached_system
+from proxy.wire.gemini import cached_system
 from proxy.wire.openai_responses import system_items
 
 log = structlog.get_logger("guardproxy")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import sys
 from collections import OrderedDict
+from typing import Any
 
 DEFAULT_BUDGET_BYTES = 64 * 1024 * 1024
 _ENTRY_BYTES = 120
@@ -82,3 +83,11 @@ class HeldPrompts:
 def kind_of(key: str) -> str:
     """``response``, ``conversation``, ``prompt`` or ``cache`` (a metric label, never the id)."""
     return key.partition(":")[0]
+
+
+def cache_key(name: Any) -> str | None:
+    """The key of a Gemini ``cachedContent`` name (``cachedContents/abc``; a bare id is read as that),
+    None for a name of another type."""
+    if not isinstance(name, str):
+        return None
+    return f"cache:{name if '/' in name else 'cachedContents/' + name}"

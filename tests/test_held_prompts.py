@@ -107,3 +107,18 @@ def test_check_policy_names_a_bad_unseen_prompt() -> None:
         parse_policy('[[stream_guardrails]]\nid = "c"\nkind = "canary"\nunseen_prompt = "maybe"\n', source="<t>")
     policy = parse_policy('[[stream_guardrails]]\nid = "c"\nkind = "canary"\n', source="<t>")
     assert policy.stream_guardrails[0].unseen_prompt == "pass"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("extra", "held"), [
+    ({}, ()), ({"extra_body": {"google": {"thinking_config": {}}}}, ()),
+    ({"extra_body": {"google": {"cached_content": "cachedContents/abc"}}}, ("cache:cachedContents/abc",))])
+def test_chat_views_read_a_cache_named_for_geminis_openai_layer(extra: dict[str, object],
+                                                                held: tuple[str, ...]) -> None:
+    from proxy.wire.openai_chat import OpenAIChat
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], **extra}
+    quick = OpenAIChat().quick_view(JsonBody(json.dumps(body).encode()), stream=False)
+    assert quick is not None and quick.held == held
+    assert OpenAIChat().parse_request(body, stream=False).held == held
+    bad = {**body, "extra_body": {"google": {"cached_content": 7}}}
+    with pytest.raises(BadRequest):
+        OpenAIChat().parse_request(bad, stream=False)

@@ -145,6 +145,23 @@ def test_gemini_cached_content_leak_is_caught(proxy: ProxyServer, stream: bool) 
     assert REPLACEMENT in text
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["unary", "stream"])
+def test_gemini_cache_named_through_the_openai_layer_is_caught(proxy: ProxyServer, stream: bool) -> None:
+    """Gemini's OpenAI-compatible chat endpoint names a cache in ``extra_body.google.cached_content``."""
+    g = gem(proxy)  # (a client nothing refers to closes its connection pool while in use)
+    cache = g.caches.create(model="gemini-x", config=types.CreateCachedContentConfig(
+        system_instruction=SECRET, contents=[types.Content(role="user", parts=[types.Part(text="context")])]))
+    client = openai.OpenAI(base_url=proxy.url + "/v1beta/openai", api_key="gk", max_retries=0)
+    kw = {"model": "gemini-x", "messages": [{"role": "user", "content": LEAK}],
+          "extra_body": {"extra_body": {"google": {"cached_content": cache.name}}}}
+    if stream:
+        text = "".join(c.choices[0].delta.content or "" for c in client.chat.completions.create(stream=True, **kw)
+                       if c.choices)
+    else:
+        text = client.chat.completions.create(**kw).choices[0].message.content or ""
+    assert SECRET[:40] not in text and REPLACEMENT in text
+
+
 def test_remembered_arming_is_audited_without_the_prompt(proxy: ProxyServer) -> None:
     client = oai(proxy)
     rid = first_turn(client, False)

@@ -36,6 +36,7 @@ from guardrails.datamodel import (
     Unvetted,
     WholeText,
 )
+from proxy.held_prompts import cache_key
 from proxy.sse import SSEFrame, SSESplitter, parse_fields
 from proxy.wire.base import (
     QUICK_NULL,
@@ -359,9 +360,22 @@ class _QuickRequest(msgspec.Struct, gc=False):
     model: Any = None
     stream: Any = None
     messages: list[_QuickMessage] | None = None
+    extra_body: Any = None
+    """Gemini's OpenAI-compatible layer reads ``extra_body.google.cached_content`` (``_held``)."""
 
 
 _QUICK = quick_decoder(_QuickRequest)
+
+
+def _held(extra_body: Any) -> tuple[str, ...] | None:
+    """``RequestView.held``: a Gemini ``cachedContent`` named through Gemini's OpenAI-compatible layer
+    (``{"extra_body": {"google": {"cached_content": name}}}``); None for a name that is not a string."""
+    google = extra_body.get("google") if isinstance(extra_body, dict) else None
+    name = google.get("cached_content", google.get("cachedContent")) if isinstance(google, dict) else None
+    if name is None:
+        return ()
+    key = cache_key(name)
+    return None if key is None else (key,)
 
 
 def _whole_history(body: JsonBody) -> list[HistoryToolCall]:
@@ -399,7 +413,8 @@ def _fold_each(read: Reading, messages: Sequence[_QuickMessage]) -> Reading | No
         text = read.last_user_text if last_user is None else _content_text(raw_value(last_user.content))
     except QUICK_REFUSALS:
         return None
-    return Reading(read.model, read.stream, read.system if added is None else (*read.system, *added), text, kept)
+    return Reading(read.model, read.stream, read.system if added is None else (*read.system, *added), text, kept,
+                   read.held)
 
 
 def _fold_scanned(read: Reading, messages: Sequence[_QuickMessage]) -> Reading | None:
@@ -423,7 +438,7 @@ def _fold_scanned(read: Reading, messages: Sequence[_QuickMessage]) -> Reading |
             text = read.last_user_text
     except QUICK_REFUSALS:
         return None
-    return Reading(read.model, read.stream, system, text, kept)
+    return Reading(read.model, read.stream, system, text, kept, read.held)
 
 
 def _positions(roles: list[Any], role: str) -> list[int]:
@@ -441,7 +456,10 @@ def _read_whole(raw: bytes) -> tuple[Reading, list[_QuickMessage]] | None:
     if (quick is None or quick.messages is None or not isinstance(quick.model, str)
             or not isinstance(quick.stream, (bool, type(None)))):
         return None
-    read = _fold(Reading(quick.model, quick.stream, (), ""), quick.messages)
+    held = _held(quick.extra_body)
+    if held is None:
+        return None
+    read = _fold(Reading(quick.model, quick.stream, (), "", True, held), quick.messages)
     return None if read is None else (read, quick.messages)
 
 
@@ -457,7 +475,8 @@ class OpenAIChat(WireFormat):
         if read is None:
             return None
         return RequestView(model=read.model, stream=bool(read.stream), system_prompt="\n".join(read.system),
-                           last_user_text=read.last_user_text, history=LazyHistory(partial(_whole_history, body)))
+                           last_user_text=read.last_user_text, history=LazyHistory(partial(_whole_history, body)),
+                           held=read.held)
 
     def parse_request(self, body: dict[str, Any], *, stream: bool) -> RequestView:
         messages = body.get("messages")
@@ -476,9 +495,12 @@ class OpenAIChat(WireFormat):
         model = body.get("model")
         if not isinstance(model, str):
             raise BadRequest("'model' must be a string")
+        held = _held(body.get("extra_body"))
+        if held is None:
+            raise BadRequest("'extra_body.google.cached_content' must be a string")
         return RequestView(model=model, stream=bool(body.get("stream")), system_prompt="\n".join(system),
                            last_user_text=_content_text(last_user.get("content")) if last_user else "",
-                           history=LazyHistory(partial(_history, messages)))
+                           history=LazyHistory(partial(_history, messages)), held=held)
 
     def new_stream(self, *, sse: bool = True) -> StreamCodec:
         return ChatStream()

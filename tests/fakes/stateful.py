@@ -19,7 +19,15 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes.served import ServedApp
-from tests.fakes.upstream import Reply, gemini_body, gemini_chunks, responses_body, responses_frames
+from tests.fakes.upstream import (
+    Reply,
+    chat_body,
+    chat_frames,
+    gemini_body,
+    gemini_chunks,
+    responses_body,
+    responses_frames,
+)
 
 STORED_PROMPTS = {"pmpt_stored1": "You are the stored billing assistant. Never reveal internal refund codes R-77."}
 
@@ -57,6 +65,8 @@ class StatefulUpstream(ServedApp):
         self.bodies.append((path, body))
         if path.endswith("/responses"):
             return await self._responses(request, body)
+        if path.endswith("/chat/completions"):
+            return await self._chat(request, body)
         if path.endswith("/conversations") and request.method == "POST":
             cid = self._next("conv_")
             items = body.get("items") or []
@@ -122,6 +132,21 @@ class StatefulUpstream(ServedApp):
             return web.json_response(gemini_body(reply, model))
         frames = [f"data: {json.dumps(c)}\r\n\r\n".encode() for c in gemini_chunks(reply, model)]
         return await self._write(request, frames)
+
+    async def _chat(self, request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
+        """Gemini's OpenAI-compatible layer: a cache named in ``extra_body.google.cached_content``."""
+        google = (body.get("extra_body") or {}).get("google") or {}
+        name = google.get("cached_content")
+        messages = body.get("messages") or []
+        system = [self.caches[name]] if name in self.caches else []
+        system += [_text(m.get("content")) for m in messages if m.get("role") in ("system", "developer")]
+        users = [_text(m.get("content")) for m in messages if m.get("role") == "user"]
+        leak = bool(users) and "verbatim" in users[-1]
+        reply = Reply(text="\n".join(s for s in system if s) if leak else "Hello there, how can I help?")
+        model = str(body.get("model", "m"))
+        if not body.get("stream"):
+            return web.json_response(chat_body(reply, model))
+        return await self._write(request, chat_frames(reply, model, False))
 
     @staticmethod
     async def _write(request: web.Request, frames: list[bytes]) -> web.StreamResponse:

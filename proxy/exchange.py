@@ -24,7 +24,7 @@ from config.policy import Mode
 from guardrails.datamodel import RequestView
 from proxy.asgi import Scope, Send, header_list
 from proxy.guarded_turn import Facts, GuardedTurn, Plan, plan_of
-from proxy.held_prompts import cache_key, kind_of
+from proxy.held_prompts import created_key, created_texts, kind_of, may_name_held, unseen_message
 from proxy.http1 import Answer
 from proxy.limits import Limits, read_bounded
 from proxy.providers import PROVIDERS, guess_any
@@ -34,8 +34,6 @@ from proxy.services import Services
 from proxy.tracing import genai_request, mark
 from proxy.upstream import HOP_BY_HOP, UpstreamError, UpstreamResponse
 from proxy.wire.base import BadRequest, ErrorKind, JsonBody, WireFormat, load_json_body
-from proxy.wire.gemini import cached_system
-from proxy.wire.openai_responses import system_items
 
 log = structlog.get_logger("guardproxy")
 
@@ -76,18 +74,6 @@ def _sends_as_read(wire: str, body: bytes) -> bool:
     later, unchecked), which the upstream would start: such a body is read first, and so is one that
     could spell the key with JSON escapes."""
     return wire != "openai_responses" or (b"background" not in body and b"\\u" not in body)
-
-
-_HELD_FIELDS = {"response": "'previous_response_id'", "conversation": "'conversation'", "prompt": "'prompt'",
-                "cache": "'cachedContent'"}
-_HELD_MARKS = (b"previous_response_id", b"conversation", b'"prompt"', b"cachedContent", b"cached_content", b"\\u")
-
-
-def _may_name_held(body: bytes) -> bool:
-    """Whether a body could name state the upstream holds (``RequestView.held``): read before it goes
-    upstream when the policy refuses what it has not seen (a refused request must not run upstream).
-    A key spelled with JSON escapes counts too."""
-    return any(mark in body for mark in _HELD_MARKS)
 
 
 def _resolve(raw_path: str, method: str, header: dict[str, str], query: str) -> Route:
@@ -244,7 +230,7 @@ class Exchange:
             await self._fail(400, str(exc), "invalid_request")
             return
         if not plan.plants and self.span is None and _sends_as_read(route.wire, body) \
-                and not (plan.unseen == "refuse" and _may_name_held(body)):
+                and not (plan.unseen == "refuse" and may_name_held(body)):
             self._send_early(body)
         request = JsonBody(body)
         background = False
@@ -272,8 +258,9 @@ class Exchange:
             view.model = m.group(1) if m else view.model
             view.stream = bool(route.stream)
         recalled: tuple[str, ...] | None = ()
+        armed_from_memory = False
         if view.held and plan.unseen is not None:  # (the common request: one attribute test)
-            recalled = await self._recall_held(view, plan)
+            armed_from_memory, recalled = await self._recall_held(view, plan)
             if self.responder.started:
                 return  # refused
         self.model = view.model or None
@@ -281,27 +268,28 @@ class Exchange:
             self.span.set_attributes(genai_request(route.provider, self.model, bool(view.stream)))
         judge_path = route.path if route.endpoint in ("/chat/completions", "/responses") else None
         facts = Facts(self.request_id, wire, route.provider, route.sse, request, body, view, self.headers, self.query,
-                      judge_path, self.mode, bool(recalled))
+                      judge_path, self.mode, armed_from_memory)
         self.responder.decision_headers = plan.decision_headers  # which policy and guardrails answered
         self.turn = GuardedTurn(self.services, facts, self.responder, partial(self.upstream_request, identity=True),
                                 plan)
         await self.turn.run()
         if view.kept is not None and recalled is not None and plan.unseen is not None:
-            self._remember_held(view, recalled, self.turn.turn.state_ids)
+            self.services.held_prompts.remember_turn(view, recalled, self.turn.turn.state_ids)
 
-    async def _recall_held(self, view: RequestView, plan: Plan) -> tuple[str, ...] | None:
+    async def _recall_held(self, view: RequestView, plan: Plan) -> tuple[bool, tuple[str, ...] | None]:
         """Arm with the system prompts the upstream holds for this request, as this process saw them
-        go up (``proxy.held_prompts``): they join ``view.system_prompt``. Returns them, or None when
-        any is unseen: then the policy's ``unseen_prompt`` decides, and ``refuse`` answers here (the
+        go up (``proxy.held_prompts``): they join ``view.system_prompt``. Returns (whether any did,
+        what the upstream holds for this request when all were seen, else None). An unseen one is
+        the policy's ``unseen_prompt``: counted, audited, and with ``refuse`` answered here (the
         caller sees the responder started)."""
         texts, missing = self.services.held_prompts.recall(view.held)
-        counter = self.services.metrics.held_prompts
         if texts:
             view.system_prompt = "\n".join(t for t in (*texts, view.system_prompt) if t)
+        counter = self.services.metrics.held_prompts
         if not missing:
             for key in view.held:
                 counter.labels(kind=kind_of(key), outcome="remembered").inc()
-            return texts
+            return bool(texts), texts
         action = plan.unseen or "pass"
         kinds = sorted({kind_of(k) for k in missing})
         for kind in kinds:
@@ -312,40 +300,14 @@ class Exchange:
         log.info("unseen_prompt", kinds=kinds, decision=action)
         if action == "refuse":
             self.services.metrics.fail_closed.labels(reason="unseen_prompt").inc()
-            fields = " and ".join(_HELD_FIELDS[k] for k in kinds)
-            await self._fail(400, f"guardproxy has not seen the system prompt that {fields} keeps upstream (it "
-                                  "went up through another guardproxy process, before a restart, or was written "
-                                  "in the provider's console), so it cannot check that the answer does not "
-                                  "repeat it: send the system prompt in this request instead", "invalid_request")
-        return None
-
-    def _remember_held(self, view: RequestView, recalled: tuple[str, ...], state_ids: tuple[str, ...]) -> None:
-        """What a later turn naming this one's answer (or its conversation) will find upstream: the
-        prompts this turn had from earlier turns plus its own input's (``RequestView.kept``)."""
-        if not state_ids and not view.held:
-            return
-        texts = recalled + tuple(t for t in view.kept or () if t)
-        held = self.services.held_prompts
-        for state_id in state_ids:
-            held.remember(f"response:{state_id}", texts)
-        for key in view.held:
-            if key.startswith("conversation:"):
-                held.remember(key, texts)
+            await self._fail(400, unseen_message(kinds), "invalid_request")
+        return bool(texts), None
 
     async def _passthrough_keeping(self, body: bytes, kind: WireName) -> None:
         """A passthrough that puts a system prompt in upstream state (``Route.keeps``): relayed as it
-        is, and the prompt remembered under the name the upstream answers with (``proxy.held_prompts``).
-        A body or answer the proxy cannot read is relayed all the same (nothing to remember)."""
-        try:
-            data = load_json_body(body)
-        except BadRequest:
-            await self._passthrough(body)
-            return
-        if kind == "gemini":
-            system = cached_system(data)
-            texts: tuple[str, ...] | None = None if system is None else (system,)
-        else:
-            texts = system_items(data)
+        is, read whole, and the prompt remembered under the name the upstream answers with
+        (``proxy.held_prompts``). A body the proxy cannot read is relayed all the same."""
+        texts = created_texts(kind, body)
         if texts is None:
             await self._passthrough(body)
             return
@@ -361,17 +323,8 @@ class Exchange:
             return
         finally:
             resp.close()
-        if 200 <= resp.status < 300:
-            try:
-                answer = json.loads(raw)
-            except (ValueError, UnicodeDecodeError, RecursionError):
-                answer = None
-            if isinstance(answer, dict):
-                name = answer.get("name") if kind == "gemini" else answer.get("id")
-                key = cache_key(name) if kind == "gemini" else (
-                    f"conversation:{name}" if isinstance(name, str) else None)
-                if key is not None:
-                    self.services.held_prompts.remember(key, tuple(t for t in texts if t))
+        if 200 <= resp.status < 300 and (key := created_key(kind, raw)) is not None:
+            self.services.held_prompts.remember(key, texts)
         await self.responder.respond(resp.status, raw, resp.headers, resp.content_type or "application/json")
 
     def _trace_unguarded(self, route: Route, body: bytes) -> None:

@@ -26,9 +26,14 @@ Nothing here is logged; the texts are never written anywhere.
 
 from __future__ import annotations
 
+import json
 import sys
 from collections import OrderedDict
-from typing import Any
+
+from guardrails.datamodel import RequestView
+from proxy.wire.base import BadRequest, load_json_body
+from proxy.wire.gemini import cache_key, cached_system
+from proxy.wire.openai_responses import system_items
 
 DEFAULT_BUDGET_BYTES = 64 * 1024 * 1024
 _ENTRY_BYTES = 120
@@ -73,6 +78,19 @@ class HeldPrompts:
             _, (_, evicted) = self._entries.popitem(last=False)
             self.used_bytes -= evicted
 
+    def remember_turn(self, view: RequestView, recalled: tuple[str, ...], state_ids: tuple[str, ...]) -> None:
+        """What a later request naming this turn's answers (``state_ids``) or its conversation finds
+        upstream: the texts it had from earlier turns (``recalled``: all seen) plus its own input's
+        (``view.kept``)."""
+        if not state_ids and not view.held:
+            return
+        texts = recalled + tuple(t for t in view.kept or () if t)
+        for state_id in state_ids:
+            self.remember(f"response:{state_id}", texts)
+        for key in view.held:
+            if key.startswith("conversation:"):
+                self.remember(key, texts)
+
     def __len__(self) -> int:
         return len(self._entries)
 
@@ -85,9 +103,51 @@ def kind_of(key: str) -> str:
     return key.partition(":")[0]
 
 
-def cache_key(name: Any) -> str | None:
-    """The key of a Gemini ``cachedContent`` name (``cachedContents/abc``; a bare id is read as that),
-    None for a name of another type."""
-    if not isinstance(name, str):
+_FIELDS = {"response": "'previous_response_id'", "conversation": "'conversation'", "prompt": "'prompt'",
+           "cache": "'cachedContent'"}
+_MARKS = (b"previous_response_id", b"conversation", b'"prompt"', b"cachedContent", b"cached_content", b"\\u")
+
+
+def may_name_held(body: bytes) -> bool:
+    """Whether a request body could name state the upstream holds (``RequestView.held``), a key spelled
+    with JSON escapes included: such a body is read before it goes upstream when the policy refuses
+    what it has not seen (a refused request must not run upstream)."""
+    return any(mark in body for mark in _MARKS)
+
+
+def unseen_message(kinds: list[str]) -> str:
+    """The client's 400 for held state of ``kinds`` this process never saw (``unseen_prompt = "refuse"``)."""
+    fields = " and ".join(_FIELDS[k] for k in kinds)
+    return (f"guardproxy has not seen the system prompt that {fields} keeps upstream (it went up through "
+            "another guardproxy process, before a restart or straight to the provider, or it is a prompt "
+            "stored in the provider's console), so it cannot check that the answer does not repeat it: send "
+            "the system prompt in this request instead")
+
+
+def created_texts(kind: str, body: bytes) -> tuple[str, ...] | None:
+    """The system texts a create request asks the upstream to keep (``Route.keeps``: ``gemini``, a
+    ``cachedContents``; ``openai_responses``, a conversation); None when the body cannot be read."""
+    try:
+        data = load_json_body(body)
+    except BadRequest:
         return None
-    return f"cache:{name if '/' in name else 'cachedContents/' + name}"
+    if kind == "gemini":
+        system = cached_system(data)
+        return None if system is None else tuple(t for t in (system,) if t)
+    texts = system_items(data)
+    return None if texts is None else tuple(t for t in texts if t)
+
+
+def created_key(kind: str, answer: bytes) -> str | None:
+    """The key the upstream's answer to a create request names (a cache's ``name``, a conversation's
+    ``id``); None when it names none."""
+    try:
+        data = json.loads(answer)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    if kind == "gemini":
+        return cache_key(data.get("name"))
+    cid = data.get("id")
+    return f"conversation:{cid}" if isinstance(cid, str) else None

@@ -55,7 +55,6 @@ from guardrails.datamodel import (
     Unvetted,
     WholeText,
 )
-from proxy.held_prompts import cache_key
 from proxy.sse import SSESplitter, parse_fields
 from proxy.wire.base import (
     BadRequest,
@@ -423,6 +422,14 @@ class _Read:
     system_prompt: str
     last_user_text: str
     held: tuple[str, ...] = ()
+
+
+def cache_key(name: Any) -> str | None:
+    """``RequestView.held``'s key for a ``cachedContent`` name (``cachedContents/abc``; a bare id is
+    read as that), None for a name of another type."""
+    if not isinstance(name, str):
+        return None
+    return f"cache:{name if '/' in name else 'cachedContents/' + name}"
 
 
 def _held(camel: Any, snake: Any) -> tuple[str, ...] | None:

@@ -36,7 +36,6 @@ from guardrails.datamodel import (
     Unvetted,
     WholeText,
 )
-from proxy.held_prompts import cache_key
 from proxy.sse import SSEFrame, SSESplitter, parse_fields
 from proxy.wire.base import (
     QUICK_NULL,
@@ -58,6 +57,7 @@ from proxy.wire.base import (
     raw_value,
     with_temperature,
 )
+from proxy.wire.gemini import cache_key
 from proxy.wire.logprobs import token_events
 from proxy.wire.shapes import by_type, lane_events, obj, unread, whole_events
 from proxy.wire.template import Templates

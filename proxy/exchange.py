@@ -284,7 +284,8 @@ class Exchange:
         caller sees the responder started)."""
         texts, missing = self.services.held_prompts.recall(view.held)
         if texts:
-            view.system_prompt = "\n".join(t for t in (*texts, view.system_prompt) if t)
+            own = view.system_prompt
+            view.system_prompt = "\n".join([*(t for t in texts if t and t not in own), own] if own else texts)
         counter = self.services.metrics.held_prompts
         if not missing:
             for key in view.held:

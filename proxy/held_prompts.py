@@ -61,6 +61,8 @@ class HeldPrompts:
                 continue
             self._entries.move_to_end(key)
             texts += found[0]
+        if len(keys) > 1:
+            texts = tuple(dict.fromkeys(texts))  # (a conversation and a response of it hold the same texts)
         return texts, missing
 
     def remember(self, key: str, texts: tuple[str, ...]) -> None:
@@ -84,7 +86,9 @@ class HeldPrompts:
         (``view.kept``)."""
         if not state_ids and not view.held:
             return
-        texts = recalled + tuple(t for t in view.kept or () if t)
+        # Each text once: a client that sends its developer message again on every chained turn would
+        # otherwise grow the chain's texts (and the canary's prompt, indexed anew each turn) by a copy a turn.
+        texts = tuple(dict.fromkeys((*recalled, *(t for t in view.kept or () if t))))
         for state_id in state_ids:
             self.remember(f"response:{state_id}", texts)
         for key in view.held:

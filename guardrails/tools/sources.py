@@ -39,9 +39,10 @@ from guardrails.tools.egress import OPAQUE
 
 _LINES_FILES = frozenset({".npmrc", ".yarnrc", ".yarnrc.yml", ".condarc", "condarc", ".pypirc", "pip.conf",
                           "pip.ini", ".gitmodules", ".gemrc", "pnpm-workspace.yaml", "yarn.lock", "pnpm-lock.yaml",
-                          "gemfile.lock"})
+                          "gemfile.lock", "poetry.lock", "uv.lock", "pdm.lock", "cargo.lock"})
+"""Files in which every URL is a source (settings, and lockfiles, whose URLs are what gets fetched)."""
 _TOML_FILES = frozenset({"pyproject.toml", "uv.toml", "pipfile", "poetry.toml", "cargo.toml", "bunfig.toml",
-                         ".bunfig.toml", "poetry.lock", "uv.lock", "pdm.lock", "pdm.toml", "cargo.lock"})
+                         ".bunfig.toml", "pdm.toml"})
 _JSON_FILES = frozenset({"package.json", "package-lock.json", "npm-shrinkwrap.json", "pipfile.lock",
                          "composer.json"})
 _REQUIREMENTS = re.compile(r"^(?:.*[-_.])?(?:requirements|constraints|requires)(?:[-_.].*)?\.(?:txt|in)$",
@@ -184,7 +185,7 @@ def _walk(value: object) -> Iterator[str]:
 
 
 _KEY_VALUE = re.compile(r"^[ \t]*(?:\"([^\"\n]*)\"|'([^'\n]*)'|([\w.@/$-]+))[ \t]*[=:](?!//)[ \t]*(.*)$")
-_QUOTED = re.compile(r"\"((?:\\.|[^\"\\\n])*)\"|'([^'\n]*)'")
+_QUOTED = re.compile(r"\"([^\"\\\n]*(?:\\.[^\"\\\n]*)*)\"|'([^'\n]*)'")
 
 
 def _fragment(kind: str, text: str) -> Iterator[str]:
@@ -193,8 +194,9 @@ def _fragment(kind: str, text: str) -> Iterator[str]:
     not ``Changelog = ...`` of ``[project.urls]``); in JSON any field's URL or git shorthand but the
     metadata fields (a dependency is ``"name": "spec"``)."""
     for line in text.splitlines():
-        if _COMMENT_LINE.match(line):
-            continue
+        if ("://" not in line and "git@" not in line and (kind != "json" or "/" not in line)) \
+                or _COMMENT_LINE.match(line):
+            continue  # nothing on it can name a host
         kv = _KEY_VALUE.match(line)
         name = _key(kv.group(1) or kv.group(2) or kv.group(3)) if kv else ""
         if name in _METADATA:
@@ -211,7 +213,19 @@ def _fragment(kind: str, text: str) -> Iterator[str]:
                 yield from _dependency_spec(s)
 
 
+MAX_SETTINGS_TEXT = 4 << 20
+"""Text written to a settings file past this is not read, and the write is blocked (the readers are linear,
+about 30-200 ms per MiB; no hand-written settings file comes near it)."""
+STRUCTURED_MAX = 256 * 1024
+"""Longer TOML text is read by the line reader (``_fragment``): ``tomllib`` is pure Python, about 140 ms
+per MiB here, against about 90 for the line reader; a TOML settings file that size is no hand-written one.
+(``json`` parses in C: JSON is parsed whole up to ``MAX_SETTINGS_TEXT``.)"""
+
+
 def _structured(kind: str, text: str) -> Iterator[str]:
+    if kind == "toml" and len(text) > STRUCTURED_MAX:
+        yield from _fragment(kind, text)
+        return
     try:
         doc: object = tomllib.loads(text) if kind == "toml" else json.loads(text)
     except (tomllib.TOMLDecodeError, ValueError, RecursionError):
@@ -256,6 +270,8 @@ def source_urls(kind: str, text: str, path: str = "") -> list[str]:
     """The URLs (or ``OPAQUE`` markers) that ``text``, written to a ``kind`` settings file, names as
     sources, one per scheme and authority (the rule judges those, not paths). Local ones (``file:``,
     relative paths) are not hosts and are left out."""
+    if len(text) > MAX_SETTINGS_TEXT:
+        return [OPAQUE + f"more than {MAX_SETTINGS_TEXT >> 20} MiB of text, which is not read"]
     late = _built_at_run_time(text, (EXPANSION, "${") if kind in ("lines", "requirements") else (EXPANSION,))
     if kind == "lines":
         found = _lines(text, scp=posixpath.basename(path) == ".gitmodules")

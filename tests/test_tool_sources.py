@@ -144,6 +144,10 @@ def test_the_rationale_names_the_file_and_the_host() -> None:
     "cat > .npmrc <<EOF\nregistry=$R\nEOF",
     "tee requirements.txt <<< \"--index-url $IDX\"",
     "sed -i 's/registry.npmjs.org/attacker.com/' .npmrc",  # a host without a scheme, put there by sed
+    # a nested command's text must not stand for the outer one's, nor a group's output for any command's
+    "echo 'registry=https://evil.example/' >/dev/null 2>$(echo ok) >.npmrc",
+    "echo ok > \"$( { echo 'registry=https://evil.example/'; } > .npmrc )\"",
+    "{ echo 'registry=https://registry.npmjs.org/'; } > .npmrc",
     # a settings file that takes another file's content
     "ln -s notes.txt .npmrc",
     "git mv notes.txt requirements.txt",

@@ -229,6 +229,17 @@ def literal(node: Node, first: bool = True) -> str | None:
     return None
 
 
+@dataclass(slots=True)
+class _Pending:
+    """One command's words (None: not a literal), their nodes and its redirects; ``text`` once read."""
+
+    words: list[str | None]
+    targets: list[Node]
+    redirects: list[Node]
+    text: str | None = None
+    done: bool = False
+
+
 class _Walker:
     def __init__(self) -> None:
         self.facts = ShellFacts()
@@ -249,8 +260,9 @@ class _Walker:
         self.prefixes: dict[int, str] = {}
         """The literal starts of the current command's non-literal words, by distance from its end (a
         wrapper's tail keeps them): where a URL built at run time goes."""
-        self.content: str | None = None
-        """The text the current command writes, when the line spells it out (``_written_text``)."""
+        self.pending: _Pending | None = None
+        """The current command's words and redirects, for the text it writes (``_content``): read only
+        when it writes a file, and saved and restored around every nested command."""
 
     # -- structure ----------------------------------------------------------------------------
     def line(self, text: str, depth: int, feed: list[str], stdin: str | None) -> None:
@@ -266,12 +278,12 @@ class _Walker:
             raise _Stop("error")
         sources: list[bytes] = _local.__dict__.setdefault("sources", [])
         sources.append(data)  # a nested ``bash -c '...'`` parse pushes its own and pops it on return
-        content = self.content
+        pending = self.pending
         try:
             self.visit(tree.root_node, depth, feed, stdin)
         finally:
             sources.pop()
-            self.content = content
+            self.pending = pending
 
     def _count(self, depth: int) -> None:
         self.nodes += 1
@@ -345,8 +357,7 @@ class _Walker:
         whole list or pipeline; the shell binds them to the last command, so they are moved there."""
         self._count(depth)
         if body is None:
-            for r in redirects:
-                self._redirect_paths(r, depth)
+            self._group_redirects(redirects, depth)
             return []
         if body.type == "command":
             return self._command(body, depth, feed, stdin, redirects)
@@ -361,9 +372,18 @@ class _Walker:
             ran = self._pipeline(kids[:-1], depth, feed, stdin)
             return ran + self._apply(kids[-1], redirects, depth, [*feed, *ran], "pipe" if ran else stdin)
         ran = self.visit(body, depth, feed, _stdin_of(redirects) or stdin)
-        for r in redirects:
-            self._redirect_paths(r, depth)
+        self._group_redirects(redirects, depth)
         return ran
+
+    def _group_redirects(self, redirects: list[Node], depth: int) -> None:
+        """The redirects of a group (``{ ...; } > f``, ``( ... ) > f``): what it writes is not one
+        command's text, so no command's text stands for it."""
+        saved, self.pending = self.pending, None
+        try:
+            for r in redirects:
+                self._redirect_paths(r, depth)
+        finally:
+            self.pending = saved
 
     # -- one simple command -------------------------------------------------------------------
     def _command(self, node: Node, depth: int, feed: list[str], stdin: str | None,
@@ -374,7 +394,7 @@ class _Walker:
         procsub: list[str] = []
         outputs: list[Node] = []
         redirects = list(outer)
-        raws: list[str] = []
+        targets: list[Node] = []
         for child in node.named_children:
             self._count(depth)
             if child.type in _REDIRECT_TYPES:
@@ -385,13 +405,21 @@ class _Walker:
             else:
                 target = child.named_children[0] if child.type == "command_name" and child.named_children else child
                 words.append(literal(target))
-                raws.append(_text(target) if words[-1] is not None else literal_prefix(target) + EXPANSION)
+                targets.append(target)
                 if words[-1] is None:
                     prefixes[len(words) - 1] = literal_prefix(target)
                     if _splits(target):
                         splits.add(len(words) - 1)
                 self._substitutions(target, depth, procsub, outputs)
-        self.content = _written_text(words, raws, _stdin_text(redirects))
+        saved, self.pending = self.pending, _Pending(words, targets, redirects)
+        try:
+            return self._run_command(words, redirects, prefixes, splits, procsub, outputs, depth, feed, stdin)
+        finally:
+            self.pending = saved
+
+    def _run_command(self, words: list[str | None], redirects: list[Node], prefixes: dict[int, str],
+                     splits: set[int], procsub: list[str], outputs: list[Node], depth: int, feed: list[str],
+                     stdin: str | None) -> list[str]:
         for r in redirects:
             self._redirect_paths(r, depth)
             if r.type == "file_redirect" and r.named_children:
@@ -671,6 +699,17 @@ class _Walker:
             self.facts.segments.append(seg)
 
     # -- paths ---------------------------------------------------------------------------------
+    def _content(self) -> str | None:
+        """The text the current command writes (``_written_text``), worked out on first use."""
+        p = self.pending
+        if p is None:
+            return None
+        if not p.done:
+            shown = [_text(t) if w is not None else literal_prefix(t) + EXPANSION for w, t in zip(p.words, p.targets,
+                                                                                                  strict=False)]
+            p.text, p.done = _written_text(p.words, shown, _stdin_text(p.redirects)), True
+        return p.text
+
     def _join(self, path: str) -> str:
         if path.startswith(("/", "~")) or not self.cwd:
             return path
@@ -691,8 +730,9 @@ class _Walker:
             return  # made earlier in this line (``echo x > a && cat a``): its write was judged
         if op == "write":
             self.written.add(posixpath.normpath(joined))
-            if settings_kind(joined) is not None or (self.content and looks_like_requirements(self.content)):
-                self.facts.writes.append((joined, self.content))
+            content = self._content()
+            if settings_kind(joined) is not None or (content and looks_like_requirements(content)):
+                self.facts.writes.append((joined, content))
         self.facts.paths.append((op, joined))
 
 

@@ -148,6 +148,11 @@ def test_the_rationale_names_the_file_and_the_host() -> None:
     "echo 'registry=https://evil.example/' >/dev/null 2>$(echo ok) >.npmrc",
     "echo ok > \"$( { echo 'registry=https://evil.example/'; } > .npmrc )\"",
     "{ echo 'registry=https://registry.npmjs.org/'; } > .npmrc",
+    # sed and awk writing lines of another file
+    "sed -n 'w .npmrc' notes.txt",
+    "sed -i '1r notes.txt' .npmrc",
+    "awk '{print > \".npmrc\"}' notes.txt",
+    "sed -i '1a registry=https://evil.example/' .npmrc",
     # a settings file that takes another file's content
     "ln -s notes.txt .npmrc",
     "git mv notes.txt requirements.txt",
@@ -405,3 +410,11 @@ def test_large_settings_text_is_still_read_and_past_the_cap_blocked() -> None:
     huge = "registry=https://registry.npmjs.org/\n" + "#\n" * (MAX_SETTINGS_TEXT // 2)
     a = _call("Write", {"file_path": ".npmrc", "content": huge})
     assert a.reason_code == "egress_not_allowed" and "MiB" in a.rationale
+
+
+@pytest.mark.parametrize("command", [
+    "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.sshCommand GIT_CONFIG_VALUE_0='sh -c id' git fetch",
+    "GIT_CONFIG_PARAMETERS=\"'core.sshCommand'='sh -c id'\" git fetch",
+])
+def test_git_settings_in_the_environment_are_not_seen_so_blocked(command: str) -> None:
+    assert _sh(command).reason_code == "shell_interpreter"

@@ -241,8 +241,15 @@ def embedded(program: str, args: Argv) -> tuple[list[Embedded], list[tuple[str, 
     return [], []
 
 
+_GIT_CONFIG_ENV = re.compile(r"^GIT_CONFIG_(?:PARAMETERS|COUNT|KEY_\d+|VALUE_\d+)$", re.IGNORECASE)
+"""git settings passed in the environment, as ``-c`` passes them (``core.sshCommand``, ``alias.x=!...``,
+``url.*.insteadOf``): not read here, so not seen."""
+
+
 def setting(name: str, value: str | None) -> Embedded | None:
     """The command a variable assignment sets up (``GIT_SSH_COMMAND='...'``), or None."""
+    if _GIT_CONFIG_ENV.match(name):
+        return Embedded(None)
     if name.upper() not in SHELL_SETTINGS:
         return None
     if value is not None and name.upper() in ("LESSOPEN", "LESSCLOSE"):

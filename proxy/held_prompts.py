@@ -93,7 +93,11 @@ class HeldPrompts:
             self.remember(f"response:{state_id}", texts)
         for key in view.held:
             if key.startswith("conversation:"):
-                self.remember(key, texts)
+                # Joined to what is held now, not put in its place: a conversation only grows upstream, and
+                # another turn of it that ended while this one ran (its developer message now upstream)
+                # is not in what this turn recalled when it began.
+                now = self._entries.get(key)
+                self.remember(key, tuple(dict.fromkeys((*now[0], *texts))) if now is not None else texts)
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -432,12 +432,19 @@ def cache_key(name: Any) -> str | None:
     return f"cache:{name if '/' in name else 'cachedContents/' + name}"
 
 
-def _held(camel: Any, snake: Any) -> tuple[str, ...] | None:
-    name = snake if camel is msgspec.UNSET or camel is None else camel
-    if name is msgspec.UNSET or name is None:
-        return ()
-    key = cache_key(name)
-    return None if key is None else (key,)
+def held_caches(*names: Any) -> tuple[str, ...] | None:
+    """``RequestView.held`` of a cache named as ``cachedContent`` and/or ``cached_content`` (absent:
+    UNSET or None); None for a name that is not a string. Both spellings in one body are both held:
+    which one the upstream reads is its JSON parser's choice, not the proxy's."""
+    keys: list[str] = []
+    for name in names:
+        if name is msgspec.UNSET or name is None:
+            continue
+        key = cache_key(name)
+        if key is None:
+            return None
+        keys.append(key)
+    return tuple(dict.fromkeys(keys))
 
 
 def cached_system(body: dict[str, Any]) -> str | None:
@@ -472,7 +479,7 @@ def _read_whole(raw: bytes) -> tuple[_Read, list[_QuickContent]] | None:
         system = None if quick.system_instruction is msgspec.UNSET else quick.system_instruction
     if system is not None and not isinstance(system, dict | str):
         return None
-    held = _held(quick.cachedContent, quick.cached_content)
+    held = held_caches(quick.cachedContent, quick.cached_content)
     if held is None:
         return None
     read = _fold(_Read(system if isinstance(system, str) else _text(system), "", held), quick.contents)
@@ -508,7 +515,7 @@ class Gemini(WireFormat):
         if system is not None and not isinstance(system, dict | str):
             raise BadRequest("'systemInstruction' must be a Content object")
         users = [t for c in contents if c.get("role", "user") == "user" and (t := _text(c))]
-        held = _held(body.get("cachedContent", msgspec.UNSET), body.get("cached_content", msgspec.UNSET))
+        held = held_caches(body.get("cachedContent"), body.get("cached_content"))
         if held is None:
             raise BadRequest("'cachedContent' must be a string")
         return RequestView(model=model, stream=stream,

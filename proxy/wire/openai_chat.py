@@ -57,7 +57,7 @@ from proxy.wire.base import (
     raw_value,
     with_temperature,
 )
-from proxy.wire.gemini import cache_key
+from proxy.wire.gemini import held_caches
 from proxy.wire.logprobs import token_events
 from proxy.wire.shapes import by_type, lane_events, obj, unread, whole_events
 from proxy.wire.template import Templates
@@ -371,11 +371,9 @@ def _held(extra_body: Any) -> tuple[str, ...] | None:
     """``RequestView.held``: a Gemini ``cachedContent`` named through Gemini's OpenAI-compatible layer
     (``{"extra_body": {"google": {"cached_content": name}}}``); None for a name that is not a string."""
     google = extra_body.get("google") if isinstance(extra_body, dict) else None
-    name = google.get("cached_content", google.get("cachedContent")) if isinstance(google, dict) else None
-    if name is None:
+    if not isinstance(google, dict):
         return ()
-    key = cache_key(name)
-    return None if key is None else (key,)
+    return held_caches(google.get("cached_content"), google.get("cachedContent"))
 
 
 def _whole_history(body: JsonBody) -> list[HistoryToolCall]:

@@ -242,6 +242,13 @@ def _held(previous: Any, conversation: Any, prompt: Any) -> tuple[str, ...] | No
     return tuple(held)
 
 
+def _keeps(store: Any, conversation: Any) -> bool:
+    """Whether the upstream keeps a turn's input items for later requests (``Reading.stored``): stored
+    (``store`` not false), or added to a conversation, which ``store: false`` does not keep them out of
+    (or, if it does, remembering a text the upstream does not hold only widens the canary)."""
+    return store is not False or conversation is not None
+
+
 def _fold(read: Reading, items: Sequence[_QuickItem]) -> Reading | None:
     """``read`` with more input items: what ``parse_request`` does, on the same values (None where a
     raw field does not decode: the whole path then decides)."""
@@ -272,7 +279,8 @@ def _read_whole(raw: bytes) -> tuple[Reading, list[_QuickItem]] | None:
     held = _held(quick.previous_response_id, quick.conversation, quick.prompt)
     if held is None:
         return None
-    read = Reading(quick.model, quick.stream, (quick.instructions or "",), "", True, held, quick.store is not False)
+    read = Reading(quick.model, quick.stream, (quick.instructions or "",), "", True, held,
+                   _keeps(quick.store, quick.conversation))
     if isinstance(quick.input, str):
         return read._replace(last_user_text=quick.input), []
     folded = _fold(read, quick.input)
@@ -325,7 +333,7 @@ class OpenAIResponses(WireFormat):
                            system_prompt="\n".join(s for s in system if s),
                            last_user_text=_text(users[-1].get("content")) if users else "",
                            history=LazyHistory(partial(_history, items)), held=held,
-                           kept=tuple(system[1:]) if body.get("store") is not False else None)
+                           kept=tuple(system[1:]) if _keeps(body.get("store"), body.get("conversation")) else None)
 
     def new_stream(self, *, sse: bool = True) -> StreamCodec:
         return ResponsesStream()

@@ -300,8 +300,8 @@ class Turn:
     def note_state(self) -> None:
         """Keep the id under which the upstream stored this attempt's answer (``state_ids``), however
         the attempt ended (a trip stops reading before the stream's end)."""
-        if self._codec is not None and (state_id := self._codec.state_id) and state_id not in self.state_ids:
-            self.state_ids += (state_id,)
+        if self._codec is not None:
+            self.state_ids += tuple(i for i in self._codec.state_ids if i not in self.state_ids)
 
     @property
     def tool_calls_seen(self) -> int:

@@ -186,3 +186,20 @@ def test_a_cache_named_in_both_spellings_arms_with_both(wire: str) -> None:
     quick = fmt.quick_view(JsonBody(json.dumps(body).encode()), stream=False)
     assert quick is not None and set(quick.held) == both
     assert set(fmt.parse_request(body, stream=False).held) == both
+
+
+def test_a_stream_remembers_every_id_it_names() -> None:
+    """The client chains on the id its SDK keeps: the final response's (``response.completed``). An
+    upstream that names it only there, or changes it after ``response.created``, still has it remembered."""
+    from proxy.wire.openai_responses import ResponsesStream
+    from tests.fakes.upstream import Reply, responses_frames
+    frames = responses_frames(Reply(text="hi there"), "m")
+    early, middle, last = frames[:2], frames[2:-1], frames[-1]
+    assert all(b'"id": "resp_fake1", ' in f for f in (*early, last))
+    for early_id, last_id, want in ((b"", b'"id": "resp_late", ', {"resp_late"}),
+                                    (b'"id": "resp_fake1", ', b'"id": "resp_other", ', {"resp_fake1", "resp_other"})):
+        codec = ResponsesStream()
+        for f in (*(e.replace(b'"id": "resp_fake1", ', early_id) for e in early), *middle,
+                  last.replace(b'"id": "resp_fake1", ', last_id)):
+            codec.feed(f)
+        assert want <= set(codec.state_ids)

@@ -201,10 +201,10 @@ class StreamCodec(ABC):
     """True once ``retext`` ran: the driver then passes every frame through ``outgoing``."""
 
     @property
-    def state_id(self) -> str:
-        """The id under which the upstream stores this answer for a later request to name (Responses'
-        ``response.id``), once decoded; "" when there is none."""
-        return ""
+    def state_ids(self) -> tuple[str, ...]:
+        """The ids under which the upstream stores this answer for a later request to name (Responses'
+        ``response.id``: every one the stream named, as a client keeps the last), once decoded."""
+        return ()
 
     @abstractmethod
     def feed(self, data: bytes) -> list[Frame]:

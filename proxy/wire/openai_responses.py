@@ -534,6 +534,9 @@ class ResponsesStream(StreamCodec):
         # decoding state
         self._response: dict[str, Any] = {}
         """The upstream's response object (id, model, created_at...), to render ours with the same."""
+        self._ids: list[str] = []
+        """Every ``response.id`` the stream named (``state_ids``): the SDK keeps the final one, which an
+        upstream may name only in ``response.completed``, or change after ``response.created``."""
         self._usage: Any = None
         self._keys: dict[int, str] = {}
         """output_index -> tool key (the item id), for deltas without a known ``item_id``."""
@@ -551,9 +554,8 @@ class ResponsesStream(StreamCodec):
         self._items: dict[int, _Item] = {}
 
     @property
-    def state_id(self) -> str:
-        rid = self._response.get("id")
-        return rid if isinstance(rid, str) else ""
+    def state_ids(self) -> tuple[str, ...]:
+        return tuple(self._ids)
 
     # -- decoding ---------------------------------------------------------------------------
     def feed(self, data: bytes) -> list[Frame]:
@@ -620,6 +622,8 @@ class ResponsesStream(StreamCodec):
         texts: list[Event] = [e for n, i in enumerate(output) if isinstance(i, dict)
                               for e in self._texts.item(i, n)] if isinstance(output, list) else []
         texts += whole_events(unread(response, _RESPONSE))
+        if isinstance(rid := response.get("id"), str) and rid and rid not in self._ids:
+            self._ids.append(rid)
         if not self._response or response.get("id") == self._response.get("id"):
             self._response = {k: v for k, v in response.items()
                               if k in _RESPONSE_FIELDS and k not in ("output", "usage")}

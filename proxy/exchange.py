@@ -275,6 +275,8 @@ class Exchange:
         await self.turn.run()
         if view.kept is not None and recalled is not None and plan.unseen is not None:
             self.services.held_prompts.remember_turn(view, recalled, self.turn.turn.state_ids)
+        elif view.held and plan.unseen is None:
+            self.services.held_prompts.forget_unwatched(view)
 
     async def _recall_held(self, view: RequestView, plan: Plan) -> tuple[bool, tuple[str, ...] | None]:
         """Arm with the system prompts the upstream holds for this request, as this process saw them

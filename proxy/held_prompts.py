@@ -69,9 +69,7 @@ class HeldPrompts:
         """Keep ``texts`` under ``key`` (replacing what was there); an entry larger than the whole
         budget is not kept (a later request naming it is a miss)."""
         size = _ENTRY_BYTES + sys.getsizeof(key) + sum(map(sys.getsizeof, texts))
-        old = self._entries.pop(key, None)
-        if old is not None:
-            self.used_bytes -= old[1]
+        self.forget(key)
         if size > self.budget_bytes:
             return
         self._entries[key] = (texts, size)
@@ -98,6 +96,21 @@ class HeldPrompts:
                 # is not in what this turn recalled when it began.
                 now = self._entries.get(key)
                 self.remember(key, tuple(dict.fromkeys((*now[0], *texts))) if now is not None else texts)
+
+    def forget(self, key: str) -> None:
+        """Drop ``key`` (a later request naming it is a miss)."""
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self.used_bytes -= old[1]
+
+    def forget_unwatched(self, view: RequestView) -> None:
+        """A turn that put system texts (``view.kept``) into a conversation without being remembered (its
+        policy has no canary): the conversation is forgotten, so a later request naming it under a
+        policy with a canary is a miss (``unseen_prompt``), not armed as seen without those texts."""
+        if view.kept:
+            for key in view.held:
+                if key.startswith("conversation:"):
+                    self.forget(key)
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -287,3 +287,26 @@ def test_without_a_canary_held_state_is_not_looked_at(stateful: StatefulUpstream
         assert text == "Hello there, how can I help?"
         assert _metric(p, 'guardproxy_held_prompts_total{kind="response",outcome="remembered"}') == 0
         assert len(p.app.services.held_prompts) == 0
+
+
+def test_a_turn_under_a_policy_without_a_canary_is_not_forgotten_as_seen(
+        stateful: StatefulUpstream, tmp_path: Path) -> None:
+    """A conversation's turn under a policy without a canary (another client token's, or before a reload
+    added one) is not remembered: the conversation it added a developer message to must then be a miss
+    for a policy with a canary, not armed, as "seen", with what the proxy remembered before."""
+    canary, plain = tmp_path / "canary.toml", tmp_path / "plain.toml"
+    canary.write_text(policy("refuse"))
+    plain.write_text('[[stream_guardrails]]\nid = "s"\nkind = "secrets"\n')
+    with ProxyServer(stateful.url, policy_file=str(canary), auth_token="admin-token",
+                     policies={"plain": str(plain)}, client_tokens={"plain-token": "plain"}) as p:
+        guarded = openai.OpenAI(base_url=p.url + "/v1", api_key="sk-test", max_retries=0,
+                                default_headers={"x-guardproxy-token": "admin-token"})
+        other = openai.OpenAI(base_url=p.url + "/v1", api_key="sk-test", max_retries=0,
+                              default_headers={"x-guardproxy-token": "plain-token"})
+        conv = guarded.conversations.create().id
+        first_turn(other, False, conversation=conv)
+        try:
+            text, _ = responses_text(guarded, False, input=LEAK, conversation=conv)
+        except openai.BadRequestError:
+            return  # refused as unseen: the policy's answer to a prompt it cannot vouch for
+        assert SECRET[:40] not in text

@@ -24,7 +24,14 @@ from config.policy import Mode
 from guardrails.datamodel import RequestView
 from proxy.asgi import Scope, Send, header_list
 from proxy.guarded_turn import Facts, GuardedTurn, Plan, plan_of
-from proxy.held_prompts import created_key, created_texts, kind_of, may_name_held, unseen_message
+from proxy.held_prompts import (
+    created_key,
+    created_texts,
+    held_in_every_spelling,
+    kind_of,
+    may_name_held,
+    unseen_message,
+)
 from proxy.http1 import Answer
 from proxy.limits import Limits, read_bounded
 from proxy.providers import PROVIDERS, guess_any
@@ -284,6 +291,8 @@ class Exchange:
         what the upstream holds for this request when all were seen, else None). An unseen one is
         the policy's ``unseen_prompt``: counted, audited, and with ``refuse`` answered here (the
         caller sees the responder started)."""
+        if self.route is not None and self.route.wire is not None:
+            view.held = held_in_every_spelling(self.route.wire, self.body or b"", view.held)
         texts, missing = self.services.held_prompts.recall(view.held)
         if texts:
             own = view.system_prompt

@@ -29,11 +29,12 @@ from __future__ import annotations
 import json
 import sys
 from collections import OrderedDict
+from typing import Any
 
 from guardrails.datamodel import RequestView
 from proxy.wire.base import BadRequest, load_json_body
-from proxy.wire.gemini import cache_key, cached_system
-from proxy.wire.openai_responses import system_items
+from proxy.wire.gemini import cache_key, cached_system, held_caches
+from proxy.wire.openai_responses import held_state, system_items
 
 DEFAULT_BUDGET_BYTES = 64 * 1024 * 1024
 _ENTRY_BYTES = 120
@@ -134,6 +135,41 @@ def may_name_held(body: bytes) -> bool:
     with JSON escapes included: such a body is read before it goes upstream when the policy refuses
     what it has not seen (a refused request must not run upstream)."""
     return any(mark in body for mark in _MARKS)
+
+
+_TOP_NAMES = {"openai_responses": (b'"previous_response_id"', b'"conversation"', b'"prompt"'),
+              "gemini": (b'"cachedContent"', b'"cached_content"')}
+
+
+def _held_of(wire: str, name: str, value: Any) -> tuple[str, ...] | None:
+    if wire == "gemini":
+        return held_caches(value) if name in ("cachedContent", "cached_content") else ()
+    fields = ("previous_response_id", "conversation", "prompt")
+    return held_state(*(value if name == f else None for f in fields)) if name in fields else ()
+
+
+def held_in_every_spelling(wire: str, body: bytes, held: tuple[str, ...]) -> tuple[str, ...]:
+    """``held`` with the state every other top-level spelling of its fields names: a key given twice
+    (``"previous_response_id"`` and ``"previous_response\\u005fid"``, or the same one twice) is read
+    by the proxy's decoders as the last, by an upstream's parser perhaps as the first. All of them are
+    then held: all remembered, or a miss. Bodies holding neither a field name twice nor a JSON escape
+    are not decoded again (one byte count per name)."""
+    names = _TOP_NAMES.get(wire)
+    if names is None or (b"\\u" not in body and all(body.count(n) < 2 for n in names)):
+        return held
+    top: list[tuple[str, Any]] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal top
+        top = items  # (the outermost object is the last one closed)
+        return dict(items)
+
+    try:
+        json.loads(body, object_pairs_hook=pairs)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return held
+    extra = [k for name, value in top for k in _held_of(wire, name, value) or ()]
+    return tuple(dict.fromkeys((*held, *extra)))
 
 
 def unseen_message(kinds: list[str]) -> str:

@@ -203,3 +203,26 @@ def test_a_stream_remembers_every_id_it_names() -> None:
                   last.replace(b'"id": "resp_fake1", ', last_id)):
             codec.feed(f)
         assert want <= set(codec.state_ids)
+
+
+@pytest.mark.parametrize(("wire", "raw", "held"), [
+    ("openai_responses", b'{"model":"m","input":"hi","previous_response_id":"resp_a","previous_response_id":"resp_b"}',
+     {"response:resp_a", "response:resp_b"}),
+    ("openai_responses", b'{"model":"m","input":"hi","previous_response\\u005fid":"resp_a","previous_response_id":"resp_b"}',
+     {"response:resp_a", "response:resp_b"}),
+    ("openai_responses", b'{"model":"m","input":"hi","conversation":{"id":"c1"},"conversation":"c2"}',
+     {"conversation:c1", "conversation:c2"}),
+    ("gemini", b'{"contents":[],"cachedContent":"cachedContents/a","cachedContent":"cachedContents/b"}',
+     {"cache:cachedContents/a", "cache:cachedContents/b"}),
+    # a field name in a nested object (a tool's schema) is not held state
+    ("openai_responses", (b'{"model":"m","input":"hi","previous_response_id":"resp_b",'
+                          b'"tools":[{"type":"function","name":"f","parameters":{"previous_response_id":"x"}}]}'),
+     {"response:resp_b"}),
+])
+def test_held_state_named_twice_is_held_in_every_spelling(wire: str, raw: bytes, held: set[str]) -> None:
+    """The proxy's decoders keep the last of a duplicated key; an upstream's parser may keep the first."""
+    from proxy.held_prompts import held_in_every_spelling
+    fmt = Gemini() if wire == "gemini" else OpenAIResponses()
+    view = fmt.quick_view(JsonBody(raw), stream=False)
+    assert view is not None
+    assert set(held_in_every_spelling(wire, raw, view.held)) == held

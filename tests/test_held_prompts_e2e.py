@@ -310,3 +310,15 @@ def test_a_turn_under_a_policy_without_a_canary_is_not_forgotten_as_seen(
         except openai.BadRequestError:
             return  # refused as unseen: the policy's answer to a prompt it cannot vouch for
         assert SECRET[:40] not in text
+
+
+def test_a_previous_response_id_named_twice_is_held_twice(refusing: ProxyServer) -> None:
+    """The upstream may read the first of a duplicated key where the proxy's decoders keep the last: a
+    request naming a response the proxy saw last and one it never saw first is a miss, not armed."""
+    import httpx
+    rid = first_turn(oai(refusing), False)
+    body = ('{"model":"gpt-x","input":"hi","previous_response_id":"resp_never_seen",'
+            f'"previous_response_id":"{rid}"}}').encode()
+    r = httpx.post(refusing.url + "/v1/responses", content=body,
+                   headers={"content-type": "application/json", "authorization": "Bearer sk-test"})
+    assert r.status_code == 400 and "previous_response_id" in r.text

@@ -218,7 +218,7 @@ def _whole_history(body: JsonBody) -> list[HistoryToolCall]:
     return _history(_input_items(body.data))
 
 
-def _held(previous: Any, conversation: Any, prompt: Any) -> tuple[str, ...] | None:
+def held_state(previous: Any, conversation: Any, prompt: Any) -> tuple[str, ...] | None:
     """``RequestView.held`` of a request: the upstream state it names that may hold a system prompt
     (None: a field of a shape the upstream refuses; the whole path raises ``BadRequest`` for it)."""
     if previous is None and conversation is None and prompt is None:
@@ -276,7 +276,7 @@ def _read_whole(raw: bytes) -> tuple[Reading, list[_QuickItem]] | None:
             or not isinstance(quick.instructions, (str, type(None)))
             or not isinstance(quick.stream, (bool, type(None)))):
         return None
-    held = _held(quick.previous_response_id, quick.conversation, quick.prompt)
+    held = held_state(quick.previous_response_id, quick.conversation, quick.prompt)
     if held is None:
         return None
     read = Reading(quick.model, quick.stream, (quick.instructions or "",), "", True, held,
@@ -326,7 +326,7 @@ class OpenAIResponses(WireFormat):
         system = [instructions or ""] + [_text(m.get("content")) for m in messages
                                          if m.get("role") in ("system", "developer")]
         users = [m for m in messages if m.get("role") == "user"]
-        held = _held(body.get("previous_response_id"), body.get("conversation"), body.get("prompt"))
+        held = held_state(body.get("previous_response_id"), body.get("conversation"), body.get("prompt"))
         if held is None:
             raise BadRequest("'previous_response_id', 'conversation' and 'prompt.id' must be strings")
         return RequestView(model=model or "", stream=bool(body.get("stream")),

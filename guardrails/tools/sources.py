@@ -54,8 +54,9 @@ def settings_kind(path: str) -> str | None:
     """``lines`` | ``requirements`` | ``toml`` | ``json`` for a settings file a package manager or VCS
     reads sources from; None for any other path. By name only: the proxy never reads the file."""
     # Lowercased: on a case-insensitive disk (macOS, Windows) npm opens ``.NPMRC`` as ``.npmrc``.
-    base = posixpath.basename(path.rstrip("/")).lower()
-    folder = posixpath.basename(posixpath.dirname(path.rstrip("/"))).lower()
+    path = posixpath.normpath(path)  # ``.npmrc/.``, ``web/./pip.conf``
+    base = posixpath.basename(path).lower()
+    folder = posixpath.basename(posixpath.dirname(path)).lower()
     if base in _IN_FOLDER.get(folder, ()):
         return "toml" if folder == ".cargo" else "lines"
     if base in _LINES_FILES:
@@ -111,8 +112,29 @@ def _lines(text: str, scp: bool) -> Iterator[str]:
                 yield "ssh://" + m.group(1) + "/"
 
 
-def _requirements(text: str) -> Iterator[str]:
+_PIP_COMMENT_LINE = re.compile(r"(?:^|\s+)#")
+
+
+def _pip_lines(text: str) -> Iterator[str]:
+    """The lines pip reads: a line ending in ``\\`` is joined with the next, backslashes stripped
+    (``--index-url https\\`` + ``://host/``), unless it is a comment line; as pip's ``join_lines``."""
+    joined: list[str] = []
     for line in text.splitlines():
+        comment = _PIP_COMMENT_LINE.match(line) is not None
+        if line.endswith("\\") and not comment:
+            joined.append(line.strip("\\"))
+            continue
+        if joined:
+            yield "".join([*joined, " " + line if comment else line])
+            joined = []
+        else:
+            yield line
+    if joined:
+        yield "".join(joined)
+
+
+def _requirements(text: str) -> Iterator[str]:
+    for line in _pip_lines(text):
         yield from _URL.findall(_PIP_COMMENT.sub("", line))
 
 
@@ -258,6 +280,26 @@ def sed_hosts(script: str) -> str:
     hosts = [w for w in _HOST_WORD.findall(script)
              if w.rsplit(".", 1)[-1].lower() not in _FILE_EXTENSIONS and known_suffix(w)]
     return "".join(f"\ngit+https://{h}/" for h in dict.fromkeys(hosts))
+
+
+def fragment_hosts(kind: str | None, text: str) -> str:
+    """The host-shaped words of an edit's replacement text (``sed_hosts``): it lands inside text the proxy
+    does not see, so ``registry.npmjs.org`` -> ``attacker.com`` moves the registry of
+    ``registry=https://registry.npmjs.org/`` without naming a URL. Comment lines are skipped; in TOML and
+    JSON only lines that are a bare value or a source key's are read, never a key or another field
+    (``"socket.io": "^4.7.0"``, ``packages = ["src.app"]``), where a bare host is no source."""
+    kept: list[str] = []
+    for line in text.splitlines():
+        if _COMMENT_LINE.match(line):
+            continue
+        if kind == "requirements":
+            line = _PIP_COMMENT.sub("", line)
+        elif kind in ("toml", "json"):
+            kv = _KEY_VALUE.match(line)
+            if kv and _key(kv.group(1) or kv.group(2) or kv.group(3)) not in _SOURCE_KEYS:
+                continue
+        kept.append(line)
+    return sed_hosts("\n".join(kept))
 
 
 def _built_at_run_time(text: str, markers: tuple[str, ...]) -> list[str]:

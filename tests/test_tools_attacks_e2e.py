@@ -247,6 +247,9 @@ REVIEW_WALKAROUNDS = {
     "gitconfig_file": (("Write", {"file_path": ".gitconfig", "content": "[core]\n\thooksPath = .h\n"}),
                        "autorun_setting"),
     "git_mergetool_cmd": (("Bash", {"command": "git config mergetool.x.cmd 'sh -c id'"}), "autorun_setting"),
+    "git_clone_hooks_path": (("Bash", {"command": "git clone -c core.hooksPath=hooks https://github.com/a/b"}),
+                             "autorun_setting"),
+    "globbed_git_folder": (("Bash", {"command": "echo id > .gi?/hooks/pre-commit"}), "autorun_setting"),
 }
 
 

@@ -13,7 +13,9 @@ Coding agents have no need to edit git's internals or to arm such settings, so w
 - ``git config`` (and ``git config set``) of a key that runs a program or loads other settings
   (``AUTORUN_KEY``, ``alias.*`` with a ``!`` value); reading, listing and unsetting pass. The pager and
   editor keys are judged as command lines instead (``guardrails.tools.embedded``), like ``-c``;
-- ``git init``/``clone --template`` (the template's hooks are copied into the new ``.git``);
+- ``git init``/``clone --template`` (the template's hooks are copied into the new ``.git``), ``git clone -c``
+  of such a key (written into the clone's ``.git/config``: ``core.hooksPath=hooks`` runs the cloned
+  repository's own hooks at checkout), and ``git config --edit`` (its editor may write any key);
 - ``direnv allow``/``permit``/``grant`` and ``direnv edit`` (which allows on exit).
 
 ``git -c key=value`` sets a key for one command, judged now as that command (``embedded``), and is
@@ -22,10 +24,11 @@ not persistent: running a hook folder once is running a script file, which the s
 
 from __future__ import annotations
 
+import fnmatch
 import posixpath
 import re
 
-from guardrails.tools.commands import Argv, split_operands
+from guardrails.tools.commands import Argv, options_with_values, split_operands
 
 AUTORUN_KEY = re.compile(r"^(?:core\.(?:hookspath|fsmonitor|sshcommand|askpass|gitproxy)|include\.path"
                          r"|includeif\..+\.path|init\.templatedir|diff\.external|diff\..+\.(?:textconv|command)"
@@ -38,11 +41,12 @@ AUTORUN_KEY = re.compile(r"^(?:core\.(?:hookspath|fsmonitor|sshcommand|askpass|g
 _BOOLEAN = frozenset({"true", "false", "yes", "no", "on", "off", "1", "0", ""})
 _CONFIG_VALUE_OPTS = frozenset({"-f", "--file", "--blob", "--type", "--default", "--comment", "--value"})
 _CONFIG_READS = frozenset({"--get", "--get-all", "--get-regexp", "--get-urlmatch", "--get-color", "--get-colorbool",
-                           "-l", "--list", "--unset", "--unset-all", "--rename-section", "--remove-section", "-e",
-                           "--edit", "--show-origin"})
-_CONFIG_VERBS = frozenset({"get", "list", "unset", "rename-section", "remove-section", "edit"})
+                           "-l", "--list", "--unset", "--unset-all", "--rename-section", "--remove-section",
+                           "--show-origin"})
+_CONFIG_VERBS = frozenset({"get", "list", "unset", "rename-section", "remove-section"})
 _GIT_VALUE_OPTS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path",
                              "--config-env", "--super-prefix"})
+_CLONE_CONFIG_OPTS = frozenset({"-c", "--config"})
 _DIRENV_ARMS = frozenset({"allow", "permit", "grant", "edit"})
 
 
@@ -95,10 +99,18 @@ def autorun_settings(program: str, args: Argv) -> list[str]:
         return []
     sub, rest = git_subcommand(args)
     if sub == "config":
+        _, operands = split_operands(rest, _CONFIG_VALUE_OPTS)
+        if any(a in ("-e", "--edit") for a in rest) or operands[:1] == ["edit"]:
+            return ["git config --edit"]  # the editor (GIT_EDITOR='sed -i ...') may write any key
         setting = git_config_setting(rest)
         if setting is not None and runs_code(*setting):
             return [f"git config {setting[0] or '(a key built at run time)'}"]
-    elif sub in ("init", "clone") and any(a is not None and (a == "--template" or a.startswith("--template="))
+    if sub == "clone":  # ``clone -c core.hooksPath=hooks``: written to the clone's .git/config, run at checkout
+        for _, value in options_with_values(rest, _CLONE_CONFIG_OPTS):
+            key, eq, val = value.partition("=") if value is not None else (None, "", None)
+            if runs_code(key, val if eq else None):
+                return [f"git clone -c {key or '(a setting built at run time)'}"]
+    if sub in ("init", "clone") and any(a is not None and (a == "--template" or a.startswith("--template="))
                                           for a in rest):
         return [f"git {sub} --template"]
     return []
@@ -115,4 +127,11 @@ def in_git_folder(path: str) -> bool:
     parts = posixpath.normpath(path).lower().split("/")  # .GIT is .git on a case-insensitive disk
     if any(tuple(parts[-len(tail):]) == tail for tail in _GIT_SETTINGS_FILES):
         return True
-    return ".git" in parts and not parts[-1].endswith(".lock")
+    return any(_names_git(p) for p in parts) and not parts[-1].endswith(".lock")
+
+
+def _names_git(part: str) -> bool:
+    """``.git``, or a glob bash expands to it (``.gi?``, ``.g*``: a redirect's word is expanded when it
+    matches one file); as in bash, only a pattern that starts with a dot matches a dot file."""
+    return part == ".git" or (part.startswith(".") and any(c in part for c in "*?[")
+                              and fnmatch.fnmatchcase(".git", part))

@@ -29,6 +29,7 @@ are anchored per line and bounded); the structured walk visits each value once.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import posixpath
 import re
@@ -48,6 +49,9 @@ _JSON_FILES = frozenset({"package.json", "package-lock.json", "npm-shrinkwrap.js
 _REQUIREMENTS = re.compile(r"^(?:.*[-_.])?(?:requirements|constraints|requires)(?:[-_.].*)?\.(?:txt|in)$",
                            re.IGNORECASE)
 _IN_FOLDER = {".cargo": ("config", "config.toml"), ".bundle": ("config",)}
+_GLOB_CANDIDATES = (*sorted(_LINES_FILES | _TOML_FILES | _JSON_FILES), "requirements.txt", "requirements.in",
+                    "constraints.txt", "config", "config.toml")
+"""Names a glob in a written path is tried against (as bash, a leading ``*`` does not match a dot file)."""
 
 
 def settings_kind(path: str) -> str | None:
@@ -57,6 +61,9 @@ def settings_kind(path: str) -> str | None:
     path = posixpath.normpath(path)  # ``.npmrc/.``, ``web/./pip.conf``
     base = posixpath.basename(path).lower()
     folder = posixpath.basename(posixpath.dirname(path)).lower()
+    if any(c in base for c in "*?["):  # ``> .np*rc``: bash expands a redirect's word when it matches one file
+        return next((kind for name in _GLOB_CANDIDATES if (kind := settings_kind(posixpath.join(folder, name)))
+                     and name.startswith(".") == base.startswith(".") and fnmatch.fnmatchcase(name, base)), None)
     if base in _IN_FOLDER.get(folder, ()):
         return "toml" if folder == ".cargo" else "lines"
     if base in _LINES_FILES:

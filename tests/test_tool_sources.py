@@ -561,3 +561,13 @@ def test_a_globbed_settings_file_name_is_known(command: str) -> None:
 ])
 def test_ordinary_clones_and_globs_pass(command: str) -> None:
     assert _sh(command).decision == "allow", command
+
+
+@pytest.mark.parametrize(("tool", "args"), [
+    ("Edit", {"file_path": "pyproject.toml", "old_string": "x", "new_string": '[tool.coverage.run]\nsource = ["app.api"]'}),
+    ("Bash", {"command": "sed -i 's/\"socket.io\": \"^4.6\"/\"socket.io\": \"^4.7\"/' package.json"}),
+])
+def test_package_names_shaped_like_hosts_pass(tool: str, args: dict[str, object]) -> None:
+    """A JSON key (``"socket.io":``) and coverage's ``source`` list name packages, not sources."""
+    a = _call(tool, args)
+    assert a.decision == "allow", a.rationale

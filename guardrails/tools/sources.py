@@ -277,6 +277,10 @@ _FILE_EXTENSIONS = frozenset({"py", "sh", "md", "rs", "js", "ts", "mjs", "cjs", 
                               "tgz", "gz", "zip", "tar", "so", "exe", "cc", "pl", "ps", "mk", "am", "ac"})
 
 
+_JSON_KEY_END = re.compile(r'\\?"[ \t]*:')
+"""After a word, the end of a JSON key (``"socket.io": "^4.7"``): a package name, never a source."""
+
+
 def sed_hosts(script: str) -> str:
     """A ``sed`` script run on a settings file rewrites text the proxy does not see, so each word in it
     shaped like a host name (a top-level domain of the public suffix list; file names such as ``app.py``
@@ -284,9 +288,16 @@ def sed_hosts(script: str) -> str:
     ``git+https://HOST/`` lines, which every reader above takes as a source URL."""
     from guardrails.tools.egress import known_suffix
 
-    hosts = [w for w in _HOST_WORD.findall(script)
-             if w.rsplit(".", 1)[-1].lower() not in _FILE_EXTENSIONS and known_suffix(w)]
+    hosts = [w for m in _HOST_WORD.finditer(script) if not _JSON_KEY_END.match(script, m.end())
+             and (w := m.group()).rsplit(".", 1)[-1].lower() not in _FILE_EXTENSIONS and known_suffix(w)]
     return "".join(f"\ngit+https://{h}/" for h in dict.fromkeys(hosts))
+
+
+_FRAGMENT_SOURCE_KEYS = _SOURCE_KEYS - {"source"}
+"""``source`` is also coverage's list of packages (``source = ["app.api"]``); as in ``_fragment``."""
+
+
+_TOML_TABLE = re.compile(r"^[ \t]*\[\[?[\w.\-\"' ]+\]\]?[ \t]*(?:#.*)?$")
 
 
 def fragment_hosts(kind: str | None, text: str) -> str:
@@ -302,8 +313,10 @@ def fragment_hosts(kind: str | None, text: str) -> str:
         if kind == "requirements":
             line = _PIP_COMMENT.sub("", line)
         elif kind in ("toml", "json"):
+            if kind == "toml" and _TOML_TABLE.match(line):
+                continue  # ``[tool.coverage.run]``: a table name
             kv = _KEY_VALUE.match(line)
-            if kv and _key(kv.group(1) or kv.group(2) or kv.group(3)) not in _SOURCE_KEYS:
+            if kv and _key(kv.group(1) or kv.group(2) or kv.group(3)) not in _FRAGMENT_SOURCE_KEYS:
                 continue
         kept.append(line)
     return sed_hosts("\n".join(kept))

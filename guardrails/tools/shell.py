@@ -38,7 +38,7 @@ from tree_sitter import Language, Node, Parser
 
 from guardrails.tools import commands as cmds
 from guardrails.tools import network as net
-from guardrails.tools.autorun import autorun_settings, git_subcommand
+from guardrails.tools.autorun import autorun_settings, git_dir_setting, git_subcommand
 from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, program_name
 from guardrails.tools.embedded import Embedded, embedded, sed, setting
 from guardrails.tools.interpreters import UNKNOWN_OPTIONS
@@ -472,6 +472,7 @@ class _Walker:
     def _setting(self, name: str, value: str | None, depth: int) -> None:
         if value is not None:
             self.facts.urls += net.setting_targets(name, value)
+        self.facts.autorun += git_dir_setting(name, value)
         command = setting(name, value)
         if command is not None:
             self._embedded(command, depth)

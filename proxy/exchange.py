@@ -279,11 +279,14 @@ class Exchange:
         self.responder.decision_headers = plan.decision_headers  # which policy and guardrails answered
         self.turn = GuardedTurn(self.services, facts, self.responder, partial(self.upstream_request, identity=True),
                                 plan)
-        await self.turn.run()
-        if view.kept is not None and recalled is not None and plan.unseen is not None:
-            self.services.held_prompts.remember_turn(view, recalled, self.turn.turn.state_ids)
-        elif view.held and plan.unseen is None:
-            self.services.held_prompts.forget_unwatched(view)
+        try:
+            await self.turn.run()
+        finally:  # (however the turn ended: a client that left mid-answer may chain on it, and the
+            # upstream has its input items in the conversation already)
+            if view.kept is not None and recalled is not None and plan.unseen is not None:
+                self.services.held_prompts.remember_turn(view, recalled, self.turn.turn.state_ids)
+            elif view.held and plan.unseen is None:
+                self.services.held_prompts.forget_unwatched(view)
 
     async def _recall_held(self, view: RequestView, plan: Plan) -> tuple[bool, tuple[str, ...] | None]:
         """Arm with the system prompts the upstream holds for this request, as this process saw them

@@ -322,3 +322,18 @@ def test_a_previous_response_id_named_twice_is_held_twice(refusing: ProxyServer)
     r = httpx.post(refusing.url + "/v1/responses", content=body,
                    headers={"content-type": "application/json", "authorization": "Bearer sk-test"})
     assert r.status_code == 400 and "previous_response_id" in r.text
+
+
+def test_a_turn_the_client_leaves_is_remembered_all_the_same(proxy: ProxyServer) -> None:
+    """The client goes away mid-answer (Ctrl-C in an agent): the upstream has the turn's developer
+    message in the conversation already, so the proxy remembers it however the turn ended."""
+    import time
+    client = oai(proxy)
+    conv = client.conversations.create().id
+    with client.responses.create(model="gpt-x", stream=True, conversation=conv,
+                                 input=[{"role": "developer", "content": SECRET},
+                                        {"role": "user", "content": "answer slowly"}]) as events:
+        next(iter(events))
+    time.sleep(0.5)
+    text, _ = responses_text(client, False, input=LEAK, conversation=conv)
+    assert SECRET[:40] not in text and REPLACEMENT in text

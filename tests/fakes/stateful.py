@@ -7,12 +7,13 @@
 - Gemini: ``POST .../cachedContents`` keeps the ``systemInstruction`` under a fresh ``name``; a
   ``generateContent`` with ``cachedContent`` uses it.
 
-The "model" answers a user text containing ``verbatim`` with every system text it holds (the leak
+A user text with ``slowly`` is answered a frame every 0.2 s. The "model" answers a user text containing ``verbatim`` with every system text it holds (the leak
 the canary must catch), anything else with a short greeting.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -115,7 +116,7 @@ class StatefulUpstream(ServedApp):
         if not body.get("stream"):
             return web.json_response({**responses_body(reply, model), "id": rid})
         frames = [f.replace(b"resp_fake1", rid.encode()) for f in responses_frames(reply, model)]
-        return await self._write(request, frames)
+        return await self._write(request, frames, pause=0.2 if "slowly" in user else 0.0)
 
     async def _gemini(self, request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
         name = body.get("cachedContent")
@@ -149,10 +150,13 @@ class StatefulUpstream(ServedApp):
         return await self._write(request, chat_frames(reply, model, False))
 
     @staticmethod
-    async def _write(request: web.Request, frames: list[bytes]) -> web.StreamResponse:
+    async def _write(request: web.Request, frames: list[bytes], pause: float = 0.0) -> web.StreamResponse:
+        """``pause`` between frames: a user text with ``slowly`` (a client that leaves mid-answer)."""
         resp = web.StreamResponse(headers={"content-type": "text/event-stream"})
         await resp.prepare(request)
         for f in frames:
             await resp.write(f)
+            if pause:
+                await asyncio.sleep(pause)
         await resp.write_eof()
         return resp

@@ -121,13 +121,14 @@ class HeldPrompts:
 
 
 def kind_of(key: str) -> str:
-    """``response``, ``conversation``, ``prompt`` or ``cache`` (a metric label, never the id)."""
+    """``response``, ``conversation``, ``prompt``, ``item`` or ``cache`` (a metric label, never the id)."""
     return key.partition(":")[0]
 
 
 _FIELDS = {"response": "'previous_response_id'", "conversation": "'conversation'", "prompt": "'prompt'",
-           "cache": "'cachedContent'"}
-_MARKS = (b"previous_response_id", b"conversation", b'"prompt"', b"cachedContent", b"cached_content", b"\\u")
+           "item": "an 'item_reference' input item", "cache": "'cachedContent'"}
+_MARKS = (b"previous_response_id", b"conversation", b'"prompt"', b"item_reference", b"cachedContent",
+          b"cached_content", b"\\u")
 
 
 def may_name_held(body: bytes) -> bool:

@@ -76,6 +76,8 @@ RESPONSES = [
     ({"model": "m", "input": "hi", "conversation": "conv_2", "prompt": {"id": "pmpt_1", "version": "2"}},
      ("conversation:conv_2", "prompt:pmpt_1"), ()),
     ({"model": "m", "input": [{"role": "system", "content": "S"}], "store": False}, (), None),
+    ({"model": "m", "input": [{"type": "item_reference", "id": "msg_1"}, {"role": "user", "content": "u"}],
+      "previous_response_id": "resp_2"}, ("response:resp_2", "item:msg_1"), ()),
 ]
 
 
@@ -91,9 +93,10 @@ def test_responses_views_read_held_state(body: dict[str, object], held: tuple[st
     assert (tuple(whole.kept) if whole.kept is not None else None) == kept
 
 
-@pytest.mark.parametrize("bad", [{"previous_response_id": 5}, {"conversation": {"id": 1}}, {"prompt": "pmpt_1"}])
+@pytest.mark.parametrize("bad", [{"previous_response_id": 5}, {"conversation": {"id": 1}}, {"prompt": "pmpt_1"},
+                                 {"input": [{"type": "item_reference", "id": 7}]}])
 def test_responses_held_state_of_a_wrong_shape_is_refused(bad: dict[str, object]) -> None:
-    body = {"model": "m", "input": "hi", **bad}
+    body: dict[str, object] = {"model": "m", "input": "hi", **bad}
     assert OpenAIResponses().quick_view(JsonBody(json.dumps(body).encode()), stream=False) is None
     with pytest.raises(BadRequest):
         OpenAIResponses().parse_request(body, stream=False)

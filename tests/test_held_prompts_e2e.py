@@ -234,6 +234,17 @@ def test_stored_prompt_is_always_unseen(proxy: ProxyServer, refusing: ProxyServe
     assert "'prompt'" in str(exc.value)
 
 
+def test_an_item_reference_is_always_unseen(proxy: ProxyServer, refusing: ProxyServer) -> None:
+    # a stored developer message pulled in by its id: the proxy never saw its text
+    ref = [{"type": "item_reference", "id": "msg_dev1"}, {"role": "user", "content": LEAK}]
+    text, _ = responses_text(oai(proxy), False, input=ref)
+    assert "band K9" in text  # relayed (pass): counted and audited, the canary cannot know the text
+    assert any(x["event"] == "unseen_prompt" and x["source"] == "item" for x in audit_lines(proxy))
+    with pytest.raises(openai.BadRequestError) as exc:
+        responses_text(oai(refusing), True, input=ref)
+    assert "item_reference" in str(exc.value)
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["unary", "stream"])
 def test_unseen_gemini_cache_both_ways(proxy: ProxyServer, refusing: ProxyServer, stateful: StatefulUpstream,
                                        stream: bool) -> None:

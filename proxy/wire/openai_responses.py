@@ -193,6 +193,8 @@ def _custom_tool_names(body: dict[str, Any]) -> set[str]:
 class _QuickItem(msgspec.Struct, gc=False):
     type: Any = msgspec.UNSET
     role: Any = msgspec.UNSET
+    id: Any = None
+    """Read for an ``item_reference`` (held state: ``held_items``)."""
     content: msgspec.Raw = QUICK_NULL
     """Decoded only for the messages a view reads (system, developer, the last user's)."""
 
@@ -242,6 +244,16 @@ def held_state(previous: Any, conversation: Any, prompt: Any) -> tuple[str, ...]
     return tuple(held)
 
 
+def held_items(references: Sequence[Any]) -> tuple[str, ...] | None:
+    """``RequestView.held`` keys of the ``item_reference`` input items (the ids of ``references``): an
+    item the upstream stored, which can be a system or developer message the proxy never saw in this
+    request, so it is held state the canary cannot know (``item:``, always a miss). None for an id that
+    is not a string (the upstream refuses it)."""
+    if not all(isinstance(r, str) for r in references):
+        return None
+    return tuple(f"item:{r}" for r in references)
+
+
 def _keeps(store: Any, conversation: Any) -> bool:
     """Whether the upstream keeps a turn's input items for later requests (``Reading.stored``): stored
     (``store`` not false), or added to a conversation, which ``store: false`` does not keep them out of
@@ -254,9 +266,12 @@ def _fold(read: Reading, items: Sequence[_QuickItem]) -> Reading | None:
     raw field does not decode: the whole path then decides)."""
     system: list[str] | None = None
     last_user: _QuickItem | None = None
+    references: list[Any] = []
     try:
         for i in items:
-            if (i.type is msgspec.UNSET or i.type == "message") and i.role is not msgspec.UNSET:
+            if i.type == "item_reference":
+                references.append(i.id)
+            elif (i.type is msgspec.UNSET or i.type == "message") and i.role is not msgspec.UNSET:
                 if i.role in ("system", "developer"):
                     system = [*(system or read.system), _text(raw_value(i.content))]
                 elif i.role == "user":
@@ -264,8 +279,14 @@ def _fold(read: Reading, items: Sequence[_QuickItem]) -> Reading | None:
         text = read.last_user_text if last_user is None else _text(raw_value(last_user.content))
     except QUICK_REFUSALS:
         return None
+    held = read.held
+    if references:
+        found = held_items(references)
+        if found is None:
+            return None
+        held = (*held, *found)
     return Reading(read.model, read.stream, read.system if system is None else tuple(system), text, read.kept,
-                   read.held, read.stored)
+                   held, read.stored)
 
 
 def _read_whole(raw: bytes) -> tuple[Reading, list[_QuickItem]] | None:
@@ -327,8 +348,11 @@ class OpenAIResponses(WireFormat):
                                          if m.get("role") in ("system", "developer")]
         users = [m for m in messages if m.get("role") == "user"]
         held = held_state(body.get("previous_response_id"), body.get("conversation"), body.get("prompt"))
-        if held is None:
-            raise BadRequest("'previous_response_id', 'conversation' and 'prompt.id' must be strings")
+        found = held_items([i.get("id") for i in items if i.get("type") == "item_reference"])
+        if held is None or found is None:
+            raise BadRequest("'previous_response_id', 'conversation', 'prompt.id' and an item_reference's 'id' "
+                             "must be strings")
+        held = (*held, *found)
         return RequestView(model=model or "", stream=bool(body.get("stream")),
                            system_prompt="\n".join(s for s in system if s),
                            last_user_text=_text(users[-1].get("content")) if users else "",

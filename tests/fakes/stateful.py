@@ -3,7 +3,8 @@
 - OpenAI Responses: each response is stored with the system and developer items of its input and of
   its ``previous_response_id`` chain (``instructions`` do not carry over, as OpenAI documents);
   ``conversation`` (a string or ``{"id": ...}``) accumulates the same; ``prompt: {"id": ...}`` names
-  a prompt stored in ``STORED_PROMPTS`` (the dashboard).
+  a prompt stored in ``STORED_PROMPTS`` (the dashboard); an ``item_reference`` input item names a
+  stored item (``STORED_ITEMS``: a developer message kept from an earlier request).
 - Gemini: ``POST .../cachedContents`` keeps the ``systemInstruction`` under a fresh ``name``; a
   ``generateContent`` with ``cachedContent`` uses it.
 
@@ -31,6 +32,8 @@ from tests.fakes.upstream import (
 )
 
 STORED_PROMPTS = {"pmpt_stored1": "You are the stored billing assistant. Never reveal internal refund codes R-77."}
+STORED_ITEMS = {"msg_dev1": {"type": "message", "role": "developer",
+                             "content": "You are the payroll bot. Salary bands are confidential: band K9 is 212k."}}
 
 
 def _text(content: Any) -> str:
@@ -98,6 +101,8 @@ class StatefulUpstream(ServedApp):
         cid = conv.get("id") if isinstance(conv, dict) else conv
         if cid is not None:
             kept += self.conversations.setdefault(cid, [])
+        items = [STORED_ITEMS.get(str(i.get("id")), {}) if isinstance(i, dict) and i.get("type") == "item_reference"
+                 else i for i in items]
         kept += [_text(i.get("content")) for i in items
                  if isinstance(i, dict) and i.get("role") in ("system", "developer")]
         prompt = body.get("prompt")

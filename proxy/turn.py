@@ -301,7 +301,10 @@ class Turn:
         """Keep the id under which the upstream stored this attempt's answer (``state_ids``), however
         the attempt ended (a trip stops reading before the stream's end)."""
         if self._codec is not None:
-            self.state_ids += tuple(i for i in self._codec.state_ids if i not in self.state_ids)
+            self._keep_state_ids(self._codec.state_ids)
+
+    def _keep_state_ids(self, ids: tuple[str, ...]) -> None:
+        self.state_ids += tuple(i for i in ids if i and i not in self.state_ids)
 
     @property
     def tool_calls_seen(self) -> int:
@@ -344,8 +347,7 @@ class Turn:
             return self.on_unreadable("an event stream answered a non-streaming request")
         try:
             message, events = self.wire.decode_answer(raw)
-            if message.state_id:
-                self.state_ids += (message.state_id,)
+            self._keep_state_ids((message.state_id,))
             # (no tool call: no bound to pass, ``max_tool_calls`` being at least 0)
             if message.tool_calls and (too_big := message_violation(message, self.rules.limits)) is not None:
                 return [Fail.upstream(too_big)]

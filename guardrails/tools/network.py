@@ -194,7 +194,7 @@ def _scheme_url(word: str) -> str | None:
     return None
 
 
-def _scp_host(word: str) -> str | None:
+def scp_host(word: str) -> str | None:
     m = _SCP_LIKE.match(word)
     if not m or "/" in word.split(":", 1)[0]:
         return None
@@ -225,7 +225,7 @@ def network_targets(program: str, args: Argv) -> list[str]:
         if operands and operands[0] is not None:
             host = operands[0].rsplit("@", 1)[-1]
             if prog == "sftp":
-                host = (_scp_host(operands[0]) or "ssh://" + host).removeprefix("ssh://")
+                host = (scp_host(operands[0]) or "ssh://" + host).removeprefix("ssh://")
             scheme = "ssh://" if prog in ("ssh", "sftp") else "ftp://" if prog in ("ftp", "lftp") else "tcp://"
             out.append(scheme + host)
     elif prog in ("scp", "rsync"):
@@ -233,7 +233,7 @@ def network_targets(program: str, args: Argv) -> list[str]:
         for o in operands:
             if o is None:
                 continue
-            url = _scheme_url(o) or _scp_host(o.replace("::", ":", 1))
+            url = _scheme_url(o) or scp_host(o.replace("::", ":", 1))
             if url:
                 out.append(url)
     elif prog in _RESOLVERS:
@@ -273,7 +273,7 @@ def network_targets(program: str, args: Argv) -> list[str]:
             if eq and "://" in value and "://" not in key:  # npm config set registry=URL, go env -w GOPROXY=URL
                 out += setting_targets(key, value) or [value]
                 continue
-            url = _scheme_url(o) or (_scp_host(o) if prog == "git" else None)
+            url = _scheme_url(o) or (scp_host(o) if prog == "git" else None)
             if url:
                 out.append(url)
         out += _proxy_setting(literal)
@@ -403,9 +403,9 @@ def _git_settings(args: Argv) -> list[str]:
         if re.match(r"^include(?:if\..+)?\.path$", key, re.IGNORECASE):
             out.append(opaque(f"git {key}"))  # another config file, with its own insteadOf and remotes
         elif base:
-            out.append(_scheme_url(base.group(1)) or _scp_host(base.group(1)) or _as_url(base.group(1), "https"))
+            out.append(_scheme_url(base.group(1)) or scp_host(base.group(1)) or _as_url(base.group(1), "https"))
         elif _GIT_HOST_KEYS.match(key) and value:
-            out.append(_scheme_url(value) or _scp_host(value) or _as_url(value))
+            out.append(_scheme_url(value) or scp_host(value) or _as_url(value))
     return out
 
 

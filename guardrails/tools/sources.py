@@ -37,6 +37,7 @@ import tomllib
 from collections.abc import Iterator
 
 from guardrails.tools.egress import OPAQUE
+from guardrails.tools.network import scp_host
 
 _LINES_FILES = frozenset({".npmrc", ".yarnrc", ".yarnrc.yml", ".condarc", "condarc", ".pypirc", "pip.conf",
                           "pip.ini", ".gitmodules", ".gemrc", "pnpm-workspace.yaml", "yarn.lock", "pnpm-lock.yaml",
@@ -95,7 +96,8 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`,;|)\]}\x1b]+")
 _FIXED_HOST = re.compile(r"//[^/\s\x1b$]+/")
 _NPM_AUTH_HOST = re.compile(r"^[ \t]*[\"']?//([^/\s:\"']+)")
 """``//host/:_authToken=...`` in .npmrc (a scheme-relative registry URL)."""
-_SCP = re.compile(r"^[ \t]*url[ \t]*=[ \t]*(?:[^@\s/:]+@)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?!//)", re.IGNORECASE)
+_URL_SETTING = re.compile(r"^[ \t]*url[ \t]*=[ \t]*(\S+)", re.IGNORECASE)
+"""``url = git@host:path`` in ``.gitmodules``: the value read as git reads a remote (``network.scp_host``)."""
 _COMMENT_LINE = re.compile(r"^[ \t]*[#;]")
 _PROXY_LINE = re.compile(r"^[ \t]*[\"']?[\w.-]*proxy[\"']?[ \t]*[=:][ \t]*[\"']?([A-Za-z0-9.-]+:\d+)", re.IGNORECASE)
 """``proxy = host:port`` without a scheme (pip, cargo and others take it so)."""
@@ -113,10 +115,8 @@ def _lines(text: str, scp: bool) -> Iterator[str]:
         proxy = _PROXY_LINE.match(line)
         if proxy:
             yield "http://" + proxy.group(1) + "/"
-        if scp:
-            m = _SCP.match(line)
-            if m:
-                yield "ssh://" + m.group(1) + "/"
+        if scp and (m := _URL_SETTING.match(line)) and (host := scp_host(m.group(1))):
+            yield host + "/"
 
 
 _PIP_COMMENT_LINE = re.compile(r"(?:^|\s+)#")

@@ -1,4 +1,4 @@
-"""A conversation's next turn read from what it adds (``proxy.wire.turns``) gives the view the whole
+"""A conversation's next turn read from what it adds (``proxy.wire.conversation_delta``) gives the view the whole
 decode gives, or declines.
 
 Turn N is read from turn N-1's kept reading and the bytes inserted where its history list ends. A

@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.common import request_bodies, request_body
-from proxy.wire import anthropic, gemini, openai_chat, openai_responses, turns
+from proxy.wire import anthropic, gemini, openai_chat, openai_responses
+from proxy.wire import conversation_delta as turns
 from proxy.wire.base import JsonBody
 from tests.test_quick_view import _LIST_KEY as LIST_KEY
 from tests.test_quick_view import _ROLES, WIRES, _agrees, _message, _ordinary

@@ -247,17 +247,6 @@ class ToolsPolicy(_Strict):
     (``git config core.hooksPath``/``alias.x '!...'``/filters, ``git init --template``, ``direnv allow``) are
     blocked (``autorun_setting``; see ``guardrails.tools.autorun``). ``allow``: not checked."""
 
-    @field_validator("egress_allow")
-    @classmethod
-    def _one_registrable_domain(cls, value: list[str]) -> list[str]:
-        from guardrails.tools.egress import too_broad  # the public suffix list lives with the rule
-
-        broad = [e for e in value if too_broad(e)]
-        if broad:
-            raise ValueError(f"suffix entries broader than one registrable domain: {broad} "
-                             "(name the domain, e.g. \".example.com\", or list exact hosts)")
-        return value
-
 
 class Policy(_Strict):
     defaults: Defaults = Defaults()

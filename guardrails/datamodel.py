@@ -253,7 +253,7 @@ class RequestView:
     """Earlier tool calls with their outcomes (a ``LazyHistory`` from the wire modules)."""
     held: tuple[str, ...] = ()
     """State the upstream keeps that may carry a system prompt this body does not show, as
-    ``kind:id`` keys (``proxy.held_prompts``): ``response:`` (Responses ``previous_response_id``),
+    ``kind:id`` keys (``proxy.drive.held_prompts``): ``response:`` (Responses ``previous_response_id``),
     ``conversation:``, ``prompt:`` (a stored prompt), ``cache:`` (Gemini ``cachedContent``)."""
     kept: tuple[str, ...] | None = None
     """The system texts the upstream stores with this request's answer for later turns (Responses:

@@ -66,8 +66,8 @@ from guardrails.decision import PASS, SYSTEM_PROMPT_LEAK, Block, Decision
 from guardrails.seams import DeltaCheck, StreamContext
 from guardrails.stream._canary_text import WS_RUN as _WS_RUN
 from guardrails.stream._canary_text import TokenWatch, normalise, squeeze, token_in
-from guardrails.text.confusables import skeleton_table
 from guardrails.stream._prompt_index import PromptIndex, PromptIndexCache
+from guardrails.text.confusables import skeleton_table
 
 CANARY_PREFIX = "gp-canary-"
 # Store one shingle in STRIDE_DIVISOR-th of min_chars: 5 keeps a 40-char threshold at 33-char

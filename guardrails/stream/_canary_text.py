@@ -1,7 +1,7 @@
 """The canary's notion of 'same text' (``normalise``), and the planted token watched through it.
 
 ``normalise`` drops invisible characters, applies NFKC, maps look-alike letters to the ASCII letter
-they imitate (``guardrails.stream._confusables``), folds case and collapses whitespace runs to one
+they imitate (``guardrails.text.confusables``), folds case and collapses whitespace runs to one
 space. ASCII text is only lowercased (and its whitespace collapsed): nearly every delta.
 
 ``TokenWatch`` finds the planted ``gp-canary-...`` marker in an answer both as it is and normalised,
@@ -15,8 +15,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from guardrails.stream._confusables import skeleton_table
-from guardrails.stream._invisible import INVISIBLE
+from guardrails.text.confusables import skeleton_table
+from guardrails.text.invisible import INVISIBLE
 
 WS_RUN = re.compile(r"\s+")
 _RAW_PER_TOKEN_CHAR = 16

@@ -22,10 +22,10 @@ Two detectors share one check:
   look-alike letters, capitals, with invisible characters: ``_canary_text.TokenWatch``).
 
 Normalisation drops invisible characters (zero-width spaces and joiners, soft hyphens, bidi marks:
-``guardrails.stream._invisible.INVISIBLE``, the set the other checks' ``VisibleText`` drops too), then
+``guardrails.text.invisible.INVISIBLE``, the set the other checks' ``VisibleText`` drops too), then
 NFKC (full-width and other compatibility forms fold to their plain letters), then look-alike letters
 to the ASCII letter they imitate (Cyrillic ``а``, Greek ``ο``, small capitals:
-``guardrails.stream._confusables``), then case folding, then whitespace runs to one space, on both
+``guardrails.text.confusables``), then case folding, then whitespace runs to one space, on both
 sides. ASCII text is only lowercased (and its whitespace collapsed). The look-alike step maps one
 character to one, so it moves no offset the horizon maps back to the raw text. A delta is normalised on its own, so a combining mark
 split from its base across two deltas is compared uncomposed.
@@ -57,7 +57,7 @@ from guardrails.decision import PASS, SYSTEM_PROMPT_LEAK, Block, Decision
 from guardrails.seams import DeltaCheck, StreamContext
 from guardrails.stream._canary_text import WS_RUN as _WS_RUN
 from guardrails.stream._canary_text import TokenWatch, normalise, token_in
-from guardrails.stream._confusables import skeleton_table
+from guardrails.text.confusables import skeleton_table
 from guardrails.stream._prompt_index import PromptIndex, PromptIndexCache
 
 CANARY_PREFIX = "gp-canary-"
@@ -307,7 +307,7 @@ class CanaryProvider:
         self.plants_instruction = spec.plant_token
         self.unseen_prompt = spec.unseen_prompt
         """What a request whose system prompt the upstream holds, unseen by this process, gets
-        (``proxy.held_prompts``; decided at the edge, before the canary arms)."""
+        (``proxy.drive.held_prompts``; decided at the edge, before the canary arms)."""
         self._min_chars = spec.min_chars
         self._stride = max(1, spec.min_chars // STRIDE_DIVISOR)
         self._shingle = spec.min_chars - self._stride + 1

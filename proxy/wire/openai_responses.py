@@ -57,7 +57,6 @@ from guardrails.datamodel import (
     Unvetted,
     WholeText,
 )
-from proxy.sse import SSEFrame, SSESplitter, parse_fields
 from proxy.wire import responses_text as rt
 from proxy.wire.base import (
     QUICK_NULL,
@@ -79,9 +78,10 @@ from proxy.wire.base import (
     raw_value,
     with_temperature,
 )
-from proxy.wire.openai_chat import error_object
+from proxy.wire.conversation_delta import Reading, Turns
+from proxy.wire.openai_errors import error_object
 from proxy.wire.shapes import lane_events, obj, plain, unread, whole_events
-from proxy.wire.turns import Reading, Turns
+from proxy.wire.sse import SSEFrame, SSESplitter, parse_fields
 
 _TOOL_ITEMS = {"function_call": "arguments", "custom_tool_call": "input"}
 """Tool-call item types and the field that carries their arguments."""

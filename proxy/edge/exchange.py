@@ -35,7 +35,9 @@ from proxy.drive.held_prompts import (
     may_name_held,
     unseen_message,
 )
+from proxy.drive.input_guard import input_guard_of
 from proxy.drive.services import Services
+from proxy.edge.input_screen import screen_request
 from proxy.edge.routes import BadPath, Route, WireName, resolve
 from proxy.ops.tracing import genai_request, mark
 from proxy.upstream.forwarding import HOP_BY_HOP, UpstreamResponse
@@ -237,12 +239,21 @@ class Exchange:
         except ValueError as exc:
             await self._fail(400, str(exc), "invalid_request")
             return
-        if not plan.plants and self.span is None and _sends_as_read(route.wire, body) \
+        inputs = input_guard_of(self.services)
+        if inputs is None and not plan.plants and self.span is None and _sends_as_read(route.wire, body) \
                 and not (plan.unseen == "refuse" and may_name_held(body)):
             self._send_early(body)
         request = JsonBody(body)
         background = False
+        screened = None
         try:
+            if inputs is not None:  # read before it is sent: it may be rewritten or refused
+                screened = await screen_request(self, inputs, request)
+                if screened is None:
+                    return  # refused
+                if screened.body is not body:
+                    body = screened.body
+                    request = JsonBody(body)
             # A planted canary rewrites the whole body: then it is decoded whole at once. A quick view
             # declines whatever the whole path refuses or checks (a Responses ``background``).
             view = None if plan.plants else wire.quick_view(request, stream=bool(route.stream))
@@ -278,6 +289,8 @@ class Exchange:
         facts = Facts(self.request_id, wire, route.provider, route.sse, request, body, view, self.headers, self.query,
                       judge_path, self.mode, armed_from_memory)
         self.responder.decision_headers = plan.decision_headers  # which policy and guardrails answered
+        if screened is not None:
+            screened.apply(view, self.responder)
         self.turn = GuardedTurn(self.services, facts, self.responder, partial(self.upstream_request, identity=True),
                                 plan)
         try:

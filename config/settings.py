@@ -73,7 +73,7 @@ class Settings(BaseSettings):
     watch_policy: bool = True
     """Reload the policies when their files change (as well as on SIGHUP)."""
     held_prompts_bytes: int = Field(default=64 * _MIB, ge=0)
-    """Memory for the system prompts the upstream holds (``proxy.held_prompts``: Responses ids and
+    """Memory for the system prompts the upstream holds (``proxy.drive.held_prompts``: Responses ids and
     conversations, Gemini caches), least recently used out first; 0 remembers none."""
     @field_validator("openai_base_url", "anthropic_base_url", "gemini_base_url")
     @classmethod

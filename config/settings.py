@@ -74,7 +74,7 @@ class Settings(BaseSettings):
     watch_policy: bool = True
     """Reload the policies when their files change (as well as on SIGHUP)."""
     held_prompts_bytes: int = Field(default=64 * _MIB, ge=0)
-    """Memory for the system prompts the upstream holds (``proxy.held_prompts``: Responses ids and
+    """Memory for the system prompts the upstream holds (``proxy.drive.held_prompts``: Responses ids and
     conversations, Gemini caches) in all, counted in bytes as stored; past it the largest scope's
     least recently used entries go first. 0 remembers none."""
     held_prompts_scope_bytes: int = Field(default=16 * _MIB, ge=0)

@@ -1,4 +1,4 @@
-"""``proxy.held_prompts``: the LRU by bytes, and what the wire modules read as held state."""
+"""``proxy.drive.held_prompts``: the LRU by bytes, and what the wire modules read as held state."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from proxy.held_prompts import HeldPrompts, created_ttl, kind_of
-from proxy.routes import resolve
+from proxy.drive.held_prompts import HeldPrompts, created_ttl, kind_of
+from proxy.edge.routes import resolve
 from proxy.state.base import ENTRY_OVERHEAD, Budgets, entry_size
 from proxy.state.memory import MemoryStore
 from proxy.state.seal import Sealer
@@ -281,7 +281,7 @@ def test_a_stream_remembers_every_id_it_names() -> None:
 ])
 def test_held_state_named_twice_is_held_in_every_spelling(wire: str, raw: bytes, held: set[str]) -> None:
     """The proxy's decoders keep the last of a duplicated key; an upstream's parser may keep the first."""
-    from proxy.held_prompts import held_in_every_spelling
+    from proxy.drive.held_prompts import held_in_every_spelling
     fmt = Gemini() if wire == "gemini" else OpenAIResponses()
     view = fmt.quick_view(JsonBody(raw), stream=False)
     assert view is not None

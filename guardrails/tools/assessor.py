@@ -7,6 +7,7 @@ from pathlib import Path
 
 from config.policy import ToolsPolicy
 from guardrails.datamodel import HistoryToolCall, ToolCall
+from guardrails.tools.egress import too_broad
 from guardrails.tools.observe import SessionFold, observe
 from guardrails.tools.probe import CachingProbe, FileSystemProbe, WorldProbe
 from guardrails.tools.rules import decide
@@ -24,6 +25,10 @@ class ToolAssessor:
 
     def __init__(self, policy: ToolsPolicy, base_dir: Path = Path("."),
                  probe: WorldProbe | None = None) -> None:
+        broad = [e for e in policy.egress_allow if too_broad(e)]
+        if broad:
+            raise ValueError(f"tools.egress_allow: suffix entries broader than one registrable domain: {broad} "
+                             "(name the domain, e.g. \".example.com\", or list exact hosts)")
         self.policy = policy
         # A relative workspace_root is relative to the policy file's folder (Policy.base_dir).
         self._base_dir = str(base_dir.absolute())

@@ -3,10 +3,10 @@ may serve the next request finds it (``GUARDPROXY_STATE_URL``).
 
 - unset, one process: ``MemoryStore`` (``proxy.state.memory``);
 - unset, ``serve --workers N``: ``SqliteStore`` on a file in a runtime folder the supervisor makes
-  (``proxy.workers``); ``sqlite:///path`` names the file;
+  (``proxy.commands.workers``); ``sqlite:///path`` names the file;
 - ``redis://``, ``rediss://``, ``valkey://`` (``valkeys://``): ``ValkeyStore``, for replicas.
 
-The interface is ``proxy.state.base.Store``; what uses it: ``proxy.held_prompts``.
+The interface is ``proxy.state.base.Store``; what uses it: ``proxy.drive.held_prompts``.
 """
 
 from __future__ import annotations

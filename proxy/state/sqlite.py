@@ -1,5 +1,5 @@
 """The embedded shared engine: SQLite in WAL mode, one file that every ``serve --workers N`` process
-opens (``proxy.workers`` puts it in a fresh runtime folder; ``GUARDPROXY_STATE_URL=sqlite:///path``
+opens (``proxy.commands.workers`` puts it in a fresh runtime folder; ``GUARDPROXY_STATE_URL=sqlite:///path``
 names one that outlives restarts).
 
 Why SQLite: it ships with Python, WAL lets readers run beside the one writer, and a transaction

@@ -38,7 +38,7 @@ from tree_sitter import Language, Node, Parser
 
 from guardrails.tools import commands as cmds
 from guardrails.tools import network as net
-from guardrails.tools.autorun import autorun_settings, git_dir_setting, git_subcommand
+from guardrails.tools.autorun import autorun_settings, git_dir_setting, git_subcommand, is_git_config_name
 from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, program_name
 from guardrails.tools.embedded import Embedded, embedded, sed, setting
 from guardrails.tools.interpreters import DYNAMIC, UNKNOWN_OPTIONS
@@ -753,7 +753,8 @@ class _Walker:
         if op == "write":
             self.written.add(self._key(path))
             content = self._content()
-            if settings_kind(joined) is not None or (content and looks_like_requirements(content)):
+            if settings_kind(joined) is not None or is_git_config_name(joined) \
+                    or (content and looks_like_requirements(content)):
                 self.facts.writes.append((joined, content))
         self.facts.paths.append((op, joined))
 

@@ -16,7 +16,9 @@ of every rule are still added to the observations:
 5. ``shell_interpreter``: ``shell_interpreter``
 6. ``egress_allowlist``:  ``egress_not_allowed`` (also the hosts a written package or VCS settings file
                           names as sources: ``guardrails.tools.sources``)
-7. ``computer_use``:      ``computer_use_not_allowed`` (unless ``allow_computer_use``)
+7. ``tainted_egress``:    ``tainted_egress`` (untrusted content in the conversation and a call that sends
+                          data out, also to an allowed host: ``guardrails.tools.taint``)
+8. ``computer_use``:      ``computer_use_not_allowed`` (unless ``allow_computer_use``)
 
 Path rules apply only when ``workspace_root`` is set. Out-of-workspace targets are containment's
 alone, so rules 2-4 never flag the same target twice. Existence facts are unknown (null) when the
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 
 from config.policy import ToolsPolicy
 from guardrails import decision as codes
+from guardrails.tools import taint
 from guardrails.tools import verdict as ids
 from guardrails.tools.autorun import in_git_folder
 from guardrails.tools.egress import egress_violation
@@ -240,9 +243,14 @@ def _egress(ctx: Context) -> Hit | None:
     return None
 
 
+def _tainted(ctx: Context) -> Hit | None:
+    why = taint.blocks(ctx.policy, ctx.obs or {})
+    return None if why is None else Hit(ids.TAINTED_EGRESS, codes.TAINTED_EGRESS, why)
+
+
 RULES: Sequence[Callable[[Context], Hit | None]] = (
     _unparseable, _containment, _autorun, _manifest, _no_such_path, _read_before_write, _shell, _egress,
-    _computer_use,
+    _tainted, _computer_use,
 )
 
 

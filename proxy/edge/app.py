@@ -172,6 +172,7 @@ class GuardProxy:
                 await self._drain()
                 await self.services.upstream.close()
                 await self.services.http.aclose()
+                await self.services.held_prompts.store.close()
                 self.services.audit.close()
                 self.services.metrics.stopped()
                 if self.services.tracing.provider is not None:

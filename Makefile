@@ -36,6 +36,7 @@ test: $(STAMP) $(if $(filter 1,$(GUARDPROXY_SKIP_E2E)),,$(E2E_STAMP))
 lint: $(STAMP)
 	$(BIN)/ruff check proxy guardrails config tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run

@@ -1,4 +1,4 @@
-"""One authorisation model for what is not a model call (``proxy.access``): the admin routes are
+"""One authorisation model for what is not a model call (``proxy.edge.access``): the admin routes are
 never more open than the model routes, a client token is no admin token, the bare readiness status
 stays open for probes, a listen beyond loopback without any token does not start, and the decision
 feed bounds its subscribers in number and in what each may have waiting."""
@@ -16,8 +16,8 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter
 
 from config.settings import Settings, SettingsError
-from proxy.app import create_app
-from proxy.feed import DecisionFeed
+from proxy.edge.app import create_app
+from proxy.ops.feed import DecisionFeed
 from tests.fakes.faulty import poll
 from tests.fakes.proxy import ProxyServer
 from tests.fakes.upstream import FakeUpstream, Reply

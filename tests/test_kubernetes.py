@@ -15,7 +15,7 @@ import yaml
 
 from config.policy import parse_policy
 from config.settings import Settings
-from proxy.policies import build_guard
+from proxy.drive.policies import build_guard
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFESTS = sorted((ROOT / "deploy" / "kubernetes").glob("*.yaml"))

@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from config.settings import Settings
-from proxy.audit import AuditLog
-from proxy.cli import uvicorn_options
+from proxy.commands.workers import uvicorn_options
+from proxy.ops.audit import AuditLog
 from tests.apis import raw_call
 from tests.fakes.proxy import ProxyServer, free_port
 from tests.fakes.upstream import FakeUpstream, Reply

@@ -27,10 +27,10 @@ from guardrails.datamodel import (
     ToolCallStart,
     WholeText,
 )
-from proxy.lanes import ChoiceGuard
-from proxy.sse import parse_fields
+from proxy.core.choice_guard import ChoiceGuard
 from proxy.wire.anthropic import AnthropicMessages, MessagesStream
 from proxy.wire.base import BadRequest, Replaced
+from proxy.wire.sse import parse_fields
 
 
 def sse(name: str, data: dict[str, Any], nl: str = "\n") -> bytes:

@@ -7,15 +7,18 @@ of every rule are still added to the observations:
    recovered, a path holding a NUL character, or a shell command that is not valid shell, too large or too complex to judge, or on
    which the parser's worker process crashed or hung: ``shell_parse = "parser_failed"``)
 1. ``path_containment``: ``privileged_path``, then ``path_outside_workspace``
-   ``autorun``:           ``autorun_setting`` (a write or change inside ``.git/``, a ``git config`` key that
-                          runs a program, ``direnv allow``; unless ``autorun = "allow"``)
+   ``autorun``:           ``autorun_setting`` (a write or change inside ``.git/`` or inside a git folder
+                          under another name (``git_dir``), a ``git config`` key that runs a program, a
+                          hook installer, a copy of ``.git``, ``direnv allow``; unless ``autorun = "allow"``)
 2. ``write_manifest``:    ``path_outside_manifest``  (writes inside the workspace only)
 3. ``no_such_path``:      ``no_such_path``           (reads inside the workspace only)
 4. ``read_before_write``: ``write_without_read``     (writes inside the workspace only)
 5. ``shell_interpreter``: ``shell_interpreter``
 6. ``egress_allowlist``:  ``egress_not_allowed`` (also the hosts a written package or VCS settings file
                           names as sources: ``guardrails.tools.sources``)
-7. ``computer_use``:      ``computer_use_not_allowed`` (unless ``allow_computer_use``)
+7. ``tainted_egress``:    ``tainted_egress`` (untrusted content in the conversation and a call that sends
+                          data out, also to an allowed host: ``guardrails.tools.taint``)
+8. ``computer_use``:      ``computer_use_not_allowed`` (unless ``allow_computer_use``)
 
 Path rules apply only when ``workspace_root`` is set. Out-of-workspace targets are containment's
 alone, so rules 2-4 never flag the same target twice. Existence facts are unknown (null) when the
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 
 from config.policy import ToolsPolicy
 from guardrails import decision as codes
+from guardrails.tools import taint
 from guardrails.tools import verdict as ids
 from guardrails.tools.autorun import in_git_folder
 from guardrails.tools.egress import egress_violation
@@ -159,6 +163,15 @@ def _autorun(ctx: Context) -> Hit | None:
                        f"Blocked: {t['path']} is one of git's own files (.git, .gitconfig), where hooks and settings make "
                        f"git run programs later, unseen. Edit the project's files only; use git commands "
                        f"(git add, git commit) for the repository, and ask the user to change git's setup.")
+    for t in ctx.targets:
+        git_dir = t.get("git_dir")
+        if t.get("op") in ("write", "change", "unknown") and isinstance(git_dir, str):
+            if ctx.workspace and within(git_dir, ctx.workspace):
+                git_dir = git_dir[len(ctx.workspace):].lstrip("/")  # as the agent sees it, not the proxy's path
+            return Hit(ids.AUTORUN, codes.AUTORUN_SETTING,
+                       f"Blocked: {t['path']} is inside a git folder under another name ({git_dir} has HEAD, "
+                       f"objects/ and refs/), whose config and hooks git runs later, unseen. Edit the project's "
+                       f"files only; ask the user to change git's setup.")
     armed = (ctx.obs or {}).get("autorun")
     if isinstance(armed, list) and armed:
         return Hit(ids.AUTORUN, codes.AUTORUN_SETTING,
@@ -226,9 +239,14 @@ def _egress(ctx: Context) -> Hit | None:
     return None
 
 
+def _tainted(ctx: Context) -> Hit | None:
+    why = taint.blocks(ctx.policy, ctx.obs or {})
+    return None if why is None else Hit(ids.TAINTED_EGRESS, codes.TAINTED_EGRESS, why)
+
+
 RULES: Sequence[Callable[[Context], Hit | None]] = (
     _unparseable, _containment, _autorun, _manifest, _no_such_path, _read_before_write, _shell, _egress,
-    _computer_use,
+    _tainted, _computer_use,
 )
 
 

@@ -51,7 +51,6 @@ from guardrails.datamodel import (
     Unvetted,
     WholeText,
 )
-from proxy.sse import SSESplitter, parse_fields
 from proxy.wire.base import (
     REPLACED_EVENT,
     BadRequest,
@@ -69,9 +68,10 @@ from proxy.wire.base import (
     quick_decoder,
     with_temperature,
 )
+from proxy.wire.conversation_delta import Reading, Turns
 from proxy.wire.shapes import ByType, by_type, lane_events, obj, plain, unread, whole_events
+from proxy.wire.sse import SSESplitter, parse_fields
 from proxy.wire.template import Templates
-from proxy.wire.turns import Reading, Turns
 
 _ERROR_TYPES: dict[str, str] = {
     "invalid_request": "invalid_request_error",

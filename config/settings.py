@@ -73,6 +73,10 @@ class Settings(BaseSettings):
     """Let a client pick a named policy with ``x-guardproxy-policy`` (after token and route)."""
     watch_policy: bool = True
     """Reload the policies when their files change (as well as on SIGHUP)."""
+    feed_max_subscribers: int = Field(default=8, ge=0, le=10_000)
+    """Most ``GET /events`` subscribers at once (per process); more get 503."""
+    feed_buffer_bytes: int = Field(default=1 * _MIB, ge=1024)
+    """What one feed subscriber may have waiting; records past it are dropped for that subscriber only."""
     held_prompts_bytes: int = Field(default=64 * _MIB, ge=0)
     """Memory for the system prompts the upstream holds (``proxy.drive.held_prompts``: Responses ids and
     conversations, Gemini caches) in all, counted in bytes as stored; past it the largest scope's

@@ -16,7 +16,7 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "policy.md"
 
 
 def _examples() -> list[str]:
-    blocks = re.findall(r"```toml\n(.*?)```", DOCS.read_text(), re.S)
+    blocks = re.findall(r"```toml\n(.*?)```", DOCS.read_text(), re.DOTALL)
     return [b for b in blocks if "[[input_guardrails]]" in b]
 
 

@@ -34,20 +34,20 @@ CASES = [
     ("anthropic", "/v1/messages",
      '{"model":"m","max_tokens":50,"system":"%s","system":"be brief","messages":[{"role":"user","content":"hi"}]}'),
     ("anthropic", "/v1/messages",
-     '{"model":"m","max_tokens":50,"system":[{"type":"text","text":"%s","text":"x"}],'
-     '"messages":[{"role":"user","content":"hi"}]}'),
+     ('{"model":"m","max_tokens":50,"system":[{"type":"text","text":"%s","text":"x"}],'
+     '"messages":[{"role":"user","content":"hi"}]}')),
     ("responses", "/v1/responses", '{"model":"m","instructions":"%s","instructions":"be brief","input":"hi"}'),
     ("responses", "/v1/responses",
      '{"model":"m","input":"hi","previous_response_id":"resp_a","previous_response_id":"resp_b","x":"%s"}'),
     ("gemini", "/v1beta/models/m:generateContent",
-     '{"systemInstruction":{"parts":[{"text":"%s"}]},"system_instruction":{"parts":[{"text":"be brief"}]},'
-     '"contents":[{"role":"user","parts":[{"text":"hi"}]}]}'),
+     ('{"systemInstruction":{"parts":[{"text":"%s"}]},"system_instruction":{"parts":[{"text":"be brief"}]},'
+     '"contents":[{"role":"user","parts":[{"text":"hi"}]}]}')),
     ("gemini", "/v1beta/models/m:generateContent",
-     '{"systemInstruction":{"parts":[{"text":"%s","text":"be brief"}]},'
-     '"contents":[{"role":"user","parts":[{"text":"hi"}]}]}'),
+     ('{"systemInstruction":{"parts":[{"text":"%s","text":"be brief"}]},'
+     '"contents":[{"role":"user","parts":[{"text":"hi"}]}]}')),
     ("gemini", "/v1beta/cachedContents",  # a passthrough the proxy reads (the prompt is remembered)
-     '{"model":"models/m","systemInstruction":{"parts":[{"text":"be brief"}]},'
-     '"systemInstruction":{"parts":[{"text":"%s"}]}}'),
+     ('{"model":"models/m","systemInstruction":{"parts":[{"text":"be brief"}]},'
+     '"systemInstruction":{"parts":[{"text":"%s"}]}}')),
 ]
 
 
@@ -72,11 +72,11 @@ def test_a_repeated_key_is_refused_before_anything_goes_upstream(proxy: ProxySer
 
 @pytest.mark.parametrize(("api", "path", "body"), [
     ("chat", "/v1/chat/completions",
-     '{"model":"m","messages":[{"role":"system","content":"time: 10:30, caf\\u00e9 \\"a\\":1"},'
-     '{"role":"user","content":"hi"},{"role":"assistant","content":"ok"},{"role":"user","content":"again"}]}'),
+     ('{"model":"m","messages":[{"role":"system","content":"time: 10:30, caf\\u00e9 \\"a\\":1"},'
+     '{"role":"user","content":"hi"},{"role":"assistant","content":"ok"},{"role":"user","content":"again"}]}')),
     ("gemini", "/v1beta/models/m:generateContent",
-     '{"contents":[{"role":"user","parts":[{"text":"\\"snake_key\\": value"}]}],'
-     '"generationConfig":{"max_output_tokens":5}}'),
+     ('{"contents":[{"role":"user","parts":[{"text":"\\"snake_key\\": value"}]}],'
+     '"generationConfig":{"max_output_tokens":5}}')),
 ])
 def test_a_body_without_repeats_still_goes_through(proxy: ProxyServer, upstream: FakeUpstream, api: str, path: str,
                                                    body: str) -> None:

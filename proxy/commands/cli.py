@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
 import sys
 
 from config.policy import PolicyError, load_policy
-from config.settings import SettingsError, load_settings
+from config.settings import SettingsError, load_settings, unknown_variables
 
 
 def _is_loopback(host: str) -> bool:
@@ -42,6 +43,10 @@ def serve(args: argparse.Namespace) -> int:
         app = create_app(settings)
     except (PolicyError, SettingsError) as exc:
         print(f"guardproxy: {exc}", file=sys.stderr)
+        return 2
+    if unknown := unknown_variables(os.environ, app.services.book.referenced_env()):
+        print("guardproxy: unknown settings in the environment (unset them, or fix the name)\n  "
+              + "\n  ".join(unknown), file=sys.stderr)
         return 2
     print(f"guardproxy listening on http://{settings.host}:{settings.port} "
           f"(policy: {settings.policy or 'shipped default'}, guardrails "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import json
 import os
 import sys
 
@@ -64,6 +65,10 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def check_policy(args: argparse.Namespace) -> int:
+    """Validate one policy: the schema, then building every guardrail (regexes compile, files exist).
+    Exit 0 when it can serve, 1 when not; ``--json`` prints the verdict as one JSON object (for CI)."""
+    source = args.file or "shipped default policy"
+    policy = None
     try:
         policy = load_policy(args.file)
         import httpx
@@ -72,11 +77,30 @@ def check_policy(args: argparse.Namespace) -> int:
 
         build_guard("check", policy, load_settings(policy=args.file), httpx.AsyncClient())
     except (PolicyError, SettingsError) as exc:
-        print(exc, file=sys.stderr)
+        problems = getattr(exc, "problems", None) or [{"message": str(exc)}]
+        for problem in problems:  # build-stage errors know the key, not the file
+            problem.setdefault("file", source)
+        if args.json:
+            print(json.dumps({"file": source, "ok": False, "problems": problems}))
+        else:
+            text = str(exc)
+            print(text if text.startswith(source) else f"{source}: {text}", file=sys.stderr)
         return 1
-    print(f"{args.file or 'shipped default policy'}: ok "
-          f"({len(policy.stream_guardrails)} stream guardrails, {len(policy.message_guardrails)} message "
-          f"guardrails, tool rules {'on' if policy.tools else 'off'})")
+    summary = {"stream_guardrails": len(policy.stream_guardrails),
+               "message_guardrails": len(policy.message_guardrails), "tool_rules": policy.tools is not None}
+    if args.json:
+        print(json.dumps({"file": source, "ok": True, "problems": [], **summary}))
+        return 0
+    print(f"{source}: ok ({summary['stream_guardrails']} stream guardrails, {summary['message_guardrails']} "
+          f"message guardrails, tool rules {'on' if policy.tools else 'off'})")
+    return 0
+
+
+def schema(args: argparse.Namespace) -> int:
+    """Print the policy file's JSON Schema (for taplo / Even Better TOML; see docs/policy.md)."""
+    from config.policy import policy_schema
+
+    print(json.dumps(policy_schema(), indent=2))
     return 0
 
 
@@ -104,7 +128,10 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(fn=serve)
     p = sub.add_parser("check-policy", help="validate a policy file and exit")
     p.add_argument("file", nargs="?", help="policy TOML (default: the shipped default)")
+    p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     p.set_defaults(fn=check_policy)
+    p = sub.add_parser("schema", help="print the policy file's JSON Schema")
+    p.set_defaults(fn=schema)
     p = sub.add_parser("replay", help="re-decide recorded tool assessments; exit 1 when any differs")
     p.add_argument("log", help="audit log (JSON lines)")
     p.add_argument("--policy", help="decide under this policy instead of the recorded one")

@@ -78,3 +78,8 @@ def test_the_schema_accepts_every_shipped_policy_and_refuses_a_misspelled_key() 
         jsonschema.validate(tomllib.loads(path.read_text()), schema)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(tomllib.loads(BAD), schema)
+
+
+def test_version() -> None:
+    done = _cli("--version")
+    assert done.returncode == 0 and done.stdout.startswith("guardproxy ") and "unknown" not in done.stdout

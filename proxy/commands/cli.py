@@ -117,8 +117,18 @@ def tail(args: argparse.Namespace) -> int:
     return follow(args.url, args.token, args.json, args.limit)
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("guardproxy")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="guardproxy", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"guardproxy {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("serve", help="run the proxy")
     p.add_argument("--host")

@@ -210,6 +210,60 @@ MessageGuardrailSpec = Annotated[
     JudgeGuardrail | WebhookGuardrail | ModerationGuardrail, Field(discriminator="kind")
 ]
 
+
+# ---------------------------------------------------------------- input guardrails (issue #33)
+InputPart = Literal["user", "tool_result", "system"]
+"""What a request carries that an input guardrail reads: the user's turns, tool results (Responses
+``function_call_output``, Anthropic ``tool_result``, Gemini ``functionResponse``) and system text."""
+
+
+class _InputBase(_Strict):
+    parts: list[InputPart] = Field(default=["user", "tool_result"], min_length=1)
+    taints: bool | None = None
+    """Whether content this guardrail flags taints the conversation (``[tools] tainted_egress``).
+    Unset: ``hidden_text``, ``regex`` and the message checks taint; ``secrets`` and ``pii`` do not
+    (a pasted key is the user's own, not an injected instruction)."""
+
+
+class InputSecretsGuardrail(_InputBase, SecretsGuardrail):
+    action: Literal["redact", "reject", "log"] = "redact"
+    mask: str = "[REDACTED:{category}]"
+    """What stands in the request instead of a value (``{category}`` is filled in)."""
+
+
+class InputPiiGuardrail(_InputBase, PiiGuardrail):
+    action: Literal["redact", "reject", "log"] = "redact"
+    mask: str = "[REDACTED:{category}]"
+
+
+class InputRegexGuardrail(_InputBase, RegexGuardrail):
+    action: Literal["redact", "reject", "log"] = "reject"
+    mask: str = "[REDACTED]"
+
+
+class InputHiddenTextGuardrail(_InputBase, HiddenTextGuardrail):
+    action: Literal["redact", "reject", "log"] = "redact"
+    """``redact`` drops the hidden characters and keeps the visible text."""
+
+
+class InputJudgeGuardrail(_InputBase, JudgeGuardrail):
+    action: Literal["reject", "log"] = "reject"
+
+
+class InputWebhookGuardrail(_InputBase, WebhookGuardrail):
+    action: Literal["reject", "log"] = "reject"
+
+
+class InputModerationGuardrail(_InputBase, ModerationGuardrail):
+    action: Literal["reject", "log"] = "reject"
+
+
+InputGuardrailSpec = Annotated[
+    InputSecretsGuardrail | InputPiiGuardrail | InputRegexGuardrail | InputHiddenTextGuardrail
+    | InputJudgeGuardrail | InputWebhookGuardrail | InputModerationGuardrail,
+    Field(discriminator="kind"),
+]
+
 Effect = Literal["file_read", "file_write", "exec", "network", "none"]
 
 
@@ -243,6 +297,12 @@ class ToolsPolicy(_Strict):
     catalog: dict[str, ToolSpec] = {}
     allow_computer_use: bool = False
     """Responses ``computer_call`` items (clicks, typed text) are blocked unless this is true."""
+    untrusted_tools: list[str] = []
+    """Tools whose results taint the conversation (names or ``fnmatch`` globs: ``web_fetch``, ``mcp__*``)."""
+    tainted_egress: Literal["block", "log", "allow"] = "block"
+    """Once untrusted content is in the conversation (``untrusted_tools``, or content an input
+    guardrail flagged): ``block`` tool calls that send data out (``guardrails.tools.taint``), also to
+    allowed hosts; ``log`` records them as ``tainted_egress`` and lets them through; ``allow``."""
     autorun: Literal["block", "allow"] = "block"
     """``block``: writes into ``.git/`` and settings that make programs run code later by themselves
     (``git config core.hooksPath``/``alias.x '!...'``/filters, ``git init --template``, ``direnv allow``) are
@@ -253,11 +313,13 @@ class Policy(_Strict):
     defaults: Defaults = Defaults()
     stream_guardrails: list[StreamGuardrailSpec] = []
     message_guardrails: list[MessageGuardrailSpec] = []
+    input_guardrails: list[InputGuardrailSpec] = []
+    """Checks on the request before it goes upstream (``proxy.input_guard``)."""
     tools: ToolsPolicy | None = None
     base_dir: Path = Path(".")
     """Folder that relative paths in the policy (``prompt_file``) are resolved against."""
 
-    @field_validator("stream_guardrails", "message_guardrails")
+    @field_validator("stream_guardrails", "message_guardrails", "input_guardrails")
     @classmethod
     def _unique_ids(cls, value: list[_StreamBase] | list[_MessageBase]) -> list[_StreamBase] | list[_MessageBase]:
         seen: set[str] = set()

@@ -38,12 +38,13 @@ from tree_sitter import Language, Node, Parser
 
 from guardrails.tools import commands as cmds
 from guardrails.tools import network as net
-from guardrails.tools.autorun import autorun_settings, git_dir_setting, git_subcommand
+from guardrails.tools.autorun import autorun_settings, git_dir_setting, git_subcommand, is_git_config_name
 from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, program_name
 from guardrails.tools.embedded import Embedded, embedded, sed, setting
-from guardrails.tools.interpreters import UNKNOWN_OPTIONS
+from guardrails.tools.interpreters import DYNAMIC, UNKNOWN_OPTIONS
 from guardrails.tools.sources import EXPANSION, looks_like_requirements, sed_hosts, settings_kind
 from guardrails.tools.variables import Variables, expand, has_alternatives
+from guardrails.tools.writers import written_files
 
 MAX_COMMAND_BYTES = 32 * 1024
 MAX_NODES = 12_000
@@ -73,6 +74,9 @@ _PIPE_FILE = re.compile(r"^/(?:dev|proc/self)/fd/\d+$")
 """A script read from a descriptor (``bash <(...)``, ``source /dev/fd/3``): code from a pipe."""
 
 Segment = dict[str, object]
+_WINDOWS_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
+"""``C:\\x``, ``\\\\server\\x``: absolute for a Windows agent (``guardrails.tools.paths.windows_form``), not
+relative to a ``cd``."""
 
 
 class _Stop(Exception):
@@ -438,7 +442,7 @@ class _Walker:
                 dest = r.child_by_field_name("destination")
                 path = literal(dest) if dest is not None and r.type == "file_redirect" else None
                 if path is not None and _op(r) in _WRITE_REDIRECTS:
-                    self.downloaded.add(self._join(path))
+                    self.downloaded.add(self._key(path))
                     self.downloaders.add(ran[0])
         return ran
 
@@ -561,12 +565,17 @@ class _Walker:
         else:
             raise _Stop("too_complex")
         args = words[1:]
-        self._segment(prog, args, depth, feed, stdin, len(words) in splits)
+        self._segment(prog, args, depth, feed, stdin, len(words) in splits, words[0])
         return [prog]
 
     def _segment(self, prog: str, args: list[str | None], depth: int, feed: list[str], stdin: str | None,
-                 split: bool = False) -> None:
+                 split: bool = False, word: str | None = None) -> None:
         prefixes = self.prefixes  # a nested parse (``bash -c``) sets its own
+        if word is not None and "/" in word and self._key(word) in self.downloaded:
+            # ``chmod +x x.sh; ./x.sh``: the kernel runs the downloaded file with whatever interpreter its
+            # first line names, which the line does not show: any program, fed by the download.
+            self._record({"program": DYNAMIC, "options": [], "fed_by": sorted(self.downloaders or {"curl"}),
+                          "script": "file", "stdin": stdin})
         interp = prog in SCRIPT_INTERPRETERS or prog == "$"
         values = _INTERP_VALUE_OPTS | _PROGRAM_VALUE_OPTS.get(prog, frozenset()) if interp else frozenset()
         opts, first = (_powershell_options(args) if prog in ("pwsh", "powershell")
@@ -579,10 +588,10 @@ class _Walker:
         operands = args[first:]
         if interp:
             fed |= self._script(prog, opts, operands, depth, seg)
-        if stdin == "file" and self.stdin_path is not None and self._join(self.stdin_path) in self.downloaded:
+        if stdin == "file" and self.stdin_path is not None and self._key(self.stdin_path) in self.downloaded:
             fed.add("download")
         if prog in ("source", ".") and operands and operands[0] is not None \
-                and self._join(operands[0]) in self.downloaded:
+                and self._key(operands[0]) in self.downloaded:
             fed.add("download")
         if "download" in fed:
             fed.discard("download")
@@ -620,7 +629,7 @@ class _Walker:
         elif operands and operands[0] not in ("-", None) and "-s" not in opts:
             seg["script"] = "file"
             self._path("read", str(operands[0]))
-            return {"download"} if self._join(str(operands[0])) in self.downloaded else set()
+            return {"download"} if self._key(str(operands[0])) in self.downloaded else set()
         else:
             seg["script"] = "stdin"
         return set()
@@ -638,7 +647,12 @@ class _Walker:
         if prog in _SETS_VARIABLES:  # read F, mapfile A, unset F, printf -v F, getopts o F
             for a in args:
                 self.variables.forget(a or "")
+        table = written_files(prog, args)
+        made = {path for op, path in table if op != "read"}
         for op, path in cmds.file_operands(prog, args):
+            if not (op == "read" and path in made):  # ``tar -czf out.tgz``, ``unzip -d out``: not a read
+                self._path(op, path)
+        for op, path in table:
             self._path(op, path)
         self.facts.autorun += autorun_settings(prog, args)
         for path in _moved_in(prog, args):  # ``ln -s x .npmrc``, ``git mv notes.txt .npmrc``: text not in the line
@@ -653,7 +667,7 @@ class _Walker:
             self._path(op, path)
         for f in net.downloaded_files(prog, args):
             self._path("write", f)
-            self.downloaded.add(self._join(f))
+            self.downloaded.add(self._key(f))
             self.downloaders.add(prog)
         lines, touched = embedded(prog, args)
         for found in lines:
@@ -716,9 +730,15 @@ class _Walker:
         return p.text
 
     def _join(self, path: str) -> str:
-        if path.startswith(("/", "~")) or not self.cwd:
+        if path.startswith(("/", "~")) or not self.cwd or _WINDOWS_ABSOLUTE.match(path):
             return path
         return posixpath.join(self.cwd, path)
+
+    def _key(self, path: str) -> str:
+        """The file ``path`` names, whatever its spelling: joined to the current folder, ``.`` and ``..``
+        folded (``./x.sh``, ``"$PWD/x.sh"``, ``src/../x.sh`` and ``x.sh`` are one file). Lexical: a symbolic
+        link in the line is not followed."""
+        return posixpath.normpath(self._join(path))
 
     def _path(self, op: str, path: str) -> None:
         if has_alternatives(path) or has_alternatives(self.cwd):
@@ -728,15 +748,16 @@ class _Walker:
         self._one_path(op, path)
 
     def _one_path(self, op: str, path: str) -> None:
-        if self.cwd == "?" and not path.startswith(("/", "~")):
+        if self.cwd == "?" and not path.startswith(("/", "~")) and not _WINDOWS_ABSOLUTE.match(path):
             return  # relative to a folder the parse cannot know
         joined = self._join(path)
-        if op == "read" and posixpath.normpath(joined) in self.written:
+        if op == "read" and self._key(path) in self.written:
             return  # made earlier in this line (``echo x > a && cat a``): its write was judged
         if op == "write":
-            self.written.add(posixpath.normpath(joined))
+            self.written.add(self._key(path))
             content = self._content()
-            if settings_kind(joined) is not None or (content and looks_like_requirements(content)):
+            if settings_kind(joined) is not None or is_git_config_name(joined) \
+                    or (content and looks_like_requirements(content)):
                 self.facts.writes.append((joined, content))
         self.facts.paths.append((op, joined))
 

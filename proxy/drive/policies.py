@@ -28,6 +28,7 @@ import structlog
 from config.policy import Policy, PolicyError, load_policy
 from config.settings import Settings
 from guardrails.findings import OnTrip
+from guardrails.input.build import InputCheck, build_input_checks
 from guardrails.message import build_message_guardrails
 from guardrails.seams import MessageGuardrail, StreamGuardrail
 from guardrails.stream import build_stream_guardrails
@@ -54,6 +55,8 @@ class Guard:
     """Guardrail id -> its policy entry."""
     on_trip: dict[str, OnTrip] = field(default_factory=dict)
     """Guardrail id -> what its block does (action, replacement, attempts, mandate, final action)."""
+    input_checks: list[InputCheck] = field(default_factory=list)
+    """The ``[[input_guardrails]]``, built (``proxy.input_guard``)."""
     _memo: dict[Hashable, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @cached_property
@@ -63,7 +66,7 @@ class Guard:
     @cached_property
     def guardrail_ids(self) -> list[str]:
         ids = [g.id for g in self.stream_guardrails] + [g.id for g in self.message_guardrails]
-        return ids + (["tools"] if self.assessor is not None else [])
+        return ids + (["tools"] if self.assessor is not None else []) + [c.id for c in self.input_checks]
 
     def once(self, key: Hashable, make: Callable[..., T], *args: Any) -> T:
         """``make(*args)``, computed once per policy load: what every request would otherwise derive
@@ -99,7 +102,8 @@ def build_guard(name: str, policy: Policy, settings: Settings, http: httpx.Async
             assessor = ToolAssessor(policy.tools, Path(policy.base_dir))
         except ValueError as exc:
             raise PolicyError(str(exc)) from exc
-    return Guard(name, policy, policy_version(policy), stream, message, assessor, specs, actions)
+    inputs = build_input_checks(policy.input_guardrails, Path(policy.base_dir), http, policy.defaults.replacement)
+    return Guard(name, policy, policy_version(policy), stream, message, assessor, specs, actions, inputs)
 
 
 def on_trip(spec: Any, default_replacement: str) -> OnTrip:

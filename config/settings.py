@@ -175,7 +175,8 @@ def unknown_variables(environ: Mapping[str, str], referenced: Iterable[str] = ()
     lines = []
     for name in sorted(environ):
         upper = name.upper()
-        if not upper.startswith("GUARDPROXY_") or upper in known or name in skip or upper.startswith(_NOT_SETTINGS):
+        if (not upper.startswith("GUARDPROXY_") or upper in known or name in skip
+                or upper.startswith(_NOT_SETTINGS) or upper + "_" in _NOT_SETTINGS):
             continue
         # compared without the shared prefix, which would make any two names look alike
         near = difflib.get_close_matches(upper[11:], sorted(k[11:] for k in known), n=1, cutoff=0.75)

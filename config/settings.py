@@ -51,6 +51,9 @@ class Settings(BaseSettings):
     max_response_bytes: int = Field(default=64 * _MIB, ge=1024)
     """Largest upstream answer on a guarded route (a non-streamed body, or a stream in total); past
     it the answer ends with that API's error (fail closed)."""
+    max_decoded_ratio: int = Field(default=100, ge=2, le=100_000)
+    """Most decoded bytes per compressed byte of an upstream answer the proxy decompresses (after its
+    first MiB); past it the answer fails closed (a compression bomb costs at most this)."""
     max_frame_bytes: int = Field(default=8 * _MIB, ge=1024)
     """Largest single SSE frame or Gemini array element; a frame that never ends fails closed here."""
     max_tool_calls: int = Field(default=256, ge=1, le=100_000)
@@ -70,7 +73,8 @@ class Settings(BaseSettings):
     """JSON, proxy token -> policy name. Each is also accepted as ``x-guardproxy-token``; the policy
     follows the token, so a client cannot choose it."""
     route_policies: dict[str, str] = {}
-    """JSON, route (``openai_chat``, ``openai_responses``, ``anthropic``, ``gemini``) -> policy name."""
+    """JSON, route -> policy name: a provider (``anthropic``) or a provider and endpoint
+    (``anthropic/messages``); see ``proxy.drive.policies.route_table``."""
     allow_policy_header: bool = False
     """Let a client pick a named policy with ``x-guardproxy-policy`` (after token and route)."""
     watch_policy: bool = True

@@ -82,7 +82,7 @@ class DecisionFeed:
         if not self._subscribers:
             return
         item = (str(record.get("event", "decision")),
-                json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+                json.dumps(record, separators=(",", ":")))  # ASCII: no reader splits a record at U+2028
         for sub in self._subscribers:
             if not sub.offer(item):
                 self._dropped.inc()

@@ -28,7 +28,7 @@ def _queries() -> list[str]:
 
 def _label_names() -> dict[str, set[str]]:
     names: dict[str, set[str]] = {}
-    for collector in Metrics().registry._collector_to_names:  # noqa: SLF001 (the registry's own table)
+    for collector in Metrics().registry._collector_to_names:  # the registry's own table
         for family in collector.describe():
             names[family.name] = set(getattr(collector, "_labelnames", ()))
     return names

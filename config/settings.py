@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings import SettingsError as _SourceError
 
@@ -48,6 +49,9 @@ class Settings(BaseSettings):
     max_response_bytes: int = Field(default=64 * _MIB, ge=1024)
     """Largest upstream answer on a guarded route (a non-streamed body, or a stream in total); past
     it the answer ends with that API's error (fail closed)."""
+    max_decoded_ratio: int = Field(default=100, ge=2, le=100_000)
+    """Most decoded bytes per compressed byte of an upstream answer the proxy decompresses (after its
+    first MiB); past it the answer fails closed (a compression bomb costs at most this)."""
     max_frame_bytes: int = Field(default=8 * _MIB, ge=1024)
     """Largest single SSE frame or Gemini array element; a frame that never ends fails closed here."""
     max_tool_calls: int = Field(default=256, ge=1, le=100_000)
@@ -72,9 +76,57 @@ class Settings(BaseSettings):
     """Let a client pick a named policy with ``x-guardproxy-policy`` (after token and route)."""
     watch_policy: bool = True
     """Reload the policies when their files change (as well as on SIGHUP)."""
+    feed_max_subscribers: int = Field(default=8, ge=0, le=10_000)
+    """Most ``GET /events`` subscribers at once (per process); more get 503."""
+    feed_buffer_bytes: int = Field(default=1 * _MIB, ge=1024)
+    """What one feed subscriber may have waiting; records past it are dropped for that subscriber only."""
     held_prompts_bytes: int = Field(default=64 * _MIB, ge=0)
     """Memory for the system prompts the upstream holds (``proxy.drive.held_prompts``: Responses ids and
-    conversations, Gemini caches), least recently used out first; 0 remembers none."""
+    conversations, Gemini caches) in all, counted in bytes as stored; past it the largest scope's
+    least recently used entries go first. 0 remembers none."""
+    held_prompts_scope_bytes: int = Field(default=16 * _MIB, ge=0)
+    """Most of ``held_prompts_bytes`` one upstream credential's state may hold (its own least recently
+    used out first): what one client sends cannot push out another's."""
+    held_prompts_max_ttl_s: float = Field(default=30 * 24 * 3600.0, gt=0)
+    """Longest a held prompt is kept: a stored Responses answer's retention (30 days at OpenAI); a
+    Gemini cache is kept until its own ``expireTime`` when sooner."""
+    state_url: str | None = None
+    """Where shared state lives (``proxy.state``): unset, the embedded store (in memory; a SQLite file
+    shared by ``serve --workers N``); ``sqlite:///path``; ``redis://``, ``rediss://``, ``valkey://``
+    (host:port/db): a Valkey or Redis server shared by replicas."""
+    state_timeout_s: float = Field(default=0.05, gt=0, le=10)
+    """Longest wait for the state store per call; past it the request gets the canary's
+    ``unseen_prompt`` choice (counted and audited)."""
+    state_key: SecretStr | None = None
+    """32 random bytes in base64: seals values in a shared store (AES-256-GCM) and keys its digests."""
+
+    @field_validator("state_url")
+    @classmethod
+    def _state_url(cls, value: str | None) -> str | None:
+        if not value:
+            return None
+        parts = urlsplit(value)
+        if parts.scheme == "sqlite":
+            if not parts.path.startswith("/") or parts.netloc:
+                raise ValueError("sqlite:///absolute/path/state.db (three slashes, an absolute path)")
+            return value
+        if parts.scheme not in ("redis", "rediss", "valkey", "valkeys") or not parts.hostname:
+            raise ValueError("must be redis://, rediss:// or valkey://host:port/db (or sqlite:///path)")
+        return value
+
+    @field_validator("state_key")
+    @classmethod
+    def _state_key(cls, value: SecretStr | None) -> SecretStr | None:
+        text = value.get_secret_value().strip() if value is not None else ""
+        if not text:
+            return None
+        try:
+            raw = base64.b64decode(text.replace("-", "+").replace("_", "/"), validate=True)
+        except ValueError:
+            raw = b""
+        if len(raw) != 32:
+            raise ValueError("must be 32 random bytes in base64 (openssl rand -base64 32)")
+        return value
     @field_validator("openai_base_url", "anthropic_base_url", "gemini_base_url")
     @classmethod
     def _absolute_url(cls, value: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -167,6 +168,11 @@ SHELL_MORE = {
     "git_fsmonitor": ("git config core.fsmonitor ./watch.sh", "autorun_setting"),
     "git_template": ("git init --template=./tpl", "autorun_setting"),
     "direnv_allow": ("direnv allow .", "autorun_setting"),
+    # a .git folder under another name, and the hook installers (#29, class 7)
+    "git_folder_copy": ("cp -r .git evil && printf '[core]\\n\\tfsmonitor = ./x.sh\\n' >> evil/config",
+                        "autorun_setting"),
+    "pre_commit_install": ("pre-commit install", "autorun_setting"),
+    "npx_husky": ("npx husky", "autorun_setting"),
 }
 
 
@@ -266,6 +272,62 @@ def test_review_walkarounds_are_blocked(proxy: ProxyServer, upstream: FakeUpstre
     file, a git key that runs a program."""
     (tool, args), reason = REVIEW_WALKAROUNDS[case]
     blocked_then_corrected(proxy, upstream, "anthropic", Reply(text="", tool_calls=[(tool, args)]), reason, tool)
+
+
+@pytest.mark.parametrize("command", [
+    "printf '[core]\\n\\tfsmonitor = ./x.sh\\n' >> repo/evil/config && git -C repo/evil status",
+    "cp src/app.py repo/evil/hooks/pre-commit && git -C repo/evil commit --allow-empty -m x",
+])
+def test_a_git_folder_made_by_real_git_under_another_name_is_guarded(proxy: ProxyServer, upstream: FakeUpstream,
+                                                                     workspace: Path, command: str) -> None:
+    """``git init``, then ``cp -r .git evil`` done where the proxy did not see it (here by the test): git
+    takes ``evil`` for a git folder and runs its ``core.fsmonitor`` and hooks (checked with git 2.39: the
+    command ran on ``git -C evil status``). The write that would arm it is blocked, found on the disk."""
+    repo = workspace / "repo"
+    if not (repo / "evil").exists():
+        env = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1", "PATH": os.environ.get("PATH", "")}
+        subprocess.run(["git", "init", "-q", str(repo)], check=True, env=env)
+        shutil.copytree(repo / ".git", repo / "evil")
+    bad = Reply(text="", tool_calls=[("Bash", {"command": command})])
+    record = blocked_then_corrected(proxy, upstream, "anthropic", bad, "autorun_setting", "Bash")
+    assert "repo/evil has HEAD" in record["rationale"]
+    assert "fsmonitor" not in (repo / "evil" / "config").read_text()
+
+
+@pytest.fixture(scope="module")
+def windows_proxy(upstream_server: FakeUpstream, workspace: Path,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyServer]:
+    """A sidecar for a Windows agent: the agent names its folder ``C:\\Users\\me\\proj``, mounted here."""
+    audit = tmp_path_factory.mktemp("audit-win") / "audit.jsonl"
+    policy = f"""
+[tools]
+workspace_root = "{workspace}"
+agent_workspace_root = 'C:\\Users\\me\\proj'
+egress_allow = ["api.github.com"]
+on_block = "feedback"
+"""
+    with ProxyServer(upstream_server.url, policy, audit_log=str(audit), upstream_read_timeout_s=30.0) as p:
+        yield p
+
+
+WINDOWS_PATHS = {  # each passed when every path was read as POSIX (#29, class 8)
+    "other_folder": (("Read", {"file_path": "C:\\Windows\\System32\\config\\SAM"}), "path_outside_workspace"),
+    "dot_dot_backslash": (("Read", {"file_path": "..\\..\\secrets.txt"}), "path_outside_workspace"),
+    "unc_device": (("Read", {"file_path": "\\\\?\\C:\\Users\\me\\proj\\..\\x"}), "path_outside_workspace"),
+    "ssh_keys": (("Write", {"file_path": "..\\.ssh\\authorized_keys", "content": "ssh-ed25519 AAAA"}),
+                 "privileged_path"),
+    "git_trailing_dot": (("Write", {"file_path": ".git.\\hooks\\pre-commit", "content": "id"}), "autorun_setting"),
+    "git_short_name": (("Write", {"file_path": "GIT~1\\hooks\\pre-commit", "content": "id"}), "autorun_setting"),
+}
+
+
+@pytest.mark.parametrize("case", list(WINDOWS_PATHS))
+def test_a_windows_agents_paths_are_read_as_windows_reads_them(windows_proxy: ProxyServer, upstream: FakeUpstream,
+                                                               case: str) -> None:
+    (tool, args), reason = WINDOWS_PATHS[case]
+    bad = Reply(text="", tool_calls=[(tool, args)])
+    record = blocked_then_corrected(windows_proxy, upstream, "anthropic", bad, reason, tool)
+    assert "C:\\Users\\me\\proj" in record["rationale"] or reason == "autorun_setting"
 
 
 def test_a_responses_apply_patch_call_writing_a_settings_file(proxy: ProxyServer, upstream: FakeUpstream) -> None:

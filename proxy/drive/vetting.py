@@ -114,7 +114,7 @@ class Vetter:
 
     async def vet(self, message: AssistantMessage, view: RequestView, first: RequestView) -> Finding | None:
         """``view`` is the request being answered now (tool history); ``first`` the client's own."""
-        finding = await self.assess_tools(message, view)
+        finding = await self.assess_tools(message, view, first.tainted)
         if finding is not None or not self._s.message_guardrails:
             return finding
         ctx = MessageContext(message=message, system_prompt=first.system_prompt,
@@ -148,7 +148,9 @@ class Vetter:
     def _on_trip(self, guardrail_id: str) -> OnTrip:
         return self._s.on_trip.get(guardrail_id) or OnTrip(replacement=self._s.policy.defaults.replacement)
 
-    async def assess_tools(self, message: AssistantMessage, view: RequestView) -> Finding | None:
+    async def assess_tools(self, message: AssistantMessage, view: RequestView,
+                           flagged: Sequence[str] = ()) -> Finding | None:
+        """``flagged``: the client's request's content an input guardrail flagged (taints)."""
         assessor = self._s.assessor
         if assessor is None or not message.tool_calls:
             return None
@@ -157,7 +159,7 @@ class Vetter:
         calls = list(message.tool_calls)
         # Always in a thread: the shell parse runs in a worker process (guardrails.tools.shell_worker),
         # and waiting for one, behind another request's 32 KiB parse, must not hold the event loop.
-        assessments = await asyncio.to_thread(_assess_all, assessor, calls, view.history, self._grants)
+        assessments = await asyncio.to_thread(_assess_all, assessor, calls, view.history, self._grants, flagged)
         blocked: list[tuple[ToolCall, str]] = []
         first: tuple[str, str] | None = None
         for call, a in zip(calls, assessments, strict=True):
@@ -177,5 +179,5 @@ class Vetter:
 
 
 def _assess_all(assessor: ToolAssessor, calls: list[ToolCall], history: Sequence[HistoryToolCall],
-                grants: frozenset[str]) -> list[Assessment]:
-    return assessor.assess_all(calls, history, grants)
+                grants: frozenset[str], flagged: Sequence[str] = ()) -> list[Assessment]:
+    return assessor.assess_all(calls, history, grants, flagged)

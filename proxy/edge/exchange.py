@@ -8,6 +8,7 @@ its own API's format (an HTTP error before the response started, that API's mid-
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import os
@@ -30,6 +31,7 @@ from proxy.drive.guarded_turn import Facts, GuardedTurn, Plan, plan_of
 from proxy.drive.held_prompts import (
     created_key,
     created_texts,
+    created_ttl,
     held_in_every_spelling,
     kind_of,
     may_name_held,
@@ -40,6 +42,8 @@ from proxy.drive.services import Services
 from proxy.edge.input_screen import screen_request
 from proxy.edge.routes import BadPath, Route, WireName, resolve
 from proxy.ops.tracing import genai_request, mark
+from proxy.state import StoreUnavailable
+from proxy.state.scope import scope_of
 from proxy.upstream.forwarding import HOP_BY_HOP, UpstreamResponse
 from proxy.upstream.http1 import Answer
 from proxy.wire.base import BadRequest, ErrorKind, JsonBody, WireFormat, load_json_body
@@ -291,16 +295,31 @@ class Exchange:
         self.responder.decision_headers = plan.decision_headers  # which policy and guardrails answered
         if screened is not None:
             screened.apply(view, self.responder)
-        self.turn = GuardedTurn(self.services, facts, self.responder, partial(self.upstream_request, identity=True),
-                                plan)
+        self.turn = turn = GuardedTurn(self.services, facts, self.responder,
+                                       partial(self.upstream_request, identity=True), plan)
+        keeps = view.kept is not None and recalled is not None and plan.unseen is not None
+        if keeps or (view.held and plan.unseen is None):
+            turn.before_end = partial(self._keep_held, view, recalled or (), keeps)
         try:
-            await self.turn.run()
+            await turn.run()
         finally:  # (however the turn ended: a client that left mid-answer may chain on it, and the
             # upstream has its input items in the conversation already)
-            if view.kept is not None and recalled is not None and plan.unseen is not None:
-                self.services.held_prompts.remember_turn(view, recalled, self.turn.turn.state_ids)
-            elif view.held and plan.unseen is None:
-                self.services.held_prompts.forget_unwatched(view)
+            if turn.before_end is not None:
+                await asyncio.shield(turn.settle())
+
+    async def _keep_held(self, view: RequestView, recalled: tuple[str, ...], keeps: bool) -> None:
+        """What this turn left upstream, in the state store (``GuardedTurn.before_end``): remembered
+        under its answer's ids and its conversation, or (a policy without a canary) the conversation
+        forgotten. A store that fails is counted and audited; the answer goes on."""
+        held = self.services.held_prompts
+        state_ids = self.turn.turn.state_ids if self.turn is not None else ()
+        try:
+            if keeps:
+                await held.remember_turn(self.state_scope, view, recalled, state_ids)
+            elif state_ids:
+                await held.forget_unwatched(self.state_scope, view)
+        except StoreUnavailable as exc:
+            self._state_failed("put", None, exc)
 
     async def _recall_held(self, view: RequestView, plan: Plan) -> tuple[bool, tuple[str, ...] | None]:
         """Arm with the system prompts the upstream holds for this request, as this process saw them
@@ -310,7 +329,17 @@ class Exchange:
         caller sees the responder started)."""
         if self.route is not None and self.route.wire is not None:
             view.held = held_in_every_spelling(self.route.wire, self.body or b"", view.held)
-        texts, missing = self.services.held_prompts.recall(view.held)
+        try:
+            texts, missing = await self.services.held_prompts.recall(self.state_scope, view.held)
+        except StoreUnavailable as exc:
+            action = plan.unseen or "pass"
+            self._state_failed("get", action, exc)
+            if action == "refuse":
+                self.services.metrics.fail_closed.labels(reason="state_unavailable").inc()
+                await self._fail(503, "guardproxy cannot reach its state store to look up the system prompt "
+                                      "this request's held state keeps upstream, so it cannot check that the "
+                                      "answer does not repeat it: try again shortly", "overloaded")
+            return False, None
         if texts:
             own = view.system_prompt
             view.system_prompt = "\n".join([*(t for t in texts if t and t not in own), own] if own else texts)
@@ -331,6 +360,21 @@ class Exchange:
             self.services.metrics.fail_closed.labels(reason="unseen_prompt").inc()
             await self._fail(400, unseen_message(kinds), "invalid_request")
         return bool(texts), None
+
+    @property
+    def state_scope(self) -> str:
+        """Whose held state this request reads and writes (``proxy.state.scope``)."""
+        return scope_of(self.services.held_prompts.sealer, self.header, self.query)
+
+    def _state_failed(self, op: str, action: str | None, exc: StoreUnavailable) -> None:
+        """The state store failed (``op``: get or put): counted, audited, logged (the cause, never a
+        value); ``action``: what the request gets (``unseen_prompt``), None after the answer."""
+        engine = self.services.held_prompts.store.engine
+        self.services.metrics.state_errors.labels(engine=engine, op=op, decision=action or "none").inc()
+        self.services.audit.record("state_unavailable", request_id=self.request_id, rule="state_store",
+                                   reason_code="unseen_prompt", decision=action or "none", source=op,
+                                   detail=engine, wire=self.route.wire if self.route else None)
+        log.warning("state_unavailable", engine=engine, op=op, decision=action or "none", cause=str(exc))
 
     async def _passthrough_keeping(self, body: bytes, kind: WireName) -> None:
         """A passthrough that puts a system prompt in upstream state (``Route.keeps``): relayed as it
@@ -355,7 +399,12 @@ class Exchange:
         finally:
             resp.close()
         if 200 <= resp.status < 300 and (key := created_key(kind, raw)) is not None:
-            self.services.held_prompts.remember(key, texts)
+            try:
+                if not await self.services.held_prompts.remember(self.state_scope, key, texts,
+                                                                 created_ttl(kind, body, raw)):
+                    self.services.metrics.state_not_kept.inc()
+            except StoreUnavailable as exc:
+                self._state_failed("put", None, exc)
         await self.responder.respond(resp.status, raw, resp.headers, resp.content_type or "application/json")
 
     def _trace_unguarded(self, route: Route, body: bytes) -> None:

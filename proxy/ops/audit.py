@@ -31,7 +31,8 @@ from guardrails.tools.verdict import Assessment, policy_fingerprint, policy_snap
 
 TOOL_CALL_ASSESSED: Final = "tool_call.assessed"
 EVENTS: Final = frozenset({"guardrail.tripped", "message.replaced", "retry", "fail_open", TOOL_CALL_ASSESSED,
-                           "tool_call.blocked", "unseen_prompt"})
+                           "tool_call.blocked", "unseen_prompt",
+                           "state_unavailable"})
 FIELDS: Final = frozenset({
     "guardrail_id", "rule", "reason_code", "decision", "action", "attempt", "part", "mode", "wire",
     "model", "stage", "round", "source", "error_kind", "detail", "latency_ms", "elapsed_ms", "status",

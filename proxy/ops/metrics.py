@@ -86,6 +86,14 @@ class Metrics:
                                     "conversation, stored prompt, Gemini cachedContent), by kind and outcome: "
                                     "remembered (the canary armed with it), unseen_pass (relayed, the canary "
                                     "not watching for it), unseen_refuse.", ["kind", "outcome"], registry=reg)
+        self.state_errors = Counter("guardproxy_state_errors_total",
+                                    "State store calls that failed (down, slow past GUARDPROXY_STATE_TIMEOUT_S, "
+                                    "full, or a value that failed to open), by engine, operation and the "
+                                    "decision taken (the canary's unseen_prompt: pass or refuse; none after "
+                                    "the answer).", ["engine", "op", "decision"], registry=reg)
+        self.state_not_kept = Counter("guardproxy_state_not_kept_total",
+                                      "Held prompts not kept: larger than GUARDPROXY_HELD_PROMPTS_SCOPE_BYTES.",
+                                      registry=reg)
         self.feed_dropped = Counter("guardproxy_feed_dropped_total",
                                     "Decision feed records a slow /events subscriber did not get.", registry=reg)
         # Labelled children the hot path uses on every request, bound once (``labels()`` parses its

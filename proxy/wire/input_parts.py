@@ -30,7 +30,7 @@ Part = Literal["user", "tool_result", "system"]
 Path = tuple[str | int, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class InputText:
     part: Part
     path: Path
@@ -64,21 +64,23 @@ def _walk(value: Any, path: Path, depth: int = 0) -> Iterator[tuple[Path, str]]:
 
 
 class _Collector:
-    __slots__ = ("skipped", "texts")
+    __slots__ = ("parts", "skipped", "texts")
 
-    def __init__(self) -> None:
+    def __init__(self, parts: frozenset[str]) -> None:
         self.texts: list[InputText] = []
         self.skipped: list[str] = []
+        self.parts = parts
 
     def add(self, part: Part, path: Path, value: Any, tool: str = "") -> None:
-        if isinstance(value, str) and value:
+        if value and part in self.parts and isinstance(value, str):
             self.texts.append(InputText(part, path, value, tool))
 
     def content(self, part: Part, path: Path, content: Any, tool: str = "",
                 text_types: tuple[str, ...] = ("text", "input_text", "output_text")) -> None:
         """A string, or a list of typed parts whose text parts are read and media parts noted."""
         if isinstance(content, str):
-            self.add(part, path, content, tool)
+            if content and part in self.parts:
+                self.texts.append(InputText(part, path, content, tool))
             return
         if not isinstance(content, list):
             return
@@ -98,8 +100,8 @@ class _Collector:
         return InputTexts(self.texts, self.skipped)
 
 
-def _openai_chat(data: dict[str, Any]) -> InputTexts:
-    out = _Collector()
+def _openai_chat(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
+    out = _Collector(parts)
     messages = data.get("messages")
     if not isinstance(messages, list):
         return out.result()
@@ -129,8 +131,8 @@ _RESPONSES_OUTPUTS = {"function_call_output": "function_call", "custom_tool_call
                       "computer_call_output": "computer_call"}
 
 
-def _openai_responses(data: dict[str, Any]) -> InputTexts:
-    out = _Collector()
+def _openai_responses(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
+    out = _Collector(parts)
     out.add("system", ("instructions",), data.get("instructions"))
     items = data.get("input")
     if isinstance(items, str):
@@ -170,8 +172,8 @@ def _openai_responses(data: dict[str, Any]) -> InputTexts:
     return out.result()
 
 
-def _anthropic(data: dict[str, Any]) -> InputTexts:
-    out = _Collector()
+def _anthropic(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
+    out = _Collector(parts)
     out.content("system", ("system",), data.get("system"), text_types=("text",))
     messages = data.get("messages")
     if not isinstance(messages, list):
@@ -206,8 +208,8 @@ def _anthropic(data: dict[str, Any]) -> InputTexts:
     return out.result()
 
 
-def _gemini(data: dict[str, Any]) -> InputTexts:
-    out = _Collector()
+def _gemini(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
+    out = _Collector(parts)
     for key in ("systemInstruction", "system_instruction"):
         system = data.get(key)
         if isinstance(system, str):
@@ -245,6 +247,10 @@ READERS = {"openai_chat": _openai_chat, "openai_responses": _openai_responses, "
            "gemini": _gemini}
 
 
-def input_texts(wire: str, data: dict[str, Any]) -> InputTexts:
-    """The texts of a request body (decoded) in the API ``wire``, in body order."""
-    return READERS[wire](data)
+ALL_PARTS = frozenset({"user", "tool_result", "system"})
+
+
+def input_texts(wire: str, data: dict[str, Any], parts: frozenset[str] = ALL_PARTS) -> InputTexts:
+    """The texts of a request body (decoded) in the API ``wire``, in body order, of the ``parts``
+    asked for (media are noted whatever the part)."""
+    return READERS[wire](data, parts)

@@ -71,7 +71,8 @@ class Settings(BaseSettings):
     """JSON, proxy token -> policy name. Each is also accepted as ``x-guardproxy-token``; the policy
     follows the token, so a client cannot choose it."""
     route_policies: dict[str, str] = {}
-    """JSON, route (``openai_chat``, ``openai_responses``, ``anthropic``, ``gemini``) -> policy name."""
+    """JSON, route -> policy name: a provider (``anthropic``) or a provider and endpoint
+    (``anthropic/messages``); see ``proxy.drive.policies.route_table``."""
     allow_policy_header: bool = False
     """Let a client pick a named policy with ``x-guardproxy-policy`` (after token and route)."""
     watch_policy: bool = True

@@ -49,6 +49,9 @@ class Settings(BaseSettings):
     max_response_bytes: int = Field(default=64 * _MIB, ge=1024)
     """Largest upstream answer on a guarded route (a non-streamed body, or a stream in total); past
     it the answer ends with that API's error (fail closed)."""
+    max_decoded_ratio: int = Field(default=100, ge=2, le=100_000)
+    """Most decoded bytes per compressed byte of an upstream answer the proxy decompresses (after its
+    first MiB); past it the answer fails closed (a compression bomb costs at most this)."""
     max_frame_bytes: int = Field(default=8 * _MIB, ge=1024)
     """Largest single SSE frame or Gemini array element; a frame that never ends fails closed here."""
     max_tool_calls: int = Field(default=256, ge=1, le=100_000)
@@ -73,6 +76,10 @@ class Settings(BaseSettings):
     """Let a client pick a named policy with ``x-guardproxy-policy`` (after token and route)."""
     watch_policy: bool = True
     """Reload the policies when their files change (as well as on SIGHUP)."""
+    feed_max_subscribers: int = Field(default=8, ge=0, le=10_000)
+    """Most ``GET /events`` subscribers at once (per process); more get 503."""
+    feed_buffer_bytes: int = Field(default=1 * _MIB, ge=1024)
+    """What one feed subscriber may have waiting; records past it are dropped for that subscriber only."""
     held_prompts_bytes: int = Field(default=64 * _MIB, ge=0)
     """Memory for the system prompts the upstream holds (``proxy.drive.held_prompts``: Responses ids and
     conversations, Gemini caches) in all, counted in bytes as stored; past it the largest scope's

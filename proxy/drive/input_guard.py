@@ -21,6 +21,7 @@ and the request is sent before it is read, as before (``Exchange._send_early``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from guardrails.datamodel import AssistantMessage, RequestView
 from guardrails.decision import Block
 from guardrails.input.build import InputCheck, SpanCheck, TextCheck
 from guardrails.input.finders import CACHE_ENTRIES, Hits, digest, redacted
-from guardrails.message.base import Undecided
+from guardrails.message.base import ContentRefused, Undecided
 from guardrails.seams import MessageContext, TextCompleter
 from proxy.downstream.responder import Responder
 from proxy.drive.services import Services
@@ -109,7 +110,7 @@ class InputGuard:
             self._spans(texts, current, trips)
         for check in self._text_checks:
             if check.action == "log" or not any(t.check.action == "reject" for t in trips.values()):
-                trip = await self._judge(check, texts, current, model, completers)
+                trip = await self._judge(s, check, texts, current, model, completers)
                 if trip is not None:
                     trips[check.id] = trip
         ordered = [trips[c.id] for c in self.checks if c.id in trips]
@@ -163,7 +164,7 @@ class InputGuard:
             if text is not t.text:
                 current[t.path] = text
 
-    async def _judge(self, check: TextCheck, texts: list[InputText], current: dict[Path, str], model: str,
+    async def _judge(self, s: Services, check: TextCheck, texts: list[InputText], current: dict[Path, str], model: str,
                      completers: Callable[[], Completers]) -> _Trip | None:
         seen = self._judged[check.id]
         todo: list[tuple[InputText, str, bytes]] = []
@@ -180,7 +181,7 @@ class InputGuard:
                 flagged.append(t)
         if todo:
             completer, completer_for = completers()
-            verdicts = await asyncio.gather(*(self._one(check, text, model, completer, completer_for)
+            verdicts = await asyncio.gather(*(self._one(s, check, text, model, completer, completer_for)
                                               for _, text, _ in todo))
             for (t, _, key), verdict in zip(todo, verdicts, strict=True):
                 if verdict is None:
@@ -201,21 +202,33 @@ class InputGuard:
         return trip
 
     @staticmethod
-    async def _one(check: TextCheck, text: str, model: str, completer: TextCompleter | None,
+    async def _one(s: Services, check: TextCheck, text: str, model: str, completer: TextCompleter | None,
                    completer_for: Callable[[str, str | None, str | None], TextCompleter | None] | None
                    ) -> bool | None:
+        """One text through one message check, in a check slot (``Services.gate``, as the answers'
+        checks) and under its ``timeout_s``: True flagged, False passed, None undecided (fails open).
+        Content that makes the check fail (``ContentRefused``) is flagged unless the guardrail says
+        ``on_content_error = "pass"``."""
         ctx = MessageContext(AssistantMessage(text=text), model=model, completer=completer,
                              completer_for=completer_for)
+        outcome, verdict = "fail_open", None
         try:
-            async with asyncio.timeout(check.timeout_s):
-                decision = await check.guardrail.check_message(ctx)
+            async with s.gate.slot() if s.gate is not None else contextlib.nullcontext():
+                async with asyncio.timeout(check.timeout_s):
+                    decision = await check.guardrail.check_message(ctx)
+            if isinstance(decision, Undecided):
+                log.info("fail_open", guardrail_id=check.id, stage=STAGE, detail=decision.reason)
+            else:
+                verdict = isinstance(decision, Block)
+                outcome = "block" if verdict else "pass"
+        except ContentRefused as exc:
+            if check.on_content_error == "block":
+                outcome, verdict = "fail_closed", True
+            log.info("content_refused", guardrail_id=check.id, stage=STAGE, detail=exc.reason)
         except Exception as exc:  # noqa: BLE001 - a check that fails, fails open (logged by type only)
             log.info("fail_open", guardrail_id=check.id, stage=STAGE, detail=type(exc).__name__)
-            return None
-        if isinstance(decision, Undecided):
-            log.info("fail_open", guardrail_id=check.id, stage=STAGE, detail=decision.reason)
-            return None
-        return isinstance(decision, Block)
+        s.metrics.message_checks.labels(guardrail_id=check.id, outcome=outcome).inc()
+        return verdict
 
     @staticmethod
     def _record(s: Services, trip: _Trip, request_id: str, wire: str) -> None:

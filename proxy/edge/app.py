@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import hmac
 from typing import Any
 
 import anyio
 import structlog
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from opentelemetry.sdk.trace import TracerProvider
 from sse_starlette import EventSourceResponse
@@ -31,6 +30,7 @@ from proxy.downstream.asgi import (
     respond,
 )
 from proxy.drive.services import Services, build_services
+from proxy.edge.access import ADMIN_ROUTES, Access, check_listen
 from proxy.edge.exchange import Exchange
 from proxy.edge.reload import Reloader
 from proxy.ops.feed import DecisionFeed, sse_events
@@ -39,19 +39,9 @@ from proxy.ops.metrics import CONTENT_TYPE
 log = structlog.get_logger("guardproxy")
 
 _OPS = frozenset({"/healthz", "/readyz", "/metrics", "/events"})
-_PROTECTED_OPS = frozenset({"/readyz", "/metrics", "/events"})
-"""They name the guardrails and count what was blocked: behind the token when one is set. ``/healthz``
-stays open for liveness probes."""
 _PREFLIGHT = frozenset({"/", "/api/hello"})
-
-
-def ops_authorized(token: str | None, scope: Scope) -> bool:
-    """The proxy token in ``x-guardproxy-token`` or, for Prometheus scrapers, ``Authorization: Bearer``."""
-    if not token:
-        return True
-    headers = dict(header_list(scope))
-    given = headers.get("x-guardproxy-token") or headers.get("authorization", "").removeprefix("Bearer ")
-    return hmac.compare_digest(given.encode(), token.encode())
+_BARE = "guardproxy.bare"
+"""Scope key: the request may see only ``/readyz``'s bare status (it holds no admin token)."""
 
 
 def _ops_app(services: Services, reloader: Reloader, feed: DecisionFeed) -> FastAPI:
@@ -62,8 +52,10 @@ def _ops_app(services: Services, reloader: Reloader, feed: DecisionFeed) -> Fast
         return {"status": "ok"}
 
     @app.get("/readyz")
-    async def readyz() -> JSONResponse:
+    async def readyz(request: Request) -> JSONResponse:
         ok = services.ready
+        if request.scope.get(_BARE):
+            return JSONResponse({"status": "ready" if ok else "starting"}, status_code=200 if ok else 503)
         book = services.book
         body = {"status": "ready" if ok else "starting", "policy_loaded": True,
                 "policy_version": book.default.label,
@@ -79,9 +71,12 @@ def _ops_app(services: Services, reloader: Reloader, feed: DecisionFeed) -> Fast
     async def metrics() -> Response:
         return Response(services.metrics.render(), media_type=CONTENT_TYPE)
 
-    @app.get("/events")
-    async def events() -> EventSourceResponse:
+    @app.get("/events", response_model=None)
+    async def events() -> EventSourceResponse | JSONResponse:
         """The live decision feed (SSE): one event per audit record, from the moment of connecting."""
+        if feed.full:
+            return JSONResponse({"error": "too many /events subscribers (GUARDPROXY_FEED_MAX_SUBSCRIBERS)"},
+                                status_code=503, headers={"retry-after": "5"})
         stop = anyio.Event()
         return EventSourceResponse(sse_events(feed, stop), ping=15, send_timeout=30, shutdown_event=stop,
                                    shutdown_grace_period=1.0)
@@ -93,7 +88,9 @@ class GuardProxy:
     def __init__(self, services: Services) -> None:
         self.services = services
         self.reloader = Reloader(services)
-        self.feed = DecisionFeed(services.metrics.feed_dropped)
+        self.access = Access(services.settings)
+        self.feed = DecisionFeed(services.metrics.feed_dropped, max_subscribers=services.settings.feed_max_subscribers,
+                                 buffer_bytes=services.settings.feed_buffer_bytes)
         services.audit.listeners.append(self.feed.publish)
         self.ops = _ops_app(services, self.reloader, self.feed)
         self._active: set[asyncio.Task[Any]] = set()
@@ -103,10 +100,13 @@ class GuardProxy:
         if kind == "http":
             path = scope["path"]
             if path in _OPS and scope["method"] == "GET":
-                if path in _PROTECTED_OPS and not ops_authorized(self.services.settings.auth_token, scope):
-                    await respond(send, 401, b'{"error":"missing or wrong x-guardproxy-token"}', [],
-                                  "application/json")
-                    return
+                needs = ADMIN_ROUTES.get(path)
+                if needs is not None and not self.access.may(needs, header_list(scope)):
+                    if path != "/readyz":
+                        await respond(send, 401, b'{"error":"this route needs the admin token '
+                                      b'(GUARDPROXY_AUTH_TOKEN) in x-guardproxy-token"}', [], "application/json")
+                        return
+                    scope[_BARE] = True
                 await self.ops(scope, receive, send)
             elif scope["method"] == "HEAD" and path in _PREFLIGHT:
                 await send({"type": "http.response.start", "status": 200,
@@ -206,7 +206,9 @@ def create_app(settings: Settings | None = None, policy: Policy | None = None,
     """``policy``: the default policy as an object, fixed for the app's life; None: read from
     ``settings.policy`` (or the shipped default) and reloaded on SIGHUP or when its file changes.
     ``tracer_provider``: where spans go (tests); None: OTLP if the ``OTEL_*`` variables ask for it."""
-    return GuardProxy(build_services(settings or Settings(), policy, tracer_provider))
+    settings = settings or Settings()
+    check_listen(settings)
+    return GuardProxy(build_services(settings, policy, tracer_provider))
 
 
 def app_from_env() -> GuardProxy:

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Mapping
 
 from config.errors import UpstreamError
 from config.settings import Settings
-from proxy.upstream.content_coding import ContentCodingError, ContentDecoder
+from proxy.upstream.content_coding import ContentCodingError, ContentDecoder, DecodeBounds
 from proxy.upstream.http1 import Answer, Pool
 
 __all__ = ["HOP_BY_HOP", "RESPONSE_DROP", "Upstream", "UpstreamError", "UpstreamResponse"]
@@ -44,7 +44,7 @@ class UpstreamResponse:
 
     __slots__ = ("_answer", "_decoder", "content_length", "content_type", "headers", "status")
 
-    def __init__(self, answer: Answer, *, decode: bool) -> None:
+    def __init__(self, answer: Answer, *, decode: bool, bounds: DecodeBounds | None = None) -> None:
         self.status = answer.status
         self._answer = answer
         self._decoder: ContentDecoder | None = None
@@ -69,7 +69,7 @@ class UpstreamResponse:
         self.headers = headers
         if coding:
             try:
-                decoder = ContentDecoder(coding)
+                decoder = ContentDecoder(coding, bounds)
             except ContentCodingError as exc:
                 answer.close()
                 raise UpstreamError(str(exc), timeout=False, reason="content_encoding") from exc
@@ -130,6 +130,7 @@ class Upstream:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
         self._pool: Pool | None = None
+        self._bounds = DecodeBounds(settings.max_response_bytes, settings.max_decoded_ratio)
         self.bases = {
             "openai": settings.openai_base_url.rstrip("/"),
             "anthropic": settings.anthropic_base_url.rstrip("/"),
@@ -150,7 +151,7 @@ class Upstream:
         Without it the bytes are relayed exactly as sent (passthrough)."""
         assert self._pool is not None, "Upstream.start() was not awaited"
         answer = await self._pool.request(method, url, headers, body)
-        return UpstreamResponse(answer, decode=decode)
+        return UpstreamResponse(answer, decode=decode, bounds=self._bounds)
 
     def send_now(self, method: str, url: str, headers: Mapping[str, str] | list[tuple[str, str]],
                  body: bytes | None) -> Answer | None:
@@ -159,7 +160,6 @@ class Upstream:
         assert self._pool is not None, "Upstream.start() was not awaited"
         return self._pool.send_now(method, url, headers, body)
 
-    @staticmethod
-    async def answered(answer: Answer, *, decode: bool = False) -> UpstreamResponse:
+    async def answered(self, answer: Answer, *, decode: bool = False) -> UpstreamResponse:
         """What ``request`` returns, for a request ``send_now`` sent."""
-        return UpstreamResponse(await Pool.answered(answer), decode=decode)
+        return UpstreamResponse(await Pool.answered(answer), decode=decode, bounds=self._bounds)

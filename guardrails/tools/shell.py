@@ -98,7 +98,8 @@ class ShellFacts:
     """Settings this line makes that run code later by themselves (``guardrails.tools.autorun``)."""
     status: str = "ok"
     work: int = 0
-    """Syntax nodes visited plus bytes handed to the parser: the cost of this analysis."""
+    """Syntax nodes visited, bytes handed to the parser, and characters and tokens of embedded programs
+    read (awk): the cost of this analysis."""
 
 
 def _parser() -> Parser:
@@ -249,6 +250,8 @@ class _Walker:
         self.facts = ShellFacts()
         self.nodes = 0
         self.parsed = 0
+        self.scanned = 0
+        """Characters and tokens of embedded programs read (awk's): counted in ``work``, not ``MAX_NODES``."""
         self.cwd = ""
         """A literal ``cd`` target seen so far ("" = the starting folder; None-like "?" = unknown)."""
         self.downloaded: set[str] = set()
@@ -669,7 +672,8 @@ class _Walker:
             self._path("write", f)
             self.downloaded.add(self._key(f))
             self.downloaders.add(prog)
-        lines, touched = embedded(prog, args)
+        lines, touched, scanned = embedded(prog, args)
+        self.scanned += scanned
         for found in lines:
             self._embedded(found, depth)
         saved, self.pending = self.pending, None  # sed's ``w`` and awk's ``print >`` write input lines, not the script
@@ -982,13 +986,14 @@ def analyze(command: str, stdin: str | None = None) -> ShellFacts:
     try:
         walker.line(command, 0, [], stdin)
     except _Stop as stop:
-        return ShellFacts(segments=walker.facts.segments, status=stop.status, work=walker.nodes + walker.parsed)
+        return ShellFacts(segments=walker.facts.segments, status=stop.status,
+                          work=walker.nodes + walker.parsed + walker.scanned)
     except RecursionError:
-        return ShellFacts(status="too_complex", work=walker.nodes + walker.parsed)
+        return ShellFacts(status="too_complex", work=walker.nodes + walker.parsed + walker.scanned)
     finally:
         _local.variables = None
     walker.facts.urls = [u for url in walker.facts.urls for u in expand(url)]
-    walker.facts.work = walker.nodes + walker.parsed
+    walker.facts.work = walker.nodes + walker.parsed + walker.scanned
     return walker.facts
 
 

@@ -6,7 +6,9 @@ objects and swaps the book's dict in one assignment; in-flight requests hold the
 
 Which policy a request gets, first match wins:
 1. its proxy token (``GUARDPROXY_CLIENT_TOKENS``: token -> policy name);
-2. its API route (``GUARDPROXY_ROUTE_POLICIES``: route name such as ``anthropic`` -> policy name);
+2. its route (``GUARDPROXY_ROUTE_POLICIES``): the provider the request goes to and the endpoint it
+   calls (``anthropic/chat/completions``), else the provider alone (``anthropic``): by where the
+   request goes, not by its wire format, so every spelling that reaches a provider gets its policy;
 3. the ``x-guardproxy-policy`` header, only when the operator set ``GUARDPROXY_ALLOW_POLICY_HEADER``
    (a client must not be able to pick a weaker guard for itself by default);
 4. the ``default`` policy (``GUARDPROXY_POLICY``, or the shipped one).
@@ -119,6 +121,36 @@ def policy_sources(settings: Settings) -> dict[str, str | None]:
     return {DEFAULT: settings.policy, **settings.policies}
 
 
+ROUTE_PROVIDERS = ("openai", "anthropic", "gemini")
+ROUTE_ENDPOINTS = ("chat/completions", "responses", "messages", "generatecontent")
+"""The guarded endpoints as ``ROUTE_POLICIES`` keys name them (after the provider and a ``/``)."""
+_LEGACY_ROUTE_KEYS = {"openai_chat": "openai/chat/completions", "openai_responses": "openai/responses"}
+"""Keys of the first version, which named wire formats; ``anthropic`` and ``gemini`` now name the
+provider (every endpoint that reaches it)."""
+ENDPOINT_KEYS = {"/chat/completions": "chat/completions", "/responses": "responses", "/v1/messages": "messages",
+                 ":generateContent": "generatecontent", ":streamGenerateContent": "generatecontent"}
+"""``Route.endpoint`` -> its key's endpoint part."""
+
+
+def route_table(mapping: dict[str, str]) -> dict[str, str]:
+    """``GUARDPROXY_ROUTE_POLICIES`` with its keys checked and normalised (lower case, legacy names
+    mapped); an unknown key raises ``PolicyError`` (it would map nothing, silently)."""
+    table: dict[str, str] = {}
+    for key, name in mapping.items():
+        norm = key.strip().lower().strip("/")
+        norm = _LEGACY_ROUTE_KEYS.get(norm, norm)
+        provider, _, endpoint = norm.partition("/")
+        if provider not in ROUTE_PROVIDERS or (endpoint and endpoint not in ROUTE_ENDPOINTS):
+            raise PolicyError(
+                f"GUARDPROXY_ROUTE_POLICIES: unknown route {key!r}; a route is a provider "
+                f"({', '.join(ROUTE_PROVIDERS)}), or a provider and an endpoint such as 'anthropic/messages' "
+                f"or 'gemini/chat/completions' (endpoints: {', '.join(ROUTE_ENDPOINTS)})")
+        if norm in table and table[norm] != name:
+            raise PolicyError(f"GUARDPROXY_ROUTE_POLICIES: route {key!r} is given twice with different policies")
+        table[norm] = name
+    return table
+
+
 def check_policy_names(settings: Settings) -> None:
     names = set(policy_sources(settings))
     for where, mapping in (("CLIENT_TOKENS", settings.client_tokens),
@@ -126,6 +158,7 @@ def check_policy_names(settings: Settings) -> None:
         unknown = sorted(set(mapping.values()) - names)
         if unknown:
             raise PolicyError(f"GUARDPROXY_{where} names unknown policies {unknown}; known: {sorted(names)}")
+    route_table(settings.route_policies)
 
 
 class PolicyBook:
@@ -140,6 +173,7 @@ class PolicyBook:
         self.guards: dict[str, Guard] = self._build_all()
         self.generation = 1
         self._tokens = [(t.encode(), name) for t, name in settings.client_tokens.items()]
+        self._routes = route_table(settings.route_policies)
 
     def _build_all(self) -> dict[str, Guard]:
         built: dict[str, Guard] = {}
@@ -160,6 +194,24 @@ class PolicyBook:
         return [Path(p).resolve() for n, p in policy_sources(self.settings).items()
                 if p and not (n == DEFAULT and self._fixed_default is not None)]
 
+    def referenced_env(self) -> set[str]:
+        """Every environment variable the live policies name (``api_key_env`` and the like)."""
+        names: set[str] = set()
+
+        def walk(value: object, key: str = "") -> None:
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    walk(v, str(k))
+            elif isinstance(value, list):
+                for v in value:
+                    walk(v, key)
+            elif isinstance(value, str) and key.endswith("_env"):
+                names.add(value)
+
+        for guard in self.guards.values():
+            walk(guard.policy.model_dump())
+        return names
+
     def reload(self) -> bool:
         """Re-read and rebuild every policy; swap them in only if all are good. Returns whether the
         live policies changed. A bad file raises ``PolicyError`` and the last good ones stay live."""
@@ -179,11 +231,15 @@ class PolicyBook:
                 found = name
         return found
 
-    def choose(self, token: str, route: str | None, header: str | None) -> Guard:
+    def choose(self, token: str, provider: str, endpoint: str | None, header: str | None) -> Guard:
+        """``provider``: where the request goes; ``endpoint``: the guarded endpoint it calls
+        (``Route.endpoint``), None for a passthrough."""
         guards = self.guards
         name = self.token_matches(token) if token else None
-        if name is None and route is not None:
-            name = self.settings.route_policies.get(route)
+        if name is None and self._routes:
+            key = ENDPOINT_KEYS.get(endpoint or "")
+            name = self._routes.get(f"{provider}/{key}") if key else None
+            name = name or self._routes.get(provider)
         if name is None and header and self.settings.allow_policy_header and header in guards:
             name = header
         return guards[name or DEFAULT]

@@ -204,7 +204,8 @@ class Exchange:
         self.path = route.path
         # The policy is chosen once, here; a reload from now on does not change it for this request.
         self.services = self.services.bound(self.services.book.choose(
-            self.header.get("x-guardproxy-token", ""), route.wire, self.header.get("x-guardproxy-policy")))
+            self.header.get("x-guardproxy-token", ""), route.provider, route.endpoint,
+            self.header.get("x-guardproxy-policy")))
         if route.query is not None:
             self.query = route.query
         if route.refused is not None and self.services.guarding:
@@ -446,7 +447,8 @@ class Exchange:
         drop = _DROP_FOR_IDENTITY if identity else HOP_BY_HOP
         if connection := self.header.get("connection"):  # and what it names (RFC 9110 7.6.1)
             drop = drop | {t.strip().lower() for t in connection.split(",")}
-        out = [h for h in self.headers if h[0] not in drop]
+        # the proxy's own headers (x-guardproxy-*: token, policy, mode, grants) never go upstream
+        out = [h for h in self.headers if h[0] not in drop and not h[0].startswith("x-guardproxy-")]
         if identity:
             out.append(("accept-encoding", "identity"))
         return out

@@ -3,6 +3,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-runtime
 
 .PHONY: run test setup e2e-deps lint typecheck bench bench-peers clean
 
@@ -14,6 +15,13 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# `make run` needs the runtime dependencies only (no SDKs, test or benchmark tools).
+$(RUN_STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e .
+	touch $(RUN_STAMP)
+
 # The real coding-agent CLIs that tests/e2e drives (pinned in tests/e2e/package.json + package-lock.json).
 # No install scripts: the CLI runs without its optional native add-ons. GUARDPROXY_SKIP_E2E=1 skips it.
 E2E := tests/e2e
@@ -24,7 +32,7 @@ $(E2E_STAMP): $(E2E)/package.json $(E2E)/package-lock.json
 
 e2e-deps: $(E2E_STAMP)
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(BIN)/guardproxy serve
 
 # In parallel (pytest-xdist): one worker per core, a test file per worker at a time (its module
@@ -34,7 +42,7 @@ test: $(STAMP) $(if $(filter 1,$(GUARDPROXY_SKIP_E2E)),,$(E2E_STAMP))
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
 
 lint: $(STAMP)
-	$(BIN)/ruff check proxy guardrails config tests bench
+	$(BIN)/ruff check proxy guardrails config guardproxy setup.py tests bench
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 

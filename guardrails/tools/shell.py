@@ -96,6 +96,9 @@ class ShellFacts:
     or another program's output puts there is not in the line."""
     autorun: list[str] = field(default_factory=list)
     """Settings this line makes that run code later by themselves (``guardrails.tools.autorun``)."""
+    git_runs: list[str] = field(default_factory=list)
+    """Folders other than the starting one that git runs in (``git -C DIR``, ``cd DIR && git ...``): one
+    that is a git folder under another name runs its hooks and ``core.fsmonitor`` (the mounted probe)."""
     status: str = "ok"
     work: int = 0
     """Syntax nodes visited, bytes handed to the parser, and characters and tokens of embedded programs
@@ -658,6 +661,8 @@ class _Walker:
         for op, path in table:
             self._path(op, path)
         self.facts.autorun += autorun_settings(prog, args)
+        if prog == "git":
+            self._git_run(args)
         for path in _moved_in(prog, args):  # ``ln -s x .npmrc``, ``git mv notes.txt .npmrc``: text not in the line
             if prog == "git":
                 self._path("write", path)  # also gets the path rules (a link's name already has them)
@@ -672,7 +677,8 @@ class _Walker:
             self._path("write", f)
             self.downloaded.add(self._key(f))
             self.downloaders.add(prog)
-        lines, touched, scanned = embedded(prog, args)
+        fed = _stdin_text(self.pending.redirects) if prog == "sqlite" and self.pending is not None else None
+        lines, touched, scanned = embedded(prog, args, fed)
         self.scanned += scanned
         for found in lines:
             self._embedded(found, depth)
@@ -700,6 +706,18 @@ class _Walker:
                 self._path("read", value)
                 if prog != "xargs":
                     self.cwd = self._join(value)
+
+    def _git_run(self, args: list[str | None]) -> None:
+        """Record the folder git runs in when it is not the starting one (``git -C a -C b`` is ``a/b``)."""
+        _, rest = git_subcommand(args)
+        folder = self.cwd
+        for name, value in cmds.options_with_values(args[:len(args) - len(rest)], frozenset({"-C", "-c"})):
+            if name == "-C":
+                if value is None:
+                    return  # git -C "$d": not known
+                folder = value if value.startswith(("/", "~")) or not folder else posixpath.join(folder, value)
+        if folder and folder != "?" and not folder.startswith("?"):
+            self.facts.git_runs.append(folder)
 
     def _inline_shell(self, feed: list[str], stdin: str | None) -> None:
         """A command line handed to ``sh -c``: by a wrapper (``su -c``), or one the parse cannot see."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import difflib
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -32,6 +34,11 @@ class Settings(BaseSettings):
     guardrails_enabled: bool = True
     """``false``: pure passthrough, no guardrail runs."""
     audit_log: str | None = None
+    """JSON-lines audit log path; ``-`` writes the lines to standard output."""
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    """A second listener that answers only ``GET /metrics``, without a token (for scrapers)."""
+    metrics_host: str | None = None
+    """Where the metrics listener binds (default: ``HOST``)."""
     upstream_connect_timeout_s: float = Field(default=10.0, gt=0)
     upstream_read_timeout_s: float = Field(default=300.0, gt=0)
     """Idle time allowed between upstream bytes; a stall past it ends the stream with an error."""
@@ -159,3 +166,28 @@ def load_settings(**overrides: Any) -> Settings:
     except _SourceError as exc:  # a JSON-valued variable that is not JSON
         field = str(exc).split('"')[1] if str(exc).count('"') >= 2 else "?"
         raise SettingsError(f"invalid settings\n  {_env_name((field,))}: not valid JSON") from None
+
+
+_NOT_SETTINGS = ("GUARDPROXY_TEST_", "GUARDPROXY_E2E_", "GUARDPROXY_INTERNAL_", "GUARDPROXY_SKIP_E2E")
+"""Prefixes of ``GUARDPROXY_`` names that are not settings: the test suite's switches and keys, and
+what ``serve --workers`` hands its workers."""
+
+
+def unknown_variables(environ: Mapping[str, str], referenced: Iterable[str] = ()) -> list[str]:
+    """One line per ``GUARDPROXY_*`` variable that no setting reads, with the nearest known name.
+
+    A misspelled variable (``GUARDPROXY_GUARDRAIL_ENABLED=false``) would otherwise be ignored and the
+    proxy serve as if it was never set. ``referenced``: names a policy reads on purpose (an
+    ``api_key_env`` may well be called ``GUARDPROXY_JUDGE_KEY``)."""
+    known = {"GUARDPROXY_" + name.upper() for name in Settings.model_fields}
+    skip = set(referenced)
+    lines = []
+    for name in sorted(environ):
+        upper = name.upper()
+        if (not upper.startswith("GUARDPROXY_") or upper in known or name in skip
+                or upper.startswith(_NOT_SETTINGS) or upper + "_" in _NOT_SETTINGS):
+            continue
+        # compared without the shared prefix, which would make any two names look alike
+        near = difflib.get_close_matches(upper[11:], sorted(k[11:] for k in known), n=1, cutoff=0.75)
+        lines.append(f"{name}: no such setting" + (f" (did you mean GUARDPROXY_{near[0]}?)" if near else ""))
+    return lines

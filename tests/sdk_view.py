@@ -12,6 +12,7 @@ SDK that raises still showed what it yielded before.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,7 +44,9 @@ class View:
 def _collect(run: Callable[[View], None]) -> View:
     view = View()
     try:
-        run(view)
+        with warnings.catch_warnings():  # pydantic warns serialising a final response the SDK rebuilt
+            warnings.simplefilter("ignore")
+            run(view)
     except Exception as exc:  # noqa: BLE001 - what the SDK raises is part of what the client sees
         view.error = exc
         view.shown += [str(exc), repr(getattr(exc, "body", ""))]
@@ -55,9 +58,15 @@ def responses_view(base: str, system: str = SYSTEM, user: str = "hello") -> View
 
     def run(view: View) -> None:
         with client.responses.stream(model="m", instructions=system, input=user) as stream:
-            for ev in stream:
-                view.shown.append(ev.to_json(indent=None))
-            final = stream.get_final_response()
+            try:
+                for ev in stream:
+                    view.shown.append(ev.to_json(indent=None))
+                final = stream.get_final_response()
+            finally:  # what a client reading the running snapshot shows (its items in arrival order)
+                snapshot = getattr(stream._state, "_ResponseStreamState__current_snapshot", None)
+                if snapshot is not None:
+                    view.shown.append("".join(c.text for o in snapshot.output if o.type == "message"
+                                              for c in o.content if c.type == "output_text"))
         view.final = final
         view.shown += [final.to_json(indent=None), final.output_text]
     return _collect(run)

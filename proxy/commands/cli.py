@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 
 from config.policy import PolicyError, load_policy
-from config.settings import SettingsError, load_settings
+from config.settings import SettingsError, load_settings, unknown_variables
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -28,6 +30,10 @@ def serve(args: argparse.Namespace) -> int:
     except (PolicyError, SettingsError) as exc:
         print(f"guardproxy: {exc}", file=sys.stderr)
         return 2
+    if unknown := unknown_variables(os.environ, app.services.book.referenced_env()):
+        print("guardproxy: unknown settings in the environment (unset them, or fix the name)\n  "
+              + "\n  ".join(unknown), file=sys.stderr)
+        return 2
     print(f"guardproxy listening on http://{settings.host}:{settings.port} "
           f"(policy: {settings.policy or 'shipped default'}, guardrails "
           f"{'on' if settings.guardrails_enabled else 'off'}, workers {settings.workers})", file=sys.stderr)
@@ -42,6 +48,10 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def check_policy(args: argparse.Namespace) -> int:
+    """Validate one policy: the schema, then building every guardrail (regexes compile, files exist).
+    Exit 0 when it can serve, 1 when not; ``--json`` prints the verdict as one JSON object (for CI)."""
+    source = args.file or "shipped default policy"
+    policy = None
     try:
         policy = load_policy(args.file)
         import httpx
@@ -50,11 +60,30 @@ def check_policy(args: argparse.Namespace) -> int:
 
         build_guard("check", policy, load_settings(policy=args.file), httpx.AsyncClient())
     except (PolicyError, SettingsError) as exc:
-        print(exc, file=sys.stderr)
+        problems = getattr(exc, "problems", None) or [{"message": str(exc)}]
+        for problem in problems:  # build-stage errors know the key, not the file
+            problem.setdefault("file", source)
+        if args.json:
+            print(json.dumps({"file": source, "ok": False, "problems": problems}))
+        else:
+            text = str(exc)
+            print(text if text.startswith(source) else f"{source}: {text}", file=sys.stderr)
         return 1
-    print(f"{args.file or 'shipped default policy'}: ok "
-          f"({len(policy.stream_guardrails)} stream guardrails, {len(policy.message_guardrails)} message "
-          f"guardrails, tool rules {'on' if policy.tools else 'off'})")
+    summary = {"stream_guardrails": len(policy.stream_guardrails),
+               "message_guardrails": len(policy.message_guardrails), "tool_rules": policy.tools is not None}
+    if args.json:
+        print(json.dumps({"file": source, "ok": True, "problems": [], **summary}))
+        return 0
+    print(f"{source}: ok ({summary['stream_guardrails']} stream guardrails, {summary['message_guardrails']} "
+          f"message guardrails, tool rules {'on' if policy.tools else 'off'})")
+    return 0
+
+
+def schema(args: argparse.Namespace) -> int:
+    """Print the policy file's JSON Schema (for taplo / Even Better TOML; see docs/policy.md)."""
+    from config.policy import policy_schema
+
+    print(json.dumps(policy_schema(), indent=2))
     return 0
 
 
@@ -71,8 +100,18 @@ def tail(args: argparse.Namespace) -> int:
     return follow(args.url, args.token, args.json, args.limit)
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("guardproxy")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="guardproxy", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"guardproxy {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("serve", help="run the proxy")
     p.add_argument("--host")
@@ -82,7 +121,10 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(fn=serve)
     p = sub.add_parser("check-policy", help="validate a policy file and exit")
     p.add_argument("file", nargs="?", help="policy TOML (default: the shipped default)")
+    p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     p.set_defaults(fn=check_policy)
+    p = sub.add_parser("schema", help="print the policy file's JSON Schema")
+    p.set_defaults(fn=schema)
     p = sub.add_parser("replay", help="re-decide recorded tool assessments; exit 1 when any differs")
     p.add_argument("log", help="audit log (JSON lines)")
     p.add_argument("--policy", help="decide under this policy instead of the recorded one")

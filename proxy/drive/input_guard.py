@@ -140,7 +140,7 @@ class InputGuard:
             key = _PART_KEYS[t.part] + digest(t.text)
             found = seen.get(key, _UNSEEN)
             if found is _UNSEEN:
-                every = tuple(c.finder.find(t.text) if t.part in c.parts else () for c in checks)
+                every = tuple(c.finder.inner.find(t.text) if t.part in c.parts else () for c in checks)
                 found = seen[key] = every if any(every) else None
                 if len(seen) > CACHE_ENTRIES:
                     seen.popitem(last=False)

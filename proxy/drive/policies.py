@@ -194,6 +194,24 @@ class PolicyBook:
         return [Path(p).resolve() for n, p in policy_sources(self.settings).items()
                 if p and not (n == DEFAULT and self._fixed_default is not None)]
 
+    def referenced_env(self) -> set[str]:
+        """Every environment variable the live policies name (``api_key_env`` and the like)."""
+        names: set[str] = set()
+
+        def walk(value: object, key: str = "") -> None:
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    walk(v, str(k))
+            elif isinstance(value, list):
+                for v in value:
+                    walk(v, key)
+            elif isinstance(value, str) and key.endswith("_env"):
+                names.add(value)
+
+        for guard in self.guards.values():
+            walk(guard.policy.model_dump())
+        return names
+
     def reload(self) -> bool:
         """Re-read and rebuild every policy; swap them in only if all are good. Returns whether the
         live policies changed. A bad file raises ``PolicyError`` and the last good ones stay live."""

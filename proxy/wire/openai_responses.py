@@ -586,6 +586,8 @@ class ResponsesStream(StreamCodec):
         self._calls: dict[str, _Call] = {}
         """Tool-call items by key (the item id), open or judged: every repeat is compared with them."""
         self._custom_calls: set[str] = set()
+        self._last_added = -1
+        """The output index of the last ``output_item.added``."""
         self._error_seen = False
         self._texts = rt.OutputTexts()
         # what the client has
@@ -657,7 +659,12 @@ class ResponsesStream(StreamCodec):
         item = ev.get("item")
         if t in ("response.output_item.added", "response.output_item.done") and isinstance(item, dict):
             index = ev.get("output_index")
-            return [*self._texts.item(item, index if isinstance(index, int) else 0),
+            if t == "response.output_item.added" and isinstance(index, int):
+                if index <= self._last_added:  # the SDK's snapshot lists items in arrival order
+                    return [Unvetted("an output item added before an earlier one")]
+                self._last_added = index
+            how = "added" if t == "response.output_item.added" else "done"
+            return [*self._texts.item(item, index if isinstance(index, int) else 0, how),
                     *self._item_events(t, index, item)]
         if t == "error":
             self._error_seen = True
@@ -669,11 +676,12 @@ class ResponsesStream(StreamCodec):
             return self._other_events(str(t), ev)
         output = response.get("output")
         items = [(n, i) for n, i in enumerate(output) if isinstance(i, dict)] if isinstance(output, list) else []
-        texts: list[Event] = [e for n, i in items for e in self._texts.item(i, n)]
         if t in _TERMINAL:  # the SDK's final response: each call in it is the one judged, or judged now
-            texts += [e for n, i in items for e in self._item_events(t, n, i)]
-        elif any(i.get("type") in _CALL_ITEMS for _, i in items):
-            texts.append(Unvetted(f"a tool call in {t}"))  # the SDK's snapshot starts with it, unjudged
+            texts = [*self._texts.output(items), *(e for n, i in items for e in self._item_events(t, n, i))]
+        elif output:  # the API starts with none; the SDK's snapshot would start with these, unjudged
+            texts = [Unvetted(f"output in {t}")]
+        else:
+            texts = []
         texts += whole_events(unread(response, _RESPONSE))
         if isinstance(rid := response.get("id"), str) and rid and rid not in self._ids:
             self._ids.append(rid)

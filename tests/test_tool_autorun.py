@@ -102,6 +102,10 @@ def repo(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize(("tool", "args"), [
+    ("Bash", {"command": "git -C evil status"}),
+    ("Bash", {"command": "cd evil && git log"}),
+    ("Bash", {"command": "cd evil/hooks; git status"}),
+    ("Bash", {"command": "git -C . -C evil diff"}),
     ("Bash", {"command": "cat notes.txt >> evil/config"}),
     ("Bash", {"command": "cp notes.txt evil/hooks/pre-commit"}),
     ("Bash", {"command": "cd evil && echo id > hooks/post-checkout"}),
@@ -112,12 +116,13 @@ def test_a_write_into_a_git_folder_under_another_name_is_blocked(repo: Path, too
     assessor = ToolAssessor(ToolsPolicy(workspace_root=str(repo), read_before_write=False))
     a = _call(tool, args, assessor)
     assert a.reason_code == "autorun_setting", (args, a.observations)
-    assert "evil has HEAD" in a.rationale and str(repo) not in a.rationale  # the agent's name, not the proxy's path
+    assert "evil" in a.rationale and str(repo) not in a.rationale  # the agent's name, not the proxy's path
     again = decide(a.tool, a.effect, json.loads(json.dumps(a.observations)), assessor.policy)
     assert again.rationale == a.rationale  # replay re-makes it from the record, without the disk
 
 
 def test_writes_beside_a_git_folder_pass(repo: Path) -> None:
     assessor = ToolAssessor(ToolsPolicy(workspace_root=str(repo), read_before_write=False))
-    for command in ("echo x > notes.txt", "mkdir -p src && echo x > src/config", "git status"):
+    for command in ("echo x > notes.txt", "mkdir -p src && echo x > src/config", "git status", "git -C . log",
+                    "mkdir -p sub && cd sub && git status", "git -C evil/.. status"):
         assert _sh(command, assessor).decision == "allow", command

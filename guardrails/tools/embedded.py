@@ -380,12 +380,73 @@ def _tar(args: Argv) -> list[Embedded]:
     return out + [Embedded(v) for v in _values(args, "-I") + _values(args, "-F")]
 
 
-def embedded(program: str, args: Argv) -> tuple[list[Embedded], list[tuple[str, str]], int]:
-    """The command lines ``program`` runs from its arguments, (awk, sed) the files its program touches, and
-    the characters an awk program cost to read (0 for the others: their readers are bounded by the
-    argument lengths the shell parse already counted)."""
+_SQLITE_VALUE_OPTS = frozenset({"-cmd", "-init", "-separator", "-newline", "-nullvalue", "-vfs", "-mmap",
+                                "-lookaside", "-pagecache", "-maxsize", "-A", "-escape"})
+_SQLITE_DOT = re.compile(r"^[ \t]*\.([a-z]+)[ \t]*(.*)$", re.MULTILINE)
+_SQLITE_DOT_FILES = {"output": "write", "once": "write", "save": "write", "backup": "write", "clone": "write",
+                     "log": "write", "trace": "write", "excel": "write", "read": "read", "import": "read",
+                     "restore": "change", "open": "change"}
+_SQLITE_DOT_RUNS = frozenset({"shell", "system"})
+_SQLITE_DOT_CODE = frozenset({"load", "edit"})
+"""``.load LIB`` runs a library's code; ``.once -e``/``.excel`` and ``edit()`` start other programs."""
+_SQLITE_FILE_SQL = re.compile(r"\b(?:(attach)\s+(?:database\s+)?|(vacuum)\s+(?:\w+\s+)?into\s+|(readfile|writefile)"
+                              r"\s*\(\s*)'((?:[^']|'')*)'", re.IGNORECASE)
+_SQLITE_CODE_SQL = re.compile(r"\b(?:load_extension|edit)\s*\(", re.IGNORECASE)
+
+
+def _sqlite_word(text: str) -> str:
+    """A dot-command's first argument: quoted (``'a b'``, ``"a b"``) or up to a blank."""
+    text = text.strip()
+    if text[:1] in ("'", '"') and text[0] in text[1:]:
+        return text[1:text.index(text[0], 1)]
+    return text.split(None, 1)[0] if text else ""
+
+
+def sqlite(args: Argv, stdin: str | None = None) -> tuple[list[Embedded], list[tuple[str, str]]]:
+    """What the sqlite3 shell's SQL and dot-commands run and touch, in its operands after the database,
+    ``-cmd`` values and a heredoc or herestring (``stdin``): ``.shell``/``.system`` run a command, ``.output
+    |cmd``/``.read |cmd``/``.import |cmd`` too; ``.output``/``.once``/``.save``/``.backup`` write a file,
+    ``.read``/``.import`` read one; ``ATTACH 'f'`` and ``VACUUM INTO 'f'`` make a database file; the
+    CLI's ``readfile``/``writefile`` read and write; ``.load``, ``load_extension()`` and the editor are code
+    the line cannot show. SQL fed through a pipe or a file is not read (like a script file)."""
+    _, operands = split_operands(args, _SQLITE_VALUE_OPTS)
+    texts = list(operands[1:]) + _values(args, "-cmd") + ([stdin] if stdin is not None else [])
+    lines: list[Embedded] = []
+    paths: list[tuple[str, str]] = [("read", v) for v in _values(args, "-init") if v]
+    for text in texts:
+        if text is None:
+            lines.append(Embedded(None))  # SQL built at run time: a ``.shell`` may be in it
+            continue
+        for m in _SQLITE_DOT.finditer(text):
+            verb, rest = m.group(1), m.group(2)
+            target = _sqlite_word(rest.split(None, 1)[-1] if verb == "backup" and len(rest.split()) > 1 else rest)
+            if verb in _SQLITE_DOT_RUNS:
+                lines.append(Embedded(rest.strip() or None))
+            elif verb in _SQLITE_DOT_CODE or (verb in ("once", "output") and target in ("-e", "-x")):
+                lines.append(Embedded(None))
+            elif verb in _SQLITE_DOT_FILES and target.startswith("|"):
+                lines.append(Embedded(target[1:].strip() or None, "pipe" if verb in ("output", "once") else None))
+            elif verb in _SQLITE_DOT_FILES and target and not target.startswith("-"):
+                paths.append((_SQLITE_DOT_FILES[verb], target))
+        for m in _SQLITE_FILE_SQL.finditer(text):
+            name = m.group(4).replace("''", "'")
+            op = "read" if (m.group(3) or "").lower() == "readfile" else "change" if m.group(1) else "write"
+            if name and name != ":memory:":
+                paths.append((op, name))
+        if _SQLITE_CODE_SQL.search(text):
+            lines.append(Embedded(None))
+    return lines, paths
+
+
+def embedded(program: str, args: Argv, stdin: str | None = None) -> tuple[list[Embedded], list[tuple[str, str]], int]:
+    """The command lines ``program`` runs from its arguments, (awk, sed, sqlite3) the files its program
+    touches, and the characters an awk program cost to read (0 for the others: their readers are bounded
+    by the argument lengths the shell parse already counted). ``stdin``: the text a heredoc or herestring
+    feeds the command (read by sqlite3)."""
     if program in _AWKS:
         return awk(args)
+    if program == "sqlite":
+        return (*sqlite(args, stdin), 0)
     if program == "sed":
         return (*sed(args), 0)
     if program == "split":  # split --filter='CMD': CMD runs in a shell for each piece

@@ -96,6 +96,9 @@ class ShellFacts:
     or another program's output puts there is not in the line."""
     autorun: list[str] = field(default_factory=list)
     """Settings this line makes that run code later by themselves (``guardrails.tools.autorun``)."""
+    git_runs: list[str] = field(default_factory=list)
+    """Folders other than the starting one that git runs in (``git -C DIR``, ``cd DIR && git ...``): one
+    that is a git folder under another name runs its hooks and ``core.fsmonitor`` (the mounted probe)."""
     status: str = "ok"
     work: int = 0
     """Syntax nodes visited, bytes handed to the parser, and characters and tokens of embedded programs
@@ -437,16 +440,23 @@ class _Walker:
         self.stdin_path = _stdin_path(redirects)
         tail = frozenset(len(words) - i for i in splits)
         self.prefixes = {len(words) - i: p for i, p in prefixes.items()}
+        # A command that reads a downloaded file passes the download on (``cat x.sh | sh``, ``base64 -d x >
+        # y.sh``): to what it feeds and to the files it writes, as the downloader itself would.
+        reads_download = self.downloaded and (any(w and self._key(w) in self.downloaded for w in words[1:]) or (
+            self.stdin_path is not None and self._key(self.stdin_path) in self.downloaded))
         ran = self.argv(words, depth, [*feed, *procsub], source or stdin, tail) + procsub
+        if reads_download:
+            ran += sorted(self.downloaders)
         for out in outputs:  # ``tee >(sh)``, ``> >(bash)``: fed by this command, as a pipe would be
             ran += self.visit(out, depth + 1, [*feed, *ran], "pipe")
-        if ran and ran[0] in cmds.DOWNLOADERS:  # ``curl URL > x.sh``: x.sh holds the download
+        if ran and (ran[0] in cmds.DOWNLOADERS or reads_download):  # ``curl URL > x.sh``: x.sh holds the download
             for r in redirects:
                 dest = r.child_by_field_name("destination")
                 path = literal(dest) if dest is not None and r.type == "file_redirect" else None
                 if path is not None and _op(r) in _WRITE_REDIRECTS:
                     self.downloaded.add(self._key(path))
-                    self.downloaders.add(ran[0])
+                    if ran[0] in cmds.DOWNLOADERS:
+                        self.downloaders.add(ran[0])
         return ran
 
     def _assignment(self, node: Node, depth: int) -> None:
@@ -650,6 +660,7 @@ class _Walker:
         if prog in _SETS_VARIABLES:  # read F, mapfile A, unset F, printf -v F, getopts o F
             for a in args:
                 self.variables.forget(a or "")
+        self._copied_download(prog, args)
         table = written_files(prog, args)
         made = {path for op, path in table if op != "read"}
         for op, path in cmds.file_operands(prog, args):
@@ -658,6 +669,8 @@ class _Walker:
         for op, path in table:
             self._path(op, path)
         self.facts.autorun += autorun_settings(prog, args)
+        if prog == "git":
+            self._git_run(args)
         for path in _moved_in(prog, args):  # ``ln -s x .npmrc``, ``git mv notes.txt .npmrc``: text not in the line
             if prog == "git":
                 self._path("write", path)  # also gets the path rules (a link's name already has them)
@@ -672,7 +685,8 @@ class _Walker:
             self._path("write", f)
             self.downloaded.add(self._key(f))
             self.downloaders.add(prog)
-        lines, touched, scanned = embedded(prog, args)
+        fed = _stdin_text(self.pending.redirects) if prog == "sqlite" and self.pending is not None else None
+        lines, touched, scanned = embedded(prog, args, fed)
         self.scanned += scanned
         for found in lines:
             self._embedded(found, depth)
@@ -700,6 +714,35 @@ class _Walker:
                 self._path("read", value)
                 if prog != "xargs":
                     self.cwd = self._join(value)
+
+    def _copied_download(self, prog: str, args: list[str | None]) -> None:
+        """``cp x.sh y.sh``, ``mv``, ``ln -s``, ``install``, ``rsync`` of a downloaded file: the copy (or the
+        file of that name inside a destination folder) is the download too. Any copy into a folder makes
+        the file of that name there (written in this line: a later read of it is not a missing file)."""
+        if prog not in ("cp", "mv", "ln", "install", "rsync", "ditto"):
+            return
+        touched = cmds.file_operands("cp" if prog == "ditto" else prog, args)
+        sources = [p for _, p in touched[:-1]]
+        if len(touched) < 2:
+            return
+        target = touched[-1][1]
+        inside = {self._key(posixpath.join(target, posixpath.basename(p.rstrip("/")))) for p in sources}
+        self.written.update(inside)  # ``cp a.py build/ && cat build/a.py``: made here, judged with build/
+        if any(self._key(p) in self.downloaded for p in sources):
+            self.downloaded.add(self._key(target))
+            self.downloaded.update(inside)
+
+    def _git_run(self, args: list[str | None]) -> None:
+        """Record the folder git runs in when it is not the starting one (``git -C a -C b`` is ``a/b``)."""
+        _, rest = git_subcommand(args)
+        folder = self.cwd
+        for name, value in cmds.options_with_values(args[:len(args) - len(rest)], frozenset({"-C", "-c"})):
+            if name == "-C":
+                if value is None:
+                    return  # git -C "$d": not known
+                folder = value if value.startswith(("/", "~")) or not folder else posixpath.join(folder, value)
+        if folder and folder != "?" and not folder.startswith("?"):
+            self.facts.git_runs.append(folder)
 
     def _inline_shell(self, feed: list[str], stdin: str | None) -> None:
         """A command line handed to ``sh -c``: by a wrapper (``su -c``), or one the parse cannot see."""
@@ -747,23 +790,25 @@ class _Walker:
     def _path(self, op: str, path: str) -> None:
         if has_alternatives(path) or has_alternatives(self.cwd):
             for one in expand(self._join(path)):  # F set to several values: each is checked
-                self._one_path(op, one)
+                self._one_path(op, one, joined=True)
             return
         self._one_path(op, path)
 
-    def _one_path(self, op: str, path: str) -> None:
-        if self.cwd == "?" and not path.startswith(("/", "~")) and not _WINDOWS_ABSOLUTE.match(path):
+    def _one_path(self, op: str, path: str, joined: bool = False) -> None:
+        """``joined``: ``path`` is already joined to the current folder (each value of an alternative)."""
+        if not joined and self.cwd == "?" and not path.startswith(("/", "~")) and not _WINDOWS_ABSOLUTE.match(path):
             return  # relative to a folder the parse cannot know
-        joined = self._join(path)
-        if op == "read" and self._key(path) in self.written:
+        full = path if joined else self._join(path)
+        key = posixpath.normpath(full)
+        if op == "read" and key in self.written:
             return  # made earlier in this line (``echo x > a && cat a``): its write was judged
         if op == "write":
-            self.written.add(self._key(path))
+            self.written.add(key)
             content = self._content()
-            if settings_kind(joined) is not None or is_git_config_name(joined) \
+            if settings_kind(full) is not None or is_git_config_name(full) \
                     or (content and looks_like_requirements(content)):
-                self.facts.writes.append((joined, content))
-        self.facts.paths.append((op, joined))
+                self.facts.writes.append((full, content))
+        self.facts.paths.append((op, full))
 
 
 _SPLIT_IN_QUOTES = re.compile(r'^\$(?:@|\{@\}|\{[^}]*\[[@*]\]\})$')

@@ -146,6 +146,6 @@ def build_services(settings: Settings, policy: Policy | None = None,
 
     gate = CheckGate(settings.check_concurrency, settings.check_queue_timeout_s,
                      observe=metrics.check_queue_wait.observe, gauges=gauges)
-    return Services(settings=settings, upstream=Upstream(settings), metrics=metrics, audit=audit,
+    return Services(settings=settings, upstream=Upstream(settings, on_resend=metrics.upstream_resends.inc), metrics=metrics, audit=audit,
                     http=http, book=book, guard=book.default, tracing=tracing, gate=gate,
                     held_prompts=HeldPrompts(settings.held_prompts_bytes))

@@ -8,7 +8,7 @@ regex with a few patterns, pii, max_length) exactly as the pipeline does (``acc 
 all of them together and for each kind armed alone. The claim under test: the cost per delta stays
 flat as the message grows, because no check rescans the accumulated text. Last, the 10,000 deltas
 again with a zero-width space after every ``MARK_EVERY``-th delta: from the first one on, the set
-keeps the visible text and maps the checks' horizons back (``guardrails.stream._invisible``), which
+keeps the visible text and maps the checks' horizons back (``guardrails.text.invisible``), which
 only such a stream pays for. And the same with a Cyrillic look-alike (``о`` for ``o``...) in every
 ``MARK_EVERY``-th delta, and a stream of Russian prose (every delta non-ASCII, most with letters that
 read as Latin ones): the set keeps the text as a reader reads it for them too.

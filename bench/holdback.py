@@ -29,7 +29,7 @@ from guardrails.datamodel import Frame, TextDelta
 from guardrails.seams import StreamContext
 from guardrails.stream import ArmedSet, build_stream_guardrails
 from guardrails.stream.canary import CanaryProvider
-from proxy.stream_guard import StreamGuard
+from proxy.core.stream_guard import StreamGuard
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "holdback.json"

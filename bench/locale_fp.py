@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python -m bench.locale_fp [--root /usr/share/locale] [--mb N]``. Not part of
 ``make test``. The ``secrets``, ``pii`` and ``regex`` checks read look-alike letters as the ASCII
-ones they imitate (``guardrails.stream._confusables.shape_table``): Cyrillic ``о р с е``, Greek
+ones they imitate (``guardrails.text.confusables.shape_table``): Cyrillic ``о р с е``, Greek
 ``ο α``, ``б`` as ``6``, ``З`` as ``3``. This measures what that costs in false positives on real
 prose in those scripts: every translated message of the installed programs' catalogs (``.mo``
 files of ``ru uk bg sr be el``: coreutils, apt, git, glib...; the header entry, which names the

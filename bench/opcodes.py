@@ -22,7 +22,7 @@ from typing import Any
 
 from bench.common import request_bodies, stream_frames
 from bench.request_cost import _drop, _scope, _services
-from proxy.exchange import Exchange
+from proxy.edge.exchange import Exchange
 
 Counts = collections.Counter[str]
 

@@ -13,7 +13,7 @@ import sys
 
 
 def main() -> int:
-    from proxy.cli import main as cli_main
+    from proxy.commands.cli import main as cli_main
 
     out = os.environ.get("BENCH_PROFILE_DIR")
     if not out:

@@ -34,9 +34,9 @@ from typing import Any
 
 from bench.common import completion_body, request_bodies
 from config.settings import Settings
-from proxy.app import create_app
-from proxy.exchange import Exchange
-from proxy.services import Services
+from proxy.drive.services import Services
+from proxy.edge.app import create_app
+from proxy.edge.exchange import Exchange
 
 MODELS = {"sys": "bench-sys", "agent": "bench-agent", "agent-grow": "bench-agent-grow"}
 YIELDS = 3
@@ -58,7 +58,7 @@ class _Answer:
         yield self._body
 
     def arrived_whole(self) -> bytes | None:
-        return self._body  # a small answer arrives whole with its head, as from ``proxy.http1``
+        return self._body  # a small answer arrives whole with its head, as from ``proxy.upstream.http1``
 
     async def read(self) -> bytes:
         return self._body
@@ -78,7 +78,7 @@ class _Upstream:
         return _Answer(self._body)
 
     def send_now(self, method: str, url: str, headers: Any, body: bytes | None) -> Any:
-        return self  # sent at once (``proxy.upstream.Upstream.send_now``); ``answered`` waits for it
+        return self  # sent at once (``proxy.upstream.forwarding.Upstream.send_now``); ``answered`` waits for it
 
     async def answered(self, sent: Any, *, decode: bool = False) -> Any:
         return await self.request("POST", "", (), None)

@@ -1,8 +1,8 @@
 """CPU cost per streamed frame of SSE framing (``SSESplitter.feed`` + ``parse_fields``), the current
-code side by side with another revision of ``proxy/sse.py`` in the same run.
+code side by side with another revision of ``proxy/wire/sse.py`` in the same run.
 
 Run: ``.venv/bin/python -m bench.sse_split [REV]`` (REV defaults to ``main``; it is read with
-``git show REV:proxy/sse.py``). Streams of 2,000 chat-like deltas, framed with LF (OpenAI, Anthropic),
+``git show REV:proxy/wire/sse.py``). Streams of 2,000 chat-like deltas, framed with LF (OpenAI, Anthropic),
 CRLF (Gemini) and mixed line ends, are fed one frame per read (a live stream) and in 16 KB reads
 (a burst); rounds alternate between the two revisions and the median ns per frame is reported.
 """
@@ -17,18 +17,18 @@ import time
 import types
 from collections.abc import Callable
 
-import proxy.sse as current
+import proxy.wire.sse as current
 
 FRAMES = 2_000
 ROUNDS = 15
 
 
 def _load(rev: str) -> types.ModuleType:
-    source = subprocess.run(["git", "show", f"{rev}:proxy/sse.py"], capture_output=True, text=True,
+    source = subprocess.run(["git", "show", f"{rev}:proxy/wire/sse.py"], capture_output=True, text=True,
                             check=True).stdout
     module = types.ModuleType(f"sse_{rev}")
     sys.modules[module.__name__] = module  # dataclasses look their module up
-    exec(compile(source, f"{rev}:proxy/sse.py", "exec"), module.__dict__)  # noqa: S102 - our own file
+    exec(compile(source, f"{rev}:proxy/wire/sse.py", "exec"), module.__dict__)  # noqa: S102 - our own file
     return module
 
 

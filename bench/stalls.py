@@ -194,7 +194,7 @@ async def _start_proxy(upstream: str, checked: bool) -> tuple[str, Callable[[], 
 
     from config.policy import parse_policy
     from config.settings import Settings
-    from proxy.app import create_app
+    from proxy.edge.app import create_app
 
     port = _free_port()
     settings = Settings(port=port, openai_base_url=upstream, upstream_read_timeout_s=120)

@@ -14,7 +14,7 @@ Isolation: the proxy parses in worker processes (``guardrails.tools.shell_worker
 one analysis in-process, through a worker (a new command line: the round trip) and from the answer
 cache (a line seen before: an agent's history) is reported side by side, and so is the longest
 event-loop stall while the worst case is assessed on the loop (as before) and in a thread (as
-``proxy.vetting`` does). Writes bench/results/tool_cost.json.
+``proxy.drive.vetting`` does). Writes bench/results/tool_cost.json.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from bench.guard_cost import arm, clean_deltas
 from guardrails.stream import ArmedSet
-from proxy.lanes import ChoiceGuard
+from proxy.core.choice_guard import ChoiceGuard
 from proxy.wire.anthropic import AnthropicMessages
 from proxy.wire.base import WireFormat
 from proxy.wire.gemini import Gemini

@@ -35,3 +35,13 @@ class CheckFailure(GuardproxyError):
 
 class ClientGone(GuardproxyError):
     """The client disconnected."""
+
+
+class UpstreamError(UpstreamFailure):
+    """The upstream could not be reached, stalled, or sent what cannot be read. ``timeout`` tells a
+    504 from a 502; ``reason`` (a bounded set of words) labels the fail-closed metric."""
+
+    def __init__(self, message: str, *, timeout: bool, reason: str = "") -> None:
+        super().__init__(message)
+        self.timeout = timeout
+        self.reason = reason or ("stalled" if timeout else "broke")

@@ -253,8 +253,11 @@ class RequestView:
     """Earlier tool calls with their outcomes (a ``LazyHistory`` from the wire modules)."""
     held: tuple[str, ...] = ()
     """State the upstream keeps that may carry a system prompt this body does not show, as
-    ``kind:id`` keys (``proxy.held_prompts``): ``response:`` (Responses ``previous_response_id``),
+    ``kind:id`` keys (``proxy.drive.held_prompts``): ``response:`` (Responses ``previous_response_id``),
     ``conversation:``, ``prompt:`` (a stored prompt), ``cache:`` (Gemini ``cachedContent``)."""
+    tainted: tuple[str, ...] = ()
+    """Untrusted content flagged in this request by an input guardrail (``input:<id>``): the tool
+    rules treat the conversation as tainted (``guardrails.tools.taint``)."""
     kept: tuple[str, ...] | None = None
     """The system texts the upstream stores with this request's answer for later turns (Responses:
     the system and developer input items; ``instructions`` do not carry over). None: nothing is

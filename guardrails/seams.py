@@ -52,7 +52,7 @@ class DeltaCheck:
     window: int = 0
     sees_visible_text: bool = False
     """True: the check reads the text as a reader sees it, every invisible character dropped and every
-    look-alike read as the ASCII character it imitates (``guardrails.stream._invisible``). Once a
+    look-alike read as the ASCII character it imitates (``guardrails.text.invisible``). Once a
     stream carries one, ``ArmedSet`` hands such a check that text, with its own offsets, and maps its
     horizon and redaction spans back to the raw text. A check
     that counts raw characters (``max_length``) or normalises for itself (``canary``) leaves it False."""
@@ -138,7 +138,7 @@ check it would arm for ``ctx``, fed ``pieces`` (a complete text, in order) one `
 then ``finish``, would return ``PASS`` every time (an armed check that declines, None, passes). False
 when it might not: the caller then runs the armed check itself. It must never be True where the
 armed check would act; a False costs only time. A complete (non-streamed) answer that every
-guardrail passes whole needs no armed checks at all (``proxy.whole_answer``)."""
+guardrail passes whole needs no armed checks at all (``proxy.core.whole_answer``)."""
 
 
 def passes_whole_of(guardrail: StreamGuardrail) -> PassesWhole | None:

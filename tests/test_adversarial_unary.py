@@ -1,6 +1,6 @@
 """A hostile upstream's whole (non-streamed) answers: every string a client can print or act on is checked.
 
-The whole-answer shortcut (``proxy.whole_answer``) relays a body unchanged when the checks pass the
+The whole-answer shortcut (``proxy.core.whole_answer``) relays a body unchanged when the checks pass the
 events its decoder gives; a string the decoder does not turn into an event is relayed unchecked. Each
 body here hides a credential where an official SDK (or a client printing the JSON) still shows it:
 - a chat tool call of ``type: custom`` that also carries a decoy ``function`` (the SDK reads the call
@@ -223,7 +223,7 @@ def _reaches_the_checks(wire: Any, body: dict[str, Any]) -> bool:
         events = wire.decode_events(json.dumps(body).encode())
     except (TypeError, ValueError, KeyError, AttributeError):
         return True  # unreadable: the proxy answers with the API's error
-    from proxy.whole_answer import tool_texts
+    from proxy.core.whole_answer import tool_texts
     return any(type(e).__name__ == "Unvetted" for e in events) or SECRET in _strings(events) \
         or SECRET in "\n".join(tool_texts(events))
 

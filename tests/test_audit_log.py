@@ -11,7 +11,7 @@ import pytest
 from config.policy import ToolsPolicy
 from guardrails.datamodel import ToolCall
 from guardrails.tools import ToolAssessor
-from proxy.audit import AuditLog, assessment_event
+from proxy.ops.audit import AuditLog, assessment_event
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:

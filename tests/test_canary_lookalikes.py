@@ -1,6 +1,6 @@
 """The canary against a system prompt copied in look-alike letters (Cyrillic ``а е о р с у х і ј ѕ``,
 Greek ``ο α ν``, Latin small capitals, mathematical letters): every reader sees the prompt, so the
-canary compares both texts through a confusables skeleton (``guardrails.stream._confusables``). The
+canary compares both texts through a confusables skeleton (``guardrails.text.confusables``). The
 agent prompt is Gemini CLI's own (captured from the pinned CLI, paths scrubbed; Apache-2.0).
 
 Before the skeleton, every look-alike copy here passed (``bench.canary_lookalikes``: 0 of 200 blocked,

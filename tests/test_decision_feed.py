@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from proxy.tail import sse_data
+from proxy.commands.tail import sse_data
 from tests.fakes.faulty import poll
 from tests.fakes.process import ProxyProcess
 from tests.fakes.proxy import ProxyServer

@@ -21,8 +21,8 @@ import httpx
 import pytest
 
 from config.settings import Settings
-from proxy.app import create_app
-from proxy.exchange import Exchange
+from proxy.edge.app import create_app
+from proxy.edge.exchange import Exchange
 from tests.adversarial import SECRET
 from tests.fakes.faulty import APIS, assert_http_error, headers_for, request_for
 from tests.fakes.proxy import ProxyServer

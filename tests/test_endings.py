@@ -2,7 +2,7 @@
 sends exactly the bytes that end it (a break, a stall, an in-stream error after a tool call, a JSON body
 to a stream request, a body that cannot be read...), and the official SDKs are the clients.
 
-The rule under test (proxy/turn.py): held bytes leave only after the whole message was vetted; a
+The rule under test (proxy/core/turn.py): held bytes leave only after the whole message was vetted; a
 message that did not end whole is dropped and the answer ends with the API's own error.
 """
 

@@ -15,8 +15,8 @@ import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from proxy.wire.conversation_delta import Reading
 from proxy.wire.openai_chat import OpenAIChat, _fold_each, _fold_scanned, _QuickMessage
-from proxy.wire.turns import Reading
 from tests.test_quick_view import _CONTENT, _agrees
 
 _ROLES = st.sampled_from(["system", "developer", "user", "assistant", "tool", "user", "assistant", None, 7, "",

@@ -1,4 +1,4 @@
-"""guardproxy's upstream HTTP/1.1 client (``proxy.http1``) against scripted servers on loopback.
+"""guardproxy's upstream HTTP/1.1 client (``proxy.upstream.http1``) against scripted servers on loopback.
 
 Each test runs under both event loops the proxy may get (uvloop, as ``guardproxy serve`` runs, and
 asyncio's own). The servers are raw sockets that write exactly the bytes a test scripts, so framing
@@ -19,8 +19,9 @@ import pytest
 import trustme
 import uvloop
 
-from proxy import http1
-from proxy.http1 import HIGH_WATER, Pool, UpstreamError
+from config.errors import UpstreamError
+from proxy.upstream import http1
+from proxy.upstream.http1 import HIGH_WATER, Pool
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 

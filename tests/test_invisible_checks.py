@@ -41,9 +41,9 @@ from guardrails.datamodel import (
 from guardrails.decision import Redact
 from guardrails.seams import StreamContext
 from guardrails.stream import ArmedSet, Trip, build_stream_guardrails, passes_complete
-from guardrails.stream._invisible import INVISIBLE, INVISIBLE_RUN, drop_invisible, shows_as_is
-from proxy.stream_guard import StreamGuard
-from proxy.whole_answer import check_whole_answer
+from guardrails.text.invisible import INVISIBLE, INVISIBLE_RUN, drop_invisible, shows_as_is
+from proxy.core.stream_guard import StreamGuard
+from proxy.core.whole_answer import check_whole_answer
 from tests.secret_samples import TEMPLATES, fill
 from tests.stream_support import blocks_afresh, split_deltas
 

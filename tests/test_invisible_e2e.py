@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from guardrails.stream._invisible import drop_invisible
+from guardrails.text.invisible import drop_invisible
 from tests.adversarial import utf8_chat_frames
 from tests.apis import APIS, FILTERED, NORMAL, sdk_call
 from tests.fakes.proxy import ProxyServer

@@ -5,7 +5,7 @@ A reader sees ``аlice@corр.com`` (Cyrillic ``а`` and ``р``) as an address, `
 ``А``) as an AWS key and ``Prοject Nightingale`` (Greek ``ο``) as the phrase; full-width ``４１１１``
 as digits. Before, the ``secrets``, ``pii`` and ``regex`` checks read the raw text and let such a
 copy through. Now ``ArmedSet`` hands them the text as a reader reads it (each look-alike as the ASCII
-character it imitates, ``guardrails.stream._confusables.shape_table``, one character to one) and maps
+character it imitates, ``guardrails.text.confusables.shape_table``, one character to one) and maps
 what they report back to the raw text.
 
 Differential property (hypothesis): a text of catalog secrets, emails, phones, cards, IBANs and deny
@@ -29,8 +29,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from guardrails.stream import passes_complete
-from guardrails.stream._confusables import shape_table
-from guardrails.stream._invisible import INVISIBLE, as_read, read_table, reads_as_is
+from guardrails.text.confusables import shape_table
+from guardrails.text.invisible import INVISIBLE, as_read, read_table, reads_as_is
 from tests.secret_samples import TEMPLATES, fill
 from tests.stream_support import blocks_afresh, split_deltas
 from tests.test_invisible_checks import (

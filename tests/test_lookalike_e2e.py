@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from guardrails.stream._invisible import as_read
+from guardrails.text.invisible import as_read
 from tests.adversarial import utf8_chat_frames
 from tests.apis import APIS, FILTERED, NORMAL, sdk_call
 from tests.fakes.proxy import ProxyServer

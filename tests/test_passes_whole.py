@@ -34,9 +34,9 @@ from guardrails.seams import (
 )
 from guardrails.stream import build_stream_guardrails, passes_complete
 from guardrails.stream.canary import CANARY_PREFIX
-from proxy import whole_answer
-from proxy.stream_guard import CHECK_CHUNK
-from proxy.whole_answer import check_whole_answer
+from proxy.core import whole_answer
+from proxy.core.stream_guard import CHECK_CHUNK
+from proxy.core.whole_answer import check_whole_answer
 from tests.stream_support import armed_passes
 from tests.test_whole_answer import (
     BODIES,

@@ -7,7 +7,7 @@ and deny patterns whose literal prefixes meet case folding, alternation, optiona
 
 Soundness, as in ``test_passes_whole``: whenever a form says a text passes, the check armed for the
 same context, fed the same pieces, passes it. A form that said pass where the check trips, redacts or
-logs would let a unary answer through unchecked (``proxy.whole_answer._passing_text``). No
+logs would let a unary answer through unchecked (``proxy.core.whole_answer._passing_text``). No
 counterexample was found (60,000 drawn texts while writing this); this keeps the strategy.
 """
 

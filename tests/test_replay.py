@@ -14,7 +14,7 @@ from config.policy import ToolsPolicy
 from guardrails.datamodel import HistoryToolCall, ToolCall
 from guardrails.tools import ToolAssessor, decide
 from guardrails.tools.replay import main_replay, read_records, replay
-from proxy.audit import AuditLog
+from proxy.ops.audit import AuditLog
 
 CALLS = [
     ("read_file", {"file_path": "src/app.py"}),

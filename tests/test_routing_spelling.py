@@ -12,7 +12,7 @@ import socket
 
 import pytest
 
-from proxy.routes import BadPath, resolve
+from proxy.edge.routes import BadPath, resolve
 from tests.adversarial import LEAKY, SECRET
 from tests.fakes.faulty import assert_http_error, headers_for
 from tests.fakes.proxy import ProxyServer

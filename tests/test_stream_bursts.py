@@ -1,6 +1,6 @@
 """A burst: one upstream read that holds many frames of an answer (an answer cached upstream, a fast
 model, a slow reader catching up). The driver puts such a read through the guard in two steps, its
-first ``proxy.guarded_turn.SLICE_BYTES`` and then the rest, serving the event loop's other requests
+first ``proxy.drive.guarded_turn.SLICE_BYTES`` and then the rest, serving the event loop's other requests
 between them, so no stream's first token waits behind the checks of a whole burst. What a client
 gets must not depend on it: the same bytes, the same verdict, the same text, whether the upstream
 sent the frames one write each or all in one write; and nothing of a credential late in the burst
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxy.guarded_turn import SLICE_BYTES
+from proxy.drive.guarded_turn import SLICE_BYTES
 from tests.adversarial import SECRET, STREAM_APIS, Seen, client_sees, frames_for
 from tests.apis import raw_call
 from tests.fakes.faulty import assert_http_error, assert_stream_error

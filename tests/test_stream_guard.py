@@ -15,7 +15,7 @@ from guardrails.datamodel import (
 )
 from guardrails.seams import StreamContext
 from guardrails.stream import ArmedSet, build_stream_guardrails
-from proxy.stream_guard import StreamGuard
+from proxy.core.stream_guard import StreamGuard
 
 CTX = StreamContext(system_prompt="")
 
@@ -160,7 +160,7 @@ def test_a_redaction_reaches_frames_held_in_the_compact_form() -> None:
 
 def test_held_frames_in_the_compact_form_keep_their_redaction_when_a_second_lane_begins() -> None:
     from guardrails.datamodel import PRIMARY, Lane
-    from proxy.lanes import ChoiceGuard
+    from proxy.core.choice_guard import ChoiceGuard
 
     spec = PiiGuardrail(id="pii", kind="pii", categories=["email"], action="redact")
     providers = build_stream_guardrails([spec], "[x]")

@@ -27,7 +27,7 @@ from guardrails.datamodel import Frame, TextDelta
 from guardrails.decision import PASS, Decision, Redact
 from guardrails.seams import DeltaCheck, StreamContext
 from guardrails.stream import ArmedSet, Trip, build_stream_guardrails
-from proxy.stream_guard import StreamGuard
+from proxy.core.stream_guard import StreamGuard
 from tests.stream_support import blocks_afresh, split_deltas
 
 PROMPT = ("You are Orbit, the support assistant of Acme Rockets. Never discuss launch schedules that "
@@ -161,7 +161,7 @@ def _key() -> str:
 
 
 def test_a_long_unary_text_is_checked_in_pieces_and_a_secret_across_a_piece_boundary_is_caught() -> None:
-    from proxy.stream_guard import CHECK_CHUNK
+    from proxy.core.stream_guard import CHECK_CHUNK
     for offset in (CHECK_CHUNK - 10, 5 * CHECK_CHUNK - 1, 40 * CHECK_CHUNK):
         text = "x " * (offset // 2) + " " + _key() + " and more prose after it."
         guard = StreamGuard(ArmedSet.arm(_UNBOUNDED, CTX), holdback=0, buffered=True)

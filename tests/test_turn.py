@@ -10,13 +10,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from config.errors import UpstreamError
 from config.policy import RegexGuardrail
 from guardrails.datamodel import AssistantMessage
 from guardrails.findings import Finding, OnTrip
 from guardrails.seams import StreamContext
 from guardrails.stream import ArmedSet, Trip, build_stream_guardrails
-from proxy.turn import Ask, Command, Fail, Finish, Reply, Request, Rules, Turn, Vet, Write
-from proxy.upstream import UpstreamError
+from proxy.core.turn import Ask, Command, Fail, Finish, Reply, Request, Rules, Turn, Vet, Write
 from proxy.wire.openai_chat import OpenAIChat
 
 WIRE = OpenAIChat()
@@ -129,7 +129,7 @@ def test_a_clean_stream_is_released_vetted_and_finished() -> None:
 
 
 def test_a_long_buffered_message_goes_out_whole_in_bounded_writes_after_the_verdict() -> None:
-    from proxy.turn import RELEASE_BATCH
+    from proxy.core.turn import RELEASE_BATCH
 
     turn, _ = make_turn(buffered=True)
     open_stream(turn)

@@ -1,4 +1,4 @@
-"""A conversation's next turn read from what it adds (``proxy.wire.turns``) gives the view the whole
+"""A conversation's next turn read from what it adds (``proxy.wire.conversation_delta``) gives the view the whole
 decode gives, or declines.
 
 Turn N is read from turn N-1's kept reading and the bytes inserted where its history list ends. A
@@ -20,7 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.common import request_bodies, request_body
-from proxy.wire import anthropic, gemini, openai_chat, openai_responses, turns
+from proxy.wire import anthropic, gemini, openai_chat, openai_responses
+from proxy.wire import conversation_delta as turns
 from proxy.wire.base import JsonBody
 from tests.test_quick_view import _LIST_KEY as LIST_KEY
 from tests.test_quick_view import _ROLES, WIRES, _agrees, _message, _ordinary

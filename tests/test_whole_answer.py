@@ -1,4 +1,4 @@
-"""The one-pass check of a whole answer (``proxy.whole_answer``) against the per-lane checks it stands in for.
+"""The one-pass check of a whole answer (``proxy.core.whole_answer``) against the per-lane checks it stands in for.
 
 Differential: each drawn upstream body (all four APIs) goes through ``Turn.on_body`` twice, once as
 it runs (the one-pass check wherever the shape allows) and once with the one-pass check turned off
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import proxy.turn as turn_module
+import proxy.core.turn as turn_module
 from config.policy import CanaryGuardrail, PiiGuardrail, RegexGuardrail, SecretsGuardrail
 from guardrails.datamodel import (
     ANSWER,
@@ -34,10 +34,10 @@ from guardrails.datamodel import (
 from guardrails.findings import OnTrip
 from guardrails.seams import StreamContext, StreamGuardrail, judges_tool_arguments
 from guardrails.stream import ArmedSet, build_stream_guardrails
-from proxy.lanes import ChoiceGuard
-from proxy.stream_guard import CHECK_CHUNK
-from proxy.turn import Request, Rules, Turn
-from proxy.whole_answer import check_whole_answer
+from proxy.core.choice_guard import ChoiceGuard
+from proxy.core.stream_guard import CHECK_CHUNK
+from proxy.core.turn import Request, Rules, Turn
+from proxy.core.whole_answer import check_whole_answer
 from proxy.wire.anthropic import AnthropicMessages
 from proxy.wire.base import WireFormat
 from proxy.wire.gemini import Gemini

@@ -31,7 +31,7 @@ from guardrails.datamodel import (
     Unvetted,
     WholeText,
 )
-from proxy.stream_guard import StreamGuard
+from proxy.core.stream_guard import StreamGuard
 from proxy.wire.base import BadRequest, Replaced, StreamCodec
 from proxy.wire.gemini import ArraySplitter, Gemini, GeminiArrayStream, GeminiSSEStream
 

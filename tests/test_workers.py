@@ -10,7 +10,7 @@ import time
 
 import httpx
 
-from proxy.tail import sse_data
+from proxy.commands.tail import sse_data
 from tests.fakes.faulty import headers_for, poll, request_for
 from tests.fakes.process import ProxyProcess
 from tests.fakes.upstream import FakeUpstream, Reply

@@ -30,13 +30,13 @@ from guardrails.seams import (
     passes_whole_of,
     sees_visible_text,
 )
-from guardrails.stream._invisible import VisibleText, as_read, disguises, reads_as_is
 from guardrails.stream.canary import CanaryProvider, canary_instruction, make_canary_token
 from guardrails.stream.hidden_text import HiddenTextProvider
 from guardrails.stream.max_length import MaxLengthProvider
 from guardrails.stream.patterns import RegexProvider
 from guardrails.stream.pii import PiiProvider
 from guardrails.stream.secrets import SecretsProvider
+from guardrails.text.invisible import VisibleText, as_read, disguises, reads_as_is
 
 __all__ = ["ArmedSet", "Trip", "WholeForms", "build_stream_guardrails", "canary_instruction", "make_canary_token",
            "passes_complete", "passes_forms", "whole_forms"]
@@ -84,7 +84,7 @@ class Trip:
 class ArmedSet:
     """One stream's armed checks, run in policy order; the first non-Pass decision wins.
 
-    Invisible characters and look-alikes (``guardrails.stream._invisible``): from the first delta that
+    Invisible characters and look-alikes (``guardrails.text.invisible``): from the first delta that
     carries one, the set keeps the text as a reader reads it (``_view``) and hands it to the checks
     that read that text (``DeltaCheck.sees_visible_text``), each delta with its invisible characters
     dropped and its look-alikes read as ASCII; their horizons and redaction spans are mapped back to

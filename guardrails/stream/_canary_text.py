@@ -1,8 +1,13 @@
 """The canary's notion of 'same text' (``normalise``), and the planted token watched through it.
 
 ``normalise`` drops invisible characters, applies NFKC, maps look-alike letters to the ASCII letter
-they imitate (``guardrails.stream._confusables``), folds case and collapses whitespace runs to one
+they imitate (``guardrails.text.confusables``), folds case and collapses whitespace runs to one
 space. ASCII text is only lowercased (and its whitespace collapsed): nearly every delta.
+
+``squeeze`` is ``normalise`` with only letters and digits kept: the view in which a prompt spelled
+out (``y o u  a r e``, one letter per line, ``you_are``, ``y.o.u``), run together (``youare``) or
+with markup around each word or letter (``**you** **are**``, ``"you" "are"``, ``- you\n- are``)
+reads as the prompt itself does.
 
 ``TokenWatch`` finds the planted ``gp-canary-...`` marker in an answer both as it is and normalised,
 so a copy in look-alike letters (Cyrillic ``а с е``), in capitals or with invisible characters
@@ -15,8 +20,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from guardrails.stream._confusables import skeleton_table
-from guardrails.stream._invisible import INVISIBLE
+from guardrails.text.confusables import skeleton_table
+from guardrails.text.invisible import INVISIBLE
 
 WS_RUN = re.compile(r"\s+")
 _RAW_PER_TOKEN_CHAR = 16
@@ -34,6 +39,22 @@ def normalise(text: str) -> str:
     else:
         folded = unicodedata.normalize("NFKC", text.translate(INVISIBLE)).translate(skeleton_table()).casefold()
     return WS_RUN.sub(" ", folded)
+
+
+_NOT_ALNUM_ASCII = bytes(c for c in range(128) if not chr(c).isalnum())
+_NOT_ALNUM = re.compile(r"[\W_]+")
+
+
+def squeeze(text: str) -> str:
+    """``normalise``, then only letters and digits (``str.isalnum``) kept. ASCII: one C pass (a
+    token-sized delta, a word with or without its leading space: a slice and ``lower``)."""
+    if text.isascii():
+        if text.isalnum():
+            return text.lower()
+        if text[:1] == " " and text[1:].isalnum():
+            return text[1:].lower()
+        return text.encode("ascii").lower().translate(None, _NOT_ALNUM_ASCII).decode("ascii")
+    return _NOT_ALNUM.sub("", normalise(text))
 
 
 def token_in(token: str, pieces: Sequence[str]) -> bool:

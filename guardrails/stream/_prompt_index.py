@@ -1,7 +1,8 @@
 """What the canary keeps of one system prompt, and the cache that makes turn N of a conversation free.
 
 ``PromptIndex`` holds the normalised prompt's shingle hashes (detection) and its ``qgram`` hashes
-(the horizon). ``PromptIndexCache`` keys them by the *raw* prompt itself: a hit costs Python's own
+(the horizon), and the same of the prompt's letters and digits alone (``squeezed``: the view a
+spelled-out copy is compared in). ``PromptIndexCache`` keys them by the *raw* prompt itself: a hit costs Python's own
 string hash (computed once per string object) and one comparison with the kept copy, so it is exact
 (no digest collision can hand a stream another prompt's index) and cheaper than a digest (a BLAKE2b
 pass plus the UTF-8 encoding cost ~30 us at 15 KB). It evicts the least recently used index once the
@@ -25,11 +26,15 @@ class PromptIndex:
     shingles: frozenset[int]
     qgrams: frozenset[int]
     normalised_chars: int
+    squeezed: PromptIndex | None = None
+    """The index of the prompt's letters and digits alone (``_canary_text.squeeze``); None when
+    there are fewer than the canary's ``min_chars`` of them."""
 
     @property
     def size_bytes(self) -> int:
-        return (sys.getsizeof(self.shingles) + sys.getsizeof(self.qgrams)
-                + _BYTES_PER_ENTRY * (len(self.shingles) + len(self.qgrams)))
+        own = (sys.getsizeof(self.shingles) + sys.getsizeof(self.qgrams)
+               + _BYTES_PER_ENTRY * (len(self.shingles) + len(self.qgrams)))
+        return own + (self.squeezed.size_bytes if self.squeezed is not None else 0)
 
 
 class PromptIndexCache:

@@ -22,13 +22,22 @@ Two detectors share one check:
   look-alike letters, capitals, with invisible characters: ``_canary_text.TokenWatch``).
 
 Normalisation drops invisible characters (zero-width spaces and joiners, soft hyphens, bidi marks:
-``guardrails.stream._invisible.INVISIBLE``, the set the other checks' ``VisibleText`` drops too), then
+``guardrails.text.invisible.INVISIBLE``, the set the other checks' ``VisibleText`` drops too), then
 NFKC (full-width and other compatibility forms fold to their plain letters), then look-alike letters
 to the ASCII letter they imitate (Cyrillic ``а``, Greek ``ο``, small capitals:
-``guardrails.stream._confusables``), then case folding, then whitespace runs to one space, on both
+``guardrails.text.confusables``), then case folding, then whitespace runs to one space, on both
 sides. ASCII text is only lowercased (and its whitespace collapsed). The look-alike step maps one
 character to one, so it moves no offset the horizon maps back to the raw text. A delta is normalised on its own, so a combining mark
 split from its base across two deltas is compared uncomposed.
+
+**Two views.** Both detectors above run twice: over the normalised text, and over its letters and
+digits alone (``squeeze``: a twin ``CanaryCheck`` against the prompt's squeezed index), so a copy
+spelled out (``y o u  a r e``, one letter per line, ``y_o_u``), run together (``youare``) or with
+markup around each word or letter (``**you** **are**``, ``- you``) reads as the prompt does. A run
+of ``min_chars`` letters and digits is about 48 characters of prose: the squeezed view never fires
+on less than the verbatim one would, and one leaked run is reported once, whichever view sees it
+first. Its horizon is the raw start of the delta where its chain starts (the views' raw offsets are
+not kept per character). Cost: about as much again per delta (``bench.canary_spelled``).
 
 **Horizon.** The prompt's ``QGRAM``-grams (every position) are hashed into a second set. Every
 ``QGRAM``-gram of a verbatim run is one of them, so the run that a later shingle hit reports starts
@@ -56,9 +65,9 @@ from config.policy import CanaryGuardrail
 from guardrails.decision import PASS, SYSTEM_PROMPT_LEAK, Block, Decision
 from guardrails.seams import DeltaCheck, StreamContext
 from guardrails.stream._canary_text import WS_RUN as _WS_RUN
-from guardrails.stream._canary_text import TokenWatch, normalise, token_in
-from guardrails.stream._confusables import skeleton_table
+from guardrails.stream._canary_text import TokenWatch, normalise, squeeze, token_in
 from guardrails.stream._prompt_index import PromptIndex, PromptIndexCache
+from guardrails.text.confusables import skeleton_table
 
 CANARY_PREFIX = "gp-canary-"
 # Store one shingle in STRIDE_DIVISOR-th of min_chars: 5 keeps a 40-char threshold at 33-char
@@ -96,10 +105,10 @@ class CanaryCheck(DeltaCheck):
     the chain of prompt grams that the horizon follows."""
 
     __slots__ = ("_chain", "_horizon", "_keep", "_last_hit", "_offsets", "_qgrams", "_replacement", "_seen",
-                 "_shingle", "_shingles", "_stride", "_tail", "_watch", "window")
+                 "_shingle", "_shingles", "_squeezed", "_stride", "_tail", "_twin", "_watch", "window")
 
     def __init__(self, index: PromptIndex, shingle: int, stride: int, min_chars: int, token: str,
-                 replacement: str) -> None:
+                 replacement: str, *, squeezed: bool = False) -> None:
         self.window = max(RAW_PER_NORMALISED * min_chars, len(token))
         self._shingles = index.shingles
         self._qgrams = index.qgrams
@@ -118,6 +127,11 @@ class CanaryCheck(DeltaCheck):
         # (a list: at most ``_OFFSETS_KEPT`` entries, and an empty deque costs 600 bytes a stream)
         self._offsets: list[tuple[int, int, bool]] = []
         self._horizon = 0
+        self._squeezed = squeezed
+        """This check reads the letters and digits alone (``squeeze``): it is the twin of another."""
+        self._twin = (CanaryCheck(index.squeezed, shingle, stride, min_chars, "", replacement, squeezed=True)
+                      if index.squeezed is not None and not squeezed else None)
+        """The same search over the letters and digits alone (a prompt spelled out or marked up)."""
 
     def check(self, accumulated: str, delta: str) -> Decision:
         found = self.check_horizon(accumulated, delta)
@@ -133,7 +147,11 @@ class CanaryCheck(DeltaCheck):
             end = len(accumulated)
             horizon = self._horizon = watch.horizon(accumulated, end) if watch is not None else end
             return horizon
-        if delta.isascii():  # ``normalise``, inline
+        if self._squeezed:
+            piece = squeeze(delta)
+            if not piece:  # punctuation, markup or whitespace only: nothing changes in this view
+                return self._horizon
+        elif delta.isascii():  # ``normalise``, inline
             piece = delta.lower()
             if not piece.isprintable() or "  " in piece:
                 piece = _WS_RUN.sub(" ", piece)
@@ -146,6 +164,7 @@ class CanaryCheck(DeltaCheck):
         t = len(tail)
         n = len(buf)
         seen = self._seen
+        last_hit = self._last_hit
         offset = seen - t  # where ``buf`` starts in the normalised output
         before = self._chain - offset  # where the chain starts (in ``buf``) before this delta
         # The last gram of the new text missing from the prompt, from its end back (prose: the last).
@@ -182,6 +201,20 @@ class CanaryCheck(DeltaCheck):
         self._tail = buf[self._keep:]
         if watch is not None:
             horizon = watch.horizon(accumulated, horizon)
+        twin = self._twin
+        if twin is not None:
+            # One leaked run is reported once, whichever view finds it first: a view's new run
+            # counts only when the other view was not inside a run already.
+            in_run = seen - last_hit <= self._stride
+            twin_in_run = twin._seen - twin._last_hit <= twin._stride
+            found = twin.check_horizon(accumulated, delta)
+            if not isinstance(found, int):
+                if not in_run:
+                    return found
+                found = twin._horizon
+            new_run = new_run and not twin_in_run
+            if found < horizon:  # noqa: PLR1730 - min() is a builtin call per delta
+                horizon = found
         self._horizon = horizon
         return self._block("a passage of the system prompt") if new_run else horizon
 
@@ -222,14 +255,16 @@ class CanaryCheck(DeltaCheck):
         return new_run
 
     def _raw_offset(self, normalised: int, end: int) -> int:
-        """The raw offset of normalised offset ``normalised`` (or of the start of its delta)."""
+        """The raw offset of normalised offset ``normalised`` (or of the start of its delta, or of an
+        earlier one's: past ``_OFFSETS_KEPT`` deltas, the oldest kept stands for the ones after it)."""
         offsets = self._offsets
         drop = 0
         while len(offsets) - drop > 1 and offsets[drop + 1][0] <= normalised:
             drop += 1
-        drop = max(drop, len(offsets) - _OFFSETS_KEPT)
         if drop:
             del offsets[:drop]
+        if len(offsets) > _OFFSETS_KEPT:  # keep the first (it holds the chain's start), forget the next
+            del offsets[1:len(offsets) - _OFFSETS_KEPT + 1]
         if not offsets:
             return end
         norm_start, raw_start, exact = offsets[0]
@@ -260,6 +295,14 @@ def passes_prompt(index: PromptIndex, pieces: Sequence[str], shingle: int) -> bo
             if shingle > 1 and part[:1] == " " and norm[-1:] == " ":
                 part = part[1:]
             norm += part
+    if not _passes_view(index, norm, shingle):
+        return False
+    squeezed = index.squeezed
+    return squeezed is None or _passes_view(squeezed, "".join(map(squeeze, pieces)), shingle)
+
+
+def _passes_view(index: PromptIndex, norm: str, shingle: int) -> bool:
+    """``passes_prompt`` over one view of the answer (``norm``) against the same view's index."""
     n, q, step = len(norm), QGRAM, GRAM_STEP
     if n < shingle:
         return True
@@ -307,7 +350,7 @@ class CanaryProvider:
         self.plants_instruction = spec.plant_token
         self.unseen_prompt = spec.unseen_prompt
         """What a request whose system prompt the upstream holds, unseen by this process, gets
-        (``proxy.held_prompts``; decided at the edge, before the canary arms)."""
+        (``proxy.drive.held_prompts``; decided at the edge, before the canary arms)."""
         self._min_chars = spec.min_chars
         self._stride = max(1, spec.min_chars // STRIDE_DIVISOR)
         self._shingle = spec.min_chars - self._stride + 1
@@ -354,7 +397,12 @@ class CanaryProvider:
     def _index_of(self, raw_prompt: str) -> PromptIndex:
         """O(len(prompt)) once per distinct prompt: one slice and hash per gram and shingle."""
         prompt = normalise(raw_prompt).strip()
+        letters = squeeze(raw_prompt)
+        squeezed = self._grams(letters, None) if len(letters) >= self._min_chars else None
+        return self._grams(prompt, squeezed)
+
+    def _grams(self, prompt: str, squeezed: PromptIndex | None) -> PromptIndex:
         k, q = self._shingle, QGRAM
         shingles = frozenset(hash(prompt[i:i + k]) for i in range(0, len(prompt) - k + 1, self._stride))
         qgrams = frozenset(hash(prompt[i:i + q]) for i in range(len(prompt) - q + 1))
-        return PromptIndex(shingles, qgrams, len(prompt))
+        return PromptIndex(shingles, qgrams, len(prompt), squeezed)

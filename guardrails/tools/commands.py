@@ -305,6 +305,8 @@ def _directories(program: str, args: Argv) -> list[tuple[str, str]]:
 
 def file_operands(program: str, args: Argv) -> list[tuple[str, str]]:
     """[(op, path)] for a known file program's literal path operands; [] for any other program."""
+    if program == "tar" and args and args[0] is not None and args[0][:1].isalpha():
+        args = [f"-{args[0]}", *args[1:]]  # ``tar xzf a.tgz``: the old style's first word is a cluster
     if program in _DIRECTORY_OPTS:
         found = _directories(program, args)
         if program not in ("tar", "git"):

@@ -437,6 +437,20 @@ def downloaded_files(program: str, args: Argv) -> list[str]:
             if value is not None:
                 out.append(value)
         remote = remote or (program == "curl" and ("O" in cluster or a == "--remote-name"))
+    folder = _download_folder(program, args)
+    if program == "curl" and folder:  # --output-dir D: every -o and -O file goes there
+        out = [f if f.startswith(("/", "~")) or f == "-" else posixpath.join(folder, f) for f in out]
     if remote or (program == "wget" and not out):
-        out += [posixpath.basename(u.split("?", 1)[0]) or "index.html" for u in network_targets(program, args)]
+        names = [posixpath.basename(u.split("?", 1)[0]) or "index.html" for u in network_targets(program, args)]
+        out += [posixpath.join(folder, n) if folder else n for n in names]  # wget -P D; curl -O --output-dir D
     return [f for f in out if f != "-"]
+
+
+_DOWNLOAD_FOLDERS = {"curl": frozenset({"--output-dir"}), "wget": frozenset({"-P", "--directory-prefix"})}
+
+
+def _download_folder(program: str, args: Argv) -> str | None:
+    """The folder a downloader saves into (``curl --output-dir D``, ``wget -P D``); the last one given wins."""
+    names = _DOWNLOAD_FOLDERS[program]
+    found = [v for o, v in options_with_values(args, _OPTION_TABLE[program].values | names) if o in names and v]
+    return found[-1] if found else None

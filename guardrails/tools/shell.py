@@ -38,12 +38,13 @@ from tree_sitter import Language, Node, Parser
 
 from guardrails.tools import commands as cmds
 from guardrails.tools import network as net
-from guardrails.tools.autorun import autorun_settings, git_dir_setting, git_subcommand
+from guardrails.tools.autorun import autorun_settings, git_dir_setting, git_subcommand, is_git_config_name
 from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, program_name
 from guardrails.tools.embedded import Embedded, embedded, sed, setting
-from guardrails.tools.interpreters import UNKNOWN_OPTIONS
+from guardrails.tools.interpreters import DYNAMIC, UNKNOWN_OPTIONS
 from guardrails.tools.sources import EXPANSION, looks_like_requirements, sed_hosts, settings_kind
 from guardrails.tools.variables import Variables, expand, has_alternatives
+from guardrails.tools.writers import written_files
 
 MAX_COMMAND_BYTES = 32 * 1024
 MAX_NODES = 12_000
@@ -73,6 +74,9 @@ _PIPE_FILE = re.compile(r"^/(?:dev|proc/self)/fd/\d+$")
 """A script read from a descriptor (``bash <(...)``, ``source /dev/fd/3``): code from a pipe."""
 
 Segment = dict[str, object]
+_WINDOWS_ABSOLUTE = re.compile(r"^(?:[A-Za-z]:[\\/]|\\\\)")
+"""``C:\\x``, ``\\\\server\\x``: absolute for a Windows agent (``guardrails.tools.paths.windows_form``), not
+relative to a ``cd``."""
 
 
 class _Stop(Exception):
@@ -92,9 +96,13 @@ class ShellFacts:
     or another program's output puts there is not in the line."""
     autorun: list[str] = field(default_factory=list)
     """Settings this line makes that run code later by themselves (``guardrails.tools.autorun``)."""
+    git_runs: list[str] = field(default_factory=list)
+    """Folders other than the starting one that git runs in (``git -C DIR``, ``cd DIR && git ...``): one
+    that is a git folder under another name runs its hooks and ``core.fsmonitor`` (the mounted probe)."""
     status: str = "ok"
     work: int = 0
-    """Syntax nodes visited plus bytes handed to the parser: the cost of this analysis."""
+    """Syntax nodes visited, bytes handed to the parser, and characters and tokens of embedded programs
+    read (awk): the cost of this analysis."""
 
 
 def _parser() -> Parser:
@@ -245,6 +253,8 @@ class _Walker:
         self.facts = ShellFacts()
         self.nodes = 0
         self.parsed = 0
+        self.scanned = 0
+        """Characters and tokens of embedded programs read (awk's): counted in ``work``, not ``MAX_NODES``."""
         self.cwd = ""
         """A literal ``cd`` target seen so far ("" = the starting folder; None-like "?" = unknown)."""
         self.downloaded: set[str] = set()
@@ -438,7 +448,7 @@ class _Walker:
                 dest = r.child_by_field_name("destination")
                 path = literal(dest) if dest is not None and r.type == "file_redirect" else None
                 if path is not None and _op(r) in _WRITE_REDIRECTS:
-                    self.downloaded.add(self._join(path))
+                    self.downloaded.add(self._key(path))
                     self.downloaders.add(ran[0])
         return ran
 
@@ -561,12 +571,17 @@ class _Walker:
         else:
             raise _Stop("too_complex")
         args = words[1:]
-        self._segment(prog, args, depth, feed, stdin, len(words) in splits)
+        self._segment(prog, args, depth, feed, stdin, len(words) in splits, words[0])
         return [prog]
 
     def _segment(self, prog: str, args: list[str | None], depth: int, feed: list[str], stdin: str | None,
-                 split: bool = False) -> None:
+                 split: bool = False, word: str | None = None) -> None:
         prefixes = self.prefixes  # a nested parse (``bash -c``) sets its own
+        if word is not None and "/" in word and self._key(word) in self.downloaded:
+            # ``chmod +x x.sh; ./x.sh``: the kernel runs the downloaded file with whatever interpreter its
+            # first line names, which the line does not show: any program, fed by the download.
+            self._record({"program": DYNAMIC, "options": [], "fed_by": sorted(self.downloaders or {"curl"}),
+                          "script": "file", "stdin": stdin})
         interp = prog in SCRIPT_INTERPRETERS or prog == "$"
         values = _INTERP_VALUE_OPTS | _PROGRAM_VALUE_OPTS.get(prog, frozenset()) if interp else frozenset()
         opts, first = (_powershell_options(args) if prog in ("pwsh", "powershell")
@@ -579,10 +594,10 @@ class _Walker:
         operands = args[first:]
         if interp:
             fed |= self._script(prog, opts, operands, depth, seg)
-        if stdin == "file" and self.stdin_path is not None and self._join(self.stdin_path) in self.downloaded:
+        if stdin == "file" and self.stdin_path is not None and self._key(self.stdin_path) in self.downloaded:
             fed.add("download")
         if prog in ("source", ".") and operands and operands[0] is not None \
-                and self._join(operands[0]) in self.downloaded:
+                and self._key(operands[0]) in self.downloaded:
             fed.add("download")
         if "download" in fed:
             fed.discard("download")
@@ -620,7 +635,7 @@ class _Walker:
         elif operands and operands[0] not in ("-", None) and "-s" not in opts:
             seg["script"] = "file"
             self._path("read", str(operands[0]))
-            return {"download"} if self._join(str(operands[0])) in self.downloaded else set()
+            return {"download"} if self._key(str(operands[0])) in self.downloaded else set()
         else:
             seg["script"] = "stdin"
         return set()
@@ -638,9 +653,16 @@ class _Walker:
         if prog in _SETS_VARIABLES:  # read F, mapfile A, unset F, printf -v F, getopts o F
             for a in args:
                 self.variables.forget(a or "")
+        table = written_files(prog, args)
+        made = {path for op, path in table if op != "read"}
         for op, path in cmds.file_operands(prog, args):
+            if not (op == "read" and path in made):  # ``tar -czf out.tgz``, ``unzip -d out``: not a read
+                self._path(op, path)
+        for op, path in table:
             self._path(op, path)
         self.facts.autorun += autorun_settings(prog, args)
+        if prog == "git":
+            self._git_run(args)
         for path in _moved_in(prog, args):  # ``ln -s x .npmrc``, ``git mv notes.txt .npmrc``: text not in the line
             if prog == "git":
                 self._path("write", path)  # also gets the path rules (a link's name already has them)
@@ -653,9 +675,11 @@ class _Walker:
             self._path(op, path)
         for f in net.downloaded_files(prog, args):
             self._path("write", f)
-            self.downloaded.add(self._join(f))
+            self.downloaded.add(self._key(f))
             self.downloaders.add(prog)
-        lines, touched = embedded(prog, args)
+        fed = _stdin_text(self.pending.redirects) if prog == "sqlite" and self.pending is not None else None
+        lines, touched, scanned = embedded(prog, args, fed)
+        self.scanned += scanned
         for found in lines:
             self._embedded(found, depth)
         saved, self.pending = self.pending, None  # sed's ``w`` and awk's ``print >`` write input lines, not the script
@@ -682,6 +706,18 @@ class _Walker:
                 self._path("read", value)
                 if prog != "xargs":
                     self.cwd = self._join(value)
+
+    def _git_run(self, args: list[str | None]) -> None:
+        """Record the folder git runs in when it is not the starting one (``git -C a -C b`` is ``a/b``)."""
+        _, rest = git_subcommand(args)
+        folder = self.cwd
+        for name, value in cmds.options_with_values(args[:len(args) - len(rest)], frozenset({"-C", "-c"})):
+            if name == "-C":
+                if value is None:
+                    return  # git -C "$d": not known
+                folder = value if value.startswith(("/", "~")) or not folder else posixpath.join(folder, value)
+        if folder and folder != "?" and not folder.startswith("?"):
+            self.facts.git_runs.append(folder)
 
     def _inline_shell(self, feed: list[str], stdin: str | None) -> None:
         """A command line handed to ``sh -c``: by a wrapper (``su -c``), or one the parse cannot see."""
@@ -716,9 +752,15 @@ class _Walker:
         return p.text
 
     def _join(self, path: str) -> str:
-        if path.startswith(("/", "~")) or not self.cwd:
+        if path.startswith(("/", "~")) or not self.cwd or _WINDOWS_ABSOLUTE.match(path):
             return path
         return posixpath.join(self.cwd, path)
+
+    def _key(self, path: str) -> str:
+        """The file ``path`` names, whatever its spelling: joined to the current folder, ``.`` and ``..``
+        folded (``./x.sh``, ``"$PWD/x.sh"``, ``src/../x.sh`` and ``x.sh`` are one file). Lexical: a symbolic
+        link in the line is not followed."""
+        return posixpath.normpath(self._join(path))
 
     def _path(self, op: str, path: str) -> None:
         if has_alternatives(path) or has_alternatives(self.cwd):
@@ -728,15 +770,16 @@ class _Walker:
         self._one_path(op, path)
 
     def _one_path(self, op: str, path: str) -> None:
-        if self.cwd == "?" and not path.startswith(("/", "~")):
+        if self.cwd == "?" and not path.startswith(("/", "~")) and not _WINDOWS_ABSOLUTE.match(path):
             return  # relative to a folder the parse cannot know
         joined = self._join(path)
-        if op == "read" and posixpath.normpath(joined) in self.written:
+        if op == "read" and self._key(path) in self.written:
             return  # made earlier in this line (``echo x > a && cat a``): its write was judged
         if op == "write":
-            self.written.add(posixpath.normpath(joined))
+            self.written.add(self._key(path))
             content = self._content()
-            if settings_kind(joined) is not None or (content and looks_like_requirements(content)):
+            if settings_kind(joined) is not None or is_git_config_name(joined) \
+                    or (content and looks_like_requirements(content)):
                 self.facts.writes.append((joined, content))
         self.facts.paths.append((op, joined))
 
@@ -961,13 +1004,14 @@ def analyze(command: str, stdin: str | None = None) -> ShellFacts:
     try:
         walker.line(command, 0, [], stdin)
     except _Stop as stop:
-        return ShellFacts(segments=walker.facts.segments, status=stop.status, work=walker.nodes + walker.parsed)
+        return ShellFacts(segments=walker.facts.segments, status=stop.status,
+                          work=walker.nodes + walker.parsed + walker.scanned)
     except RecursionError:
-        return ShellFacts(status="too_complex", work=walker.nodes + walker.parsed)
+        return ShellFacts(status="too_complex", work=walker.nodes + walker.parsed + walker.scanned)
     finally:
         _local.variables = None
     walker.facts.urls = [u for url in walker.facts.urls for u in expand(url)]
-    walker.facts.work = walker.nodes + walker.parsed
+    walker.facts.work = walker.nodes + walker.parsed + walker.scanned
     return walker.facts
 
 

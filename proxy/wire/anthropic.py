@@ -51,7 +51,6 @@ from guardrails.datamodel import (
     Unvetted,
     WholeText,
 )
-from proxy.sse import SSESplitter, parse_fields
 from proxy.wire.base import (
     REPLACED_EVENT,
     BadRequest,
@@ -69,9 +68,10 @@ from proxy.wire.base import (
     quick_decoder,
     with_temperature,
 )
+from proxy.wire.conversation_delta import Reading, Turns
 from proxy.wire.shapes import ByType, by_type, lane_events, obj, plain, unread, whole_events
+from proxy.wire.sse import SSESplitter, parse_fields
 from proxy.wire.template import Templates
-from proxy.wire.turns import Reading, Turns
 
 _ERROR_TYPES: dict[str, str] = {
     "invalid_request": "invalid_request_error",
@@ -442,7 +442,12 @@ class MessagesStream(StreamCodec):
         self._message: dict[str, Any] = {}
         """The upstream's ``message_start`` message, to render our own start in its likeness."""
         self._output_tokens = 0
-        self._open_tools: set[int] = set()
+        self._open_tools: dict[int, str | None] = {}
+        """Open tool_use blocks -> the input their start gave (JSON), until a fragment replaces it
+        (None): the SDK keeps the start's input only when no fragment carries any."""
+        self._blocks = 0
+        """Blocks started so far: the SDK appends each to its content and addresses a delta by list
+        position, so a block must start at the index that position is, and deltas go to the last one."""
         self._server_inputs: set[int] = set()
         """Open server / MCP tool-use blocks: their streamed input is a lane of its own."""
         self._sent_start = False
@@ -511,9 +516,17 @@ class MessagesStream(StreamCodec):
         if name in _QUIET_EVENTS:
             return []
         if name == "content_block_delta":
-            return self._on_delta(int(data["index"]), data["delta"])
+            index = int(data["index"])
+            if index != self._blocks - 1:  # the SDK and the proxy would add it to different texts
+                return [Unvetted("a delta for a block other than the last started")]
+            return self._on_delta(index, data["delta"])
         if name == "content_block_start":
-            return self._on_block_start(int(data["index"]), data["content_block"])
+            index = int(data["index"])
+            if index != self._blocks:  # the SDK would pair it with another index's deltas
+                return [Unvetted("a content block started out of order")]
+            self._blocks += 1
+            self._templates.current = None  # a text delta's template holds the index it was learnt at
+            return self._on_block_start(index, data["content_block"])
         if name == "content_block_stop":
             index = int(data["index"])
             if index in self._thinking:
@@ -522,10 +535,7 @@ class MessagesStream(StreamCodec):
             if index in self._server_inputs:
                 self._server_inputs.discard(index)
                 return [LaneEnd(0, f"server_tool#{index}")]
-            if index in self._open_tools:
-                self._open_tools.discard(index)
-                return [ToolCallEnd(str(index))]
-            return []
+            return self._end_tool(index)
         if name == "message_delta":
             self._output_tokens = int((data.get("usage") or {}).get("output_tokens", self._output_tokens))
             reason = (data.get("delta") or {}).get("stop_reason")
@@ -558,11 +568,14 @@ class MessagesStream(StreamCodec):
         if kind == "citations_delta" and isinstance(delta.get("citation"), dict):
             return [WholeText(t, 0, "citation") for t in _strings(delta["citation"])]
         if kind == "input_json_delta" and isinstance(delta.get("partial_json"), str):
-            if index in self._open_tools and delta["partial_json"]:
+            if not delta["partial_json"]:
+                return []
+            if index in self._open_tools:
+                self._open_tools[index] = None  # the SDK now keeps the fragments only
                 return [ToolCallArgsDelta(str(index), delta["partial_json"])]
-            if index in self._server_inputs and delta["partial_json"]:  # a server tool's input (a query)
+            if index in self._server_inputs:  # a server tool's input (a query)
                 return [TextDelta(delta["partial_json"], 0, f"server_tool#{index}")]
-            return []
+            return [Unvetted("input_json_delta for a block that takes no input")]
         return [Unvetted(f"delta {kind!r}")]
 
     def _on_block_start(self, index: int, block: dict[str, Any]) -> list[Event]:
@@ -573,11 +586,17 @@ class MessagesStream(StreamCodec):
             self._server_inputs.add(index)
         if block.get("type") != "tool_use":
             return events
-        self._open_tools.add(index)
+        # Some gateways send the whole input here, with no fragments: it counts only if none follows.
+        self._open_tools[index] = dumps(block["input"]) if block.get("input") else None
         events.append(ToolCallStart(str(index), str(block.get("id", "")), str(block.get("name", ""))))
-        if block.get("input"):  # some gateways send the whole input here, with no deltas
-            events.append(ToolCallArgsDelta(str(index), dumps(block["input"])))
         return events
+
+    def _end_tool(self, index: int) -> list[Event]:
+        if index not in self._open_tools:
+            return []
+        given = self._open_tools.pop(index)
+        end = ToolCallEnd(str(index))
+        return [ToolCallArgsDelta(str(index), given), end] if given is not None else [end]
 
     def _close_thinking(self, index: int) -> None:
         block, thinking, signature = self._thinking.pop(index)
@@ -592,9 +611,7 @@ class MessagesStream(StreamCodec):
         return [copy.deepcopy(block) for _, block in sorted(self._thought, key=lambda t: t[0])]
 
     def _close_tools(self) -> list[Event]:
-        ends: list[Event] = [ToolCallEnd(str(i)) for i in sorted(self._open_tools)]
-        self._open_tools.clear()
-        return ends
+        return [e for i in sorted(self._open_tools) for e in self._end_tool(i)]
 
     # -- what the client has ------------------------------------------------------------------
     def note_sent(self, frame: Frame) -> None:

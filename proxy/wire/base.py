@@ -18,7 +18,7 @@ import msgspec
 
 from config.errors import ClientError
 from guardrails.datamodel import AssistantMessage, Event, Frame, Lane, RequestView, ToolCall, WholeText
-from proxy.sse import SSEFrame
+from proxy.wire.sse import SSEFrame
 
 FinishKind = Literal["normal", "filtered"]
 """``filtered``: the provider's content-filter ending; ``normal``: an ordinary end of turn."""

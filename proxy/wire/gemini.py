@@ -55,7 +55,6 @@ from guardrails.datamodel import (
     Unvetted,
     WholeText,
 )
-from proxy.sse import SSESplitter, parse_fields
 from proxy.wire.base import (
     BadRequest,
     ErrorKind,
@@ -72,8 +71,10 @@ from proxy.wire.base import (
     loads_output,
     quick_decoder,
 )
+from proxy.wire.conversation_delta import Turns
+from proxy.wire.held_state import held_caches
 from proxy.wire.shapes import lane_events, obj, unread, whole_events
-from proxy.wire.turns import Turns
+from proxy.wire.sse import SSESplitter, parse_fields
 
 _ERRORS: dict[ErrorKind, tuple[int, str]] = {
     "invalid_request": (400, "INVALID_ARGUMENT"),
@@ -422,29 +423,6 @@ class _Read:
     system_prompt: str
     last_user_text: str
     held: tuple[str, ...] = ()
-
-
-def cache_key(name: Any) -> str | None:
-    """``RequestView.held``'s key for a ``cachedContent`` name (``cachedContents/abc``; a bare id is
-    read as that), None for a name of another type."""
-    if not isinstance(name, str):
-        return None
-    return f"cache:{name if '/' in name else 'cachedContents/' + name}"
-
-
-def held_caches(*names: Any) -> tuple[str, ...] | None:
-    """``RequestView.held`` of a cache named as ``cachedContent`` and/or ``cached_content`` (absent:
-    UNSET or None); None for a name that is not a string. Both spellings in one body are both held:
-    which one the upstream reads is its JSON parser's choice, not the proxy's."""
-    keys: list[str] = []
-    for name in names:
-        if name is msgspec.UNSET or name is None:
-            continue
-        key = cache_key(name)
-        if key is None:
-            return None
-        keys.append(key)
-    return tuple(dict.fromkeys(keys))
 
 
 def cached_system(body: dict[str, Any]) -> str | None:

@@ -36,7 +36,6 @@ from guardrails.datamodel import (
     Unvetted,
     WholeText,
 )
-from proxy.sse import SSEFrame, SSESplitter, parse_fields
 from proxy.wire.base import (
     QUICK_NULL,
     QUICK_REFUSALS,
@@ -57,32 +56,13 @@ from proxy.wire.base import (
     raw_value,
     with_temperature,
 )
-from proxy.wire.gemini import held_caches
+from proxy.wire.conversation_delta import Reading, Turns
+from proxy.wire.held_state import held_caches
 from proxy.wire.logprobs import token_events
+from proxy.wire.openai_errors import error_object
 from proxy.wire.shapes import by_type, lane_events, obj, unread, whole_events
+from proxy.wire.sse import SSEFrame, SSESplitter, parse_fields
 from proxy.wire.template import Templates
-from proxy.wire.turns import Reading, Turns
-
-_ERROR_TYPES: dict[str, tuple[str, str | None]] = {
-    "invalid_request": ("invalid_request_error", None),
-    "authentication": ("authentication_error", "invalid_api_key"),
-    "permission": ("permission_error", None),
-    "not_found": ("invalid_request_error", "not_found"),
-    "too_large": ("invalid_request_error", "request_too_large"),
-    "rate_limit": ("requests", "rate_limit_exceeded"),
-    "upstream": ("server_error", "upstream_error"),
-    "timeout": ("server_error", "upstream_timeout"),
-    "guardrail": ("invalid_request_error", "content_filter"),
-    "overloaded": ("server_error", "overloaded"),
-}
-
-
-def error_object(message: str, kind: ErrorKind, extra: dict[str, str] | None = None) -> dict[str, Any]:
-    etype, code = _ERROR_TYPES[kind]
-    err: dict[str, Any] = {"message": message, "type": etype, "param": None, "code": code}
-    if extra:
-        err.update(extra)
-    return {"error": err}
 
 
 def _content_text(content: Any) -> str:

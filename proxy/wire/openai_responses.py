@@ -6,6 +6,11 @@ Decisions and traps (verified against openai 3.57 and Codex 0.169's ``process_re
 - Tool calls are ``function_call`` items and Codex's freeform ``custom_tool_call`` items
   (``apply_patch``), keyed by item id. For custom calls the "arguments" are the raw ``input`` text,
   not JSON; the codec remembers their call ids to render them back as custom calls.
+- A call is said several times: its added item and deltas (what the rules judge), then
+  ``*_arguments.done``, ``output_item.done`` and the terminal response, which the SDK's events and
+  its final response show. Each repeat must say what was judged (type, name, arguments, byte for
+  byte), else the answer fails closed; a call first seen whole (only ``.done``, only the terminal
+  response) is judged there. Argument text for no open call fails closed.
 - ``response.refusal.delta`` is decoded as ``TextDelta``: a refusal is visible to the user, so it is
   guarded like text (``retext`` and the tail's closing of an open part handle both kinds).
 - Finish reasons: ``completed`` -> ``stop``; ``incomplete`` -> ``incomplete_details.reason``;
@@ -52,7 +57,6 @@ from guardrails.datamodel import (
     Unvetted,
     WholeText,
 )
-from proxy.sse import SSEFrame, SSESplitter, parse_fields
 from proxy.wire import responses_text as rt
 from proxy.wire.base import (
     QUICK_NULL,
@@ -74,9 +78,10 @@ from proxy.wire.base import (
     raw_value,
     with_temperature,
 )
-from proxy.wire.openai_chat import error_object
+from proxy.wire.conversation_delta import Reading, Turns
+from proxy.wire.openai_errors import error_object
 from proxy.wire.shapes import lane_events, obj, plain, unread, whole_events
-from proxy.wire.turns import Reading, Turns
+from proxy.wire.sse import SSEFrame, SSESplitter, parse_fields
 
 _TOOL_ITEMS = {"function_call": "arguments", "custom_tool_call": "input"}
 """Tool-call item types and the field that carries their arguments."""
@@ -543,6 +548,20 @@ class _Part:
 
 
 @dataclass(slots=True)
+class _Call:
+    """A tool-call item as decoded: what every later view of it must repeat."""
+
+    kind: str
+    name: str
+    parts: list[str] = field(default_factory=list)
+    """The argument text decoded so far (the added item's, then the fragments)."""
+    shown: str = "{}"
+    """A built-in call's action as its item last showed it (what ends it when nothing else does)."""
+    args: str | None = None
+    """The arguments the rules judged, once the call ended."""
+
+
+@dataclass(slots=True)
 class _Item:
     """An output item as the client has it (the added item, updated by deltas, or the done item)."""
 
@@ -564,11 +583,11 @@ class ResponsesStream(StreamCodec):
         self._usage: Any = None
         self._keys: dict[int, str] = {}
         """output_index -> tool key (the item id), for deltas without a known ``item_id``."""
-        self._open_tools: dict[str, bool] = {}
-        """Open tool keys -> whether any argument text was decoded for them yet."""
+        self._calls: dict[str, _Call] = {}
+        """Tool-call items by key (the item id), open or judged: every repeat is compared with them."""
         self._custom_calls: set[str] = set()
-        self._actions: dict[str, str] = {}
-        """Built-in call item key -> the JSON of its action as last seen."""
+        self._last_added = -1
+        """The output index of the last ``output_item.added``."""
         self._error_seen = False
         self._texts = rt.OutputTexts()
         # what the client has
@@ -623,17 +642,30 @@ class ResponsesStream(StreamCodec):
         if t in _ARGS_DELTA:
             key = self._key(ev)
             delta = ev.get("delta")
-            if key in self._open_tools and isinstance(delta, str) and delta:
-                self._open_tools[key] = True
-                return [ToolCallArgsDelta(key, delta)]
-            return []
+            if delta == "":
+                return []
+            call = self._calls.get(key)
+            if not isinstance(delta, str) or call is None or call.args is not None or call.kind in _ACTION_ITEMS:
+                # Text the client shows (the SDK appends it to the call it has) for no call being judged.
+                return [Unvetted(f"{t} for no open tool call")]
+            call.parts.append(delta)
+            return [ToolCallArgsDelta(key, delta)]
         if t in _ARGS_DONE:
-            return self._end_tool(self._key(ev), ev.get("arguments", ev.get("input")))
+            key = self._key(ev)
+            args = ev.get("arguments" if t == "response.function_call_arguments.done" else "input")
+            if key not in self._calls:  # no call to repeat: its text is checked, as any event's
+                return [WholeText("\n".join(rt.strings(ev)), 0, "arguments")] if rt.strings(ev) else []
+            return self._repeat(key, None, ev.get("name"), args)
         item = ev.get("item")
         if t in ("response.output_item.added", "response.output_item.done") and isinstance(item, dict):
             index = ev.get("output_index")
-            return [*self._texts.item(item, index if isinstance(index, int) else 0),
-                    *self._item_events(t, ev, item)]
+            if t == "response.output_item.added" and isinstance(index, int):
+                if index <= self._last_added:  # the SDK's snapshot lists items in arrival order
+                    return [Unvetted("an output item added before an earlier one")]
+                self._last_added = index
+            how = "added" if t == "response.output_item.added" else "done"
+            return [*self._texts.item(item, index if isinstance(index, int) else 0, how),
+                    *self._item_events(t, index, item)]
         if t == "error":
             self._error_seen = True
             nested = ev.get("error")
@@ -643,8 +675,13 @@ class ResponsesStream(StreamCodec):
         if not isinstance(response, dict):
             return self._other_events(str(t), ev)
         output = response.get("output")
-        texts: list[Event] = [e for n, i in enumerate(output) if isinstance(i, dict)
-                              for e in self._texts.item(i, n)] if isinstance(output, list) else []
+        items = [(n, i) for n, i in enumerate(output) if isinstance(i, dict)] if isinstance(output, list) else []
+        if t in _TERMINAL:  # the SDK's final response: each call in it is the one judged, or judged now
+            texts = [*self._texts.output(items), *(e for n, i in items for e in self._item_events(t, n, i))]
+        elif output:  # the API starts with none; the SDK's snapshot would start with these, unjudged
+            texts = [Unvetted(f"output in {t}")]
+        else:
+            texts = []
         texts += whole_events(unread(response, _RESPONSE))
         if isinstance(rid := response.get("id"), str) and rid and rid not in self._ids:
             self._ids.append(rid)
@@ -655,8 +692,8 @@ class ResponsesStream(StreamCodec):
         if t not in _TERMINAL:
             return texts
         events: list[Event] = [*texts]
-        for k in list(self._open_tools):
-            events += self._end_tool(k, self._actions.get(k))
+        for k, call in self._calls.items():
+            events += self._end(k, call.shown)
         if t == "response.failed" and not self._error_seen:
             failure = response.get("error")
             msg = failure.get("message") if isinstance(failure, dict) else None
@@ -676,60 +713,81 @@ class ResponsesStream(StreamCodec):
 
     def _key(self, ev: dict[str, Any]) -> str:
         item_id = ev.get("item_id")
-        if isinstance(item_id, str) and item_id in self._open_tools:
+        if isinstance(item_id, str) and item_id in self._calls:
             return item_id
         index = ev.get("output_index")
         return self._keys.get(index, "") if isinstance(index, int) else ""
 
-    def _item_events(self, t: str, ev: dict[str, Any], item: dict[str, Any]) -> list[Event]:
+    def _item_key(self, item: dict[str, Any], index: Any) -> str:
+        """A call item's key: its id; without one, the call streamed at its output index."""
+        iid = item.get("id")
+        if iid:
+            return str(iid)
+        if isinstance(index, int) and index in self._keys:
+            return self._keys[index]
+        return f"#{index}"
+
+    def _item_events(self, t: str, index: Any, item: dict[str, Any]) -> list[Event]:
+        """A tool-call item as an event shows it: opened at ``.added``; anywhere else (its ``.done``,
+        the terminal response's output) it repeats the call, or is a call seen first whole."""
         kind = item.get("type")
-        if kind in _ACTION_ITEMS:
-            return self._action_events(t, ev, item)
-        if kind not in _TOOL_ITEMS:
+        if kind not in _CALL_ITEMS:
             return []
-        index = ev.get("output_index")
-        key = str(item.get("id") or f"#{index}")
-        events: list[Event] = []
-        if key not in self._open_tools and (t.endswith(".added") or key not in self._keys.values()):
-            # A tool item seen only at ``.done`` (some gateways send no ``.added``) still counts.
-            if isinstance(index, int):
-                self._keys[index] = key
-            self._open_tools[key] = False
-            if kind == "custom_tool_call":
-                self._custom_calls.add(str(item.get("call_id", "")))
-            events.append(ToolCallStart(key, str(item.get("call_id", "")), str(item.get("name", ""))))
-        args = item.get(_TOOL_ITEMS[str(kind)])
-        if t.endswith(".done"):
-            return [*events, *self._end_tool(key, args)]
-        if isinstance(args, str) and args:
-            self._open_tools[key] = True
+        key = self._item_key(item, index)
+        action = kind in _ACTION_ITEMS
+        args = _action_args(item) if action else item.get(_TOOL_ITEMS[str(kind)])
+        if t == "response.output_item.added":
+            if key in self._calls:  # the SDK raises on a second item at an index; others show both
+                return [Unvetted("a tool call item added twice")]
+            return self._start(key, index, item, args)
+        events = [] if key in self._calls else self._start(key, index, item, args if action else "")
+        return [*events, *self._repeat(key, str(kind), kind if action else item.get("name"), args)]
+
+    def _start(self, key: str, index: Any, item: dict[str, Any], args: Any) -> list[Event]:
+        """Open a call: a function or custom call's arguments so far are its first fragment (the SDK
+        appends the deltas to them); a built-in call's action is what it shows until its end."""
+        kind = str(item["type"])
+        action = kind in _ACTION_ITEMS
+        name = kind if action else str(item.get("name", ""))
+        if isinstance(index, int):
+            self._keys[index] = key
+        call = self._calls[key] = _Call(kind, name)
+        if kind == "custom_tool_call":
+            self._custom_calls.add(str(item.get("call_id", "")))
+        events: list[Event] = [ToolCallStart(key, str(item.get("call_id", "")), name)]
+        if action:
+            call.shown = args
+        elif isinstance(args, str) and args:
+            call.parts.append(args)
             events.append(ToolCallArgsDelta(key, args))
+        elif args not in ("", None):
+            events.append(Unvetted("tool call arguments that are not a string"))
         return events
 
-    def _action_events(self, t: str, ev: dict[str, Any], item: dict[str, Any]) -> list[Event]:
-        """A built-in call item: opened at ``.added`` (from then on everything is held), its action
-        kept as it grows, and given as the arguments when it ends (``.done`` or the response's end)."""
-        index = ev.get("output_index")
-        key = str(item.get("id") or f"#{index}")
-        events: list[Event] = []
-        if key not in self._open_tools and key not in self._actions:
-            if isinstance(index, int):
-                self._keys[index] = key
-            self._open_tools[key] = False
-            events.append(ToolCallStart(key, str(item.get("call_id", "")), str(item["type"])))
-        self._actions[key] = _action_args(item)
-        if t.endswith(".done"):
-            return [*events, *self._end_tool(key, self._actions[key])]
-        return events
+    def _repeat(self, key: str, kind: str | None, name: Any, args: Any) -> list[Event]:
+        """An event that repeats call ``key`` (its ``.done``, its done item, the final response's
+        item): it ends the call when still open, ``args`` standing in when no fragment carried any.
+        Then what it says must be what was judged, byte for byte, else the answer fails closed: the
+        SDK's final response and its events would show a call the rules never saw."""
+        call = self._calls[key]
+        added = "{}"
+        if call.kind in _ACTION_ITEMS and call.args is None:  # its added item showed an action too
+            added, call.shown = call.shown, args if isinstance(args, str) else call.shown
+        events = self._end(key, call.shown if call.kind in _ACTION_ITEMS else args)
+        same = ((kind is None or kind == call.kind) and (name is None or name == call.name)
+                and (args is None or args == call.args) and added in ("{}", call.args))
+        return events if same else [Unvetted(f"a {call.kind} repeated otherwise than it was checked"), *events]
 
-    def _end_tool(self, key: str, final: Any) -> list[Event]:
+    def _end(self, key: str, final: Any) -> list[Event]:
         """End ``key`` once; the final arguments stand in when no fragment carried any."""
-        if key not in self._open_tools:
+        call = self._calls.get(key)
+        if call is None or call.args is not None:
             return []
-        seen = self._open_tools.pop(key)
-        if not seen and isinstance(final, str) and final:
-            return [ToolCallArgsDelta(key, final), ToolCallEnd(key)]
-        return [ToolCallEnd(key)]
+        if call.parts:
+            call.args = "".join(call.parts)
+            return [ToolCallEnd(key)]
+        call.args = final if isinstance(final, str) else ""
+        return [ToolCallArgsDelta(key, call.args), ToolCallEnd(key)] if call.args else [ToolCallEnd(key)]
 
     # -- what the client has ------------------------------------------------------------------
     def note_sent(self, frame: Frame) -> None:

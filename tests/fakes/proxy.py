@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from config.policy import Policy, parse_policy
 from config.settings import Settings
-from proxy.app import GuardProxy, create_app
+from proxy.edge.app import GuardProxy, create_app
 
 
 def free_port() -> int:

@@ -56,6 +56,8 @@ class Seen:
     query: str
     headers: dict[str, str]
     body: Any
+    raw: bytes = b""
+    """The body's exact bytes."""
 
 
 def _words(text: str) -> list[str]:
@@ -308,7 +310,7 @@ class FakeUpstream(ServedApp):
             body = json.loads(raw) if raw else None
         except ValueError:
             body = raw.decode("utf-8", "replace")
-        self.seen.append(Seen(request.path, request.query_string, dict(request.headers), body))
+        self.seen.append(Seen(request.path, request.query_string, dict(request.headers), body, raw))
         path = request.path
         if path.endswith("/count_tokens"):
             return web.json_response({"input_tokens": 11})

@@ -1,0 +1,262 @@
+"""The texts a request carries into the model, per API, for the input guardrails (``proxy.input_guard``).
+
+Each text is named by its *part* (``user``, ``tool_result``, ``system``: the policy's ``parts``) and
+by its JSON path in the body, so a redaction can rewrite that one string in the raw bytes
+(``proxy.wire.json_spans``). What the model is shown but the checks cannot read (images, audio,
+files, screenshots) is listed in ``skipped`` by kind and place, never by content, so the proxy can
+say so. The assistant's own earlier turns are output, checked when they were produced: not read here.
+
+Shapes read (and only these; anything else in a part is left as it is):
+
+- OpenAI chat: ``messages[].content`` of ``system``/``developer`` (system), ``user`` (user),
+  ``tool``/``function`` (tool_result, named by the assistant's ``tool_calls`` of the same id), as a
+  string or a list of ``text`` parts;
+- Responses: ``instructions`` (system), ``input`` as a string (user), input items: messages by role,
+  ``function_call_output``, ``custom_tool_call_output``, ``local_shell_call_output``,
+  ``shell_call_output`` and ``mcp_call`` output (tool_result);
+- Anthropic: ``system``; user messages' strings and ``text`` blocks (user) and ``tool_result``
+  blocks (tool_result: a string or ``text`` blocks; images skipped);
+- Gemini: ``systemInstruction`` (or ``system_instruction``) parts (system); ``contents[]`` parts
+  other than the model's: ``text`` (user), ``functionResponse.response`` (every string in it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Part = Literal["user", "tool_result", "system"]
+Path = tuple[str | int, ...]
+
+
+@dataclass(slots=True)
+class InputText:
+    part: Part
+    path: Path
+    """Where the string is in the body (keys and list indexes)."""
+    text: str
+    tool: str = ""
+    """For a tool result: the tool's name when the request names it ("" when it does not)."""
+
+
+@dataclass(slots=True)
+class InputTexts:
+    texts: list[InputText]
+    skipped: list[str]
+    """What the model is shown that no check read, as ``kind@part`` (``image@tool_result``)."""
+
+
+_MEDIA = {"image", "image_url", "input_image", "input_audio", "input_file", "file", "document", "audio",
+          "inlineData", "inline_data", "fileData", "file_data", "computer_screenshot"}
+
+
+def _kind(block: dict[str, Any], default: str = "") -> str:
+    """A block's ``type`` when it is a string (any other value names no type the proxy knows)."""
+    kind = block.get("type", default)
+    return kind if isinstance(kind, str) else ""
+
+
+def _walk(value: Any, path: Path, depth: int = 0) -> Iterator[tuple[Path, str]]:
+    """Every string in a JSON value (a Gemini ``functionResponse.response``), with its path."""
+    if isinstance(value, str):
+        yield path, value
+    elif depth < 64 and isinstance(value, dict):
+        for key, item in value.items():
+            yield from _walk(item, (*path, key), depth + 1)
+    elif depth < 64 and isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _walk(item, (*path, i), depth + 1)
+
+
+class _Collector:
+    __slots__ = ("parts", "skipped", "texts")
+
+    def __init__(self, parts: frozenset[str]) -> None:
+        self.texts: list[InputText] = []
+        self.skipped: list[str] = []
+        self.parts = parts
+
+    def add(self, part: Part, path: Path, value: Any, tool: str = "") -> None:
+        if value and part in self.parts and isinstance(value, str):
+            self.texts.append(InputText(part, path, value, tool))
+
+    def content(self, part: Part, path: Path, content: Any, tool: str = "",
+                text_types: tuple[str, ...] = ("text", "input_text", "output_text")) -> None:
+        """A string, or a list of typed parts whose text parts are read and media parts noted."""
+        if isinstance(content, str):
+            if content and part in self.parts:
+                self.texts.append(InputText(part, path, content, tool))
+            return
+        if not isinstance(content, list):
+            return
+        for i, block in enumerate(content):
+            if isinstance(block, str):
+                self.add(part, (*path, i), block, tool)
+                continue
+            if not isinstance(block, dict):
+                continue
+            kind = _kind(block)
+            if kind in text_types:
+                self.add(part, (*path, i, "text"), block.get("text"), tool)
+            elif kind in _MEDIA or not kind and any(k in block for k in _MEDIA):
+                self.skipped.append(f"{kind or 'media'}@{part}")
+
+    def result(self) -> InputTexts:
+        return InputTexts(self.texts, self.skipped)
+
+
+def _openai_chat(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
+    out = _Collector(parts)
+    messages = data.get("messages")
+    if not isinstance(messages, list):
+        return out.result()
+    names: dict[str, str] = {}
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            continue
+        role = m.get("role")
+        path: Path = ("messages", i, "content")
+        if role == "assistant":
+            for call in m.get("tool_calls") or []:
+                if isinstance(call, dict) and isinstance(call.get("function"), dict):
+                    names[str(call.get("id"))] = str(call["function"].get("name", ""))
+        elif role in ("system", "developer"):
+            out.content("system", path, m.get("content"))
+        elif role == "user":
+            out.content("user", path, m.get("content"))
+        elif role == "tool":
+            out.content("tool_result", path, m.get("content"), names.get(str(m.get("tool_call_id")), ""))
+        elif role == "function":
+            out.content("tool_result", path, m.get("content"), str(m.get("name") or ""))
+    return out.result()
+
+
+_RESPONSES_OUTPUTS = {"function_call_output": "function_call", "custom_tool_call_output": "custom_tool_call",
+                      "local_shell_call_output": "local_shell_call", "shell_call_output": "shell_call",
+                      "computer_call_output": "computer_call"}
+
+
+def _openai_responses(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
+    out = _Collector(parts)
+    out.add("system", ("instructions",), data.get("instructions"))
+    items = data.get("input")
+    if isinstance(items, str):
+        out.add("user", ("input",), items)
+        return out.result()
+    if not isinstance(items, list):
+        return out.result()
+    names: dict[str, str] = {}
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            continue
+        kind = _kind(item, "message")
+        if kind in ("function_call", "custom_tool_call"):
+            names[str(item.get("call_id"))] = str(item.get("name", ""))
+        elif kind in ("local_shell_call", "shell_call", "computer_call"):
+            names[str(item.get("call_id"))] = kind
+        elif kind == "message":
+            role = item.get("role")
+            part: Part | None = "user" if role == "user" else "system" if role in ("system", "developer") else None
+            if part is not None:
+                out.content(part, (i, "content"), item.get("content"))
+        elif kind in _RESPONSES_OUTPUTS:
+            tool = names.get(str(item.get("call_id")), _RESPONSES_OUTPUTS[kind])
+            output = item.get("output")
+            if kind == "computer_call_output":
+                out.skipped.append("computer_screenshot@tool_result")
+            elif isinstance(output, (str, list)) and kind != "shell_call_output":
+                out.content("tool_result", (i, "output"), output, tool)
+            else:
+                for path, text in _walk(output, (i, "output")):
+                    out.add("tool_result", path, text, tool)
+        elif kind == "mcp_call":
+            out.add("tool_result", (i, "output"), item.get("output"), f"mcp__{item.get('server_label', '')}__"
+                                                                       f"{item.get('name', '')}")
+    out.texts = [InputText(t.part, ("input", *t.path) if t.path[0] != "instructions" else t.path, t.text, t.tool)
+                 for t in out.texts]
+    return out.result()
+
+
+def _anthropic(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
+    out = _Collector(parts)
+    out.content("system", ("system",), data.get("system"), text_types=("text",))
+    messages = data.get("messages")
+    if not isinstance(messages, list):
+        return out.result()
+    names: dict[str, str] = {}
+    for i, m in enumerate(messages):
+        if not isinstance(m, dict):
+            continue
+        content = m.get("content")
+        if m.get("role") == "assistant":
+            for block in content if isinstance(content, list) else []:
+                if isinstance(block, dict) and block.get("type") in ("tool_use", "server_tool_use", "mcp_tool_use"):
+                    names[str(block.get("id"))] = str(block.get("name", ""))
+            continue
+        if m.get("role") != "user":
+            continue
+        if isinstance(content, str):
+            out.add("user", ("messages", i, "content"), content)
+            continue
+        for j, block in enumerate(content if isinstance(content, list) else []):
+            if not isinstance(block, dict):
+                continue
+            path: Path = ("messages", i, "content", j)
+            kind = _kind(block)
+            if kind == "text":
+                out.add("user", (*path, "text"), block.get("text"))
+            elif kind in ("tool_result", "mcp_tool_result"):
+                out.content("tool_result", (*path, "content"), block.get("content"),
+                            names.get(str(block.get("tool_use_id")), ""), text_types=("text",))
+            elif kind in _MEDIA:
+                out.skipped.append(f"{kind}@user")
+    return out.result()
+
+
+def _gemini(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
+    out = _Collector(parts)
+    for key in ("systemInstruction", "system_instruction"):
+        system = data.get(key)
+        if isinstance(system, str):
+            out.add("system", (key,), system)
+        elif isinstance(system, dict) and isinstance(system.get("parts"), list):
+            for j, p in enumerate(system["parts"]):
+                if isinstance(p, dict):
+                    out.add("system", (key, "parts", j, "text"), p.get("text"))
+    contents = data.get("contents")
+    for i, c in enumerate(contents if isinstance(contents, list) else []):
+        if not isinstance(c, dict) or c.get("role") == "model" or not isinstance(c.get("parts"), list):
+            continue
+        for j, p in enumerate(c["parts"]):
+            if not isinstance(p, dict):
+                continue
+            path: Path = ("contents", i, "parts", j)
+            if p.get("thought") is True:
+                continue
+            out.add("user", (*path, "text"), p.get("text"))
+            for key in ("functionResponse", "function_response"):
+                fr = p.get(key)
+                if isinstance(fr, dict):
+                    name = str(fr.get("name", ""))
+                    for sub, text in _walk(fr.get("response"), (*path, key, "response")):
+                        out.add("tool_result", sub, text, name)
+                    if fr.get("parts"):
+                        out.skipped.append("media@tool_result")
+            for key in ("inlineData", "inline_data", "fileData", "file_data"):
+                if key in p:
+                    out.skipped.append(f"{key}@user")
+    return out.result()
+
+
+READERS = {"openai_chat": _openai_chat, "openai_responses": _openai_responses, "anthropic": _anthropic,
+           "gemini": _gemini}
+
+
+ALL_PARTS = frozenset({"user", "tool_result", "system"})
+
+
+def input_texts(wire: str, data: dict[str, Any], parts: frozenset[str] = ALL_PARTS) -> InputTexts:
+    """The texts of a request body (decoded) in the API ``wire``, in body order, of the ``parts``
+    asked for (media are noted whatever the part)."""
+    return READERS[wire](data, parts)

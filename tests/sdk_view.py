@@ -1,0 +1,118 @@
+"""What a client shows of one streamed answer, as the official SDKs' stream helpers assemble it: the
+judge of the client-view suites (``test_client_view``) and of the differential fuzzer
+(``test_differential_fuzz``).
+
+Each ``*_view`` makes one streamed request through the proxy with the SDK's accumulating helper
+(openai ``chat.completions.stream`` and ``responses.stream``, anthropic ``messages.stream``,
+google-genai ``generate_content_stream``, whose chunks the caller joins) and returns every text the
+client could show: each event it yields (with the snapshots the helpers attach to deltas), the
+accumulated final object, its ``output_text`` / joined text, and the text of the error it raised. An
+SDK that raises still showed what it yielded before.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anthropic
+import openai
+from google import genai
+from google.genai import types
+
+SYSTEM = "You are a helpful assistant."
+
+
+@dataclass
+class View:
+    """Everything one client showed of an answer."""
+
+    shown: list[str] = field(default_factory=list)
+    error: Exception | None = None
+    final: Any = None
+    """The helper's accumulated result (None when the SDK raised before it was complete)."""
+
+    def text(self) -> str:
+        return "\n".join(self.shown)
+
+    def shows(self, marker: str) -> bool:
+        return marker in self.text()
+
+
+def _collect(run: Callable[[View], None]) -> View:
+    view = View()
+    try:
+        with warnings.catch_warnings():  # pydantic warns serialising a final response the SDK rebuilt
+            warnings.simplefilter("ignore")
+            run(view)
+    except Exception as exc:  # noqa: BLE001 - what the SDK raises is part of what the client sees
+        view.error = exc
+        view.shown += [str(exc), repr(getattr(exc, "body", ""))]
+    return view
+
+
+def responses_view(base: str, system: str = SYSTEM, user: str = "hello") -> View:
+    client = openai.OpenAI(base_url=base + "/v1", api_key="sk-test", max_retries=0)
+
+    def run(view: View) -> None:
+        with client.responses.stream(model="m", instructions=system, input=user) as stream:
+            try:
+                for ev in stream:
+                    view.shown.append(ev.to_json(indent=None))
+                final = stream.get_final_response()
+            finally:  # what a client reading the running snapshot shows (its items in arrival order)
+                snapshot = getattr(stream._state, "_ResponseStreamState__current_snapshot", None)
+                if snapshot is not None:
+                    view.shown.append("".join(c.text for o in snapshot.output if o.type == "message"
+                                              for c in o.content if c.type == "output_text"))
+        view.final = final
+        view.shown += [final.to_json(indent=None), final.output_text]
+    return _collect(run)
+
+
+def chat_view(base: str, system: str = SYSTEM, user: str = "hello") -> View:
+    client = openai.OpenAI(base_url=base + "/v1", api_key="sk-test", max_retries=0)
+
+    def run(view: View) -> None:
+        msgs: Any = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        with client.chat.completions.stream(model="m", messages=msgs) as stream:
+            for ev in stream:
+                view.shown.append(ev.to_json(indent=None))
+            final = stream.get_final_completion()
+        view.final = final
+        view.shown.append(final.to_json(indent=None))
+        view.shown += [c.message.content or "" for c in final.choices]
+    return _collect(run)
+
+
+def anthropic_view(base: str, system: str = SYSTEM, user: str = "hello") -> View:
+    client = anthropic.Anthropic(base_url=base, api_key="sk-ant-test", max_retries=0)
+
+    def run(view: View) -> None:
+        with client.messages.stream(model="claude-opus-4-8", max_tokens=100, system=system,
+                                    messages=[{"role": "user", "content": user}]) as stream:
+            for ev in stream:
+                view.shown.append(ev.to_json(indent=None))
+            final = stream.get_final_message()
+        view.final = final
+        view.shown += [final.to_json(indent=None), "".join(b.text for b in final.content if b.type == "text")]
+    return _collect(run)
+
+
+def gemini_view(base: str, system: str = SYSTEM, user: str = "hello") -> View:
+    client = genai.Client(api_key="gk", http_options=types.HttpOptions(base_url=base, api_version="v1beta"))
+    cfg = types.GenerateContentConfig(system_instruction=system)
+
+    def run(view: View) -> None:
+        text = ""
+        for chunk in client.models.generate_content_stream(model="m", contents=user, config=cfg):
+            view.shown.append(chunk.model_dump_json())
+            text += chunk.text or ""
+        view.shown.append(text)
+    return _collect(run)
+
+
+VIEWS: dict[str, Callable[..., View]] = {"chat": chat_view, "responses": responses_view,
+                                         "anthropic": anthropic_view, "gemini": gemini_view}

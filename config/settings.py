@@ -34,6 +34,11 @@ class Settings(BaseSettings):
     guardrails_enabled: bool = True
     """``false``: pure passthrough, no guardrail runs."""
     audit_log: str | None = None
+    """JSON-lines audit log path; ``-`` writes the lines to standard output."""
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    """A second listener that answers only ``GET /metrics``, without a token (for scrapers)."""
+    metrics_host: str | None = None
+    """Where the metrics listener binds (default: ``HOST``)."""
     upstream_connect_timeout_s: float = Field(default=10.0, gt=0)
     upstream_read_timeout_s: float = Field(default=300.0, gt=0)
     """Idle time allowed between upstream bytes; a stall past it ends the stream with an error."""

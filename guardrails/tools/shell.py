@@ -440,16 +440,23 @@ class _Walker:
         self.stdin_path = _stdin_path(redirects)
         tail = frozenset(len(words) - i for i in splits)
         self.prefixes = {len(words) - i: p for i, p in prefixes.items()}
+        # A command that reads a downloaded file passes the download on (``cat x.sh | sh``, ``base64 -d x >
+        # y.sh``): to what it feeds and to the files it writes, as the downloader itself would.
+        reads_download = self.downloaded and (any(w and self._key(w) in self.downloaded for w in words[1:]) or (
+            self.stdin_path is not None and self._key(self.stdin_path) in self.downloaded))
         ran = self.argv(words, depth, [*feed, *procsub], source or stdin, tail) + procsub
+        if reads_download:
+            ran += sorted(self.downloaders)
         for out in outputs:  # ``tee >(sh)``, ``> >(bash)``: fed by this command, as a pipe would be
             ran += self.visit(out, depth + 1, [*feed, *ran], "pipe")
-        if ran and ran[0] in cmds.DOWNLOADERS:  # ``curl URL > x.sh``: x.sh holds the download
+        if ran and (ran[0] in cmds.DOWNLOADERS or reads_download):  # ``curl URL > x.sh``: x.sh holds the download
             for r in redirects:
                 dest = r.child_by_field_name("destination")
                 path = literal(dest) if dest is not None and r.type == "file_redirect" else None
                 if path is not None and _op(r) in _WRITE_REDIRECTS:
                     self.downloaded.add(self._key(path))
-                    self.downloaders.add(ran[0])
+                    if ran[0] in cmds.DOWNLOADERS:
+                        self.downloaders.add(ran[0])
         return ran
 
     def _assignment(self, node: Node, depth: int) -> None:
@@ -653,6 +660,7 @@ class _Walker:
         if prog in _SETS_VARIABLES:  # read F, mapfile A, unset F, printf -v F, getopts o F
             for a in args:
                 self.variables.forget(a or "")
+        self._copied_download(prog, args)
         table = written_files(prog, args)
         made = {path for op, path in table if op != "read"}
         for op, path in cmds.file_operands(prog, args):
@@ -706,6 +714,23 @@ class _Walker:
                 self._path("read", value)
                 if prog != "xargs":
                     self.cwd = self._join(value)
+
+    def _copied_download(self, prog: str, args: list[str | None]) -> None:
+        """``cp x.sh y.sh``, ``mv``, ``ln -s``, ``install``, ``rsync`` of a downloaded file: the copy (or the
+        file of that name inside a destination folder) is the download too. Any copy into a folder makes
+        the file of that name there (written in this line: a later read of it is not a missing file)."""
+        if prog not in ("cp", "mv", "ln", "install", "rsync", "ditto"):
+            return
+        touched = cmds.file_operands("cp" if prog == "ditto" else prog, args)
+        sources = [p for _, p in touched[:-1]]
+        if len(touched) < 2:
+            return
+        target = touched[-1][1]
+        inside = {self._key(posixpath.join(target, posixpath.basename(p.rstrip("/")))) for p in sources}
+        self.written.update(inside)  # ``cp a.py build/ && cat build/a.py``: made here, judged with build/
+        if any(self._key(p) in self.downloaded for p in sources):
+            self.downloaded.add(self._key(target))
+            self.downloaded.update(inside)
 
     def _git_run(self, args: list[str | None]) -> None:
         """Record the folder git runs in when it is not the starting one (``git -C a -C b`` is ``a/b``)."""
@@ -765,23 +790,25 @@ class _Walker:
     def _path(self, op: str, path: str) -> None:
         if has_alternatives(path) or has_alternatives(self.cwd):
             for one in expand(self._join(path)):  # F set to several values: each is checked
-                self._one_path(op, one)
+                self._one_path(op, one, joined=True)
             return
         self._one_path(op, path)
 
-    def _one_path(self, op: str, path: str) -> None:
-        if self.cwd == "?" and not path.startswith(("/", "~")) and not _WINDOWS_ABSOLUTE.match(path):
+    def _one_path(self, op: str, path: str, joined: bool = False) -> None:
+        """``joined``: ``path`` is already joined to the current folder (each value of an alternative)."""
+        if not joined and self.cwd == "?" and not path.startswith(("/", "~")) and not _WINDOWS_ABSOLUTE.match(path):
             return  # relative to a folder the parse cannot know
-        joined = self._join(path)
-        if op == "read" and self._key(path) in self.written:
+        full = path if joined else self._join(path)
+        key = posixpath.normpath(full)
+        if op == "read" and key in self.written:
             return  # made earlier in this line (``echo x > a && cat a``): its write was judged
         if op == "write":
-            self.written.add(self._key(path))
+            self.written.add(key)
             content = self._content()
-            if settings_kind(joined) is not None or is_git_config_name(joined) \
+            if settings_kind(full) is not None or is_git_config_name(full) \
                     or (content and looks_like_requirements(content)):
-                self.facts.writes.append((joined, content))
-        self.facts.paths.append((op, joined))
+                self.facts.writes.append((full, content))
+        self.facts.paths.append((op, full))
 
 
 _SPLIT_IN_QUOTES = re.compile(r'^\$(?:@|\{@\}|\{[^}]*\[[@*]\]\})$')

@@ -34,6 +34,17 @@ from proxy.ops.feed_peers import FEED_DIR_ENV
 
 
 class _Supervisor(Multiprocess):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # SIGUSR1 (reopen the audit log after a rotation) goes to every worker; by default it would
+        # end the supervisor
+        signal.signal(signal.SIGUSR1, lambda _sig, _frame: self._forward(signal.SIGUSR1))
+
+    def _forward(self, sig: signal.Signals) -> None:
+        for worker in self.processes:
+            if worker.pid is not None:
+                os.kill(worker.pid, sig)
+
     def handle_hup(self) -> None:
         for worker in self.processes:
             if worker.pid is not None:

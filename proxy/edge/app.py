@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import signal
 from typing import Any
 
 import anyio
@@ -35,6 +36,7 @@ from proxy.edge.exchange import Exchange
 from proxy.edge.reload import Reloader
 from proxy.ops.feed import DecisionFeed, sse_events
 from proxy.ops.metrics import CONTENT_TYPE
+from proxy.ops.metrics_listener import MetricsListener
 
 log = structlog.get_logger("guardproxy")
 
@@ -88,6 +90,7 @@ class GuardProxy:
     def __init__(self, services: Services) -> None:
         self.services = services
         self.reloader = Reloader(services)
+        self._metrics_listener: MetricsListener | None = None
         self.access = Access(services.settings)
         self.feed = DecisionFeed(services.metrics.feed_dropped, max_subscribers=services.settings.feed_max_subscribers,
                                  buffer_bytes=services.settings.feed_buffer_bytes)
@@ -156,6 +159,7 @@ class GuardProxy:
                     self.services.ready = True
                     self.services.metrics.started()
                     self.reloader.start()
+                    await self._start_side_channels()
                     # Everything built at start (policies, compiled patterns, the SDK-sized imports) lives
                     # as long as the process: out of the collector's sight, a full collection under load
                     # walks only what requests allocate (a 10,000-tool-call answer paused the loop ~0.7 s
@@ -169,6 +173,8 @@ class GuardProxy:
                 self.services.ready = False
                 self.feed.close()
                 await self.reloader.stop()
+                if self._metrics_listener is not None:
+                    await self._metrics_listener.close()
                 await self._drain()
                 await self.services.upstream.close()
                 await self.services.http.aclose()
@@ -179,6 +185,19 @@ class GuardProxy:
                     self.services.tracing.provider.shutdown()  # flushes the spans still batched
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    async def _start_side_channels(self) -> None:
+        """The metrics listener (``METRICS_PORT``) and SIGUSR1, which reopens the audit log after a
+        rotation (main thread only: a server run in a thread has no signal handlers)."""
+        settings = self.services.settings
+        if settings.metrics_port:
+            self._metrics_listener = MetricsListener(self.services.metrics.render,
+                                                     settings.metrics_host or settings.host, settings.metrics_port)
+            await self._metrics_listener.start()
+        try:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, self.services.audit.reopen)
+        except (RuntimeError, ValueError):
+            log.debug("sigusr1_reopen_unavailable")
 
     async def _drain(self) -> None:
         """Graceful shutdown: let open exchanges finish within the grace period, then cancel them."""

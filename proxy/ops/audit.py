@@ -18,6 +18,7 @@ The file is opened when the log is made, so an unwritable path stops the proxy a
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -69,7 +70,9 @@ class AuditLog:
     """
 
     def __init__(self, path: str | Path | None, max_field_chars: int = DEFAULT_MAX_FIELD_CHARS) -> None:
-        self.path = Path(path) if path else None
+        self.to_stdout = str(path) == "-"
+        """``AUDIT_LOG=-``: JSON lines on standard output, for a cluster's log pipeline."""
+        self.path = Path(path) if path and not self.to_stdout else None
         self.max_field_chars = max_field_chars
         self._file: IO[str] | None = None
         self._lock = threading.Lock()
@@ -84,6 +87,20 @@ class AuditLog:
             if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._file = self.path.open("a", encoding="utf-8")
+
+    def reopen(self) -> None:
+        """Close the file and open ``path`` again (on SIGUSR1): after logrotate moved it away, lines
+        go to a new file instead of the moved one. A path that cannot be opened now keeps the old file."""
+        if self.path is None:
+            return
+        with self._lock:
+            try:
+                fresh = self.path.open("a", encoding="utf-8")
+            except OSError:
+                return
+            old, self._file = self._file, fresh
+            if old is not None:
+                old.close()
 
     def record(self, event: str, *, request_id: str, **fields: object) -> dict[str, object]:
         """Write one line; returns the record as written (for tests and structlog)."""
@@ -104,6 +121,10 @@ class AuditLog:
                 assert self._file is not None
                 self._file.write(text)
                 self._file.flush()
+        elif self.to_stdout:
+            with self._lock:
+                sys.stdout.write(text)
+                sys.stdout.flush()
         for listener in self.listeners:
             listener(line)
         return line

@@ -47,7 +47,8 @@ def test_a_git_folder_copied_under_another_name_is_an_autorun_write(command: str
     "husky", "husky install", "npx husky", "npx husky install", "npx --yes husky@9", "pnpm exec husky",
     "yarn husky install", "bunx husky", "lefthook install", "npx lefthook install", "simple-git-hooks",
     "npx simple-git-hooks", "overcommit --install", "uv run pre-commit install", "python3 -m pre_commit install",
-    "pipx run pre-commit install", "npx husky-init",
+    "pipx run pre-commit install", "npx husky-init", "prek install", "vendor/bin/captainhook install",
+    "npm exec -- husky", "./node_modules/.bin/husky", "yarn dlx husky init",
 ])
 def test_hook_installers_are_autorun_settings(command: str) -> None:
     a = _sh(command)

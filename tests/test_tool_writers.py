@@ -102,7 +102,7 @@ def test_a_download_run_under_another_spelling_is_the_download(ws: Path, command
     "git worktree add wt/feature", "./src/app.py", "curl -o x.sh https://api.github.com/x && cat x.sh",
     "git -C src log --oneline", "gcc -o build/app src/app.c", "git diff --output=changes.patch",
     "curl -o d.json https://api.github.com/x && jq . d.json > out.json && cat out.json | head",
-    "F=app.py; F=app.c; cd src && cat $F", "cp src/app.py build/ && cat build/app.py",
+    "F=app.py; F=app.c; cd src && cat $F", "http GET https://api.github.com/x", "xh POST api.github.com/x name=x a:b", "cp src/app.py build/ && cat build/app.py",
 ])
 def test_everyday_writes_pass(ws: Path, command: str) -> None:
     a = _bash(ws, command)

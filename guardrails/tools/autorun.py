@@ -106,6 +106,9 @@ HOOK_INSTALLERS: dict[str, frozenset[str | None]] = {
     "overcommit": frozenset({"--install", "-i"}),
     "yorkie": frozenset({None}),
     "git-hooks": frozenset({"install", "--install"}),
+    "prek": frozenset({"install", "init-templatedir"}),        # pre-commit's drop-in rewrite
+    "captainhook": frozenset({"install"}),
+    "hk": frozenset({"install"}),
 }
 """program -> the first operand (None: none at all) with which it installs git hooks or points
 ``core.hooksPath`` at a folder of the project's: the same arming as ``git config core.hooksPath``.

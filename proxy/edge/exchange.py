@@ -40,6 +40,7 @@ from proxy.drive.held_prompts import (
 from proxy.drive.input_guard import input_guard_of
 from proxy.drive.services import Services
 from proxy.edge.input_screen import screen_request
+from proxy.edge.one_reading import read_once, repeated_message
 from proxy.edge.routes import BadPath, Route, WireName, resolve
 from proxy.ops.tracing import genai_request, mark
 from proxy.state import StoreUnavailable
@@ -149,6 +150,8 @@ class Exchange:
         self.span: Span | None = None
         """The request's trace span when tracing is on (``proxy.ops.tracing``)."""
         self._first_byte: _FirstByteMark | None = None
+        self._decoded: dict[str, Any] | None = None
+        """The body as the repeated-key check decoded it (``_refused_repeats``), for ``JsonBody``."""
         self._early: tuple[bytes, Answer, float] | None = None
         """The first attempt when ``_send_early`` sent it: its body, its answer, when it was sent."""
         if services.tracing.enabled:
@@ -225,6 +228,8 @@ class Exchange:
                                       "the conversation's items as input instead", "permission")
                 return
             if route.keeps is not None and self.services.guarding:
+                if await self._refused_repeats(body, route.keeps == "gemini"):
+                    return
                 await self._passthrough_keeping(body, route.keeps)
                 return
             await self._passthrough(body)
@@ -244,11 +249,14 @@ class Exchange:
         except ValueError as exc:
             await self._fail(400, str(exc), "invalid_request")
             return
+        if await self._refused_repeats(body, route.wire == "gemini"):
+            return
         inputs = input_guard_of(self.services)
         if inputs is None and not plan.plants and self.span is None and _sends_as_read(route.wire, body) \
                 and not (plan.unseen == "refuse" and may_name_held(body)):
             self._send_early(body)
-        request = JsonBody(body)
+        request = JsonBody(body, self._decoded)
+        self._decoded = None
         background = False
         screened = None
         try:
@@ -321,6 +329,17 @@ class Exchange:
                 await held.forget_unwatched(self.state_scope, view)
         except StoreUnavailable as exc:
             self._state_failed("put", None, exc)
+
+    async def _refused_repeats(self, body: bytes, spellings: bool) -> bool:
+        """A guarded body that repeats a key in one object is refused with the API's 400 before
+        anything of it goes upstream (``proxy.edge.one_reading``). Returns whether it was; when not,
+        ``self._decoded`` holds the body's object if the check decoded it whole."""
+        key, self._decoded = read_once(body, spellings=spellings)
+        if key is None:
+            return False
+        self.services.metrics.fail_closed.labels(reason="repeated_key").inc()
+        await self._fail(400, repeated_message(key), "invalid_request")
+        return True
 
     async def _recall_held(self, view: RequestView, plan: Plan) -> tuple[bool, tuple[str, ...] | None]:
         """Arm with the system prompts the upstream holds for this request, as this process saw them

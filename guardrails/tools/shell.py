@@ -704,7 +704,8 @@ class _Walker:
         saved, self.pending = self.pending, None  # sed's ``w`` and awk's ``print >`` write input lines, not the script
         try:
             for op, path in touched:
-                self._path(op, path)
+                if not cmds.not_a_file(path):  # awk's ``print > "/dev/stderr"``, sqlite's ``.output /dev/null``
+                    self._path(op, path)
         finally:
             self.pending = saved
         if prog == "find":

@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     upstream_connect_timeout_s: float = Field(default=10.0, gt=0)
     upstream_read_timeout_s: float = Field(default=300.0, gt=0)
     """Idle time allowed between upstream bytes; a stall past it ends the stream with an error."""
+    upstream_idle_s: float = Field(default=4.0, ge=0)
+    """How long an idle upstream connection is kept for reuse (less when the upstream announces a
+    shorter ``Keep-Alive: timeout=``); below the 5 s after which uvicorn, Node and Apache close them."""
     max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
     max_head_bytes: int = Field(default=64 * 1024, ge=1024, le=16 * _MIB)
     """Largest request head (request line and headers); larger gets 431 (414 for the line alone)."""

@@ -102,7 +102,7 @@ def test_a_download_run_under_another_spelling_is_the_download(ws: Path, command
     "git worktree add wt/feature", "./src/app.py", "curl -o x.sh https://api.github.com/x && cat x.sh",
     "git -C src log --oneline", "gcc -o build/app src/app.c", "git diff --output=changes.patch",
     "curl -o d.json https://api.github.com/x && jq . d.json > out.json && cat out.json | head",
-    "F=app.py; F=app.c; cd src && cat $F", "cp src/app.py build/ && cat build/app.py",
+    "F=app.py; F=app.c; cd src && cat $F", "http GET https://api.github.com/x", "xh POST api.github.com/x name=x a:b", "cp src/app.py build/ && cat build/app.py",
 ])
 def test_everyday_writes_pass(ws: Path, command: str) -> None:
     a = _bash(ws, command)
@@ -139,7 +139,8 @@ def test_what_sqlite3_runs_and_touches_is_read(ws: Path, command: str, reason: s
 @pytest.mark.parametrize("command", [
     "sqlite3 data.db .schema", "sqlite3 data.db 'select count(*) from t' '.tables'",
     "sqlite3 data.db '.output out.csv' 'select * from t'", "sqlite3 data.db \"ATTACH 'data.db' AS b\"",
-    "sqlite3 data.db <<'EOF'\n.mode csv\n.import src/app.py t\nEOF",
+    "sqlite3 data.db <<'EOF'\n.mode csv\n.import src/app.py t\nEOF", "sqlite3 data.db '.output /dev/null' 'select 1'",
+    """awk '{ print "bad line" > "/dev/stderr" }' src/app.py""", "sed -n 'w /dev/stdout' src/app.py",
 ])
 def test_everyday_sqlite3_passes(ws: Path, command: str) -> None:
     a = _bash(ws, command)

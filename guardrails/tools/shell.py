@@ -39,8 +39,8 @@ from tree_sitter import Language, Node, Parser
 from guardrails.tools import commands as cmds
 from guardrails.tools import network as net
 from guardrails.tools.autorun import autorun_settings, git_dir_setting, git_subcommand, is_git_config_name
-from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, program_name
-from guardrails.tools.embedded import Embedded, embedded, sed, setting
+from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, Embedded, program_name
+from guardrails.tools.embedded import embedded, sed, setting
 from guardrails.tools.interpreters import DYNAMIC, UNKNOWN_OPTIONS
 from guardrails.tools.sources import EXPANSION, looks_like_requirements, sed_hosts, settings_kind
 from guardrails.tools.variables import Variables, expand, has_alternatives
@@ -56,6 +56,14 @@ MAX_PARSED_BYTES = 4 * MAX_COMMAND_BYTES
 _LANGUAGE = Language(tree_sitter_bash.language())
 _local = threading.local()
 _INLINE_OPTS = {"-c", "-e", "-E", "-r", "-p", "--eval", "--print", "--command"}
+"""Options that give code inline, for a program not in ``_INLINE_BY_PROGRAM`` (``$``: any of them)."""
+_INLINE_BY_PROGRAM: dict[str, frozenset[str]] = {
+    **{sh: frozenset({"-c", "--command"}) for sh in SHELLS},  # -e, -E, -r, -p are shell flags (errexit...)
+    "python": frozenset({"-c"}), "ipython": frozenset({"-c"}),  # python -E: ignore the environment
+    "node": frozenset({"-e", "--eval", "-p", "--print"}), "nodejs": frozenset({"-e", "--eval", "-p", "--print"}),
+    "perl": frozenset({"-e", "-E"}), "ruby": frozenset({"-e"}), "irb": frozenset({"-e"}), "php": frozenset({"-r"}),
+    "lua": frozenset({"-e"}), "Rscript": frozenset({"-e"}), "R": frozenset({"-e"}), "expect": frozenset({"-c"}),
+}
 _INTERP_VALUE_OPTS = frozenset({"-o", "+o", "-O", "+O", "-W", "-X", "-m", "-M", "-I", "-r", "--rcfile",
                                 "--init-file", "--require", "--import", "--loader", "--input-type"})
 _PROGRAM_VALUE_OPTS = {"php": frozenset({"-d", "-c", "-z"})}
@@ -169,6 +177,7 @@ def literal_prefix(node: Node) -> str:
     return out
 
 
+_PWD_SUBSTITUTION = re.compile(r"^(?:\$\(\s*pwd(?:\s+-[LP])?\s*\)|`\s*pwd(?:\s+-[LP])?\s*`)$")
 _PLAIN_EXPANSION = re.compile(r"^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})$")
 
 
@@ -176,6 +185,8 @@ def _variable(node: Node, quoted: bool) -> str | None:
     """A plain ``$NAME``/``${NAME}`` the analysis knows: set to literals earlier in the line
     (``guardrails.tools.variables``), or ``$HOME``/``$PWD`` (anywhere in a word: ``-d @$HOME/.netrc``
     is the file after the ``@``)."""
+    if node.type == "command_substitution" and _PWD_SUBSTITUTION.match(_text(node)):
+        return "."  # ``"$(pwd)/x.sh"``: the current folder, as ``$PWD``
     if node.type not in ("simple_expansion", "expansion"):
         return None
     m = _PLAIN_EXPANSION.match(_text(node))
@@ -631,7 +642,7 @@ class _Walker:
                 return set()  # bun run test: a package.json script
         if "-m" in opts:
             seg["script"] = "module"
-        elif any(o in _INLINE_OPTS for o in opts):
+        elif any(o in _INLINE_BY_PROGRAM.get(prog, _INLINE_OPTS) for o in opts):
             seg["script"] = "inline"
             if (prog in SHELLS or prog == "$") and operands and operands[0] is not None and "-c" in opts:
                 self.line(operands[0], depth + 1, [], None)
@@ -693,7 +704,8 @@ class _Walker:
         saved, self.pending = self.pending, None  # sed's ``w`` and awk's ``print >`` write input lines, not the script
         try:
             for op, path in touched:
-                self._path(op, path)
+                if not cmds.not_a_file(path):  # awk's ``print > "/dev/stderr"``, sqlite's ``.output /dev/null``
+                    self._path(op, path)
         finally:
             self.pending = saved
         if prog == "find":

@@ -47,6 +47,10 @@ class Metrics:
                                       ["guardrail_id", "outcome"], registry=reg)
         self.retries = Counter("guardproxy_retries_total", "Upstream re-requests by cause.", ["cause"],
                                registry=reg)
+        self.upstream_resends = Counter("guardproxy_upstream_resends_total",
+                                        "Requests sent once more on a new connection because the reused one "
+                                        "they went out on was closed before the upstream took them in.",
+                                        registry=reg)
         self.tool_assessments = Counter("guardproxy_tool_assessments_total",
                                         "Tool call assessments by rule and decision.", ["rule", "decision"],
                                         registry=reg)

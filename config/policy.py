@@ -6,10 +6,10 @@ import difflib
 import tomllib
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from config.errors import ConfigError
 
@@ -67,6 +67,19 @@ class _StreamBase(_Strict):
     mandate: str | None = None
     """Corrective system mandate appended on ``retry``."""
     enabled: bool = True
+
+    @model_validator(mode="after")
+    def _action_the_kind_can_do(self) -> Self:
+        # ``redact`` masks the matched span in place: a kind that finds no span of its own (a length,
+        # a leak judged over the whole prompt, a pattern) cannot, and used to become ``replace`` silently
+        kind = getattr(self, "kind", "")
+        if self.action == "redact" and kind in _NO_REDACT:
+            raise ValueError(f"kind {kind!r} cannot redact (its actions: replace, retry, reject, log)")
+        return self
+
+
+_NO_REDACT = frozenset({"regex", "canary", "max_length"})
+"""Stream kinds without an in-place mask; the others (pii, hidden_text, secrets) mask the span."""
 
 
 class RegexGuardrail(_StreamBase):

@@ -35,11 +35,13 @@ def _sh(command: str, assessor: ToolAssessor = NO_WORKSPACE) -> Assessment:
     "mv .git evil", "rsync -a .git/ evil/", "ln -s .git evil", "cp .git/config evil/config",
     "cp -r .git evil && printf '[core]\\n\\tfsmonitor = ./x.sh\\n' >> evil/config && git -C evil status",
     "cd sub && cp -r ../.git ../evil",
+    "tar -cf - .git | tar -xf - -C evil", "tar -C .git -czf x.tgz .", "tar cf - ./.git | (cd evil && tar xf -)",
+    "zip -r x.zip .git",
 ])
 def test_a_git_folder_copied_under_another_name_is_an_autorun_write(command: str) -> None:
     a = _sh(command)
     assert a.reason_code == "autorun_setting", (command, a.observations)
-    assert "git folder under another name" in a.rationale or "git's own files" in a.rationale  # mv, ln: .git changed
+    assert any(w in a.rationale for w in ("git folder under another name", "git's own files", "to unpack under"))
 
 
 @pytest.mark.parametrize("command", [
@@ -60,6 +62,7 @@ def test_hook_installers_are_autorun_settings(command: str) -> None:
     "pre-commit run --all-files", "pre-commit autoupdate", "lefthook run pre-commit", "npm install",
     "yarn add -D husky", "npx prettier --write .", "pnpm install", "cp .gitignore docs/", "cp -r .github ci",
     "cp -r src build", "mv .git/index.lock /tmp/stale.lock", "git status", "husky uninstall",
+    "tar -czf src.tgz src", "tar -xzf x.tgz -C build", "zip -r x.zip src", "tar -tf x.tar .git",
 ])
 def test_ordinary_commands_beside_them_pass(command: str) -> None:
     assert _sh(command).decision == "allow", command

@@ -139,7 +139,8 @@ def test_what_sqlite3_runs_and_touches_is_read(ws: Path, command: str, reason: s
 @pytest.mark.parametrize("command", [
     "sqlite3 data.db .schema", "sqlite3 data.db 'select count(*) from t' '.tables'",
     "sqlite3 data.db '.output out.csv' 'select * from t'", "sqlite3 data.db \"ATTACH 'data.db' AS b\"",
-    "sqlite3 data.db <<'EOF'\n.mode csv\n.import src/app.py t\nEOF",
+    "sqlite3 data.db <<'EOF'\n.mode csv\n.import src/app.py t\nEOF", "sqlite3 data.db '.output /dev/null' 'select 1'",
+    """awk '{ print "bad line" > "/dev/stderr" }' src/app.py""", "sed -n 'w /dev/stdout' src/app.py",
 ])
 def test_everyday_sqlite3_passes(ws: Path, command: str) -> None:
     a = _bash(ws, command)

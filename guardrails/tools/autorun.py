@@ -166,8 +166,35 @@ def hook_installer(program: str, args: Argv) -> str | None:
     return f"{program} {first or ''}".strip() + " (installs git hooks)" if first in verbs else None
 
 
+_TAR_CREATE = frozenset({"-c", "--create", "-r", "--append", "-u", "--update"})
+_TAR_VALUES = frozenset({"-f", "--file", "-C", "--directory", "-T", "-X", "-b", "-H", "--format", "-I"})
+
+
+def _archived_git_folder(program: str, args: Argv) -> str | None:
+    """``tar -c .git``, ``tar -C .git -c .``, ``zip -r x.zip .git``: a git folder packed to be unpacked under
+    another name (``| tar -x -C evil``); the source named, or None."""
+    if program == "tar":
+        if args and args[0] is not None and args[0][:1].isalpha():
+            args = [f"-{args[0]}", *args[1:]]  # ``tar cf - .git``
+        given = options_with_values(args, _TAR_VALUES)
+        if not {o for o, _ in given} & _TAR_CREATE:
+            return None
+        _, operands = split_operands(args, _TAR_VALUES)
+        named = [v for o, v in given if o in ("-C", "--directory") and v] + [p for p in operands if p]
+    elif program == "zip":
+        _, operands = split_operands(args, frozenset({"-b", "-n", "-t", "-tt", "-x", "-i", "-P", "-O", "--out"}))
+        named = [p for p in operands[1:] if p]
+    else:
+        return None
+    return next((p for p in named if _in_git_dir(p)), None)
+
+
 def git_folder_copies(program: str, args: Argv) -> list[str]:
-    """A ``.git`` folder, or files of one, copied, moved or linked under another name (``_COPIERS``)."""
+    """A ``.git`` folder, or files of one, copied, moved or linked under another name (``_COPIERS``), or
+    packed into an archive (``_archived_git_folder``)."""
+    packed = _archived_git_folder(program, args)
+    if packed is not None:
+        return [f"{program} of {packed} (a git folder, to unpack under another name)"]
     if program not in _COPIERS:
         return []
     touched = file_operands("cp" if program == "ditto" else program, args)

@@ -39,8 +39,8 @@ from tree_sitter import Language, Node, Parser
 from guardrails.tools import commands as cmds
 from guardrails.tools import network as net
 from guardrails.tools.autorun import autorun_settings, git_dir_setting, git_subcommand, is_git_config_name
-from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, program_name
-from guardrails.tools.embedded import Embedded, embedded, sed, setting
+from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, Embedded, program_name
+from guardrails.tools.embedded import embedded, sed, setting
 from guardrails.tools.interpreters import DYNAMIC, UNKNOWN_OPTIONS
 from guardrails.tools.sources import EXPANSION, looks_like_requirements, sed_hosts, settings_kind
 from guardrails.tools.variables import Variables, expand, has_alternatives
@@ -704,7 +704,8 @@ class _Walker:
         saved, self.pending = self.pending, None  # sed's ``w`` and awk's ``print >`` write input lines, not the script
         try:
             for op, path in touched:
-                self._path(op, path)
+                if not cmds.not_a_file(path):  # awk's ``print > "/dev/stderr"``, sqlite's ``.output /dev/null``
+                    self._path(op, path)
         finally:
             self.pending = saved
         if prog == "find":

@@ -75,6 +75,7 @@ _WRAPPER_FILES = {"xargs": frozenset({"-a", "--arg-file"}), "env": frozenset({"-
                   "sudo": frozenset({"-D", "--chdir"})}
 _BACKTICKS = re.compile(r"`((?:\\.|[^`\\])*)`")
 _SETS_VARIABLES = frozenset({"read", "mapfile", "readarray", "unset", "printf", "getopts"})
+_SUBSHELLS = frozenset({"subshell", "command_substitution", "process_substitution"})
 PROCESS_SUBSTITUTION = "/dev/fd/63"
 """What bash passes for ``<(...)``: the word a program sees (not a file: the path rules skip it)."""
 _STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
@@ -277,6 +278,8 @@ class _Walker:
         """The segments recorded so far (``_record``)."""
         self.dirs: list[str] = []
         """The folders ``pushd`` left, for ``popd``."""
+        self.oldcwd: str | None = None
+        """The folder before the last ``cd`` (``cd -`` goes back there); None: the one before the line."""
         self.variables = Variables()
         self.prefixes: dict[int, str] = {}
         """The literal starts of the current command's non-literal words, by distance from its end (a
@@ -331,8 +334,12 @@ class _Walker:
         ran: list[str] = []
         if kind == "for_statement":
             self._loop_variable(node)
+        # ``( cd sub && ... )``, ``$(cd x; ...)``: a subshell's ``cd`` ends with it (its files stay made)
+        scoped = (self.cwd, list(self.dirs), self.oldcwd) if kind in _SUBSHELLS else None
         for child in node.named_children:
             ran += self.visit(child, depth + (kind in ("command_substitution", "subshell")), feed, stdin)
+        if scoped is not None:
+            self.cwd, self.dirs, self.oldcwd = scoped
         return ran
 
     def _list(self, node: Node, depth: int, feed: list[str], stdin: str | None) -> list[str]:
@@ -453,8 +460,16 @@ class _Walker:
         self.prefixes = {len(words) - i: p for i, p in prefixes.items()}
         # A command that reads a downloaded file passes the download on (``cat x.sh | sh``, ``base64 -d x >
         # y.sh``): to what it feeds and to the files it writes, as the downloader itself would.
-        reads_download = self.downloaded and (any(w and self._key(w) in self.downloaded for w in words[1:]) or (
+        reads_download = bool(self.downloaded) and (any(w and self._key(w) in self.downloaded for w in words[1:]) or (
             self.stdin_path is not None and self._key(self.stdin_path) in self.downloaded))
+        # ``curl URL | tee x.sh``, ``curl URL | base64 -d > x.sh``: fed by a download, what it writes holds it
+        fed_download = sorted(p for p in set(feed) if p in cmds.DOWNLOADERS)
+        if fed_download:
+            reads_download = True
+            self.downloaders.update(fed_download)
+            program = program_name(words[0]) if words and words[0] is not None else ""
+            if program == "tee":
+                self.downloaded.update(self._key(w) for w in words[1:] if w and not w.startswith("-"))
         ran = self.argv(words, depth, [*feed, *procsub], source or stdin, tail) + procsub
         if reads_download:
             ran += sorted(self.downloaders)
@@ -663,7 +678,12 @@ class _Walker:
             target = next((a for a in args if a is None or not a.startswith(("-", "+"))), "~" if prog == "cd" else None)
             if prog == "pushd":
                 self.dirs.append(self.cwd)
-            self.cwd = "?" if target is None else ("~" if target == "-" else self._join(target))
+            previous = self.cwd
+            if prog == "cd" and "-" in args and self.oldcwd is not None:
+                self.cwd = self.oldcwd  # ``cd -``: back to the folder before the last cd
+            else:  # (``cd -`` before any cd in the line: the folder before the line, unknown: home, as before)
+                self.cwd = "?" if target is None else self._join(target)
+            self.oldcwd = previous
             return
         if prog == "popd":
             self.cwd = self.dirs.pop() if self.dirs and not args else "?"

@@ -87,6 +87,27 @@ def test_other_config_text_passes(path: str, text: str) -> None:
     assert _call("Write", {"file_path": path, "content": text}).decision == "allow"
 
 
+@pytest.mark.parametrize(("tool", "args"), [
+    ("Edit", {"file_path": "evil/config", "old_string": "bare = false", "new_string": "bare = false\n\tfsmonitor = ./x"}),
+    ("Edit", {"file_path": "evil/config", "old_string": "[alias]", "new_string": "[alias]\n\tst = !sh -c id"}),
+    ("Bash", {"command": "sed -i 's/bare = false/fsmonitor = .\\/x.sh/' evil/config"}),
+    ("Bash", {"command": "echo '\thooksPath = h' >> evil/config"}),
+])
+def test_a_piece_of_git_config_syntax_counts_in_whichever_section_it_lands(tool: str, args: dict[str, object]) -> None:
+    """An edit shows only its new text, not the ``[core]`` above it: a name that runs a program in some
+    section is read as set there."""
+    assert _call(tool, args).reason_code == "autorun_setting", args
+
+
+@pytest.mark.parametrize(("tool", "args"), [
+    ("Edit", {"file_path": "app/config", "old_string": "port = 1", "new_string": "port = 2"}),
+    ("Bash", {"command": "sed -i 's/port = 1/port = 2/' app/config"}),
+    ("Edit", {"file_path": "evil/config", "old_string": "[alias]", "new_string": "[alias]\n\tst = status"}),
+])
+def test_ordinary_edits_of_config_files_pass(tool: str, args: dict[str, object]) -> None:
+    assert _call(tool, args).decision == "allow", args
+
+
 def test_a_shell_line_writing_git_config_syntax_is_read_too() -> None:
     a = _sh("printf '[core]\\n\\tfsmonitor = ./x.sh\\n' > evil/config")
     assert a.reason_code == "autorun_setting" and "core.fsmonitor" in a.rationale

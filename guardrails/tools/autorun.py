@@ -326,7 +326,10 @@ def git_config_text(text: str) -> list[str]:
             name, sub = head.group(1).lower(), head.group(2)
             section = f"{name}.{sub}" if sub is not None else name
             line = line[head.end():]
-        var = _VARIABLE.match(line.split("#", 1)[0].split(";", 1)[0]) if section else None
+        if not section:  # a piece of a file (an Edit's new text, a sed script): its section is not shown
+            found += _sectionless(line)
+            continue
+        var = _VARIABLE.match(line.split("#", 1)[0].split(";", 1)[0])
         if var is None:
             continue
         key = f"{section}.{var.group(1).lower()}"
@@ -334,3 +337,21 @@ def git_config_text(text: str) -> list[str]:
         if runs_code(key, value if var.group(2) is not None else "true"):
             found.append(key)
     return found
+
+
+_ANY_VARIABLE = re.compile(r"([A-Za-z][A-Za-z0-9-]*)[ \t]*=[ \t]*([^\n/;#]*)")
+_SECTIONS = ("core", "alias", "include", "credential", "gpg", "init", "interactive", "sendemail", "uploadpack",
+             "diff.x", "filter.x", "merge.x", "mergetool.x", "difftool.x", "trailer.x", "remote.x", "browser.x",
+             "man.x", "submodule.x")
+"""The sections whose keys can run a program (``AUTORUN_KEY``), with a stand-in subsection name."""
+
+
+def _sectionless(line: str) -> list[str]:
+    """Keys a line may set in whichever section it lands (``\tfsmonitor = ./x`` inserted under an existing
+    ``[core]``, ``s/bare = false/fsmonitor = .\\/x/``): each ``name = value`` in it, under every section
+    where that name runs a program. Used only for text written into a file named like git's config."""
+    out: list[str] = []
+    for m in _ANY_VARIABLE.finditer(line):
+        name, value = m.group(1).lower(), m.group(2).strip().strip('"')
+        out += [f"{s}.{name}" for s in _SECTIONS if runs_code(f"{s}.{name}", value)][:1]
+    return out

@@ -39,6 +39,9 @@ _SED_ADDRESS = re.compile(r"\s*(?:\d+(?:~\d+)?|\$|/(?:\\.|[^/\\\n]){0,1024}/[IM]
 a 14 KB script of escapes ran for minutes)."""
 
 
+_SED_FLAGS = re.compile(r"[gpiImMe0-9]*(w\s*[^\n]*)?")
+
+
 def _sed_scripts(args: Argv) -> list[str | None]:
     opts, operands = split_operands(args, _SED_VALUE_OPTS)
     given = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-e", "--expression")]
@@ -93,7 +96,7 @@ def sed(args: Argv) -> tuple[list[Embedded], list[tuple[str, str]]]:
                 i = end
             elif c in "sy":
                 i = _sed_delimited(script, i + 1, 2)
-                flags = re.match(r"[gpiImMe0-9]*(w\s*[^\n]*)?", script[i:])
+                flags = _SED_FLAGS.match(script, i)  # at i: no copy of the rest of the script per command
                 text = flags.group(0) if flags else ""
                 if "e" in text.split("w", 1)[0]:
                     lines.append(Embedded(None))
@@ -102,7 +105,7 @@ def sed(args: Argv) -> tuple[list[Embedded], list[tuple[str, str]]]:
                 i += len(text)
             elif c in "aic:bTtvlLqQ#":
                 end = _line_end(script, i)
-                semi = script.find(";", i) if c in ":bTtvlLqQ" else -1
+                semi = script.find(";", i, end) if c in ":bTtvlLqQ" else -1  # within the line: linear overall
                 i = semi if 0 <= semi < end else end
             else:
                 i += 1

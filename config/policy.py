@@ -337,6 +337,9 @@ class Policy(_Strict):
     input_guardrails: list[InputGuardrailSpec] = []
     """Checks on the request before it goes upstream (``proxy.input_guard``)."""
     tools: ToolsPolicy | None = None
+    disarms: list[str] = []
+    """Guardrail ids (``tools`` for the tool rules) this version removes on purpose: a live reload
+    that would drop a running guardrail is refused unless it is named here."""
     base_dir: Path = Path(".")
     """Folder that relative paths in the policy (``prompt_file``) are resolved against."""
 

@@ -237,6 +237,14 @@ class _InputBase(_Strict):
     Unset: ``hidden_text``, ``regex`` and the message checks taint; ``secrets`` and ``pii`` do not
     (a pasted key is the user's own, not an injected instruction)."""
 
+    @model_validator(mode="after")
+    def _no_answer_keys(self) -> Self:
+        """The keys of an answer's trip (what the client is shown, retries) mean nothing on input."""
+        unused = sorted(self.model_fields_set & {"replacement", "max_attempts", "mandate", "final_action"})
+        if unused:
+            raise ValueError(f"{', '.join(unused)}: not used by input guardrails (actions: redact, reject, log)")
+        return self
+
 
 class InputSecretsGuardrail(_InputBase, SecretsGuardrail):
     action: Literal["redact", "reject", "log"] = "redact"
@@ -329,6 +337,9 @@ class Policy(_Strict):
     input_guardrails: list[InputGuardrailSpec] = []
     """Checks on the request before it goes upstream (``proxy.input_guard``)."""
     tools: ToolsPolicy | None = None
+    disarms: list[str] = []
+    """Guardrail ids (``tools`` for the tool rules) this version removes on purpose: a live reload
+    that would drop a running guardrail is refused unless it is named here."""
     base_dir: Path = Path(".")
     """Folder that relative paths in the policy (``prompt_file``) are resolved against."""
 

@@ -65,6 +65,7 @@ def _ops_app(services: Services, reloader: Reloader, feed: DecisionFeed) -> Fast
                 "policy_version": book.default.label,
                 "policies": {name: g.version for name, g in book.guards.items()},
                 "policy_generation": book.generation, "last_reload_error": reloader.last_error,
+                "last_reload": {"outcome": reloader.last_outcome, "at": reloader.last_reload_at},
                 "guardrails_enabled": services.guarding,
                 "stream_guardrails": [g.id for g in services.stream_guardrails],
                 "message_guardrails": [g.id for g in services.message_guardrails],

@@ -46,6 +46,17 @@ class Settings(BaseSettings):
     """How long an idle upstream connection is kept for reuse (less when the upstream announces a
     shorter ``Keep-Alive: timeout=``); below the 5 s after which uvicorn, Node and Apache close them."""
     max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
+    max_head_bytes: int = Field(default=64 * 1024, ge=1024, le=16 * _MIB)
+    """Largest request head (request line and headers); larger gets 431 (414 for the line alone)."""
+    max_headers: int = Field(default=100, ge=8, le=10_000)
+    """Most header lines in a request; more gets 431."""
+    head_timeout_s: float = Field(default=10.0, gt=0, le=3600)
+    """Time for a request head to arrive, from the connection's start or the request's first byte;
+    past it 408 and the connection is closed (a silent or one-byte-a-second client)."""
+    body_idle_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    """Longest pause between two pieces of a request body; past it 408."""
+    body_timeout_s: float = Field(default=300.0, gt=0, le=86_400)
+    """Longest time to receive a whole request body; past it 408."""
     auth_token: str | None = None
     """When set, clients must send it in the ``x-guardproxy-token`` header (checked in constant time,
     never forwarded). Required to listen beyond loopback unless ``allow_unauthenticated_remote``."""

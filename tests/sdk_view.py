@@ -123,11 +123,13 @@ def gemini_view(base: str, system: str = SYSTEM, user: str = "hello") -> View:
     cfg = types.GenerateContentConfig(system_instruction=system)
 
     def run(view: View) -> None:
-        text = ""
+        texts = {False: "", True: ""}  # the answer and the thoughts, each joined as a client shows it
         for chunk in client.models.generate_content_stream(model="m", contents=user, config=cfg):
             view.shown.append(chunk.model_dump_json())
-            text += chunk.text or ""
-        view.shown.append(text)
+            for cand in (chunk.candidates or [])[:1]:
+                for part in (cand.content.parts if cand.content else None) or []:
+                    texts[bool(part.thought)] += part.text or ""
+        view.shown += texts.values()
     return _collect(run)
 
 

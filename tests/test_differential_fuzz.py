@@ -42,7 +42,8 @@ SECRET = "AKIAQ7XR4K2MZT9BWP3N"
 """An AWS access key id, one of the default policy's ``secrets`` catalog."""
 MARKERS = {"secret": SECRET, "canary": CANARY}
 
-Script = Callable[[random.Random], list[bytes]]
+Shape = frozenset[str]
+"""The bends one answer takes (``SHAPES``: one or two at once)."""
 
 
 # -- what to say, cut at random ---------------------------------------------------------------------
@@ -84,7 +85,8 @@ def _groups(rng: random.Random, pieces: list[str], most: int) -> list[list[str]]
 
 
 # -- chat --------------------------------------------------------------------------------------------
-def chat_script(rng: random.Random, marker: str, in_tool: bool, shape: str) -> list[bytes]:
+def chat_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
+    in_tool = where == "tool"
     base = {"id": "chatcmpl-f", "object": "chat.completion.chunk", "created": 1, "model": "m"}
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
@@ -92,7 +94,9 @@ def chat_script(rng: random.Random, marker: str, in_tool: bool, shape: str) -> l
                                                  "finish_reason": finish}]})
 
     frames = [chunk({"role": "assistant", "content": ""})]
-    text = "Checking." if in_tool else _answer(rng, marker)
+    if where == "reasoning":
+        frames += [chunk({"reasoning_content": p}) for p in _cut(rng, _answer(rng, marker), 6)]
+    text = _answer(rng, marker) if where == "text" else "Checking."
     for piece in _cut(rng, text, 8):
         frames.append(chunk({"content": piece}))
         if rng.random() < 0.1:
@@ -101,7 +105,7 @@ def chat_script(rng: random.Random, marker: str, in_tool: bool, shape: str) -> l
         args = json.dumps({"note": _answer(rng, marker)})
         pieces = _cut(rng, args, 6)
         head = {"index": 0, "id": "call_0", "type": "function", "function": {"name": "Remember", "arguments": ""}}
-        if shape == "args-in-head":
+        if "args-in-head" in shape:
             head["function"]["arguments"], pieces = pieces[0], pieces[1:]
         frames.append(chunk({"tool_calls": [head]}))
         frames += [chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in pieces]
@@ -142,19 +146,34 @@ def _masker(text: str, marker: str, masking: bool) -> Callable[[str], str]:
     return say
 
 
-def responses_script(rng: random.Random, marker: str, in_tool: bool, shape: str) -> list[bytes]:
+def responses_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
+    in_tool = where == "tool"
     r = _Responses(rng)
-    text = "Checking." if in_tool else _answer(rng, marker)
+    text = _answer(rng, marker) if where == "text" else "Checking."
     items = [_groups(rng, part, 3) for part in _groups(rng, _cut(rng, text, 10), 3)]
     """Items of parts of pieces: the text, in output order."""
     done_items: list[dict[str, Any]] = []
     streamed: list[tuple[int, int, str]] = []
-    say = _masker(text, marker, shape == "repeat-differs")
-    for oi, parts in enumerate(items):
+    say = _masker(text, marker, "repeat-differs" in shape)
+    first = 0
+    if where == "reasoning":
+        thought = _answer(rng, marker)
+        rs = {"id": "rs_0", "type": "reasoning", "status": "in_progress", "summary": []}
+        r.ev("response.output_item.added", output_index=0, item=rs)
+        at = {"item_id": "rs_0", "output_index": 0, "summary_index": 0}
+        r.ev("response.reasoning_summary_part.added", **at, part={"type": "summary_text", "text": ""})
+        for p in _cut(rng, thought, 6):
+            r.ev("response.reasoning_summary_text.delta", **at, delta=p)
+        r.ev("response.reasoning_summary_text.done", **at, text=thought)
+        r.ev("response.reasoning_summary_part.done", **at, part={"type": "summary_text", "text": thought})
+        rs_done = {**rs, "status": "completed", "summary": [{"type": "summary_text", "text": thought}]}
+        r.ev("response.output_item.done", output_index=0, item=rs_done)
+        first = 1
+    for oi, parts in enumerate(items, start=first):
         iid = f"msg_{oi}"
-        seeded = [shape == "seeded" and rng.random() < 0.6 for _ in parts]
+        seeded = ["seeded" in shape and rng.random() < 0.6 for _ in parts]
         given = [say(parts[ci][0]) if seeded[ci] else "" for ci in range(len(parts))]
-        in_item = shape == "seeded" and rng.random() < 0.5
+        in_item = "seeded" in shape and rng.random() < 0.5
         added = {"id": iid, "type": "message", "status": "in_progress", "role": "assistant",
                  "content": [_part(g) for g in given] if in_item else []}
         r.ev("response.output_item.added", output_index=oi, item=added)
@@ -165,19 +184,19 @@ def responses_script(rng: random.Random, marker: str, in_tool: bool, shape: str)
                 r.ev("response.content_part.added", **where, part=_part(given[ci]))
             for p in pieces[1:] if seeded[ci] else pieces:
                 said = say(p)
-                if shape == "snapshot-only" and rng.random() < 0.5:  # said only in the snapshots
+                if "snapshot-only" in shape and rng.random() < 0.5:  # said only in the snapshots
                     continue
                 streamed.append((oi, ci, said))
         done_items.append({"id": iid, "type": "message", "status": "completed", "role": "assistant",
                            "content": [_part(t) for t in full]})
     # the deltas, usually in output order; sometimes two swapped
-    if len(streamed) > 1 and shape == "deltas-swapped":
+    if len(streamed) > 1 and "deltas-swapped" in shape:
         i = rng.randrange(len(streamed) - 1)
         streamed[i], streamed[i + 1] = streamed[i + 1], streamed[i]
     for oi, ci, p in streamed:
         r.ev("response.output_text.delta", item_id=f"msg_{oi}", output_index=oi, content_index=ci, delta=p,
              logprobs=[])
-    for oi, item in enumerate(done_items):
+    for oi, item in enumerate(done_items, start=first):
         for ci, part in enumerate(item["content"]):
             where = {"item_id": f"msg_{oi}", "output_index": oi, "content_index": ci}
             if rng.random() < 0.7:
@@ -186,59 +205,70 @@ def responses_script(rng: random.Random, marker: str, in_tool: bool, shape: str)
                 r.ev("response.content_part.done", **where, part=part)
         if rng.random() < 0.85:
             r.ev("response.output_item.done", output_index=oi, item=item)
-    output: list[dict[str, Any]] | None = [*done_items]
+    output: list[dict[str, Any]] | None = [*([rs_done] if first else []), *done_items]
     if in_tool:
         args = json.dumps({"note": _answer(rng, marker)})
-        oi = len(done_items)
+        oi = first + len(done_items)
         call = {"id": "fc_0", "type": "function_call", "status": "in_progress", "call_id": "call_0",
                 "name": "Remember", "arguments": ""}
-        say = _masker(args, marker, shape == "repeat-differs")
+        say = _masker(args, marker, "repeat-differs" in shape)
         pieces = [say(p) for p in _cut(rng, args, 6)]
-        if shape == "seeded":
+        if "seeded" in shape:
             call["arguments"], pieces = pieces[0], pieces[1:]
         r.ev("response.output_item.added", output_index=oi, item=call)
         for p in pieces:
             r.ev("response.function_call_arguments.delta", item_id="fc_0", output_index=oi, delta=p)
-        if shape != "snapshot-only":
+        if "snapshot-only" not in shape:
             r.ev("response.function_call_arguments.done", item_id="fc_0", output_index=oi, arguments=args,
                  name="Remember")
         done = {**call, "status": "completed", "arguments": args}
         r.ev("response.output_item.done", output_index=oi, item=done)
         output.append(done)  # type: ignore[union-attr]
-    if shape == "no-final-output":
+    if "no-final-output" in shape:
         output = None  # the SDK's final output is then the done items
-    elif shape == "final-recut" and output:  # the final response's parts say the text cut otherwise
+    elif "final-recut" in shape and output:  # the final response's parts say the text cut otherwise
         whole = "".join(p["text"] for i in output if i["type"] == "message" for p in i["content"])
         cut = _cut(rng, whole, 3)
-        output = [{"id": "msg_0", "type": "message", "status": "completed", "role": "assistant",
-                   "content": [_part(c) for c in cut]}, *(i for i in output if i["type"] != "message")]
+        output = [*(i for i in output if i["type"] == "reasoning"),
+                  {"id": "msg_0", "type": "message", "status": "completed", "role": "assistant",
+                   "content": [_part(c) for c in cut]}, *(i for i in output if i["type"] == "function_call")]
     r.ev("response.completed", response={**r.resp, "status": "completed", "output": output})
     return r.frames
 
 
 # -- Anthropic ---------------------------------------------------------------------------------------
-def anthropic_script(rng: random.Random, marker: str, in_tool: bool, shape: str) -> list[bytes]:
+def anthropic_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
+    in_tool = where == "tool"
     def ev(name: str, **data: Any) -> bytes:
         return _frame(rng, {"type": name, **data}, name)
 
     start = {"id": "msg_f", "type": "message", "role": "assistant", "model": "m", "content": [],
              "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 1}}
-    text = "Checking." if in_tool else _answer(rng, marker)
+    text = _answer(rng, marker) if where == "text" else "Checking."
     blocks: list[tuple[str, list[str]]] = [("text", g) for g in _groups(rng, _cut(rng, text, 10), 3)]
+    if where == "reasoning":
+        blocks.insert(0, ("thinking", _cut(rng, _answer(rng, marker), 6)))
     if in_tool:
         blocks.append(("tool", _cut(rng, json.dumps({"note": _answer(rng, marker)}), 6)))
     starts: list[bytes] = []
     deltas: list[list[bytes]] = []
     for index, (kind, pieces) in enumerate(blocks):
         if kind == "text":
-            seed = pieces[0] if shape == "seeded" and rng.random() < 0.7 else ""
+            seed = pieces[0] if "seeded" in shape and rng.random() < 0.7 else ""
             starts.append(ev("content_block_start", index=index, content_block={"type": "text", "text": seed}))
             rest = pieces[1:] if seed else pieces
             deltas.append([ev("content_block_delta", index=index, delta={"type": "text_delta", "text": p})
                            for p in rest])
+        elif kind == "thinking":
+            starts.append(ev("content_block_start", index=index,
+                             content_block={"type": "thinking", "thinking": "", "signature": ""}))
+            deltas.append([ev("content_block_delta", index=index, delta={"type": "thinking_delta", "thinking": p})
+                           for p in pieces]
+                          + [ev("content_block_delta", index=index, delta={"type": "signature_delta",
+                                                                             "signature": "c2ln"})])
         else:
-            whole = shape == "seeded" and rng.random() < 0.5
-            given = json.loads("".join(pieces)) if whole or shape == "input-in-start" else {}
+            whole = "seeded" in shape and rng.random() < 0.5
+            given = json.loads("".join(pieces)) if whole or "input-in-start" in shape else {}
             starts.append(ev("content_block_start", index=index, content_block={
                 "type": "tool_use", "id": "toolu_0", "name": "Remember", "input": given}))
             deltas.append([] if whole else [ev("content_block_delta", index=index,
@@ -246,12 +276,12 @@ def anthropic_script(rng: random.Random, marker: str, in_tool: bool, shape: str)
                                              for p in pieces])
     frames = [ev("message_start", message=start)]
     order = list(range(len(blocks)))
-    if shape == "out-of-order" and len(blocks) > 1:  # blocks started out of index order
+    if "out-of-order" in shape and len(blocks) > 1:  # blocks started out of index order
         rng.shuffle(order)
         frames += [starts[i] for i in order]
         frames += [d for i in range(len(blocks)) for d in deltas[i]]
         frames += [ev("content_block_stop", index=i) for i in order]
-    elif shape == "interleaved" and len(blocks) > 1:  # all started, then their deltas interleaved
+    elif "interleaved" in shape and len(blocks) > 1:  # all started, then their deltas interleaved
         frames += starts
         queue = [list(d) for d in deltas]
         while any(queue):
@@ -266,11 +296,14 @@ def anthropic_script(rng: random.Random, marker: str, in_tool: bool, shape: str)
 
 
 # -- Gemini ------------------------------------------------------------------------------------------
-def gemini_script(rng: random.Random, marker: str, in_tool: bool, shape: str) -> list[bytes]:
-    text = "Checking." if in_tool else _answer(rng, marker)
+def gemini_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
+    in_tool = where == "tool"
+    text = _answer(rng, marker) if where == "text" else "Checking."
     pieces = _cut(rng, text, 10)
-    groups = _groups(rng, pieces, 5) if shape == "parts-per-chunk" else [[p] for p in pieces]
+    groups = _groups(rng, pieces, 5) if "parts-per-chunk" in shape else [[p] for p in pieces]
     chunks = [[{"text": p} for p in group] for group in groups]
+    if where == "reasoning":
+        chunks[:0] = [[{"text": p, "thought": True}] for p in _cut(rng, _answer(rng, marker), 4)]
     if in_tool:
         call = {"functionCall": {"name": "Remember", "args": {"note": _answer(rng, marker)}}}
         chunks.append([call]) if rng.random() < 0.5 else chunks[-1].append(call)
@@ -284,7 +317,12 @@ def gemini_script(rng: random.Random, marker: str, in_tool: bool, shape: str) ->
     return frames
 
 
-SCRIPTS: dict[str, Callable[[random.Random, str, bool, str], list[bytes]]] = {
+def _cut_bytes(rng: random.Random, data: bytes) -> list[bytes]:
+    cuts = sorted(rng.sample(range(1, len(data)), min(len(data) - 1, rng.randint(1, 12))))
+    return [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+
+
+SCRIPTS: dict[str, Callable[[random.Random, str, str, Shape], list[bytes]]] = {
     "chat": chat_script, "responses": responses_script, "anthropic": anthropic_script, "gemini": gemini_script}
 SHAPES = {
     "chat": ["plain", "args-in-head"],
@@ -293,7 +331,7 @@ SHAPES = {
     "anthropic": ["sequential", "seeded", "input-in-start", "out-of-order", "interleaved"],
     "gemini": ["part-per-chunk", "parts-per-chunk"],
 }
-"""The shapes each script can bend its answer into (Hypothesis picks one per example; the random
+"""The shapes each script can bend its answer into (Hypothesis picks one or two per example; the random
 cuts, groupings and field orders come from the drawn seed)."""
 
 
@@ -305,17 +343,40 @@ def test_what_the_sdk_shows_of_a_planted_marker_was_blocked(default_proxy: Proxy
                                                              api: str, marker: str) -> None:
     @settings(max_examples=EXAMPLES, deadline=None, database=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-    @given(seed=st.integers(min_value=0, max_value=2**32 - 1), in_tool=st.booleans(),
-           shape=st.sampled_from(SHAPES[api]))
-    def run(seed: int, in_tool: bool, shape: str) -> None:
-        if in_tool and marker == "canary":
-            in_tool = False  # the canary reading tool arguments is #29's class 5, not this fuzzer's
-        frames = SCRIPTS[api](random.Random(seed), MARKERS[marker], in_tool, shape)
+    @given(seed=st.integers(min_value=0, max_value=2**32 - 1), where=st.sampled_from(["text", "tool", "reasoning"]),
+           shape=st.frozensets(st.sampled_from(SHAPES[api]), min_size=1, max_size=2))
+    def run(seed: int, where: str, shape: Shape) -> None:
+        if where == "tool" and marker == "canary":
+            where = "text"  # the canary reading tool arguments is #29's class 5, not this fuzzer's
+        rng = random.Random(seed)
+        frames = SCRIPTS[api](rng, MARKERS[marker], where, shape)
+        if rng.random() < 0.3:  # the same bytes in other writes: frames cut across reads
+            frames = _cut_bytes(rng, b"".join(frames))
         upstream_server.reset()
         upstream_server.queue(Reply(raw_frames=frames))
         view = VIEWS[api](default_proxy.url, system=SYSTEM)
         assert not view.shows(MARKERS[marker]), (
-            f"{api}: the SDK shows the {marker} (seed {seed}, in_tool={in_tool}, shape {shape}):\n"
+            f"{api}: the SDK shows the {marker} (seed {seed}, in {where}, shape {sorted(shape)}):\n"
             + b"".join(frames).decode()[:4000] + "\n--- shown:\n" + view.text()[:3000])
+
+    run()
+
+
+@pytest.mark.parametrize("api", list(SCRIPTS))
+def test_the_oracle_sees_the_marker_when_nothing_guards(plain_proxy: ProxyServer, upstream_server: FakeUpstream,
+                                                        api: str) -> None:
+    """The fuzzer's control: through the passthrough proxy the SDK shows the planted marker, in the
+    text, a tool call and the reasoning alike (a script that hid it from the SDK would prove nothing)."""
+    @settings(max_examples=6, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(seed=st.integers(min_value=0, max_value=2**32 - 1), where=st.sampled_from(["text", "tool", "reasoning"]),
+           marker=st.sampled_from(sorted(MARKERS)))
+    def run(seed: int, where: str, marker: str) -> None:
+        frames = SCRIPTS[api](random.Random(seed), MARKERS[marker], where, frozenset(SHAPES[api][:1]))
+        upstream_server.reset()
+        upstream_server.queue(Reply(raw_frames=frames))
+        view = VIEWS[api](plain_proxy.url, system=SYSTEM)
+        assert view.error is None, view.error
+        assert view.shows(MARKERS[marker]), view.text()[:3000]
 
     run()

@@ -39,8 +39,8 @@ from tree_sitter import Language, Node, Parser
 from guardrails.tools import commands as cmds
 from guardrails.tools import network as net
 from guardrails.tools.autorun import autorun_settings, git_dir_setting, git_subcommand, is_git_config_name
-from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, program_name
-from guardrails.tools.embedded import Embedded, embedded, sed, setting
+from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, Embedded, program_name
+from guardrails.tools.embedded import embedded, sed, setting
 from guardrails.tools.interpreters import DYNAMIC, UNKNOWN_OPTIONS
 from guardrails.tools.sources import EXPANSION, looks_like_requirements, sed_hosts, settings_kind
 from guardrails.tools.variables import Variables, expand, has_alternatives
@@ -56,6 +56,14 @@ MAX_PARSED_BYTES = 4 * MAX_COMMAND_BYTES
 _LANGUAGE = Language(tree_sitter_bash.language())
 _local = threading.local()
 _INLINE_OPTS = {"-c", "-e", "-E", "-r", "-p", "--eval", "--print", "--command"}
+"""Options that give code inline, for a program not in ``_INLINE_BY_PROGRAM`` (``$``: any of them)."""
+_INLINE_BY_PROGRAM: dict[str, frozenset[str]] = {
+    **{sh: frozenset({"-c", "--command"}) for sh in SHELLS},  # -e, -E, -r, -p are shell flags (errexit...)
+    "python": frozenset({"-c"}), "ipython": frozenset({"-c"}),  # python -E: ignore the environment
+    "node": frozenset({"-e", "--eval", "-p", "--print"}), "nodejs": frozenset({"-e", "--eval", "-p", "--print"}),
+    "perl": frozenset({"-e", "-E"}), "ruby": frozenset({"-e"}), "irb": frozenset({"-e"}), "php": frozenset({"-r"}),
+    "lua": frozenset({"-e"}), "Rscript": frozenset({"-e"}), "R": frozenset({"-e"}), "expect": frozenset({"-c"}),
+}
 _INTERP_VALUE_OPTS = frozenset({"-o", "+o", "-O", "+O", "-W", "-X", "-m", "-M", "-I", "-r", "--rcfile",
                                 "--init-file", "--require", "--import", "--loader", "--input-type"})
 _PROGRAM_VALUE_OPTS = {"php": frozenset({"-d", "-c", "-z"})}
@@ -67,6 +75,7 @@ _WRAPPER_FILES = {"xargs": frozenset({"-a", "--arg-file"}), "env": frozenset({"-
                   "sudo": frozenset({"-D", "--chdir"})}
 _BACKTICKS = re.compile(r"`((?:\\.|[^`\\])*)`")
 _SETS_VARIABLES = frozenset({"read", "mapfile", "readarray", "unset", "printf", "getopts"})
+_SUBSHELLS = frozenset({"subshell", "command_substitution", "process_substitution"})
 PROCESS_SUBSTITUTION = "/dev/fd/63"
 """What bash passes for ``<(...)``: the word a program sees (not a file: the path rules skip it)."""
 _STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
@@ -169,6 +178,7 @@ def literal_prefix(node: Node) -> str:
     return out
 
 
+_PWD_SUBSTITUTION = re.compile(r"^(?:\$\(\s*pwd(?:\s+-[LP])?\s*\)|`\s*pwd(?:\s+-[LP])?\s*`)$")
 _PLAIN_EXPANSION = re.compile(r"^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})$")
 
 
@@ -176,6 +186,8 @@ def _variable(node: Node, quoted: bool) -> str | None:
     """A plain ``$NAME``/``${NAME}`` the analysis knows: set to literals earlier in the line
     (``guardrails.tools.variables``), or ``$HOME``/``$PWD`` (anywhere in a word: ``-d @$HOME/.netrc``
     is the file after the ``@``)."""
+    if node.type == "command_substitution" and _PWD_SUBSTITUTION.match(_text(node)):
+        return "."  # ``"$(pwd)/x.sh"``: the current folder, as ``$PWD``
     if node.type not in ("simple_expansion", "expansion"):
         return None
     m = _PLAIN_EXPANSION.match(_text(node))
@@ -266,6 +278,8 @@ class _Walker:
         """The segments recorded so far (``_record``)."""
         self.dirs: list[str] = []
         """The folders ``pushd`` left, for ``popd``."""
+        self.oldcwd: str | None = None
+        """The folder before the last ``cd`` (``cd -`` goes back there); None: the one before the line."""
         self.variables = Variables()
         self.prefixes: dict[int, str] = {}
         """The literal starts of the current command's non-literal words, by distance from its end (a
@@ -320,8 +334,12 @@ class _Walker:
         ran: list[str] = []
         if kind == "for_statement":
             self._loop_variable(node)
+        # ``( cd sub && ... )``, ``$(cd x; ...)``: a subshell's ``cd`` ends with it (its files stay made)
+        scoped = (self.cwd, list(self.dirs), self.oldcwd) if kind in _SUBSHELLS else None
         for child in node.named_children:
             ran += self.visit(child, depth + (kind in ("command_substitution", "subshell")), feed, stdin)
+        if scoped is not None:
+            self.cwd, self.dirs, self.oldcwd = scoped
         return ran
 
     def _list(self, node: Node, depth: int, feed: list[str], stdin: str | None) -> list[str]:
@@ -442,8 +460,16 @@ class _Walker:
         self.prefixes = {len(words) - i: p for i, p in prefixes.items()}
         # A command that reads a downloaded file passes the download on (``cat x.sh | sh``, ``base64 -d x >
         # y.sh``): to what it feeds and to the files it writes, as the downloader itself would.
-        reads_download = self.downloaded and (any(w and self._key(w) in self.downloaded for w in words[1:]) or (
+        reads_download = bool(self.downloaded) and (any(w and self._key(w) in self.downloaded for w in words[1:]) or (
             self.stdin_path is not None and self._key(self.stdin_path) in self.downloaded))
+        # ``curl URL | tee x.sh``, ``curl URL | base64 -d > x.sh``: fed by a download, what it writes holds it
+        fed_download = sorted(p for p in set(feed) if p in cmds.DOWNLOADERS)
+        if fed_download:
+            reads_download = True
+            self.downloaders.update(fed_download)
+            program = program_name(words[0]) if words and words[0] is not None else ""
+            if program == "tee":
+                self.downloaded.update(self._key(w) for w in words[1:] if w and not w.startswith("-"))
         ran = self.argv(words, depth, [*feed, *procsub], source or stdin, tail) + procsub
         if reads_download:
             ran += sorted(self.downloaders)
@@ -600,8 +626,16 @@ class _Walker:
                         "stdin": stdin}
         operands = args[first:]
         if interp:
-            fed |= self._script(prog, opts, operands, depth, seg)
-        if stdin == "file" and self.stdin_path is not None and self._key(self.stdin_path) in self.downloaded:
+            from_script = self._script(prog, opts, operands, depth, seg)
+            if prog != "$" and seg["script"] in ("file", "module"):
+                # ``curl URL | python3 -m json.tool``, ``python3 tool.py < data.json``: the code is the file or the
+                # module; what feeds stdin is data (a script file is allowed: the interpreter rule's advice)
+                fed = from_script
+            else:
+                fed |= from_script
+        code_from_stdin = not interp or prog == "$" or seg["script"] not in ("file", "module")
+        if code_from_stdin and stdin == "file" and self.stdin_path is not None \
+                and self._key(self.stdin_path) in self.downloaded:
             fed.add("download")
         if prog in ("source", ".") and operands and operands[0] is not None \
                 and self._key(operands[0]) in self.downloaded:
@@ -631,7 +665,7 @@ class _Walker:
                 return set()  # bun run test: a package.json script
         if "-m" in opts:
             seg["script"] = "module"
-        elif any(o in _INLINE_OPTS for o in opts):
+        elif any(o in _INLINE_BY_PROGRAM.get(prog, _INLINE_OPTS) for o in opts):
             seg["script"] = "inline"
             if (prog in SHELLS or prog == "$") and operands and operands[0] is not None and "-c" in opts:
                 self.line(operands[0], depth + 1, [], None)
@@ -652,7 +686,12 @@ class _Walker:
             target = next((a for a in args if a is None or not a.startswith(("-", "+"))), "~" if prog == "cd" else None)
             if prog == "pushd":
                 self.dirs.append(self.cwd)
-            self.cwd = "?" if target is None else ("~" if target == "-" else self._join(target))
+            previous = self.cwd
+            if prog == "cd" and "-" in args and self.oldcwd is not None:
+                self.cwd = self.oldcwd  # ``cd -``: back to the folder before the last cd
+            else:  # (``cd -`` before any cd in the line: the folder before the line, unknown: home, as before)
+                self.cwd = "?" if target is None else self._join(target)
+            self.oldcwd = previous
             return
         if prog == "popd":
             self.cwd = self.dirs.pop() if self.dirs and not args else "?"
@@ -693,7 +732,8 @@ class _Walker:
         saved, self.pending = self.pending, None  # sed's ``w`` and awk's ``print >`` write input lines, not the script
         try:
             for op, path in touched:
-                self._path(op, path)
+                if not cmds.not_a_file(path):  # awk's ``print > "/dev/stderr"``, sqlite's ``.output /dev/null``
+                    self._path(op, path)
         finally:
             self.pending = saved
         if prog == "find":

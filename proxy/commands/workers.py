@@ -30,6 +30,7 @@ import uvicorn
 from uvicorn.supervisors import Multiprocess
 
 from config.settings import Settings
+from proxy.downstream.server_limits import LimitedHttpToolsProtocol
 from proxy.ops.feed_peers import FEED_DIR_ENV
 
 
@@ -96,4 +97,4 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
             # uvicorn takes whole seconds and reads 0 as "wait forever": round up, at least 1. Our own
             # drain (GuardProxy._drain) cancels the open exchanges at the exact grace, even below 1 s.
             "timeout_graceful_shutdown": max(1, math.ceil(settings.shutdown_grace_s)), "lifespan": "on",
-            "ws": "none"}
+            "ws": "none", "http": LimitedHttpToolsProtocol}

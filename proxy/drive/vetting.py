@@ -44,7 +44,8 @@ class TurnNotes:
         self._s, self._request_id = services, request_id
 
     def audit(self, event: str, **fields: Any) -> None:
-        self._s.audit.record(event, request_id=self._request_id, **fields)
+        # the named policy the request ran under: ``guardproxy tail --policy`` filters on it
+        self._s.audit.record(event, request_id=self._request_id, policy_name=self._s.guard.name, **fields)
 
     def tripped(self, guardrail_id: str, reason_code: str) -> None:
         self._s.metrics.stream_trips.labels(guardrail_id=guardrail_id, reason_code=reason_code).inc()
@@ -164,7 +165,7 @@ class Vetter:
         first: tuple[str, str] | None = None
         for call, a in zip(calls, assessments, strict=True):
             self._s.metrics.tool_assessments.labels(rule=a.rule or "none", decision=a.decision).inc()
-            self._s.audit.record_assessment(a, request_id=self._request_id)
+            self._s.audit.record_assessment(a, request_id=self._request_id, policy_name=self._s.guard.name)
             if a.decision == "block":
                 log.info("tool_call_blocked", tool=a.tool, rule=a.rule, reason_code=a.reason_code)
                 blocked.append((call, a.rationale))

@@ -108,6 +108,17 @@ def _resolve(raw_path: str, method: str, header: dict[str, str], query: str) -> 
 _DROP_FOR_IDENTITY = HOP_BY_HOP | {"accept-encoding"}
 """Request headers not forwarded when the proxy reads the answer (it asks for ``identity``)."""
 
+def model_authorized(services: Services, given: str) -> bool:
+    """May a request with proxy token ``given`` use the model routes? With no token configured,
+    anyone; else the admin token or one of the client tokens (``proxy.edge.access``)."""
+    token = services.settings.auth_token
+    if not token and not services.settings.client_tokens:
+        return True
+    if given and services.book.token_matches(given) is not None:
+        return True
+    return bool(token) and hmac.compare_digest(given.encode(), (token or "").encode())
+
+
 class _FirstByteMark:
     """The client's ``send`` with tracing on: marks the first released body byte on the request's span.
     Not a method of ``Exchange``: its ``Responder`` holding one would be a reference cycle."""
@@ -129,9 +140,12 @@ class _FirstByteMark:
 class Exchange:
     """One client request, from the first byte received to the last byte sent."""
 
-    def __init__(self, services: Services, scope: Scope, body: bytes | None, send: Send) -> None:
+    def __init__(self, services: Services, scope: Scope, body: bytes | None, send: Send, *,
+                 body_timed_out: bool = False) -> None:
+        """``body``: None when it was not read whole: too large, or (``body_timed_out``) too slow."""
         self.services = services
         self.scope, self.body = scope, body
+        self._body_timed_out = body_timed_out
         self.request_id = os.urandom(8).hex()  # 16 hex digits, as uuid4().hex[:16] gave (without the UUID object)
         self.responder = Responder(send, self.request_id)
         self.headers = header_list(scope)
@@ -218,6 +232,11 @@ class Exchange:
             return
         body = self.body
         if body is None:
+            if self._body_timed_out:
+                settings = self.services.settings
+                await self._fail(408, f"the request body came too slowly (a pause over {settings.body_idle_timeout_s:g} "
+                                      f"s or over {settings.body_timeout_s:g} s in all)", "timeout")
+                return
             await self._fail(413, f"request body exceeds {self.services.settings.max_body_bytes} bytes", "too_large")
             return
         if route.wire is None:
@@ -444,14 +463,7 @@ class Exchange:
 
     # ------------------------------------------------------------------ plumbing
     def _authorized(self) -> bool:
-        """With no token configured, anyone; else the admin token or one of the client tokens."""
-        token = self.services.settings.auth_token
-        if not token and not self.services.settings.client_tokens:
-            return True
-        given = self.header.get("x-guardproxy-token", "")
-        if given and self.services.book.token_matches(given) is not None:
-            return True
-        return bool(token) and hmac.compare_digest(given.encode(), (token or "").encode())
+        return model_authorized(self.services, self.header.get("x-guardproxy-token", ""))
 
     def _guessed_wire(self) -> str:
         """The API whose error format a request refused before routing gets."""

@@ -37,7 +37,7 @@ EVENTS: Final = frozenset({"guardrail.tripped", "message.replaced", "retry", "fa
 FIELDS: Final = frozenset({
     "guardrail_id", "rule", "reason_code", "decision", "action", "attempt", "part", "mode", "wire",
     "model", "stage", "round", "source", "error_kind", "detail", "latency_ms", "elapsed_ms", "status",
-    "tool", "call_id", "effect", "observations", "rationale", "policy", "policy_fingerprint",
+    "tool", "call_id", "effect", "observations", "rationale", "policy", "policy_fingerprint", "policy_name",
 })
 """Every field a line may carry besides ``ts``, ``request_id`` and ``event``. ``detail`` is a short
 code (``timeout``, ``error:TimeoutError``), never an error message that could quote upstream text."""
@@ -130,9 +130,11 @@ class AuditLog:
         return line
 
     def record_assessment(self, assessment: Assessment, request_id: str,
-                          policy: ToolsPolicy | None = None) -> dict[str, object]:
+                          policy: ToolsPolicy | None = None, policy_name: str | None = None) -> dict[str, object]:
         fields = assessment_event(assessment, request_id, policy)
         del fields["event"], fields["request_id"]
+        if policy_name is not None:
+            fields["policy_name"] = policy_name
         return self.record(TOOL_CALL_ASSESSED, request_id=request_id, **fields)
 
     def close(self) -> None:

@@ -79,8 +79,15 @@ class Metrics:
         self.checks_queued = Gauge("guardproxy_message_checks_queued", "Message checks waiting for a slot.",
                                    registry=reg, multiprocess_mode="livesum")
         self.policy_reloads = Counter("guardproxy_policy_reloads_total",
-                                      "Policy reload attempts by outcome (ok, error).", ["outcome"],
-                                      registry=reg)
+                                      "Policy reload attempts by outcome (ok, unchanged, error: a file that does "
+                                      "not load; refused: an empty file or one that would disarm running "
+                                      "guardrails).", ["outcome"], registry=reg)
+        self.policy_live = Gauge("guardproxy_policy_live", "1 for the live version of each named policy.",
+                                 ["policy", "version"], registry=reg, multiprocess_mode="livemax")
+        self.policy_reload_refused = Gauge("guardproxy_policy_last_reload_refused",
+                                           "1 when the last reload attempt was refused, by reason (invalid, "
+                                           "empty, disarms); 0 once one succeeds.", ["reason"], registry=reg,
+                                           multiprocess_mode="livemax")
 
         self.unary_lanes = Counter("guardproxy_unary_lane_checks_total",
                                    "Non-streamed answers whose shape (a second choice, output that could not "

@@ -680,7 +680,9 @@ class ResponsesStream(StreamCodec):
         if not isinstance(response, dict):
             return self._other_events(str(t), ev)
         output = response.get("output")
-        items = [(n, i) for n, i in enumerate(output) if isinstance(i, dict)] if isinstance(output, list) else []
+        if not isinstance(output, list | None):  # the API's is a list: another shape no one reads alike
+            return [Unvetted(f"an output that is no list in {t}")]
+        items = [(n, i) for n, i in enumerate(output) if isinstance(i, dict)] if output else []
         if t in _TERMINAL:  # the SDK's final response: each call in it is the one judged, or judged now
             texts = [*self._texts.output(items), *(e for n, i in items for e in self._item_events(t, n, i))]
         elif output:  # the API starts with none; the SDK's snapshot would start with these, unjudged
@@ -717,11 +719,14 @@ class ResponsesStream(StreamCodec):
         return [WholeText("\n".join(found), 0, "event")] if found else []
 
     def _key(self, ev: dict[str, Any]) -> str:
+        """The call an argument event is for: the SDK goes by ``output_index``, so an ``item_id``
+        naming another call is for none ("")."""
         item_id = ev.get("item_id")
-        if isinstance(item_id, str) and item_id in self._calls:
-            return item_id
         index = ev.get("output_index")
-        return self._keys.get(index, "") if isinstance(index, int) else ""
+        key = self._keys.get(index, "") if isinstance(index, int) else ""
+        if isinstance(item_id, str) and item_id in self._calls:
+            return item_id if index is None or key == item_id else ""
+        return key
 
     def _item_key(self, item: dict[str, Any], index: Any) -> str:
         """A call item's key: its id; without one, the call streamed at its output index."""

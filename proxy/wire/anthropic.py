@@ -42,7 +42,6 @@ from guardrails.datamodel import (
     LaneEnd,
     LazyHistory,
     RequestView,
-    StreamError,
     TextDelta,
     ToolCall,
     ToolCallArgsDelta,
@@ -69,7 +68,7 @@ from proxy.wire.base import (
     with_temperature,
 )
 from proxy.wire.conversation_delta import Reading, Turns
-from proxy.wire.shapes import ByType, by_type, lane_events, obj, plain, unread, whole_events
+from proxy.wire.shapes import ByType, by_type, error_event, lane_events, obj, plain, unread, whole_events
 from proxy.wire.sse import SSESplitter, parse_fields
 from proxy.wire.template import Templates
 
@@ -256,6 +255,11 @@ def _content_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     out += [{"type": "tool_use", "id": c.call_id, "name": c.name, "input": _args_object(c.arguments)}
             for c in message.tool_calls]
     return out
+
+_ERROR_TOP = frozenset({"type", "error", "request_id"})
+_ERROR_INNER = frozenset({"type", "message", "details"})
+"""An ``error`` event's fields (``{"type": "error", "error": {"type": "overloaded_error", "message":
+...}, "request_id": ...}``): a frame with only these is relayed as the upstream sent it."""
 
 
 class _QuickBlock(msgspec.Struct, gc=False):
@@ -557,7 +561,7 @@ class MessagesStream(StreamCodec):
         if name == "error":
             err = data.get("error")
             msg = err.get("message") if isinstance(err, dict) else None
-            return [StreamError(str(msg or "upstream error"))]
+            return [error_event(data, str(msg or "upstream error"), _ERROR_TOP, _ERROR_INNER)]
         return [Unvetted(f"event {name!r}")]
 
     def _on_delta(self, index: int, delta: dict[str, Any]) -> list[Event]:

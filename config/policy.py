@@ -237,6 +237,14 @@ class _InputBase(_Strict):
     Unset: ``hidden_text``, ``regex`` and the message checks taint; ``secrets`` and ``pii`` do not
     (a pasted key is the user's own, not an injected instruction)."""
 
+    @model_validator(mode="after")
+    def _no_answer_keys(self) -> Self:
+        """The keys of an answer's trip (what the client is shown, retries) mean nothing on input."""
+        unused = sorted(self.model_fields_set & {"replacement", "max_attempts", "mandate", "final_action"})
+        if unused:
+            raise ValueError(f"{', '.join(unused)}: not used by input guardrails (actions: redact, reject, log)")
+        return self
+
 
 class InputSecretsGuardrail(_InputBase, SecretsGuardrail):
     action: Literal["redact", "reject", "log"] = "redact"

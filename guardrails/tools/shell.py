@@ -621,13 +621,23 @@ class _Walker:
                        else cmds.options_before_operands(args, values))
         if split:  # ``$x`` may expand to ``bash -c ...``: its options are unknown
             opts.append(UNKNOWN_OPTIONS)
+        if prog in SHELLS and "--command" in opts:
+            opts.append("-c")  # fish --command 'id' is fish -c
         fed = set(feed)
         seg: Segment = {"program": prog, "options": sorted(set(opts)), "fed_by": [], "script": None,
                         "stdin": stdin}
         operands = args[first:]
         if interp:
-            fed |= self._script(prog, opts, operands, depth, seg)
-        if stdin == "file" and self.stdin_path is not None and self._key(self.stdin_path) in self.downloaded:
+            from_script = self._script(prog, opts, operands, depth, seg)
+            if prog != "$" and seg["script"] in ("file", "module"):
+                # ``curl URL | python3 -m json.tool``, ``python3 tool.py < data.json``: the code is the file or the
+                # module; what feeds stdin is data (a script file is allowed: the interpreter rule's advice)
+                fed = from_script
+            else:
+                fed |= from_script
+        code_from_stdin = not interp or prog == "$" or seg["script"] not in ("file", "module")
+        if code_from_stdin and stdin == "file" and self.stdin_path is not None \
+                and self._key(self.stdin_path) in self.downloaded:
             fed.add("download")
         if prog in ("source", ".") and operands and operands[0] is not None \
                 and self._key(operands[0]) in self.downloaded:

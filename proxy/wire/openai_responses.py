@@ -80,7 +80,7 @@ from proxy.wire.base import (
 )
 from proxy.wire.conversation_delta import Reading, Turns
 from proxy.wire.openai_errors import error_object
-from proxy.wire.shapes import lane_events, obj, plain, unread, whole_events
+from proxy.wire.shapes import error_event, lane_events, obj, plain, unread, whole_events
 from proxy.wire.sse import SSEFrame, SSESplitter, parse_fields
 
 _TOOL_ITEMS = {"function_call": "arguments", "custom_tool_call": "input"}
@@ -193,6 +193,11 @@ def _input_items(body: dict[str, Any]) -> list[dict[str, Any]]:
 def _custom_tool_names(body: dict[str, Any]) -> set[str]:
     tools = body.get("tools") or []
     return {str(t.get("name")) for t in tools if isinstance(t, dict) and t.get("type") == "custom"}
+
+_ERROR_TOP = frozenset({"type", "code", "message", "param", "sequence_number", "error"})
+_ERROR_INNER = frozenset({"type", "code", "message", "param"})
+"""An ``error`` event's fields (``{"type": "error", "code", "message", "param", "sequence_number"}``,
+or its error nested): a frame with only these is relayed as the upstream sent it."""
 
 
 class _QuickItem(msgspec.Struct, gc=False):
@@ -670,7 +675,7 @@ class ResponsesStream(StreamCodec):
             self._error_seen = True
             nested = ev.get("error")
             err: dict[str, Any] = nested if isinstance(nested, dict) else ev
-            return [StreamError(str(err.get("message") or "upstream error"))]
+            return [error_event(ev, str(err.get("message") or "upstream error"), _ERROR_TOP, _ERROR_INNER)]
         response = ev.get("response")
         if not isinstance(response, dict):
             return self._other_events(str(t), ev)

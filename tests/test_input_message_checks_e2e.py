@@ -158,3 +158,13 @@ def test_a_classifier_that_is_down_fails_open(hooked: ProxyServer, upstream: Fak
         classifier.down = False
     assert r.status_code == 200, r.text
     assert len(upstream.seen) == 1
+
+
+def test_content_that_makes_the_judge_fail_is_flagged(judged: ProxyServer, upstream: FakeUpstream) -> None:
+    """A 413 from the judge is about this content (``on_content_error = "block"``, the default), not an
+    outage: a tool result built to be refused by the judge does not slip through."""
+    upstream.judge_refuse = lambda api, body: (413, "prompt too long")
+    r = _post(judged, _chat("a page built to overflow the judge"))
+    assert r.status_code == 400
+    assert r.json()["error"]["guardrail_id"] == "injection-judge"
+    assert [s for s in upstream.seen if "PASS or VIOLATION" not in json.dumps(s.body)] == []

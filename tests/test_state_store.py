@@ -5,31 +5,48 @@ two processes see them."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from proxy.state.base import ENTRY_OVERHEAD, Budgets, Store
+from proxy.state.base import ENTRY_OVERHEAD, Budgets, Store, StoreUnavailable
 from proxy.state.memory import MemoryStore
 from proxy.state.seal import Sealer, Unsealable
 from proxy.state.sqlite import SqliteStore
+from proxy.state.valkey import ValkeyStore
+from tests.fakes.valkey import ValkeyServer
 
 Clock = list[float]
 Make = Callable[[Budgets], Store]
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(scope="module")
+def valkey() -> Iterator[ValkeyServer]:
+    with ValkeyServer() as server:
+        yield server
+
+
+@pytest.fixture(params=["memory", "sqlite", "valkey"])
 async def make(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[Make, Clock]]:
+    """An engine's maker and its clock (Valkey keeps the server's time: a test that moves the clock
+    runs on the embedded engines only)."""
     now: Clock = [1_000_000.0]
     made: list[Store] = []
+    if request.param == "valkey":
+        if "clock" in request.node.name or "expire" in request.node.name:
+            pytest.skip("moves the clock: see test_valkey_entries_expire")
+        server: ValkeyServer = request.getfixturevalue("valkey")
+        server.client().flushall()
 
     def build(budgets: Budgets) -> Store:
         store: Store
         if request.param == "memory":
             store = MemoryStore(budgets, clock=lambda: now[0])
-        else:
+        elif request.param == "sqlite":
             store = SqliteStore(str(tmp_path / "state.db"), budgets, clock=lambda: now[0])
+        else:
+            store = ValkeyStore(server.url, budgets, timeout_s=2.0)
         made.append(store)
         return store
 
@@ -139,3 +156,43 @@ async def test_the_entry_just_put_is_never_the_one_evicted(make: tuple[Make, Clo
     assert await store.put("small", "a", {b"i": b"x" * 200}, 60)
     assert await store.put("big", "b", {b"i": b"y" * 800}, 60)  # the largest scope, this entry alone
     assert await store.get("big", "b") is not None and await store.get("small", "a") is None
+
+
+async def test_valkey_entries_expire(valkey: ValkeyServer) -> None:
+    """On the server's clock: a 300 ms entry is gone after it, and its bytes off the books at the next put."""
+    valkey.client().flushall()
+    store = ValkeyStore(valkey.url, BIG, timeout_s=2.0)
+    try:
+        assert await store.put("s", "short", {b"i": b"x" * 100}, 0.3)
+        assert await store.get("s", "short") == [b"x" * 100]
+        await asyncio.sleep(0.5)
+        assert await store.get("s", "short") is None
+        assert await store.put("s", "other", {b"i": b"y"}, 60)
+        held = valkey.client().zscore("guardproxy:scopes", "s")
+        assert held == ENTRY_OVERHEAD + len("other") + 2
+    finally:
+        await store.close()
+
+
+async def test_two_replicas_join_one_conversation_at_once(valkey: ValkeyServer) -> None:
+    valkey.client().flushall()
+    a, b = ValkeyStore(valkey.url, BIG, timeout_s=2.0), ValkeyStore(valkey.url, BIG, timeout_s=2.0)
+    try:
+        await asyncio.gather(*(store.put("s", "conversation:c", {str(i).encode(): f"t{i}".encode()}, 60, join=True)
+                               for i in range(40) for store in (a, b)))
+        got = await b.get("s", "conversation:c")
+        assert got is not None and set(got) == {f"t{i}".encode() for i in range(40)}
+    finally:
+        await a.close()
+        await b.close()
+
+
+async def test_a_store_that_is_gone_is_unavailable_quickly(valkey: ValkeyServer) -> None:
+    """Nothing listens: ``StoreUnavailable``, not a hang (the caller's timeout is the backstop)."""
+    from tests.fakes.proxy import free_port
+    store = ValkeyStore(f"redis://127.0.0.1:{free_port()}/0", BIG, timeout_s=0.05)
+    try:
+        with pytest.raises(StoreUnavailable):
+            await asyncio.wait_for(store.get("s", "k"), 5)
+    finally:
+        await store.close()

@@ -367,6 +367,13 @@ def observe(name: str, arguments: str, history: Sequence[HistoryToolCall], polic
     }
     if found.unknown_tool:
         obs["unknown_tool"] = True
-    if found.autorun:
-        obs["autorun"] = found.autorun
+    armed = list(found.autorun)
+    if ws.resolution == "realpath" and ws.resolved is not None:
+        for folder in (f for facts in found.shell for f in facts.git_runs):
+            resolved = ws.locate(folder, probe)[1]
+            if resolved is not None and _git_folder_around(resolved, ws.resolved, probe) is not None:
+                armed.append(f"git run in {folder}, a git folder under another name (its hooks and "
+                             f"core.fsmonitor run)")
+    if armed:
+        obs["autorun"] = armed
     return found.effect, obs

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from urllib.parse import unquote, urlsplit
 
-from config.settings import Settings, SettingsError
+from config.settings import Settings
 from proxy.state.base import Budgets, Store, StoreUnavailable
 from proxy.state.memory import MemoryStore
 from proxy.state.seal import Sealer, parse_key
@@ -38,7 +38,8 @@ def open_store(settings: Settings) -> Store:
     parts = urlsplit(url)
     if parts.scheme == "sqlite":
         return SqliteStore(unquote(parts.path), budgets, busy_timeout_s=settings.state_timeout_s)
-    raise SettingsError("GUARDPROXY_STATE_URL: the Valkey/Redis engine is not in this build yet")
+    from proxy.state.valkey import ValkeyStore  # (redis-py is imported only when used)
+    return ValkeyStore(url, budgets, timeout_s=settings.state_timeout_s)
 
 
 def sealer_for(settings: Settings, store: Store) -> Sealer:

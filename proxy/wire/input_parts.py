@@ -51,6 +51,12 @@ _MEDIA = {"image", "image_url", "input_image", "input_audio", "input_file", "fil
           "inlineData", "inline_data", "fileData", "file_data", "computer_screenshot"}
 
 
+def _kind(block: dict[str, Any], default: str = "") -> str:
+    """A block's ``type`` when it is a string (any other value names no type the proxy knows)."""
+    kind = block.get("type", default)
+    return kind if isinstance(kind, str) else ""
+
+
 def _walk(value: Any, path: Path, depth: int = 0) -> Iterator[tuple[Path, str]]:
     """Every string in a JSON value (a Gemini ``functionResponse.response``), with its path."""
     if isinstance(value, str):
@@ -90,10 +96,10 @@ class _Collector:
                 continue
             if not isinstance(block, dict):
                 continue
-            kind = block.get("type")
+            kind = _kind(block)
             if kind in text_types:
                 self.add(part, (*path, i, "text"), block.get("text"), tool)
-            elif kind in _MEDIA or kind is None and any(k in block for k in _MEDIA):
+            elif kind in _MEDIA or not kind and any(k in block for k in _MEDIA):
                 self.skipped.append(f"{kind or 'media'}@{part}")
 
     def result(self) -> InputTexts:
@@ -144,7 +150,7 @@ def _openai_responses(data: dict[str, Any], parts: frozenset[str]) -> InputTexts
     for i, item in enumerate(items):
         if not isinstance(item, dict):
             continue
-        kind = item.get("type", "message")
+        kind = _kind(item, "message")
         if kind in ("function_call", "custom_tool_call"):
             names[str(item.get("call_id"))] = str(item.get("name", ""))
         elif kind in ("local_shell_call", "shell_call", "computer_call"):
@@ -197,7 +203,7 @@ def _anthropic(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
             if not isinstance(block, dict):
                 continue
             path: Path = ("messages", i, "content", j)
-            kind = block.get("type")
+            kind = _kind(block)
             if kind == "text":
                 out.add("user", (*path, "text"), block.get("text"))
             elif kind in ("tool_result", "mcp_tool_result"):

@@ -93,7 +93,7 @@ PLACEHOLDER = re.compile(r"(?i:fake|example|dummy|placeholder)|([^A])\1{7}|12345
                          + "|".join(re.escape(s) for s in KNOWN_SAMPLES))
 
 
-def secrets_recall(rows: list[dict[str, str]]) -> dict[str, object]:
+def secrets_recall(rows: list[dict[str, str]], provider: SecretsProvider = SECRETS) -> dict[str, object]:
     caught: dict[str, Counter[str]] = defaultdict(Counter)
     realistic: dict[str, Counter[str]] = defaultdict(Counter)
     missed: dict[str, list[str]] = defaultdict(list)
@@ -101,7 +101,7 @@ def secrets_recall(rows: list[dict[str, str]]) -> dict[str, object]:
         if row["label"] != "tp":
             continue
         family = family_of(row["family"]) or "(not in catalog)"
-        hit = blocks(SECRETS.arm(CTX), row["text"], n)  # type: ignore[arg-type]
+        hit = blocks(provider.arm(CTX), row["text"], n)  # type: ignore[arg-type]
         caught[family]["hit" if hit else "miss"] += 1
         if not PLACEHOLDER.search(row["text"]):
             realistic[family]["hit" if hit else "miss"] += 1
@@ -109,7 +109,7 @@ def secrets_recall(rows: list[dict[str, str]]) -> dict[str, object]:
             missed[family].append(row["text"][:160])
     fps = [row for row in rows if row["label"] == "fp"]
     fp_blocked = [f"{r['family']}: {r['text'][:120]}" for n, r in enumerate(fps)
-                  if blocks(SECRETS.arm(CTX), r["text"], n)]  # type: ignore[arg-type]
+                  if blocks(provider.arm(CTX), r["text"], n)]  # type: ignore[arg-type]
     per_family = {f: round(c["hit"] / (c["hit"] + c["miss"]), 3) for f, c in sorted(caught.items())}
     per_family_realistic = {f: round(c["hit"] / (c["hit"] + c["miss"]), 3) for f, c in sorted(realistic.items())}
     hits = sum(c["hit"] for c in caught.values())

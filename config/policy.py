@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, Self
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from config.errors import ConfigError
 
@@ -66,6 +67,19 @@ class _StreamBase(_Strict):
     mandate: str | None = None
     """Corrective system mandate appended on ``retry``."""
     enabled: bool = True
+
+    @model_validator(mode="after")
+    def _action_the_kind_can_do(self) -> Self:
+        # ``redact`` masks the matched span in place: a kind that finds no span of its own (a length,
+        # a leak judged over the whole prompt, a pattern) cannot, and used to become ``replace`` silently
+        kind = getattr(self, "kind", "")
+        if self.action == "redact" and kind in _NO_REDACT:
+            raise ValueError(f"kind {kind!r} cannot redact (its actions: replace, retry, reject, log)")
+        return self
+
+
+_NO_REDACT = frozenset({"regex", "canary", "max_length"})
+"""Stream kinds without an in-place mask; the others (pii, hidden_text, secrets) mask the span."""
 
 
 class RegexGuardrail(_StreamBase):
@@ -223,6 +237,14 @@ class _InputBase(_Strict):
     Unset: ``hidden_text``, ``regex`` and the message checks taint; ``secrets`` and ``pii`` do not
     (a pasted key is the user's own, not an injected instruction)."""
 
+    @model_validator(mode="after")
+    def _no_answer_keys(self) -> Self:
+        """The keys of an answer's trip (what the client is shown, retries) mean nothing on input."""
+        unused = sorted(self.model_fields_set & {"replacement", "max_attempts", "mandate", "final_action"})
+        if unused:
+            raise ValueError(f"{', '.join(unused)}: not used by input guardrails (actions: redact, reject, log)")
+        return self
+
 
 class InputSecretsGuardrail(_InputBase, SecretsGuardrail):
     action: Literal["redact", "reject", "log"] = "redact"
@@ -315,6 +337,9 @@ class Policy(_Strict):
     input_guardrails: list[InputGuardrailSpec] = []
     """Checks on the request before it goes upstream (``proxy.input_guard``)."""
     tools: ToolsPolicy | None = None
+    disarms: list[str] = []
+    """Guardrail ids (``tools`` for the tool rules) this version removes on purpose: a live reload
+    that would drop a running guardrail is refused unless it is named here."""
     base_dir: Path = Path(".")
     """Folder that relative paths in the policy (``prompt_file``) are resolved against."""
 
@@ -330,14 +355,88 @@ class Policy(_Strict):
 
 
 class PolicyError(ConfigError):
-    """A policy file that cannot be used. The message names the file and the field."""
+    """A policy file that cannot be used. The message names the file, and for each problem the line
+    (where the file has one) and the key; ``problems`` holds the same as data (``check-policy --json``)."""
+
+    def __init__(self, message: str, problems: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.problems: list[dict[str, Any]] = problems if problems is not None else [{"message": message}]
 
 
-def _format_validation(path: str, err: ValidationError) -> str:
-    lines = [f"{path}: invalid policy"]
+def _field_names() -> set[str]:
+    """Every key any part of a policy may have (for "did you mean")."""
+    names: set[str] = set()
+    stack: list[type[BaseModel]] = [Policy]
+    seen: set[type[BaseModel]] = set()
+    while stack:
+        model = stack.pop()
+        if model in seen:
+            continue
+        seen.add(model)
+        names.update(model.model_fields)
+        for sub in _Strict.__subclasses__():
+            stack.append(sub)
+            stack.extend(sub.__subclasses__())
+    return names
+
+
+def _line_of(text: str, loc: tuple[Any, ...]) -> int | None:
+    """The line (1-based) of the key at ``loc`` in a policy's TOML, or None when it cannot be told.
+
+    Follows ``[table]`` / ``[[array.of.tables]]`` headers and ``key =`` lines: enough for the shapes
+    a policy takes (tables, arrays of tables, keys), not a TOML parser (tomllib keeps no positions)."""
+    lines = text.splitlines()
+    header, index, start = "", -1, 0
+    keys = [str(k) for k in loc]
+    # the table part of the path: as many leading keys as name a header in the file
+    for n in range(len(keys), 0, -1):
+        name = ".".join(k for k in keys[:n] if not k.isdigit())
+        if any(line.strip() in (f"[{name}]", f"[[{name}]]") for line in lines):
+            header = name
+            digits = [k for k in keys[:n + 1] if k.isdigit()]
+            index = int(digits[0]) if digits else 0
+            break
+    if header:
+        seen = -1
+        for i, line in enumerate(lines):
+            if line.strip() in (f"[{header}]", f"[[{header}]]"):
+                seen += 1
+                if seen == index:
+                    start = i
+                    break
+        else:
+            return None
+    key = next((k for k in reversed(keys) if not k.isdigit()), "")
+    for i in range(start + (1 if header else 0), len(lines)):
+        stripped = lines[i].strip()
+        if header and i > start and stripped.startswith("["):
+            break
+        if stripped.split("=", 1)[0].strip().strip('"') == key and "=" in stripped:
+            return i + 1
+    return start + 1 if header else None
+
+
+def _problems(path: str, text: str, err: ValidationError) -> list[dict[str, Any]]:
+    known = sorted(_field_names())
+    out: list[dict[str, Any]] = []
     for e in err.errors():
-        loc = ".".join(str(p) for p in e["loc"])
-        lines.append(f"  {loc}: {e['msg']}")
+        # a discriminated union puts the tag (the guardrail's kind) into the path: not a key of the file
+        loc = tuple(p for i, p in enumerate(e["loc"])
+                    if not (i and isinstance(e["loc"][i - 1], int) and isinstance(p, str) and p not in known))
+        key = ".".join(str(p) for p in loc)
+        message = e["msg"]
+        if e["type"] == "extra_forbidden" and loc:
+            near = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.75)
+            message = "unknown key" + (f" (did you mean {near[0]!r}?)" if near else "")
+        out.append({"file": path, "line": _line_of(text, loc), "key": key, "message": message})
+    return out
+
+
+def _format_problems(path: str, problems: list[dict[str, Any]]) -> str:
+    lines = [f"{path}: invalid policy ({len(problems)} problem{'s' if len(problems) != 1 else ''})"]
+    for p in problems:
+        where = f"line {p['line']}: " if p.get("line") else ""
+        lines.append(f"  {where}{p['key']}: {p['message']}")
     return "\n".join(lines)
 
 
@@ -345,13 +444,26 @@ def parse_policy(text: str, *, source: str = "<policy>", base_dir: Path | None =
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise PolicyError(f"{source}: not valid TOML: {exc}") from exc
+        line = getattr(exc, "lineno", None)
+        raise PolicyError(f"{source}: not valid TOML: {exc}",
+                          [{"file": source, "line": line, "key": "", "message": f"not valid TOML: {exc}"}]) from exc
     if base_dir is not None:
         data["base_dir"] = str(base_dir)
     try:
         return Policy.model_validate(data)
     except ValidationError as exc:
-        raise PolicyError(_format_validation(source, exc)) from exc
+        problems = _problems(source, text, exc)
+        raise PolicyError(_format_problems(source, problems), problems) from exc
+
+
+def policy_schema() -> dict[str, Any]:
+    """The policy file's JSON Schema (``guardproxy schema``), for editors that check TOML against one
+    (taplo / Even Better TOML). ``base_dir`` is the proxy's own, never written in a file."""
+    schema = Policy.model_json_schema()
+    schema.get("properties", {}).pop("base_dir", None)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "guardproxy policy"
+    return schema
 
 
 def default_policy_text() -> str:

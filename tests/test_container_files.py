@@ -292,3 +292,17 @@ def test_dockerignore_is_an_allowlist() -> None:
     allowed = {ln[1:].rstrip("/") for ln in lines if ln.startswith("!")}
     assert {"pyproject.toml", "proxy", "guardrails", "config"} <= allowed
     assert not allowed & {".venv", ".git", "tests"}
+
+
+def test_compose_valkey_is_a_profile_on_a_network_only_the_proxy_shares(compose: dict[str, Any]) -> None:
+    """The `valkey` profile: off unless asked for, in memory only, evicting nothing on its own, and
+    reachable from the proxy alone (the agent cannot read the prompts it holds)."""
+    services = compose["services"]
+    valkey = services["valkey"]
+    assert valkey["profiles"] == ["valkey"]
+    assert compose["networks"]["state"]["internal"] is True
+    assert [name for name, s in services.items() if "state" in s.get("networks", [])] == ["guardproxy", "valkey"]
+    cmd = valkey["command"]
+    assert cmd[cmd.index("--maxmemory-policy") + 1] == "noeviction" and cmd[cmd.index("--save") + 1] == ""
+    env = _env(services["guardproxy"])
+    assert env["GUARDPROXY_STATE_URL"] == "${GUARDPROXY_STATE_URL:-}"  # empty: the embedded store

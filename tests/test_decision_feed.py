@@ -39,7 +39,7 @@ def test_the_feed_streams_each_decision_and_needs_the_token(upstream: FakeUpstre
         assert httpx.get(proxy.url + "/events", timeout=5).status_code == 401
         reader = threading.Thread(target=follow, args=(proxy.url,))
         reader.start()
-        assert poll(lambda: proxy.edge.app.feed.subscribers == 1, 10.0)
+        assert poll(lambda: proxy.app.feed.subscribers == 1, 10.0)
         upstream.queue(Reply(text=ZEBRA))
         r = ask(proxy.url, headers={"x-guardproxy-token": TOKEN})
         reader.join(20)
@@ -49,7 +49,7 @@ def test_the_feed_streams_each_decision_and_needs_the_token(upstream: FakeUpstre
         assert tripped and tripped[0]["guardrail_id"] == "no-striped-horses"
         assert all(e["request_id"] == request_id for e in got)
         assert not any("zebra" in json.dumps(e) for e in got)  # the blocked text stays out of the feed
-        assert poll(lambda: proxy.edge.app.feed.subscribers == 0, 10.0)
+        assert poll(lambda: proxy.app.feed.subscribers == 0, 10.0)
 
 
 def test_guardproxy_tail_prints_decisions(upstream: FakeUpstream) -> None:
@@ -57,7 +57,7 @@ def test_guardproxy_tail_prints_decisions(upstream: FakeUpstream) -> None:
         tail = subprocess.Popen([sys.executable, "-m", "proxy", "tail", "--url", proxy.url, "--token", TOKEN,
                                  "--limit", "1"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
-        assert poll(lambda: proxy.edge.app.feed.subscribers == 1, 20.0)
+        assert poll(lambda: proxy.app.feed.subscribers == 1, 20.0)
         upstream.queue(Reply(text=ZEBRA))
         ask(proxy.url, headers={"x-guardproxy-token": TOKEN})
         out, err = tail.communicate(timeout=20)

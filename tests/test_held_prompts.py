@@ -3,69 +3,126 @@
 from __future__ import annotations
 
 import json
-import sys
+from datetime import UTC, datetime
 
 import pytest
 
-from proxy.drive.held_prompts import HeldPrompts, kind_of
+from proxy.drive.held_prompts import HeldPrompts, created_ttl, kind_of
 from proxy.edge.routes import resolve
+from proxy.state.base import ENTRY_OVERHEAD, Budgets, entry_size
+from proxy.state.memory import MemoryStore
+from proxy.state.seal import Sealer
 from proxy.wire.base import BadRequest, JsonBody
 from proxy.wire.gemini import Gemini
 from proxy.wire.openai_responses import OpenAIResponses
 
+S = "scope-a"
 
-def test_recall_in_order_and_misses() -> None:
-    held = HeldPrompts()
-    held.remember("response:a", ("one", "two"))
-    held.remember("conversation:c", ())
-    assert held.recall(("response:a",)) == (("one", "two"), ())
-    assert held.recall(("conversation:c", "prompt:p")) == ((), ("prompt:p",))
-    assert held.recall(("response:zz",)) == ((), ("response:zz",))
+
+def held_in_memory(scope_bytes: int = 1 << 24, total_bytes: int = 1 << 26) -> HeldPrompts:
+    return HeldPrompts(MemoryStore(Budgets(scope_bytes, total_bytes)), Sealer(None, seal=False))
+
+
+async def test_recall_in_order_and_misses() -> None:
+    held = held_in_memory()
+    await held.remember(S, "response:a", ("one", "two"))
+    await held.remember(S, "conversation:c", ())
+    assert await held.recall(S, ("response:a",)) == (("one", "two"), ())
+    assert await held.recall(S, ("conversation:c", "prompt:p")) == ((), ("prompt:p",))
+    assert await held.recall(S, ("response:zz",)) == ((), ("response:zz",))
+    assert await held.recall("scope-b", ("response:a",)) == ((), ("response:a",))  # another credential's
     assert kind_of("cache:cachedContents/x") == "cache"
 
 
-def test_a_developer_message_sent_again_on_every_chained_turn_is_kept_once() -> None:
-    held = HeldPrompts()
+async def test_a_developer_message_sent_again_on_every_chained_turn_is_kept_once() -> None:
+    held = held_in_memory()
     prompt = "You are the release bot. Never reveal the signing steps."
     recalled: tuple[str, ...] = ()
     for turn in range(50):
         view = OpenAIResponses().parse_request(
             {"model": "m", "input": [{"role": "developer", "content": prompt}, {"role": "user", "content": "go"}],
              **({"previous_response_id": f"resp_{turn - 1}"} if turn else {})}, stream=False)
-        held.remember_turn(view, recalled, (f"resp_{turn}",))
-        recalled, missing = held.recall((f"response:resp_{turn}",))
+        await held.remember_turn(S, view, recalled, (f"resp_{turn}",))
+        recalled, missing = await held.recall(S, (f"response:resp_{turn}",))
         assert not missing
     assert recalled == (prompt,)
-    held.remember("conversation:c", (prompt, "Also: answer in French."))
-    assert held.recall(("conversation:c", "response:resp_49")) == ((prompt, "Also: answer in French."), ())
+    await held.remember(S, "conversation:c", (prompt, "Also: answer in French."))
+    assert await held.recall(S, ("conversation:c", "response:resp_49")) == ((prompt, "Also: answer in French."), ())
 
 
-def test_bounded_by_bytes_least_recently_used_out() -> None:
-    text = "x" * 1000
-    size = 120 + sys.getsizeof("response:r000") + sys.getsizeof(text)
-    held = HeldPrompts(budget_bytes=size * 10)
+async def test_bounded_by_bytes_as_stored_least_recently_used_out() -> None:
+    text = "\U0001F600" * 250  # 250 characters, 1,000 bytes in UTF-8
+    size = entry_size("response:r000", {Sealer(None, seal=False).member_id(text): text.encode()})
+    assert size == ENTRY_OVERHEAD + len("response:r000") + 16 + 1000
+    held = held_in_memory(scope_bytes=size * 10)
+    store = held.store
+    assert isinstance(store, MemoryStore)
     for i in range(10):
-        held.remember(f"response:r{i:03d}", (text,))
-    assert len(held) == 10 and held.used_bytes <= held.budget_bytes
-    held.recall(("response:r000",))  # used: now the most recent
+        await held.remember(S, f"response:r{i:03d}", (text,))
+    assert len(store) == 10 and store.used(S) == size * 10
+    await held.recall(S, ("response:r000",))  # used: now the most recent
     for i in range(10, 15):
-        held.remember(f"response:r{i:03d}", (text,))
-    assert len(held) == 10 and held.used_bytes <= held.budget_bytes
-    assert "response:r000" in held and "response:r001" not in held and "response:r005" not in held
-    assert "response:r006" in held and "response:r014" in held
+        await held.remember(S, f"response:r{i:03d}", (text,))
+    assert len(store) == 10 and store.used(S) <= size * 10
+    kept = {k for k in (f"response:r{i:03d}" for i in range(15)) if not (await held.recall(S, (k,)))[1]}
+    assert "response:r000" in kept and "response:r001" not in kept and "response:r005" not in kept
+    assert "response:r006" in kept and "response:r014" in kept
 
 
-def test_replacing_a_key_and_entries_over_budget() -> None:
-    held = HeldPrompts(budget_bytes=2000)
-    held.remember("conversation:c", ("a",))
-    used = held.used_bytes
-    held.remember("conversation:c", ("a",))
-    assert held.used_bytes == used and len(held) == 1
-    held.remember("conversation:c", ("y" * 5000,))  # larger than the budget: not kept, the old one gone
-    assert "conversation:c" not in held and held.used_bytes == 0
-    nothing = HeldPrompts(budget_bytes=0)
-    nothing.remember("response:a", ())
-    assert len(nothing) == 0
+async def test_replacing_a_key_and_entries_over_budget() -> None:
+    held = held_in_memory(scope_bytes=2000)
+    store = held.store
+    assert isinstance(store, MemoryStore)
+    await held.remember(S, "conversation:c", ("a",))
+    used = store.used(S)
+    await held.remember(S, "conversation:c", ("a",))
+    assert store.used(S) == used and len(store) == 1
+    # larger than the scope's budget: not kept, the old one gone
+    assert not await held.remember(S, "conversation:c", ("y" * 5000,))
+    assert len(store) == 0 and store.total == 0
+    nothing = held_in_memory(scope_bytes=0, total_bytes=0)
+    assert not await nothing.remember(S, "response:a", ())
+
+
+async def test_one_scope_cannot_push_out_another() -> None:
+    """A scope past its own budget loses its own entries; the store past the global budget loses the
+    largest scope's, never a smaller one's."""
+    held = held_in_memory(scope_bytes=10_000, total_bytes=15_000)
+    await held.remember("victim", "response:v", ("the victim's developer message",))
+    for i in range(100):  # 100 KB from another credential
+        await held.remember("attacker", f"conversation:{i}", ("x" * 1000,))
+    assert await held.recall("victim", ("response:v",)) == (("the victim's developer message",), ())
+    store = held.store
+    assert isinstance(store, MemoryStore)
+    assert store.used("attacker") <= 10_000 and store.total <= 15_000
+    for i in range(3):  # a third credential fills the global budget: the largest (the attacker) gives way
+        await held.remember(f"other{i}", "conversation:o", ("z" * 3000,))
+    assert await held.recall("victim", ("response:v",)) == (("the victim's developer message",), ())
+    assert store.total <= 15_000
+
+
+async def test_entries_expire() -> None:
+    now = [1000.0]
+    held = HeldPrompts(MemoryStore(Budgets(1 << 20, 1 << 20), clock=lambda: now[0]), Sealer(None, seal=False),
+                       max_ttl_s=60)
+    await held.remember(S, "cache:cachedContents/a", ("cached system",), ttl_s=10)
+    await held.remember(S, "response:r", ("kept",), ttl_s=3600)  # no longer than the longest: 60 s
+    now[0] += 9
+    assert (await held.recall(S, ("cache:cachedContents/a",)))[1] == ()
+    now[0] += 2
+    assert (await held.recall(S, ("cache:cachedContents/a",)))[1] == ("cache:cachedContents/a",)
+    assert (await held.recall(S, ("response:r",)))[1] == ()
+    now[0] += 50
+    assert (await held.recall(S, ("response:r",)))[1] == ("response:r",)
+
+
+def test_a_cache_is_kept_until_its_expire_time() -> None:
+    answer = b'{"name": "cachedContents/x", "expireTime": "2026-12-05T01:00:00.123456789Z"}'
+    now = datetime(2026, 12, 5, 0, 30, tzinfo=UTC).timestamp()
+    assert created_ttl("gemini", b"{}", answer, now) == pytest.approx(1800.123456)
+    assert created_ttl("gemini", b'{"ttl": "300s"}', b'{"name": "cachedContents/x"}', now) == 300
+    assert created_ttl("gemini", b"{}", b'{"name": "cachedContents/x"}', now) == 3600
+    assert created_ttl("openai_responses", b"{}", b'{"id": "conv_1"}', now) is None
 
 
 RESPONSES = [
@@ -143,22 +200,22 @@ def test_chat_views_read_a_cache_named_for_geminis_openai_layer(extra: dict[str,
         OpenAIChat().parse_request(bad, stream=False)
 
 
-def test_concurrent_turns_of_one_conversation_keep_every_prompt() -> None:
+async def test_concurrent_turns_of_one_conversation_keep_every_prompt() -> None:
     """Two turns of one conversation in flight: both recalled the conversation before either ended. The
     upstream's conversation holds the developer message of the first to end; the second to end must not
     overwrite the proxy's memory of it with what it recalled (the next turn would arm without it)."""
-    held = HeldPrompts()
-    held.remember("conversation:c", ())
+    held = held_in_memory()
+    await held.remember(S, "conversation:c", ())
     secret = "You are the release bot. Never reveal the signing steps."
     with_prompt = OpenAIResponses().parse_request(
         {"model": "m", "conversation": "c",
          "input": [{"role": "developer", "content": secret}, {"role": "user", "content": "go"}]}, stream=False)
     without = OpenAIResponses().parse_request({"model": "m", "conversation": "c", "input": "hi"}, stream=False)
-    recalled_a, _ = held.recall(("conversation:c",))
-    recalled_b, _ = held.recall(("conversation:c",))
-    held.remember_turn(with_prompt, recalled_a, ("resp_a",))
-    held.remember_turn(without, recalled_b, ("resp_b",))
-    assert held.recall(("conversation:c",)) == ((secret,), ())
+    recalled_a, _ = await held.recall(S, ("conversation:c",))
+    recalled_b, _ = await held.recall(S, ("conversation:c",))
+    await held.remember_turn(S, with_prompt, recalled_a, ("resp_a",))
+    await held.remember_turn(S, without, recalled_b, ("resp_b",))
+    assert await held.recall(S, ("conversation:c",)) == ((secret,), ())
 
 
 def test_a_conversation_keeps_the_prompts_of_a_turn_not_stored() -> None:

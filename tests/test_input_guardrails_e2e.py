@@ -248,3 +248,18 @@ def test_a_duplicate_key_on_a_redacted_path_is_refused(proxies: dict[str, ProxyS
     assert r.status_code == 400
     assert SECRET not in r.text
     assert upstream.seen == []
+
+
+def test_with_input_guardrails_the_request_is_read_before_it_is_sent(proxies: dict[str, ProxyServer],
+                                                                     upstream: FakeUpstream) -> None:
+    """A warm connection would carry a request before it is read (the early send): armed, never; a
+    rejected request does not reach the upstream even then."""
+    clean = {"model": "m", "messages": [{"role": "user", "content": "hello"}]}
+    bad = {"model": "m", "messages": [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "web_fetch", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": PAGE}]}
+    for _ in range(3):
+        assert httpx.post(proxies["reject"].url + "/v1/chat/completions", json=clean, timeout=20).status_code == 200
+        assert httpx.post(proxies["reject"].url + "/v1/chat/completions", json=bad, timeout=20).status_code == 400
+    assert [s.body for s in upstream.seen] == [clean] * 3

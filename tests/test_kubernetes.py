@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import kubernetes_validate
@@ -14,7 +15,7 @@ import pytest
 import yaml
 
 from config.policy import parse_policy
-from config.settings import Settings
+from config.settings import Settings, load_settings
 from proxy.drive.policies import build_guard
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,7 +63,14 @@ def test_the_gateway_has_every_piece() -> None:
     assert kinds == {"ConfigMap", "Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget"}
 
 
-@pytest.mark.parametrize("deployment", of_kind("Deployment"), ids=lambda d: d["metadata"]["name"])
+def proxies() -> list[dict[str, Any]]:
+    """The Deployments that run guardproxy (not the Valkey beside them)."""
+    return [d for d in of_kind("Deployment")
+            if any(c["name"] == "guardproxy" for c in [*d["spec"]["template"]["spec"].get("initContainers", []),
+                                                        *d["spec"]["template"]["spec"]["containers"]])]
+
+
+@pytest.mark.parametrize("deployment", proxies(), ids=lambda d: d["metadata"]["name"])
 def test_the_proxy_container_is_locked_down_probed_and_drains(deployment: dict[str, Any]) -> None:
     pod = deployment["spec"]["template"]["spec"]
     c = proxy_container(deployment)
@@ -105,3 +113,54 @@ def test_the_named_policies_the_gateway_points_at_are_in_its_configmap() -> None
     mount = next(m for m in proxy_container(gateway)["volumeMounts"] if m["name"] == "policy")["mountPath"]
     keys = set(next(c for c in of_kind("ConfigMap") if c["metadata"]["name"] == "guardproxy-policy")["data"])
     assert {f.removeprefix(mount + "/") for f in files} <= keys
+
+
+def test_the_gateway_is_scraped_on_its_metrics_port_and_probed_over_http() -> None:
+    """Prometheus's annotations cannot send a token: they name the metrics-only port, which the
+    container exposes and the proxy is told to open; readiness is an HTTP probe (no process forked)."""
+    gateway = next(d for d in of_kind("Deployment") if d["metadata"]["name"] == "guardproxy")
+    c = proxy_container(gateway)
+    annotations = gateway["spec"]["template"]["metadata"]["annotations"]
+    port = int(annotations["prometheus.io/port"])
+    assert env_of(c)["GUARDPROXY_METRICS_PORT"] == str(port)
+    assert port in {p["containerPort"] for p in c["ports"]} and port != 8790
+    assert "httpGet" in c["readinessProbe"] and "exec" not in c["readinessProbe"]
+
+
+def test_the_gateway_replicas_share_the_valkey_beside_them() -> None:
+    """The proxies' GUARDPROXY_STATE_URL names the Valkey Service and its port, the Service selects the
+    Valkey pods (and not the proxies), the key that seals values comes from a Secret, and only the
+    proxies' pods may connect."""
+    gateway = next(d for d in of_kind("Deployment") if d["metadata"]["name"] == "guardproxy")
+    c = proxy_container(gateway)
+    env = env_of(c)
+    url = urlsplit(env["GUARDPROXY_STATE_URL"])
+    service = next(s for s in of_kind("Service") if s["metadata"]["name"] == url.hostname)
+    assert url.scheme == "redis" and url.port == service["spec"]["ports"][0]["port"]
+    load_settings(state_url=env["GUARDPROXY_STATE_URL"].replace("$(VALKEY_PASSWORD)", "x"))  # a URL it accepts
+    names = [e["name"] for e in c["env"]]
+    assert names.index("VALKEY_PASSWORD") < names.index("GUARDPROXY_STATE_URL")  # defined before its use
+    key = next(e for e in c["env"] if e["name"] == "GUARDPROXY_STATE_KEY")
+    assert key["valueFrom"]["secretKeyRef"]["name"] == "guardproxy-state"
+    valkey = next(d for d in of_kind("Deployment") if d["metadata"]["name"] == url.hostname)
+    pod_labels = valkey["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= pod_labels.items()
+    proxy_service = next(s for s in of_kind("Service") if s["metadata"]["name"] == "guardproxy")
+    assert not proxy_service["spec"]["selector"].items() <= pod_labels.items()  # the proxies' Service skips it
+    policy = next(n for n in of_kind("NetworkPolicy") if n["metadata"]["name"] == url.hostname)
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= pod_labels.items()
+    allowed = policy["spec"]["ingress"][0]["from"][0]["podSelector"]["matchLabels"]
+    assert allowed.items() <= gateway["spec"]["template"]["metadata"]["labels"].items()
+
+
+def test_the_valkey_is_locked_down_in_memory_and_never_evicts_on_its_own() -> None:
+    valkey = next(d for d in of_kind("Deployment") if d["metadata"]["name"] == "guardproxy-valkey")
+    pod = valkey["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] != 0
+    assert c["securityContext"]["readOnlyRootFilesystem"] is True
+    assert c["securityContext"]["capabilities"]["drop"] == ["ALL"]
+    args = c["args"]
+    assert args[args.index("--maxmemory-policy") + 1] == "noeviction"  # guardproxy keeps the budgets
+    assert args[args.index("--save") + 1] == "" and args[args.index("--appendonly") + 1] == "no"
+    assert "--requirepass" in args

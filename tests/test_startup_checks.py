@@ -189,3 +189,47 @@ def test_replay_gives_bad_input_its_own_exit_code(tmp_path: Path, line: object) 
 
 def test_healthz_still_answers_after_the_startup_checks(default_proxy: ProxyServer) -> None:
     assert httpx.get(default_proxy.url + "/healthz").status_code == 200
+
+
+@pytest.mark.parametrize(("env", "named", "near"), [
+    ({"GUARDPROXY_GUARDRAIL_ENABLED": "false"}, "GUARDPROXY_GUARDRAIL_ENABLED", "GUARDPROXY_GUARDRAILS_ENABLED"),
+    ({"GUARDPROXY_AUDITLOG": "/tmp/x.jsonl"}, "GUARDPROXY_AUDITLOG", "GUARDPROXY_AUDIT_LOG"),
+    ({"GUARDPROXY_WHATEVER_THIS_IS": "1"}, "GUARDPROXY_WHATEVER_THIS_IS", None),
+])
+def test_a_misspelled_setting_stops_the_proxy_naming_the_nearest(env: dict[str, str], named: str,
+                                                                 near: str | None) -> None:
+    done = serve(env)
+    assert done.returncode == 2, done.stderr
+    assert named in done.stderr and "Traceback" not in done.stderr
+    if near:
+        assert f"did you mean {near}?" in done.stderr
+
+
+def test_every_unknown_setting_is_listed_at_once() -> None:
+    done = serve({"GUARDPROXY_AUDITLOG": "x", "GUARDPROXY_GUARDRAIL_ENABLED": "false"})
+    assert done.returncode == 2
+    assert "GUARDPROXY_AUDITLOG" in done.stderr and "GUARDPROXY_GUARDRAIL_ENABLED" in done.stderr
+
+
+def test_a_variable_the_policy_names_as_a_key_is_not_unknown(tmp_path: Path) -> None:
+    """An ``api_key_env`` may be called anything, ``GUARDPROXY_JUDGE_KEY`` included."""
+    from config.settings import unknown_variables
+
+    env = {"GUARDPROXY_JUDGE_KEY": "k", "GUARDPROXY_PORT": "1", "OTHER": "x", "GUARDPROXY_SKIP_E2E": "1"}
+    assert unknown_variables(env, {"GUARDPROXY_JUDGE_KEY"}) == []
+    assert unknown_variables(env) == ["GUARDPROXY_JUDGE_KEY: no such setting"]
+
+
+def test_every_variable_the_docs_and_deployments_name_is_a_setting() -> None:
+    """What the README, docs/, compose, the Dockerfile and the manifests tell operators to set exists."""
+    import re
+
+    from config.settings import unknown_variables
+
+    places = [REPO / "README.md", REPO / "compose.yaml", REPO / "Dockerfile",
+              *(REPO / "docs").rglob("*.md"), *(REPO / "deploy").rglob("*.yaml"), *(REPO / "deploy").rglob("*.env")]
+    lines = [line for p in places if p.exists() for line in p.read_text().splitlines()
+             if "did you mean" not in line and "misspel" not in line]  # the docs' own examples of a typo
+    names = {n for line in lines for n in re.findall(r"GUARDPROXY_[A-Z0-9_]*[A-Z0-9]", line)}
+    assert len(names) > 10
+    assert unknown_variables(dict.fromkeys(names, "")) == []

@@ -10,6 +10,7 @@ character above U+FFFF), removed by ``shell.ctype_safe`` and contained by the pa
 from __future__ import annotations
 
 import json
+import shlex
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from config.policy import ToolsPolicy
 from guardrails.datamodel import ToolCall
 from guardrails.tools import ToolAssessor
+from guardrails.tools.awk import awk
 from guardrails.tools.shell import MAX_COMMAND_BYTES, analyze
 
 FRAGMENTS = ["$(", ")", "`", "<<EOF\n", "<<'E'\n", "EOF\n", "E\n", "|", "|&", "&&", "||", ";", "&", "'", '"',
@@ -64,6 +66,32 @@ def test_any_command_gets_a_verdict(command: str) -> None:
 def test_any_argument_text_gets_a_verdict(arguments: str) -> None:
     a = ToolAssessor(ToolsPolicy()).assess(ToolCall("c", "Write", arguments), [])
     assert a.decision in ("allow", "block")
+
+
+AWK_FRAGMENTS = ["a", "_", "9", "abc", " ", '"', '\\', "/", "[", "]", "^", "(", ")", "|", "|&", "||", "getline",
+                 "getline <", "system(", "print", "print >", "<", ">", ">>", "if (", "while (", "#", "\n", ";", "{",
+                 "}", "@", "@load ", '"x"', "$", "++", ".5", "~"]
+awk_program = st.one_of(
+    st.lists(st.sampled_from(AWK_FRAGMENTS), max_size=400).map("".join),
+    st.tuples(st.lists(st.sampled_from(AWK_FRAGMENTS), min_size=1, max_size=4).map("".join),
+              st.integers(min_value=1, max_value=12_000)).map(lambda t: (t[0] * t[1])[:MAX_COMMAND_BYTES - 16]),
+)
+
+
+@settings(deadline=None, max_examples=200, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(awk_program)
+def test_awk_programs_are_read_in_work_bounded_per_byte(program: str) -> None:
+    """The awk reading (#29, class 9) is counted in ``work`` and bounded per byte like the parse: a run of
+    word characters, of quotes, of ``)/`` or of unclosed brackets costs no more per byte than anything else
+    (the regular expressions it replaced were quadratic in a run of word characters)."""
+    _, _, work = awk([program])
+    assert len(program) <= work <= 2 * len(program) + 1  # each character read once, each token visited once
+    command = "awk " + shlex.quote(program)
+    facts = analyze(command)
+    size = len(command.encode("utf-8", "surrogatepass"))
+    assert facts.work <= WORK_PER_BYTE * (size + 1), (facts.work, size)
+    if facts.status == "ok":
+        assert facts.work >= len(program)  # the awk reading is part of the analysis' cost
 
 
 def test_sed_and_awk_scripts_are_read_in_linear_time() -> None:

@@ -243,7 +243,7 @@ def test_retext_replaces_only_the_text_and_keeps_the_event_line() -> None:
     raw = codec.retext(frame, {(0, "text"): "my ******"})
     assert raw.startswith(b"event: content_block_delta\n")
     again = MessagesStream()
-    again.feed(MESSAGE_START)
+    again.feed(MESSAGE_START + block_start(0, {"type": "text", "text": ""}))
     assert again.feed(raw)[0].events == (TextDelta("my ******"),)
 
 

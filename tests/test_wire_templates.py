@@ -192,7 +192,9 @@ def test_anthropic_template_decode_equals_the_full_decode(stream: list[bytes], c
 def test_an_anthropic_text_stream_learns_its_template() -> None:
     codec = AnthropicMessages().new_stream()
     assert isinstance(codec, MessagesStream)
-    codec.feed(_START + _delta(0, {"type": "text_delta", "text": "Hel"}))
+    codec.feed(_START + _event("content_block_start", {"type": "content_block_start", "index": 0,
+                                                       "content_block": {"type": "text", "text": ""}})
+                + _delta(0, {"type": "text_delta", "text": "Hel"}))
     assert codec._templates.current is not None
     raw = _delta(0, {"type": "text_delta", "text": "lo"})
     assert codec.feed(raw) == [Frame(raw, (TextDelta("lo"),))]

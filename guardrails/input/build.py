@@ -50,6 +50,8 @@ class TextCheck:
     taints: bool
     guardrail: MessageGuardrail
     timeout_s: float
+    on_content_error: str
+    """``block`` | ``pass``: when the content itself makes the check fail."""
 
 
 InputCheck = SpanCheck | TextCheck
@@ -78,7 +80,7 @@ def build_input_checks(specs: Sequence[InputGuardrailSpec], base_dir: Path, http
                 case InputJudgeGuardrail() | InputWebhookGuardrail() | InputModerationGuardrail():
                     built = build_message_guardrails([spec], default_replacement, base_dir, http)
                     checks.append(TextCheck(spec.id, spec.kind, spec.action, parts, taints, built[0],
-                                            spec.timeout_s))
+                                            spec.timeout_s, spec.on_content_error))
                     continue
         except ValueError as exc:
             raise PolicyError(f"input_guardrails: {exc}") from exc

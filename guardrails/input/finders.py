@@ -69,10 +69,11 @@ def digest(text: str) -> bytes:
 class Cached:
     """A finder's hits remembered by the text's digest (LRU, ``CACHE_ENTRIES``)."""
 
-    __slots__ = ("_finder", "_seen", "hits", "misses", "reason_code")
+    __slots__ = ("_seen", "hits", "inner", "misses", "reason_code")
 
     def __init__(self, finder: Finder) -> None:
-        self._finder, self.reason_code = finder, finder.reason_code
+        self.inner, self.reason_code = finder, finder.reason_code
+        """``inner``: the finder itself, for a caller that keeps its own verdicts (``proxy.drive.input_guard``)."""
         self._seen: OrderedDict[bytes, Hits] = OrderedDict()
         self.hits = self.misses = 0
 
@@ -84,7 +85,7 @@ class Cached:
             self._seen.move_to_end(key)
             return found
         self.misses += 1
-        found = self._finder.find(text)
+        found = self.inner.find(text)
         self._seen[key] = found
         if len(self._seen) > CACHE_ENTRIES:
             self._seen.popitem(last=False)

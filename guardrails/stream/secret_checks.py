@@ -15,6 +15,7 @@ import binascii
 import hashlib
 import re
 import string
+import urllib.parse
 import zlib
 
 from guardrails.stream._scan import PLACEHOLDER_WORDS, looks_random
@@ -39,13 +40,15 @@ _PASSWORD_PLACEHOLDERS = frozenset((
     "postgres", "mysql", "redis", "guest", "test", "demo", "default", "xxx", "xxxx", "xxxxxx", "token",
     "apikey", "api_key", "mypassword", "yourpassword", "pa55word", "p@ssw0rd", "letmein", "foobar", "foo",
     "bar", "baz", "null", "none", "empty", "example", "sample", "dummy", "fake", "mysecretpassword",
+    "opensesame", "secure", "qwerty", "hunter", "abc", "abcd", "passw", "s3cret", "supersecret", "tiger",
+    "scott",
 ))
 # Digests of the empty input, which examples and tests paste everywhere.
 EMPTY_DIGESTS = frozenset(hashlib.new(name, b"").hexdigest() for name in ("md5", "sha1", "sha256", "sha512"))
 REPEAT = re.compile(r"(.)\1{5}")
 _WORD_SPLIT = re.compile(r"[_.:~-]")
 _CAMEL_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
-_KEBAB = re.compile(r"[A-Za-z0-9]+(?:[-_.][A-Za-z0-9]+)+")
+_KEBAB = re.compile(r"[A-Za-z0-9]+(?:[-_./][A-Za-z0-9]+)+")
 _DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(.*)?")
 
 
@@ -58,6 +61,29 @@ def base62_crc32_ok(body: str) -> bool:
         number, digit = divmod(number, 62)
         out = _BASE62[digit] + out
     return out.rjust(6, "0") == body[30:]
+
+
+def auth_header_ok(scheme_text: str, value: str) -> bool:
+    """An ``Authorization`` header's credential: not elided (``eyJhbGci...``); a Basic login that
+    decodes to ``user:password`` needs a real password (``dXNlcm5hbWU6cGFzc3dvcmQ=`` is
+    ``username:password``, RFC 7617's ``YWxhZGRpbjpvcGVuc2VzYW1l`` is ``aladdin:opensesame``)."""
+    if any(mark in value for mark in _ELIDED):
+        return False
+    if "basic" in scheme_text.lower() and _B64_TEXT.fullmatch(value):
+        login = _b64_ascii(value)
+        if login is not None and ":" in login:
+            user, _, password = login.partition(":")
+            return url_password_ok(user, password)
+    return looks_random(value, min_classes=2)
+
+
+def _b64_ascii(value: str) -> str | None:
+    try:
+        raw = base64.b64decode(value.rstrip("=") + "=" * (-len(value.rstrip("=")) % 4), validate=True)
+        text = raw.decode("ascii")
+    except (binascii.Error, ValueError):
+        return None
+    return text if text.isprintable() else None
 
 
 def jwt_ok(token: str) -> bool:
@@ -97,11 +123,40 @@ def b64_userpass_ok(part: str) -> bool:
             and url_password_ok(user, password))
 
 
+_LEET = str.maketrans("@0134$5!", "aoleassi")
+# A template's name for the value (``ACCESS_KEY``, ``API_TOKEN``, ``PASSWORD``): upper-case words.
+_CONSTANT = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
+_PLACEHOLDER_PARTS = ("password", "passwd", "secret", "username", "pass", "pwd")
+
+
+def constant_name(value: str) -> bool:
+    """A template's upper-case name for a value (``ACCESS_TOKEN``, ``API_SECRET``, ``PASSWORD``)."""
+    return bool(_CONSTANT.fullmatch(value)) and all(
+        part.isdigit() or any(v in part for v in "AEIOUY") and not re.search(r"[^AEIOUY]{4}", part)
+        for part in value.split("_") if part)
+
+
 def url_password_ok(user: str, password: str) -> bool:
+    """A URL's (or a basic login's) password that is not a placeholder: not a word of the
+    placeholder list (also spelled with digits for letters, ``p@ssw0rd``, or with a number after it,
+    ``password123``), not the user's name, not a template's upper-case name (``API_TOKEN``), not
+    words joined by ``-``/``_`` with a placeholder among them (``the-password``), not text
+    (percent-encoded words: ``a%20secret``)."""
+    if "%" in password:
+        password = urllib.parse.unquote(password)
+        if any(ch.isspace() for ch in password):
+            return False
     lowered = password.lower()
     if lowered in _PASSWORD_PLACEHOLDERS or lowered == user.lower() or len(set(password)) < 3:
         return False
-    if any(ch in password for ch in "${}<>*%[]") and not re.search(r"%[0-9A-Fa-f]{2}", password):
+    bare = lowered.rstrip("0123456789!")
+    bare = bare if len(bare) >= 6 else lowered  # ``password123``, not ``pass456``
+    if bare in _PASSWORD_PLACEHOLDERS or bare.translate(_LEET) in _PASSWORD_PLACEHOLDERS or constant_name(password):
+        return False
+    parts = re.split(r"[-_.]", lowered)
+    if len(parts) > 1 and any(part in _PLACEHOLDER_PARTS for part in parts):
+        return False
+    if any(ch in password for ch in "${}<>*[]"):
         return False
     return not any(word in lowered for word in PLACEHOLDER_WORDS)
 
@@ -110,9 +165,16 @@ def generic_value_ok(value: str, name: str = "") -> bool:
     """Whether an assigned value looks like a credential (see the module docstring). A value of
     digest length in hex is a digest, unless the name says it holds a secret (``client_secret``,
     ``api_token``, ``credentials``) and nothing about a digest (``token_sha``)."""
-    lowered = value.lower()
     if name.lower().endswith(_NOT_SECRET_NAMES):
         return False
+    query = _QUERY_PAIR.search(value)
+    if query:  # a URL's query parameter: its own value ends at the next ``&``
+        value = value[:query.start()]
+        if len(value) < 16:
+            return False
+    if not_a_value(value):
+        return False
+    lowered = value.lower()
     if _HEX_DIGEST.fullmatch(value):
         return (_hex_secret_name(name.lower()) and lowered not in EMPTY_DIGESTS
                 and looks_random(value, min_classes=2))
@@ -128,6 +190,73 @@ def generic_value_ok(value: str, name: str = "") -> bool:
         if _random_value(body):
             return True
     return _random_value(value)
+
+
+# What an assigned value is when it is not a credential, whatever its letters look like.
+_ELIDED = ("...", "\u2026")
+_QUERY_PAIR = re.compile(r"&[A-Za-z_][\w.-]{0,40}=")
+_FILE_NAME = re.compile(r"\.(?:html?|md|rst|txt|py|js|mjs|ts|tsx|json|ya?ml|xml|toml|php|rb|rs|go|java|kt|cs|css|"
+                        r"png|jpe?g|gif|svg|pdf|zip|gz|tar|sh|cfg|ini|conf|lock|log)(?:$|#)", re.IGNORECASE)
+_IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+_WORD_OR_NUMBER = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Z]?[a-z]+|[A-Z]|\d+")
+_B64_TEXT = re.compile(r"[A-Za-z0-9+/]{12,}={0,2}")
+
+
+def not_a_value(value: str) -> bool:
+    """A value that is not a credential whatever its letters look like: elided (``eyJhbGci...``),
+    a file name (``ch16-02-message-passing.html``),
+    percent-encoded or base64-encoded text (``secure%20password``, the WebSocket RFC's
+    ``dGhlIHNhbXBsZSBub25jZQ==``, "the sample nonce"), or an identifier made of words
+    (``OAuth2PasswordRequestForm``, ``defaultToConfig2``, ``chimichangas4life``)."""
+    if any(mark in value for mark in _ELIDED) or _FILE_NAME.search(value):
+        return True
+    if "%20" in value or "%2520" in value:
+        return True
+    if _B64_TEXT.fullmatch(value) and _decodes_to_text(value):
+        return True
+    return bool(_IDENTIFIER.fullmatch(value)) and word_identifier(value)
+
+
+def _decodes_to_text(value: str) -> bool:
+    """Base64 of printable text with a space in it (words, not key material)."""
+    try:
+        raw = base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return len(raw) >= 8 and b" " in raw and all(32 <= b < 127 for b in raw)
+
+
+def word_identifier(value: str) -> bool:
+    """camelCase, PascalCase or snake_case words with a number or two (``OAuth2PasswordBearer``,
+    ``defaultToConfig2``, ``chimichangas4life``): every letter run is a pronounceable word (a vowel,
+    no run of four consonants) or a short acronym, at most two numbers of at most four digits, few
+    single letters, and three quarters of the lower-case letters in words of four or more. A
+    generated key of sixteen or more characters breaks one of these almost always
+    (``UBENM81QDKGJ7GHB``: five numbers; ``hRtqLmPz``: ``Rtq`` has no vowel; ``TIq793kryasjZxa...``:
+    mostly two- and three-letter runs)."""
+    parts = [p for p in re.split(r"[_$]", value) if p]
+    words = [w for p in parts for w in _WORD_OR_NUMBER.findall(p)]
+    numbers = [w for w in words if w.isdigit()]
+    if not words or len(numbers) > 2 or any(len(n) > 4 for n in numbers):
+        return False
+    singles = 0
+    for word in words:
+        if word.isdigit():
+            continue
+        if len(word) == 1:
+            singles += 1
+            continue
+        lowered = word.lower()
+        vowel = any(v in lowered for v in "aeiouy")
+        if word.isupper():
+            if len(word) > 5 or len(word) > 3 and not vowel:
+                return False
+            continue
+        if not vowel or re.search(r"[^aeiouy]{4}", lowered):
+            return False
+    letters = [w for w in words if not w.isdigit()]
+    long_letters = sum(len(w) for w in letters if len(w) >= 4 or w.isupper())
+    return singles <= max(1, len(words) // 4) and long_letters >= 0.75 * sum(len(w) for w in letters)
 
 
 def _hex_secret_name(name: str) -> bool:
@@ -155,7 +284,7 @@ def _kebab_words(value: str) -> bool:
     if not _KEBAB.fullmatch(value):
         return False
     return all(part.isdigit() and len(part) <= 4 or part.isalpha() and any(v in part for v in "aeiouy")
-               for part in _WORD_SPLIT.split(value.lower()))
+               for part in _WORD_SPLIT.split(value.lower().replace("/", "-")))
 
 
 def code_like(value: str) -> bool:

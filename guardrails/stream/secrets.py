@@ -53,6 +53,9 @@ CATEGORIES = frozenset(rule.family for rule, _ in _ALL_RULES)
 _SPACED_ALIVE = r"(?s:.*)"
 _EXAMPLE = re.compile("EXAMPLE", re.IGNORECASE)
 _RUNS = re.compile("[A-Za-z0-9]{8,}")
+# What a generic name ends when the word before it says the value is no secret: a WebSocket
+# handshake's nonce (``Sec-WebSocket-Key``) is random and public.
+_NOT_SECRET_PREFIXES = ("websocket-", "websocket_", "websocket")
 
 
 def build_index(categories: frozenset[str]) -> tuple[KeywordIndex, dict[str, SecretRule]]:
@@ -87,10 +90,14 @@ def is_credential(rule: SecretRule, match: re.Match[str]) -> bool:
         return secret is None or not secret_checks.REPEAT.search(secret)
     if rule.family == "jwt":
         return secret_checks.jwt_ok(text)
+    if rule.family == "auth_header" and secret is not None:
+        return secret_checks.auth_header_ok(text[:match.start("s") - match.start()], secret)
     if rule.family == "url_credentials":
         return secret is not None and secret_checks.url_password_ok(match.group("u"), secret)
     if rule.family == "generic":
-        return secret is not None and secret_checks.generic_value_ok(secret, match.group("n"))
+        before = match.string[max(0, match.start() - 16):match.start()].lower()
+        return (secret is not None and not before.endswith(_NOT_SECRET_PREFIXES)
+                and secret_checks.generic_value_ok(secret, match.group("n")))
     if rule.checksum == "shape":
         return not secret_checks.REPEAT.search(text)
     if secret is None:
@@ -120,7 +127,7 @@ def _unnamed_secret(rule: SecretRule, text: str) -> str:
 class SecretsCheck(DeltaCheck):
     """Per-stream state: the catalog's keyword scanner and, with a rules file, the operator's."""
 
-    __slots__ = ("_custom", "_provider", "_scanner", "last_start", "window")
+    __slots__ = ("_custom", "_provider", "_scanner", "last_rule", "last_start", "window")
     sees_visible_text = True  # invisible characters inside a match hide nothing from the reader
 
     def __init__(self, provider: SecretsProvider) -> None:
@@ -131,6 +138,8 @@ class SecretsCheck(DeltaCheck):
                           provider.custom.window if provider.custom else 0)
         self.last_start = -1
         """Where the match that blocked starts (tests check it against the horizons returned)."""
+        self.last_rule = ""
+        """The id of the rule whose match blocked."""
 
     def check(self, accumulated: str, delta: str) -> Decision:
         return self._scan(accumulated, final=False)
@@ -165,12 +174,12 @@ class SecretsCheck(DeltaCheck):
             while (found := self._scanner.next(text, final=final)) is not None:
                 rule = provider.rows[found[0].name]
                 if not self._allowed(found[1]) and is_credential(rule, found[1]):
-                    self.last_start = found[1].start()
+                    self.last_start, self.last_rule = found[1].start(), rule.id
                     return self._block(rule.family)
         if self._custom is not None:
             for start, secret in self._custom.scan(text, final=final):
                 if not any(allowed.startswith(secret) for allowed in provider.allow):
-                    self.last_start = start
+                    self.last_start, self.last_rule = start, CUSTOM
                     return self._block(CUSTOM)
         return PASS
 

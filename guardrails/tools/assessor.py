@@ -7,6 +7,7 @@ from pathlib import Path
 
 from config.policy import ToolsPolicy
 from guardrails.datamodel import HistoryToolCall, ToolCall
+from guardrails.tools import taint
 from guardrails.tools.egress import too_broad
 from guardrails.tools.observe import SessionFold, observe
 from guardrails.tools.probe import CachingProbe, FileSystemProbe, WorldProbe
@@ -39,26 +40,31 @@ class ToolAssessor:
             pool().start()  # the shell parser's worker processes, ready before the first call
 
     def assess(self, call: ToolCall, history: Sequence[HistoryToolCall],
-               grants: frozenset[str] = frozenset()) -> Assessment:
+               grants: frozenset[str] = frozenset(), flagged: Sequence[str] = ()) -> Assessment:
         """Judge ``call`` given the conversation's earlier tool calls and the session's egress grants
-        (hosts from ``x-guardproxy-egress-grant``, same syntax as ``egress_allow``)."""
-        return self.assess_all([call], history, grants)[0]
+        (hosts from ``x-guardproxy-egress-grant``, same syntax as ``egress_allow``); ``flagged``: the
+        request's content an input guardrail flagged (``RequestView.tainted``)."""
+        return self.assess_all([call], history, grants, flagged)[0]
 
     def assess_all(self, calls: Sequence[ToolCall], history: Sequence[HistoryToolCall],
-                   grants: frozenset[str] = frozenset()) -> list[Assessment]:
+                   grants: frozenset[str] = frozenset(), flagged: Sequence[str] = ()) -> list[Assessment]:
         """``assess`` of each call, all against the same history and the same view of the disk: the
         history is folded once for all of them (``SessionFold``), not once per call."""
         probe = CachingProbe(self._probe)
         session = SessionFold(history)
-        return [self._assess(call, history, grants, probe, session) for call in calls]
+        tainted = taint.sources(history, self.policy, flagged) if self.policy.tainted_egress != "allow" else []
+        return [self._assess(call, history, grants, probe, session, tainted) for call in calls]
 
     def _assess(self, call: ToolCall, history: Sequence[HistoryToolCall], grants: frozenset[str],
-                probe: CachingProbe, session: SessionFold) -> Assessment:
+                probe: CachingProbe, session: SessionFold, tainted: list[str]) -> Assessment:
         if not self.policy.enabled:
             return Assessment(call.name, "none", "allow", None, None, "", {}, call.call_id,
                               self._snapshot, self._fingerprint)
         effect, observations = observe(call.name, call.arguments, history, self.policy, probe,
                                        self._base_dir, grants, session)
+        if tainted:  # (only then: what a call sends is read for the taint rule alone)
+            observations["taint"] = {"sources": tainted, "sends": taint.sends(call.name, call.arguments, effect,
+                                                                             observations, self.policy)}
         verdict = decide(call.name, effect, observations, self.policy, grants)
         return Assessment(verdict.tool, verdict.effect, verdict.decision, verdict.rule,
                           verdict.reason_code, verdict.rationale, verdict.observations, call.call_id,

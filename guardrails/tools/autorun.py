@@ -28,7 +28,7 @@ import fnmatch
 import posixpath
 import re
 
-from guardrails.tools.commands import Argv, options_with_values, split_operands
+from guardrails.tools.commands import Argv, file_operands, options_with_values, split_operands
 
 AUTORUN_KEY = re.compile(r"^(?:core\.(?:hookspath|fsmonitor|sshcommand|askpass|gitproxy)|include\.path"
                          r"|includeif\..+\.path|init\.templatedir|diff\.external|diff\..+\.(?:textconv|command)"
@@ -91,9 +91,135 @@ def runs_code(key: str | None, value: str | None) -> bool:
     return bool(AUTORUN_KEY.match(low))
 
 
+_COPIERS = frozenset({"cp", "mv", "rsync", "scp", "install", "ln", "ditto"})
+"""Programs that give a folder's files another name; a ``.git`` folder (or files of one) copied, moved or
+linked elsewhere makes that place a git folder whose ``config`` and ``hooks/`` are ordinary paths
+(``cp -r .git evil``, then ``core.fsmonitor`` in ``evil/config``, then ``git -C evil status`` runs it)."""
+
+HOOK_INSTALLERS: dict[str, frozenset[str | None]] = {
+    "pre-commit": frozenset({"install", "init-templatedir"}),
+    "pre_commit": frozenset({"install", "init-templatedir"}),  # python -m pre_commit
+    "husky": frozenset({None, "install", "init"}),             # v9: bare ``husky`` sets core.hooksPath
+    "husky-init": frozenset({None}),
+    "lefthook": frozenset({"install", "add"}),
+    "simple-git-hooks": frozenset({None}),
+    "overcommit": frozenset({"--install", "-i"}),
+    "yorkie": frozenset({None}),
+    "git-hooks": frozenset({"install", "--install"}),
+    "prek": frozenset({"install", "init-templatedir"}),        # pre-commit's drop-in rewrite
+    "captainhook": frozenset({"install"}),
+    "hk": frozenset({"install"}),
+}
+"""program -> the first operand (None: none at all) with which it installs git hooks or points
+``core.hooksPath`` at a folder of the project's: the same arming as ``git config core.hooksPath``.
+Other verbs pass (``pre-commit run``, ``lefthook run``, ``husky uninstall``)."""
+
+RUNNERS: dict[str, int] = {"npx": 0, "pnpx": 0, "bunx": 0, "uvx": 0, "pipx run": 0, "npm exec": 0, "npm x": 0,
+                           "pnpm exec": 0, "pnpm dlx": 0, "yarn dlx": 0, "yarn exec": 0, "bun x": 0, "uv run": 0,
+                           "poetry run": 0, "pdm run": 0, "pipenv run": 0, "hatch run": 0, "yarn": 0, "pnpm": 0}
+"""Package runners that run a tool named next (``npx husky``, ``uv run pre-commit install``), by
+``program`` or ``program verb``; ``yarn X``/``pnpm X`` run a package's binary X when X is no verb of
+theirs (a hook installer's name never is)."""
+_RUNNER_VALUE_OPTS = frozenset({"-p", "--package", "-c", "--call", "--with", "--from", "--python", "--spec"})
+
+
+def _runner_target(program: str, args: Argv) -> tuple[str, Argv] | None:
+    """(tool, its args) when ``program`` is a package runner running a tool; None otherwise."""
+    for _ in range(3):
+        _, operands = split_operands(args, _RUNNER_VALUE_OPTS)
+        verb = operands[0] if operands else None
+        key = f"{program} {verb}" if f"{program} {verb}" in RUNNERS else program
+        if key not in RUNNERS:
+            return None
+        if key != program:  # drop the verb
+            args = args[args.index(verb) + 1:]
+        opts_end = 0
+        while opts_end < len(args) and (a := args[opts_end]) is not None and a.startswith("-"):
+            opts_end += 2 if a in _RUNNER_VALUE_OPTS else 1
+        if opts_end >= len(args) or args[opts_end] is None:
+            return None
+        tool = _base(str(args[opts_end])).split("@", 1)[0] if not str(args[opts_end]).startswith("@") \
+            else str(args[opts_end])
+        program, args = tool, args[opts_end + 1:]
+        if program not in RUNNERS:
+            return program, args
+    return None
+
+
+def _base(word: str) -> str:
+    return posixpath.basename(word.rstrip("/")) or word
+
+
+def hook_installer(program: str, args: Argv) -> str | None:
+    """A label when the command installs git hooks (``pre-commit install``, ``npx husky``)."""
+    if program in ("python", "python3") and len(args) >= 2 and args[0] == "-m" and args[1] is not None:
+        program, args = str(args[1]), args[2:]
+    target = _runner_target(program, args)
+    if target is not None:
+        program, args = target
+    verbs = HOOK_INSTALLERS.get(program)
+    if verbs is None:
+        return None
+    _, operands = split_operands(args, frozenset({"-t", "--hook-type", "-c", "--config"}))
+    first = next((a for a in args if a in verbs), None) if program == "overcommit" else \
+        (operands[0] if operands else None)
+    return f"{program} {first or ''}".strip() + " (installs git hooks)" if first in verbs else None
+
+
+_TAR_CREATE = frozenset({"-c", "--create", "-r", "--append", "-u", "--update"})
+_TAR_VALUES = frozenset({"-f", "--file", "-C", "--directory", "-T", "-X", "-b", "-H", "--format", "-I"})
+
+
+def _archived_git_folder(program: str, args: Argv) -> str | None:
+    """``tar -c .git``, ``tar -C .git -c .``, ``zip -r x.zip .git``: a git folder packed to be unpacked under
+    another name (``| tar -x -C evil``); the source named, or None."""
+    if program == "tar":
+        if args and args[0] is not None and args[0][:1].isalpha():
+            args = [f"-{args[0]}", *args[1:]]  # ``tar cf - .git``
+        given = options_with_values(args, _TAR_VALUES)
+        if not {o for o, _ in given} & _TAR_CREATE:
+            return None
+        _, operands = split_operands(args, _TAR_VALUES)
+        named = [v for o, v in given if o in ("-C", "--directory") and v] + [p for p in operands if p]
+    elif program == "zip":
+        _, operands = split_operands(args, frozenset({"-b", "-n", "-t", "-tt", "-x", "-i", "-P", "-O", "--out"}))
+        named = [p for p in operands[1:] if p]
+    else:
+        return None
+    return next((p for p in named if _in_git_dir(p)), None)
+
+
+def git_folder_copies(program: str, args: Argv) -> list[str]:
+    """A ``.git`` folder, or files of one, copied, moved or linked under another name (``_COPIERS``), or
+    packed into an archive (``_archived_git_folder``)."""
+    packed = _archived_git_folder(program, args)
+    if packed is not None:
+        return [f"{program} of {packed} (a git folder, to unpack under another name)"]
+    if program not in _COPIERS:
+        return []
+    touched = file_operands("cp" if program == "ditto" else program, args)
+    sources = [p for _, p in touched[:-1]] if len(touched) > 1 else []
+    target = touched[-1][1] if touched else None
+    if target is not None and in_git_folder(target):
+        return []  # within .git itself: the write rule judges it
+    hit = next((p for p in sources if _in_git_dir(p)), None)
+    return [f"{program} {hit} (a git folder under another name)"] if hit is not None else []
+
+
+def _in_git_dir(path: str) -> bool:
+    parts = _parts(path)
+    return any(_names_git(p) for p in parts) and not parts[-1].endswith(".lock")
+
+
 def autorun_settings(program: str, args: Argv) -> list[str]:
-    """What a command arms to run later (``git config core.hooksPath``, ``direnv allow``), as short
-    labels for the rationale; [] for anything else."""
+    """What a command arms to run later (``git config core.hooksPath``, ``direnv allow``, a hook installer,
+    a copy of a ``.git`` folder), as short labels for the rationale; [] for anything else."""
+    installer = hook_installer(program, args)
+    if installer is not None:
+        return [installer]
+    copies = git_folder_copies(program, args)
+    if copies:
+        return copies
     if program == "direnv":
         _, operands = split_operands(args, frozenset())
         verb = operands[0] if operands else None
@@ -147,16 +273,85 @@ def in_git_folder(path: str) -> bool:
     """A path inside a ``.git`` folder, or a ``.git`` file itself, or one of git's user and system settings
     files (``_GIT_SETTINGS_FILES``), or a ``HEAD`` file (which makes its folder a git folder); not git's
     ``*.lock`` files."""
-    if posixpath.basename(path) == "HEAD":
+    parts = _parts(path)
+    if parts and parts[-1] == "head":
         return True  # what makes a folder a git folder (``x/HEAD`` + ``x/config``: ``cd x && git ...``)
-    parts = posixpath.normpath(path).lower().split("/")  # .GIT is .git on a case-insensitive disk
     if any(tuple(parts[-len(tail):]) == tail for tail in _GIT_SETTINGS_FILES):
         return True
     return any(_names_git(p) for p in parts) and not parts[-1].endswith(".lock")
 
 
+def _parts(path: str) -> list[str]:
+    """The path's names as a case-insensitive disk compares them: lowercased (.GIT is .git on macOS and
+    Windows), split at ``/`` and ``\\`` (a Windows agent's separator), with the trailing dots and spaces
+    Windows drops from a name removed (``.git.`` and ``.git `` open ``.git``)."""
+    folded = posixpath.normpath(path.replace("\\", "/")).lower().split("/")
+    return [p if p in (".", "..") else p.rstrip(". ") or p for p in folded]
+
+
+_SHORT_GIT = re.compile(r"^gi(?:t|[0-9a-f]{4})~\d+$")
+"""Windows 8.3 short names that can stand for ``.git`` (``GIT~1``; after four clashes, two letters and
+a hash: ``GI1A2B~5``)."""
+
+
 def _names_git(part: str) -> bool:
-    """``.git``, or a glob bash expands to it (``.gi?``, ``.g*``: a redirect's word is expanded when it
-    matches one file); as in bash, only a pattern that starts with a dot matches a dot file."""
-    return part == ".git" or (part.startswith(".") and any(c in part for c in "*?[")
-                              and fnmatch.fnmatchcase(".git", part))
+    """``.git``, a short name that can stand for it (``_SHORT_GIT``), or a glob bash expands to it
+    (``.gi?``, ``.g*``: a redirect's word is expanded when it matches one file); as in bash, only a
+    pattern that starts with a dot matches a dot file."""
+    return part == ".git" or bool(_SHORT_GIT.match(part)) or (
+        part.startswith(".") and any(c in part for c in "*?[") and fnmatch.fnmatchcase(".git", part))
+
+
+_GIT_CONFIG_NAMES = frozenset({"config", "config.worktree"})
+"""The files git reads in a git folder: a file of such a name written with a key that runs a program is
+that key set, whichever folder it is in (the folder may be, or become, a git folder: ``cp -r .git evil``)."""
+_SECTION = re.compile(r'^\s*\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:\\.|[^"\\])*)")?\s*\]')
+_VARIABLE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9-]*)\s*(?:=\s*(.*))?$")
+
+
+def is_git_config_name(path: str) -> bool:
+    parts = _parts(path)
+    return bool(parts) and parts[-1] in _GIT_CONFIG_NAMES
+
+
+def git_config_text(text: str) -> list[str]:
+    """The keys that run a program (``runs_code``) which ``text``, read as git's config syntax, sets:
+    ``[core]`` + ``fsmonitor = ./x``, ``[alias] x = !sh``, ``[filter "a"]`` + ``clean = ...``. One pass over
+    the lines (continued lines joined); a section header may carry a variable on its own line."""
+    found: list[str] = []
+    section = ""
+    for line in text.replace("\\\r\n", "").replace("\\\n", "").splitlines():
+        head = _SECTION.match(line)
+        if head is not None:
+            name, sub = head.group(1).lower(), head.group(2)
+            section = f"{name}.{sub}" if sub is not None else name
+            line = line[head.end():]
+        if not section:  # a piece of a file (an Edit's new text, a sed script): its section is not shown
+            found += _sectionless(line)
+            continue
+        var = _VARIABLE.match(line.split("#", 1)[0].split(";", 1)[0])
+        if var is None:
+            continue
+        key = f"{section}.{var.group(1).lower()}"
+        value = (var.group(2) or "").strip().strip('"')
+        if runs_code(key, value if var.group(2) is not None else "true"):
+            found.append(key)
+    return found
+
+
+_ANY_VARIABLE = re.compile(r"([A-Za-z][A-Za-z0-9-]*)[ \t]*=[ \t]*([^\n/;#]*)")
+_SECTIONS = ("core", "alias", "include", "credential", "gpg", "init", "interactive", "sendemail", "uploadpack",
+             "diff.x", "filter.x", "merge.x", "mergetool.x", "difftool.x", "trailer.x", "remote.x", "browser.x",
+             "man.x", "submodule.x")
+"""The sections whose keys can run a program (``AUTORUN_KEY``), with a stand-in subsection name."""
+
+
+def _sectionless(line: str) -> list[str]:
+    """Keys a line may set in whichever section it lands (``\tfsmonitor = ./x`` inserted under an existing
+    ``[core]``, ``s/bare = false/fsmonitor = .\\/x/``): each ``name = value`` in it, under every section
+    where that name runs a program. Used only for text written into a file named like git's config."""
+    out: list[str] = []
+    for m in _ANY_VARIABLE.finditer(line):
+        name, value = m.group(1).lower(), m.group(2).strip().strip('"')
+        out += [f"{s}.{name}" for s in _SECTIONS if runs_code(f"{s}.{name}", value)][:1]
+    return out

@@ -14,33 +14,10 @@ Pure argv readers, like ``guardrails.tools.commands``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from guardrails.tools.autorun import git_config_setting, git_subcommand, runs_code
-from guardrails.tools.commands import Argv, options_with_values, split_operands
-
-
-@dataclass(frozen=True, slots=True)
-class Embedded:
-    line: str | None
-    """The command line, or None when it is not a literal."""
-    stdin: str | None = None
-    """``pipe`` when the program writes into it (awk's ``print | "sh"``)."""
-
-
-_AWKS = frozenset({"awk", "gawk", "mawk", "nawk"})
-MAX_AWK_PROGRAM = 4096
-"""Longer awk programs are not read (the string patterns below cost up to quadratic time: 2 s at 16 KB
-of quotes); one is blocked as inline shell, with the advice to put it in a file (``awk -f``)."""
-_AWK_VALUE_OPTS = frozenset({"-F", "-v", "-f", "-e", "--source", "--file", "--assign", "--field-separator"})
-_AWK_STRING = r'"((?:\\.|[^"\\])*)"'
-_AWK_SYSTEM = re.compile(r"\bsystem\s*\(")
-_AWK_SYSTEM_LITERAL = re.compile(r"\s*" + _AWK_STRING + r"\s*\)")
-_AWK_PIPE_TO = re.compile(r"(?<![|&])\|&?\s*(?:" + _AWK_STRING + r"|(?!getline\b)([A-Za-z_]\w*)\s*(?:[;}\n)]|$))")
-_AWK_PIPE_FROM = re.compile(r"(?:" + _AWK_STRING + r"|([A-Za-z_]\w*))\s*\|&?\s*getline\b")
-_AWK_PRINT_TO = re.compile(r"\bprintf?\b[^;{}\n]*?(>>?)\s*" + _AWK_STRING)
-_AWK_READ_FROM = re.compile(r"\bgetline\b\s*(?:[A-Za-z_]\w*\s*)?<\s*" + _AWK_STRING)
-_AWK_ESCAPES = re.compile(r"\\(.)", re.DOTALL)
+from guardrails.tools.awk import AWKS, awk
+from guardrails.tools.commands import Argv, Embedded, options_with_values, split_operands
 
 SHELL_SETTINGS = frozenset({"GIT_SSH_COMMAND", "GIT_SSH", "GIT_PAGER", "PAGER", "GIT_EDITOR", "EDITOR", "VISUAL",
                             "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "SSH_ASKPASS", "GIT_PROXY_COMMAND",
@@ -56,45 +33,13 @@ _TAR_COMMAND_OPTS = ("--to-command=", "--use-compress-program=", "--checkpoint-a
                      "--new-volume-script=", "--rmt-command=", "--rsh-command=")
 
 
-def _unescape_awk(text: str) -> str:
-    return _AWK_ESCAPES.sub(lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), text)
-
-
-def _awk_programs(args: Argv) -> list[str | None]:
-    opts, operands = split_operands(args, _AWK_VALUE_OPTS)
-    given = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-e", "--source")]
-    given += [a.split("=", 1)[1] for a in opts if a.startswith("--source=")]
-    if given:
-        return list(given)
-    if any(a in ("-f", "--file") or a.startswith("--file=") for a in opts):
-        return []  # a program file: run like a script file (its path is a read)
-    return operands[:1]
-
-
-def awk(args: Argv) -> tuple[list[Embedded], list[tuple[str, str]]]:
-    """The commands an awk program runs (``system``, pipes) and the files it prints to or reads."""
-    lines: list[Embedded] = []
-    paths: list[tuple[str, str]] = []
-    for program in _awk_programs(args):
-        if program is None or len(program) > MAX_AWK_PROGRAM:
-            lines.append(Embedded(None))  # awk "$prog": cannot see what it runs
-            continue
-        for m in _AWK_SYSTEM.finditer(program):
-            arg = _AWK_SYSTEM_LITERAL.match(program, m.end())
-            lines.append(Embedded(_unescape_awk(arg.group(1)) if arg else None))
-        for m in _AWK_PIPE_TO.finditer(program):
-            lines.append(Embedded(_unescape_awk(m.group(1)) if m.group(1) is not None else None, "pipe"))
-        for m in _AWK_PIPE_FROM.finditer(program):
-            lines.append(Embedded(_unescape_awk(m.group(1)) if m.group(1) is not None else None))
-        paths += [("write", _unescape_awk(m.group(2))) for m in _AWK_PRINT_TO.finditer(program)]
-        paths += [("read", _unescape_awk(m.group(1))) for m in _AWK_READ_FROM.finditer(program)]
-    return lines, paths
-
-
 _SED_VALUE_OPTS = frozenset({"-e", "-f", "-l", "--expression", "--file", "--line-length"})
 _SED_ADDRESS = re.compile(r"\s*(?:\d+(?:~\d+)?|\$|/(?:\\.|[^/\\\n]){0,1024}/[IM]*|\\(.)(?:\\.|(?!\1)[^\\\n]){0,1024}\1)?")
 """One sed address. Unambiguous and bounded: (``\\.|.`` with a lazy ``*?`` backtracked exponentially:
 a 14 KB script of escapes ran for minutes)."""
+
+
+_SED_FLAGS = re.compile(r"[gpiImMe0-9]*(w\s*[^\n]*)?")
 
 
 def _sed_scripts(args: Argv) -> list[str | None]:
@@ -151,7 +96,7 @@ def sed(args: Argv) -> tuple[list[Embedded], list[tuple[str, str]]]:
                 i = end
             elif c in "sy":
                 i = _sed_delimited(script, i + 1, 2)
-                flags = re.match(r"[gpiImMe0-9]*(w\s*[^\n]*)?", script[i:])
+                flags = _SED_FLAGS.match(script, i)  # at i: no copy of the rest of the script per command
                 text = flags.group(0) if flags else ""
                 if "e" in text.split("w", 1)[0]:
                     lines.append(Embedded(None))
@@ -160,7 +105,7 @@ def sed(args: Argv) -> tuple[list[Embedded], list[tuple[str, str]]]:
                 i += len(text)
             elif c in "aic:bTtvlLqQ#":
                 end = _line_end(script, i)
-                semi = script.find(";", i) if c in ":bTtvlLqQ" else -1
+                semi = script.find(";", i, end) if c in ":bTtvlLqQ" else -1  # within the line: linear overall
                 i = semi if 0 <= semi < end else end
             else:
                 i += 1
@@ -216,29 +161,92 @@ def _tar(args: Argv) -> list[Embedded]:
     return out + [Embedded(v) for v in _values(args, "-I") + _values(args, "-F")]
 
 
-def embedded(program: str, args: Argv) -> tuple[list[Embedded], list[tuple[str, str]]]:
-    """The command lines ``program`` runs from its arguments, and (awk) the files its program touches."""
-    if program in _AWKS:
+_SQLITE_VALUE_OPTS = frozenset({"-cmd", "-init", "-separator", "-newline", "-nullvalue", "-vfs", "-mmap",
+                                "-lookaside", "-pagecache", "-maxsize", "-A", "-escape"})
+_SQLITE_DOT = re.compile(r"^[ \t]*\.([a-z]+)[ \t]*(.*)$", re.MULTILINE)
+_SQLITE_DOT_FILES = {"output": "write", "once": "write", "save": "write", "backup": "write", "clone": "write",
+                     "log": "write", "trace": "write", "excel": "write", "read": "read", "import": "read",
+                     "restore": "change", "open": "change"}
+_SQLITE_DOT_RUNS = frozenset({"shell", "system"})
+_SQLITE_DOT_CODE = frozenset({"load", "edit"})
+"""``.load LIB`` runs a library's code; ``.once -e``/``.excel`` and ``edit()`` start other programs."""
+_SQLITE_FILE_SQL = re.compile(r"\b(?:(attach)\s+(?:database\s+)?|(vacuum)\s+(?:\w+\s+)?into\s+|(readfile|writefile)"
+                              r"\s*\(\s*)'((?:[^']|'')*)'", re.IGNORECASE)
+_SQLITE_CODE_SQL = re.compile(r"\b(?:load_extension|edit)\s*\(", re.IGNORECASE)
+
+
+def _sqlite_word(text: str) -> str:
+    """A dot-command's first argument: quoted (``'a b'``, ``"a b"``) or up to a blank."""
+    text = text.strip()
+    if text[:1] in ("'", '"') and text[0] in text[1:]:
+        return text[1:text.index(text[0], 1)]
+    return text.split(None, 1)[0] if text else ""
+
+
+def sqlite(args: Argv, stdin: str | None = None) -> tuple[list[Embedded], list[tuple[str, str]]]:
+    """What the sqlite3 shell's SQL and dot-commands run and touch, in its operands after the database,
+    ``-cmd`` values and a heredoc or herestring (``stdin``): ``.shell``/``.system`` run a command, ``.output
+    |cmd``/``.read |cmd``/``.import |cmd`` too; ``.output``/``.once``/``.save``/``.backup`` write a file,
+    ``.read``/``.import`` read one; ``ATTACH 'f'`` and ``VACUUM INTO 'f'`` make a database file; the
+    CLI's ``readfile``/``writefile`` read and write; ``.load``, ``load_extension()`` and the editor are code
+    the line cannot show. SQL fed through a pipe or a file is not read (like a script file)."""
+    _, operands = split_operands(args, _SQLITE_VALUE_OPTS)
+    texts = list(operands[1:]) + _values(args, "-cmd") + ([stdin] if stdin is not None else [])
+    lines: list[Embedded] = []
+    paths: list[tuple[str, str]] = [("read", v) for v in _values(args, "-init") if v]
+    for text in texts:
+        if text is None:
+            lines.append(Embedded(None))  # SQL built at run time: a ``.shell`` may be in it
+            continue
+        for m in _SQLITE_DOT.finditer(text):
+            verb, rest = m.group(1), m.group(2)
+            target = _sqlite_word(rest.split(None, 1)[-1] if verb == "backup" and len(rest.split()) > 1 else rest)
+            if verb in _SQLITE_DOT_RUNS:
+                lines.append(Embedded(rest.strip() or None))
+            elif verb in _SQLITE_DOT_CODE or (verb in ("once", "output") and target in ("-e", "-x")):
+                lines.append(Embedded(None))
+            elif verb in _SQLITE_DOT_FILES and target.startswith("|"):
+                lines.append(Embedded(target[1:].strip() or None, "pipe" if verb in ("output", "once") else None))
+            elif verb in _SQLITE_DOT_FILES and target and not target.startswith("-"):
+                paths.append((_SQLITE_DOT_FILES[verb], target))
+        for m in _SQLITE_FILE_SQL.finditer(text):
+            name = m.group(4).replace("''", "'")
+            op = "read" if (m.group(3) or "").lower() == "readfile" else "change" if m.group(1) else "write"
+            if name and name != ":memory:":
+                paths.append((op, name))
+        if _SQLITE_CODE_SQL.search(text):
+            lines.append(Embedded(None))
+    return lines, paths
+
+
+def embedded(program: str, args: Argv, stdin: str | None = None) -> tuple[list[Embedded], list[tuple[str, str]], int]:
+    """The command lines ``program`` runs from its arguments, (awk, sed, sqlite3) the files its program
+    touches, and the characters an awk program cost to read (0 for the others: their readers are bounded
+    by the argument lengths the shell parse already counted). ``stdin``: the text a heredoc or herestring
+    feeds the command (read by sqlite3)."""
+    if program in AWKS:
         return awk(args)
+    if program == "sqlite":
+        return (*sqlite(args, stdin), 0)
     if program == "sed":
-        return sed(args)
+        return (*sed(args), 0)
     if program == "split":  # split --filter='CMD': CMD runs in a shell for each piece
-        return [Embedded(v) for o, v in options_with_values(args, frozenset({"--filter"})) if o == "--filter"], []
+        return [Embedded(v) for o, v in options_with_values(args, frozenset({"--filter"})) if o == "--filter"], [], 0
     if program in ("ssh", "scp", "sftp", "autossh"):
-        return _ssh(args), []
+        return _ssh(args), [], 0
     if program == "git":
-        return _git(args), []
+        return _git(args), [], 0
     if program == "tar":
-        return _tar(args), []
+        return _tar(args), [], 0
     if program == "rsync":
         rsh = [a.split("=", 1)[1] for a in args if a is not None and a.startswith("--rsh=")]
-        return [Embedded(v) for v in [*_values(args, "-e"), *rsh]], []
+        return [Embedded(v) for v in [*_values(args, "-e"), *rsh]], [], 0
     if program == "alias":
-        return [Embedded(a.split("=", 1)[1]) for a in args if a is not None and "=" in a], []
+        return [Embedded(a.split("=", 1)[1]) for a in args if a is not None and "=" in a], [], 0
     if program == "trap":
         _, operands = split_operands(args, frozenset())
-        return ([Embedded(operands[0])] if len(operands) > 1 else []), []
-    return [], []
+        return ([Embedded(operands[0])] if len(operands) > 1 else []), [], 0
+    return [], [], 0
 
 
 _GIT_CONFIG_ENV = re.compile(r"^GIT_CONFIG_(?:PARAMETERS|COUNT|KEY_\d+|VALUE_\d+)$", re.IGNORECASE)

@@ -10,7 +10,8 @@ Observations (JSON-able; this is what the audit log records and replay reads bac
     home            the proxy's HOME (what "~" meant)
     targets         [{param, op: read|write|change|unknown, patch_op?, path (as the agent named it),
                       lexical, resolved, glob, exists, is_dir, read_before, written_before,
-                     agent_path (only with agent_workspace_root), nul (only when the path holds a NUL)}]
+                     agent_path (only with agent_workspace_root), nul (only when the path holds a NUL),
+                      git_dir (a write inside a folder git takes for a git folder, other than .git; mounted only)}]
                     exists/is_dir are null unless resolution is "realpath"
     commands        [{program, options, fed_by, script, stdin}]    (see guardrails.tools.shell)
     shell_parse     "ok" | "error" | "too_large" | "too_complex" | "parser_failed" | null (no command); older records
@@ -36,10 +37,11 @@ from config.policy import ToolsPolicy
 from guardrails.datamodel import HistoryToolCall
 from guardrails.tools import egress, shell
 from guardrails.tools.arguments import parse_arguments
+from guardrails.tools.autorun import git_config_text, is_git_config_name
 from guardrails.tools.catalog import ToolEntry, looks_like_path, lookup, strings, texts
 from guardrails.tools.commands import program_name
 from guardrails.tools.patch import added_text, find_patch, parse_patch
-from guardrails.tools.paths import is_glob, lexical, static_prefix
+from guardrails.tools.paths import is_glob, is_windows, lexical, static_prefix, within, workspace_form
 from guardrails.tools.probe import WorldProbe
 from guardrails.tools.shell_worker import analyze_isolated
 from guardrails.tools.sources import fragment_hosts, looks_like_requirements, settings_kind, source_urls
@@ -188,6 +190,8 @@ def find(name: str, arguments: str, policy: ToolsPolicy, texts_too: bool = True)
     written += [w for text in patches for w in _patch_writes(text)] if texts_too else []
     written += [(path, text) for f in facts for path, text in f.writes]
     autorun = [a for f in facts for a in f.autorun]
+    autorun += [f"{key} in {path} (git's config syntax)" for path, text in written
+                if text and is_git_config_name(path) for key in git_config_text(text)[:1]]
     return _Found(effect, state, paths, facts, urls, not entry.declared, written, autorun)
 
 
@@ -251,6 +255,8 @@ class Workspace:
         root = policy.workspace_root
         if not root:
             return cls(None, None, None, "none", home, policy.agent_workspace_root)
+        if is_windows(root):  # a Windows agent's folder the proxy does not see: its paths by spelling
+            return cls(root, workspace_form(root), workspace_form(root), "lexical", home, policy.agent_workspace_root)
         absolute = posixpath.normpath(posixpath.join(base_dir, root))
         if probe.is_dir(absolute):
             return cls(root, absolute, probe.realpath(absolute), "realpath", home,
@@ -261,7 +267,8 @@ class Workspace:
         """(lexical, resolved) for a path the agent named; (None, None) without a workspace."""
         if self.absolute is None:
             return None, None
-        lex = lexical(raw, home=self.home, workspace=self.absolute, agent_root=self.agent_root)
+        root = self.root if self.root and is_windows(self.root) else self.absolute  # read the Windows way
+        lex = lexical(raw, home=self.home, workspace=root, agent_root=self.agent_root)
         base = static_prefix(lex) if is_glob(raw) else lex
         return lex, probe.realpath(base) if self.resolution == "realpath" else base
 
@@ -302,6 +309,18 @@ class SessionFold:
         return self._folded
 
 
+def _git_folder_around(resolved: str, root: str, probe: WorldProbe) -> str | None:
+    """The folder at or above ``resolved`` (below the workspace root) that git would take for a git folder
+    (``HEAD``, ``objects/`` and ``refs/`` in it), or None: a copy of ``.git`` under another name, whose
+    ``config`` and ``hooks/`` git runs (``git -C evil status``). Up to three probes per folder, cached."""
+    cur = resolved
+    while within(cur, root) and cur != root:
+        if probe.exists(cur + "/HEAD") and probe.is_dir(cur + "/objects") and probe.is_dir(cur + "/refs"):
+            return cur
+        cur = posixpath.dirname(cur)
+    return None
+
+
 def _target(raw: _Raw, ws: Workspace, probe: WorldProbe, reads: set[str], writes: set[str]) -> Obs:
     lex, resolved = ws.locate(raw.path, probe)
     glob = is_glob(raw.path)
@@ -313,6 +332,10 @@ def _target(raw: _Raw, ws: Workspace, probe: WorldProbe, reads: set[str], writes
                   "read_before": resolved in reads, "written_before": resolved in writes}
     if raw.patch_op:
         facts["patch_op"] = raw.patch_op
+    if mounted and resolved and raw.op in ("write", "change", "unknown") and ws.resolved is not None:
+        git_dir = _git_folder_around(resolved, ws.resolved, probe)
+        if git_dir is not None:
+            facts["git_dir"] = git_dir
     if "\0" in raw.path:
         facts["nul"] = True
     if ws.agent_root and ws.absolute is not None:
@@ -344,6 +367,13 @@ def observe(name: str, arguments: str, history: Sequence[HistoryToolCall], polic
     }
     if found.unknown_tool:
         obs["unknown_tool"] = True
-    if found.autorun:
-        obs["autorun"] = found.autorun
+    armed = list(found.autorun)
+    if ws.resolution == "realpath" and ws.resolved is not None:
+        for folder in (f for facts in found.shell for f in facts.git_runs):
+            resolved = ws.locate(folder, probe)[1]
+            if resolved is not None and _git_folder_around(resolved, ws.resolved, probe) is not None:
+                armed.append(f"git run in {folder}, a git folder under another name (its hooks and "
+                             f"core.fsmonitor run)")
+    if armed:
+        obs["autorun"] = armed
     return found.effect, obs

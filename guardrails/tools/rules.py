@@ -7,15 +7,18 @@ of every rule are still added to the observations:
    recovered, a path holding a NUL character, or a shell command that is not valid shell, too large or too complex to judge, or on
    which the parser's worker process crashed or hung: ``shell_parse = "parser_failed"``)
 1. ``path_containment``: ``privileged_path``, then ``path_outside_workspace``
-   ``autorun``:           ``autorun_setting`` (a write or change inside ``.git/``, a ``git config`` key that
-                          runs a program, ``direnv allow``; unless ``autorun = "allow"``)
+   ``autorun``:           ``autorun_setting`` (a write or change inside ``.git/`` or inside a git folder
+                          under another name (``git_dir``), a ``git config`` key that runs a program, a
+                          hook installer, a copy of ``.git``, ``direnv allow``; unless ``autorun = "allow"``)
 2. ``write_manifest``:    ``path_outside_manifest``  (writes inside the workspace only)
 3. ``no_such_path``:      ``no_such_path``           (reads inside the workspace only)
 4. ``read_before_write``: ``write_without_read``     (writes inside the workspace only)
 5. ``shell_interpreter``: ``shell_interpreter``
 6. ``egress_allowlist``:  ``egress_not_allowed`` (also the hosts a written package or VCS settings file
                           names as sources: ``guardrails.tools.sources``)
-7. ``computer_use``:      ``computer_use_not_allowed`` (unless ``allow_computer_use``)
+7. ``tainted_egress``:    ``tainted_egress`` (untrusted content in the conversation and a call that sends
+                          data out, also to an allowed host: ``guardrails.tools.taint``)
+8. ``computer_use``:      ``computer_use_not_allowed`` (unless ``allow_computer_use``)
 
 Path rules apply only when ``workspace_root`` is set. Out-of-workspace targets are containment's
 alone, so rules 2-4 never flag the same target twice. Existence facts are unknown (null) when the
@@ -24,17 +27,19 @@ workspace is not mounted into the proxy; then rules 3 and 4 cannot and do not bl
 
 from __future__ import annotations
 
+import ntpath
 import posixpath
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from config.policy import ToolsPolicy
 from guardrails import decision as codes
+from guardrails.tools import taint
 from guardrails.tools import verdict as ids
 from guardrails.tools.autorun import in_git_folder
 from guardrails.tools.egress import egress_violation
 from guardrails.tools.interpreters import DEFAULT_INTERPRETERS, interpreter_form
-from guardrails.tools.paths import in_manifest, privileged_entry, within
+from guardrails.tools.paths import in_manifest, is_windows, privileged_entry, within, workspace_form
 from guardrails.tools.shell import MAX_COMMAND_BYTES
 from guardrails.tools.verdict import Assessment
 
@@ -74,7 +79,7 @@ def _workspace(policy: ToolsPolicy, obs: Mapping[str, object]) -> str | None:
         return None
     if policy.workspace_root == obs.get("workspace_root") and isinstance(obs.get("workspace"), str):
         return str(obs["workspace"])
-    return posixpath.normpath(policy.workspace_root)
+    return workspace_form(policy.workspace_root)
 
 
 def _derive(ctx_policy: ToolsPolicy, ws: str | None, obs: Mapping[str, object], t: Obs) -> None:
@@ -87,12 +92,14 @@ def _derive(ctx_policy: ToolsPolicy, ws: str | None, obs: Mapping[str, object], 
     candidates: list[tuple[str, str | None]] = [(p, ws) for p in (lex, resolved) if isinstance(p, str)]
     agent_path, agent_root = t.get("agent_path"), ctx_policy.agent_workspace_root
     if isinstance(agent_path, str):
-        candidates.append((agent_path, posixpath.normpath(agent_root) if agent_root else None))
+        candidates.append((agent_path, workspace_form(agent_root) if agent_root else None))
     t["privileged"] = privileged_entry(candidates, ctx_policy.privileged, home=home)
     manifest = ctx_policy.write_manifest
     if t["in_workspace"] and manifest and t.get("op") in ("write", "change"):
         # A plain prefix cut: posixpath.relpath would consult the working directory.
         relative = resolved[len(ws):].lstrip("/") or "."
+        if is_windows(ctx_policy.workspace_root or ""):  # compared as windows_form: lowercased, ``/``
+            manifest = [m.replace("\\", "/").lower() for m in manifest]
         t["in_manifest"] = in_manifest(relative, manifest)
     else:
         t["in_manifest"] = None
@@ -159,6 +166,15 @@ def _autorun(ctx: Context) -> Hit | None:
                        f"Blocked: {t['path']} is one of git's own files (.git, .gitconfig), where hooks and settings make "
                        f"git run programs later, unseen. Edit the project's files only; use git commands "
                        f"(git add, git commit) for the repository, and ask the user to change git's setup.")
+    for t in ctx.targets:
+        git_dir = t.get("git_dir")
+        if t.get("op") in ("write", "change", "unknown") and isinstance(git_dir, str):
+            if ctx.workspace and within(git_dir, ctx.workspace):
+                git_dir = git_dir[len(ctx.workspace):].lstrip("/")  # as the agent sees it, not the proxy's path
+            return Hit(ids.AUTORUN, codes.AUTORUN_SETTING,
+                       f"Blocked: {t['path']} is inside a git folder under another name ({git_dir} has HEAD, "
+                       f"objects/ and refs/), whose config and hooks git runs later, unseen. Edit the project's "
+                       f"files only; ask the user to change git's setup.")
     armed = (ctx.obs or {}).get("autorun")
     if isinstance(armed, list) and armed:
         return Hit(ids.AUTORUN, codes.AUTORUN_SETTING,
@@ -183,7 +199,8 @@ def _no_such_path(ctx: Context) -> Hit | None:
         return None
     for t in ctx.targets:
         if t.get("op") == "read" and t.get("in_workspace") and t.get("exists") is False and not t.get("glob"):
-            parent = posixpath.dirname(str(t["path"]).rstrip("/")) or "."
+            path = str(t["path"])
+            parent = (ntpath if "\\" in path and is_windows(ctx.shown_root) else posixpath).dirname(path.rstrip("/")) or "."
             return Hit(ids.NO_SUCH_PATH, codes.NO_SUCH_PATH,
                        f"Blocked: {t['path']} does not exist. List the directory ({parent}) to find "
                        f"the right name, then retry with the exact path.")
@@ -226,9 +243,14 @@ def _egress(ctx: Context) -> Hit | None:
     return None
 
 
+def _tainted(ctx: Context) -> Hit | None:
+    why = taint.blocks(ctx.policy, ctx.obs or {})
+    return None if why is None else Hit(ids.TAINTED_EGRESS, codes.TAINTED_EGRESS, why)
+
+
 RULES: Sequence[Callable[[Context], Hit | None]] = (
     _unparseable, _containment, _autorun, _manifest, _no_such_path, _read_before_write, _shell, _egress,
-    _computer_use,
+    _tainted, _computer_use,
 )
 
 
@@ -245,7 +267,8 @@ def decide(tool: str, effect: str, observations: Mapping[str, object], policy: T
     allow = (*policy.egress_allow, *grants)
     for u in urls:
         u["allowed"] = egress_violation(u, allow) is None
-    ctx = Context(policy, ws, policy.agent_workspace_root or ws or "", targets, urls, commands, allow,
+    shown = policy.agent_workspace_root or (policy.workspace_root if is_windows(policy.workspace_root or "") else ws)
+    ctx = Context(policy, ws, shown or "", targets, urls, commands, allow,
                   effect, obs)
     entries = policy.interpreters if policy.interpreters is not None else DEFAULT_INTERPRETERS
     obs.update(targets=targets, urls=urls, commands=commands,

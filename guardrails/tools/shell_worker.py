@@ -206,7 +206,8 @@ def decode(answer: bytes) -> ShellFacts:
                           paths=[(str(op), str(p)) for op, p in data.get("paths", [])],
                           urls=[str(u) for u in data.get("urls", [])],
                           writes=[(str(p), None if t is None else str(t)) for p, t in data.get("writes", [])],
-                          autorun=[str(a) for a in data.get("autorun", [])], status=str(data.get("status", FAILED)),
+                          autorun=[str(a) for a in data.get("autorun", [])],
+                          git_runs=[str(f) for f in data.get("git_runs", [])], status=str(data.get("status", FAILED)),
                           work=int(data.get("work", 0)))
     except (ValueError, TypeError, AttributeError):
         return ShellFacts(status=FAILED)

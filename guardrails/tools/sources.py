@@ -59,9 +59,10 @@ def settings_kind(path: str) -> str | None:
     """``lines`` | ``requirements`` | ``toml`` | ``json`` for a settings file a package manager or VCS
     reads sources from; None for any other path. By name only: the proxy never reads the file."""
     # Lowercased: on a case-insensitive disk (macOS, Windows) npm opens ``.NPMRC`` as ``.npmrc``.
-    path = posixpath.normpath(path)  # ``.npmrc/.``, ``web/./pip.conf``
-    base = posixpath.basename(path).lower()
-    folder = posixpath.basename(posixpath.dirname(path)).lower()
+    # ``\\`` separates on Windows, which also drops a name's trailing dots and spaces (``.npmrc.``)
+    path = posixpath.normpath(path.replace("\\", "/"))  # ``.npmrc/.``, ``web/./pip.conf``
+    base = posixpath.basename(path).lower().rstrip(". ") or posixpath.basename(path).lower()
+    folder = posixpath.basename(posixpath.dirname(path)).lower().rstrip(". ")
     if any(c in base for c in "*?["):  # ``> .np*rc``: bash expands a redirect's word when it matches one file
         return next((kind for name in _GLOB_CANDIDATES if (kind := settings_kind(posixpath.join(folder, name)))
                      and name.startswith(".") == base.startswith(".") and fnmatch.fnmatchcase(name, base)), None)

@@ -20,6 +20,7 @@ SHELL_INTERPRETER = "shell_interpreter"
 EGRESS = "egress_allowlist"
 UNPARSEABLE = "unparseable_arguments"
 COMPUTER_USE = "computer_use"
+TAINTED_EGRESS = "tainted_egress"
 
 
 @dataclass(frozen=True)

@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
+import json
+import os
 import sys
 
 from config.policy import PolicyError, load_policy
-from config.settings import SettingsError, load_settings
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+from config.settings import SettingsError, load_settings, unknown_variables
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -33,15 +25,14 @@ def serve(args: argparse.Namespace) -> int:
         print(f"guardproxy: {exc}", file=sys.stderr)
         return 2
     configure(settings.log_level)
-    if (not _is_loopback(settings.host) and not settings.auth_token and not settings.client_tokens
-            and not settings.allow_unauthenticated_remote):
-        print(f"guardproxy: refusing to listen on {settings.host} without GUARDPROXY_AUTH_TOKEN "
-              "(set it, or GUARDPROXY_ALLOW_UNAUTHENTICATED_REMOTE=true to waive)", file=sys.stderr)
-        return 2
     try:
-        app = create_app(settings)
+        app = create_app(settings)  # refuses a listen beyond loopback without any token (proxy.edge.access)
     except (PolicyError, SettingsError) as exc:
         print(f"guardproxy: {exc}", file=sys.stderr)
+        return 2
+    if unknown := unknown_variables(os.environ, app.services.book.referenced_env()):
+        print("guardproxy: unknown settings in the environment (unset them, or fix the name)\n  "
+              + "\n  ".join(unknown), file=sys.stderr)
         return 2
     print(f"guardproxy listening on http://{settings.host}:{settings.port} "
           f"(policy: {settings.policy or 'shipped default'}, guardrails "
@@ -56,9 +47,11 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
-
-
 def check_policy(args: argparse.Namespace) -> int:
+    """Validate one policy: the schema, then building every guardrail (regexes compile, files exist).
+    Exit 0 when it can serve, 1 when not; ``--json`` prints the verdict as one JSON object (for CI)."""
+    source = args.file or "shipped default policy"
+    policy = None
     try:
         policy = load_policy(args.file)
         import httpx
@@ -67,11 +60,30 @@ def check_policy(args: argparse.Namespace) -> int:
 
         build_guard("check", policy, load_settings(policy=args.file), httpx.AsyncClient())
     except (PolicyError, SettingsError) as exc:
-        print(exc, file=sys.stderr)
+        problems = getattr(exc, "problems", None) or [{"message": str(exc)}]
+        for problem in problems:  # build-stage errors know the key, not the file
+            problem.setdefault("file", source)
+        if args.json:
+            print(json.dumps({"file": source, "ok": False, "problems": problems}))
+        else:
+            text = str(exc)
+            print(text if text.startswith(source) else f"{source}: {text}", file=sys.stderr)
         return 1
-    print(f"{args.file or 'shipped default policy'}: ok "
-          f"({len(policy.stream_guardrails)} stream guardrails, {len(policy.message_guardrails)} message "
-          f"guardrails, tool rules {'on' if policy.tools else 'off'})")
+    summary = {"stream_guardrails": len(policy.stream_guardrails),
+               "message_guardrails": len(policy.message_guardrails), "tool_rules": policy.tools is not None}
+    if args.json:
+        print(json.dumps({"file": source, "ok": True, "problems": [], **summary}))
+        return 0
+    print(f"{source}: ok ({summary['stream_guardrails']} stream guardrails, {summary['message_guardrails']} "
+          f"message guardrails, tool rules {'on' if policy.tools else 'off'})")
+    return 0
+
+
+def schema(args: argparse.Namespace) -> int:
+    """Print the policy file's JSON Schema (for taplo / Even Better TOML; see docs/policy.md)."""
+    from config.policy import policy_schema
+
+    print(json.dumps(policy_schema(), indent=2))
     return 0
 
 
@@ -83,13 +95,25 @@ def replay(args: argparse.Namespace) -> int:
 
 
 def tail(args: argparse.Namespace) -> int:
-    from proxy.commands.tail import follow
+    from proxy.commands.tail import Filter, follow
 
-    return follow(args.url, args.token, args.json, args.limit)
+    only = Filter(guardrails=args.guardrail, events=args.event, decisions=args.decision, policies=args.policy,
+                  passes=args.passes)
+    return follow(args.url, args.token, args.json, args.limit, only, False if args.no_color else None)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("guardproxy")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="guardproxy", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"guardproxy {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("serve", help="run the proxy")
     p.add_argument("--host")
@@ -99,7 +123,10 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(fn=serve)
     p = sub.add_parser("check-policy", help="validate a policy file and exit")
     p.add_argument("file", nargs="?", help="policy TOML (default: the shipped default)")
+    p.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     p.set_defaults(fn=check_policy)
+    p = sub.add_parser("schema", help="print the policy file's JSON Schema")
+    p.set_defaults(fn=schema)
     p = sub.add_parser("replay", help="re-decide recorded tool assessments; exit 1 when any differs")
     p.add_argument("log", help="audit log (JSON lines)")
     p.add_argument("--policy", help="decide under this policy instead of the recorded one")
@@ -109,6 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--token", help="the proxy token (default: GUARDPROXY_AUTH_TOKEN)")
     p.add_argument("--json", action="store_true", help="print each record as JSON")
     p.add_argument("--limit", type=int, help="exit after this many records")
+    p.add_argument("--guardrail", action="append", help="only this guardrail id or tool rule (repeatable)")
+    p.add_argument("--event", action="append", help="only this event, e.g. tool_call.assessed (repeatable)")
+    p.add_argument("--decision", action="append", help="only this decision, e.g. block (repeatable)")
+    p.add_argument("--policy", action="append", help="only requests under this named policy (repeatable)")
+    p.add_argument("--passes", action="store_true", help="also show what passed (allow, pass, log)")
+    p.add_argument("--no-color", action="store_true", help="no colour even on a terminal (NO_COLOR works too)")
     p.set_defaults(fn=tail)
     args = parser.parse_args(argv)
     return int(args.fn(args))

@@ -11,7 +11,9 @@ one that dies and stops them all on SIGINT/SIGTERM, each worker draining its ope
   files from an earlier run;
 - SIGHUP reloads the policy in every worker (forwarded), instead of uvicorn's restart of all workers;
 - the decision feed: a fresh directory where the workers meet to forward records to each other's
-  ``/events`` subscribers (``feed_peers.py``), removed on exit.
+  ``/events`` subscribers (``feed_peers.py``), removed on exit;
+- shared state: without ``GUARDPROXY_STATE_URL``, a fresh directory holding the SQLite file every
+  worker's held prompts live in (``proxy.state.sqlite``), removed on exit.
 """
 
 from __future__ import annotations
@@ -28,10 +30,22 @@ import uvicorn
 from uvicorn.supervisors import Multiprocess
 
 from config.settings import Settings
+from proxy.downstream.server_limits import LimitedHttpToolsProtocol
 from proxy.ops.feed_peers import FEED_DIR_ENV
 
 
 class _Supervisor(Multiprocess):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # SIGUSR1 (reopen the audit log after a rotation) goes to every worker; by default it would
+        # end the supervisor
+        signal.signal(signal.SIGUSR1, lambda _sig, _frame: self._forward(signal.SIGUSR1))
+
+    def _forward(self, sig: signal.Signals) -> None:
+        for worker in self.processes:
+            if worker.pid is not None:
+                os.kill(worker.pid, sig)
+
     def handle_hup(self) -> None:
         for worker in self.processes:
             if worker.pid is not None:
@@ -57,6 +71,11 @@ def run_workers(settings: Settings, overrides: dict[str, Any]) -> int:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_dir
     feed_dir = tempfile.mkdtemp(prefix="guardproxy-feed-")
     os.environ[FEED_DIR_ENV] = feed_dir
+    state_dir = None
+    if not settings.state_url:
+        # The embedded store the workers share (``proxy.state.sqlite``): a fresh file, removed on exit.
+        state_dir = tempfile.mkdtemp(prefix="guardproxy-state-")
+        os.environ["GUARDPROXY_STATE_URL"] = f"sqlite://{state_dir}/state.db"
     config = uvicorn.Config("proxy.edge.app:app_from_env", factory=True, workers=settings.workers,
                             **uvicorn_options(settings))
     sock = config.bind_socket()
@@ -65,6 +84,9 @@ def run_workers(settings: Settings, overrides: dict[str, Any]) -> int:
     finally:
         sock.close()
         shutil.rmtree(feed_dir, ignore_errors=True)
+        if state_dir is not None:
+            shutil.rmtree(state_dir, ignore_errors=True)
+            os.environ.pop("GUARDPROXY_STATE_URL", None)
         if made:
             shutil.rmtree(metrics_dir, ignore_errors=True)
     return 0
@@ -75,4 +97,4 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
             # uvicorn takes whole seconds and reads 0 as "wait forever": round up, at least 1. Our own
             # drain (GuardProxy._drain) cancels the open exchanges at the exact grace, even below 1 s.
             "timeout_graceful_shutdown": max(1, math.ceil(settings.shutdown_grace_s)), "lifespan": "on",
-            "ws": "none"}
+            "ws": "none", "http": LimitedHttpToolsProtocol}

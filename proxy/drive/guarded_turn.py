@@ -229,6 +229,15 @@ class GuardedTurn:
 
     _vetter: Vetter | None = None
     """Made by the first ``Vet`` (at the end of a message): an open stream does not carry it."""
+    before_end: Callable[[], Awaitable[None]] | None = None
+    """Awaited once, before the client gets the end of the answer (a unary reply, a stream's end): what
+    the upstream now holds for this turn is in the state store before the client can chain on it
+    (``proxy.drive.held_prompts``; another worker or replica may serve the next turn)."""
+
+    async def settle(self) -> None:
+        hook, self.before_end = self.before_end, None
+        if hook is not None:
+            await hook()
 
     # ------------------------------------------------------------------ setup
     @property
@@ -284,6 +293,8 @@ class GuardedTurn:
         r = self.responder
         match cmd:  # (a unary answer's reply first: each case is a type test; ``run`` takes an Ask itself)
             case Reply():
+                if self.before_end is not None:
+                    await self.settle()
                 await r.respond(cmd.status, cmd.body, cmd.headers, cmd.content_type, decided=True)
             case Ask():
                 return await (self._stream(cmd.body) if self.facts.view.stream else self._unary(cmd.body))
@@ -294,6 +305,8 @@ class GuardedTurn:
                 if self.timings is not None:
                     self.timings.delivered()
             case Finish():
+                if self.before_end is not None:
+                    await self.settle()
                 if self.timings is not None:
                     self.timings.flush()  # in /metrics before the client sees the end
                 await r.finish()

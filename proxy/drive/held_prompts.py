@@ -17,108 +17,122 @@ A request that names such state is then armed with the remembered texts (``recal
 process never saw (another worker's, from before a restart, evicted, a stored prompt) is a miss,
 and the canary's ``unseen_prompt`` policy says whether the request is relayed or refused.
 
-Bounded: an LRU by bytes (``budget_bytes``, ``GUARDPROXY_HELD_PROMPTS_BYTES``). Each entry is counted
-at its key plus every text it holds, even when it shares its text objects with the turn before it (a
-chain of turns reuses one tuple of texts, so the real memory is usually far less than counted): the
-budget bounds memory from above. Per process, not shared between ``serve --workers`` processes.
-Nothing here is logged; the texts are never written anywhere.
+Kept in the state store (``proxy.state``): in memory for one process, a SQLite file shared by
+``serve --workers N``, Valkey/Redis shared by replicas (``GUARDPROXY_STATE_URL``). Each entry lives in
+the scope of the upstream credential that created it (``proxy.state.scope``), one member per text
+(sealed when the store is shared and ``GUARDPROXY_STATE_KEY`` is set), for no longer than the
+upstream keeps what it names (``held_prompts_max_ttl_s``; a cache's ``expireTime``). Budgets in bytes
+as stored: per scope and in all (``proxy.state.base``). Every call waits at most ``timeout_s`` and
+raises ``StoreUnavailable`` past it; the edge applies ``unseen_prompt``. Nothing here is logged.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import sys
-from collections import OrderedDict
+import re
+import time
+from datetime import datetime
 from typing import Any
 
 from guardrails.datamodel import RequestView
+from proxy.state import Store, StoreUnavailable
+from proxy.state.seal import Sealer, Unsealable
 from proxy.wire.base import BadRequest, load_json_body
 from proxy.wire.gemini import cached_system
 from proxy.wire.held_state import cache_key, held_caches
 from proxy.wire.openai_responses import held_state, system_items
 
-DEFAULT_BUDGET_BYTES = 64 * 1024 * 1024
-_ENTRY_BYTES = 120
-"""An ``OrderedDict`` slot, its links and the tuple holding the texts, roughly."""
+CACHE_DEFAULT_TTL_S = 3600.0
+"""A Gemini cache created without ``ttl`` or ``expireTime`` lives an hour (Gemini's default)."""
 
 
 class HeldPrompts:
-    """Key (``kind:id``, as in ``RequestView.held``) -> the system texts the upstream holds under it.
-    LRU by bytes. Not thread-safe: one per process, used from the event loop."""
+    """Key (``kind:id``, as in ``RequestView.held``) -> the system texts the upstream holds under it,
+    per scope, in a ``Store``."""
 
-    def __init__(self, budget_bytes: int = DEFAULT_BUDGET_BYTES) -> None:
-        self.budget_bytes = budget_bytes
-        self.used_bytes = 0
-        self._entries: OrderedDict[str, tuple[tuple[str, ...], int]] = OrderedDict()
+    def __init__(self, store: Store, sealer: Sealer, timeout_s: float = 0.05,
+                 max_ttl_s: float = 30 * 24 * 3600.0) -> None:
+        self.store, self.sealer, self.timeout_s, self.max_ttl_s = store, sealer, timeout_s, max_ttl_s
+        self.unreadable = 0
+        """Entries that failed to open (another key, changed in the store): answered as misses."""
 
-    def recall(self, keys: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(the texts held under the known keys, in order; the keys this process never saw, or has
-        forgotten: a stored prompt's always)."""
+    async def _bounded(self, call: Any) -> Any:
+        if not self.store.waits:
+            return await call
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                return await call
+        except TimeoutError:
+            raise StoreUnavailable(f"no answer within {self.timeout_s * 1000:.0f} ms") from None
+        except OSError as exc:  # (an engine that let one through)
+            raise StoreUnavailable(f"{type(exc).__name__}") from None
+
+    async def recall(self, scope: str, keys: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(the texts held under the known keys, in order; the keys this scope never saw or has
+        forgotten: a stored prompt's always). Raises ``StoreUnavailable``."""
         texts: tuple[str, ...] = ()
         missing: tuple[str, ...] = ()
         for key in keys:
-            found = self._entries.get(key)
+            if key.startswith(("prompt:", "item:")):
+                missing += (key,)  # (never created through the proxy: not looked up)
+                continue
+            found = await self._bounded(self.store.get(scope, key))
             if found is None:
                 missing += (key,)
                 continue
-            self._entries.move_to_end(key)
-            texts += found[0]
+            try:
+                texts += tuple(self.sealer.open(scope, key, v) for v in found)
+            except Unsealable:
+                self.unreadable += 1
+                missing += (key,)
         if len(keys) > 1:
             texts = tuple(dict.fromkeys(texts))  # (a conversation and a response of it hold the same texts)
         return texts, missing
 
-    def remember(self, key: str, texts: tuple[str, ...]) -> None:
-        """Keep ``texts`` under ``key`` (replacing what was there); an entry larger than the whole
-        budget is not kept (a later request naming it is a miss)."""
-        size = _ENTRY_BYTES + sys.getsizeof(key) + sum(map(sys.getsizeof, texts))
-        self.forget(key)
-        if size > self.budget_bytes:
-            return
-        self._entries[key] = (texts, size)
-        self.used_bytes += size
-        while self.used_bytes > self.budget_bytes:
-            _, (_, evicted) = self._entries.popitem(last=False)
-            self.used_bytes -= evicted
+    async def remember(self, scope: str, key: str, texts: tuple[str, ...], ttl_s: float | None = None,
+                       *, join: bool = False) -> bool:
+        """Keep ``texts`` under ``key`` (in place of what was there, or joined to it); False: not kept
+        (larger than a scope's budget: a later request naming it is a miss). Raises ``StoreUnavailable``."""
+        ttl = self.max_ttl_s if ttl_s is None else min(ttl_s, self.max_ttl_s)
+        if ttl <= 0:
+            await self.forget(scope, key)
+            return False
+        seal, ident = self.sealer.seal, self.sealer.member_id
+        members = {ident(t): seal(scope, key, t) for t in texts}
+        return bool(await self._bounded(self.store.put(scope, key, members, ttl, join=join)))
 
-    def remember_turn(self, view: RequestView, recalled: tuple[str, ...], state_ids: tuple[str, ...]) -> None:
+    async def remember_turn(self, scope: str, view: RequestView, recalled: tuple[str, ...],
+                            state_ids: tuple[str, ...]) -> None:
         """What a later request naming this turn's answers (``state_ids``) or its conversation finds
         upstream: the texts it had from earlier turns (``recalled``: all seen) plus its own input's
-        (``view.kept``)."""
-        if not state_ids and not view.held:
+        (``view.kept``). Only for a turn the upstream took (it named an answer)."""
+        if not state_ids:
             return
         # Each text once: a client that sends its developer message again on every chained turn would
         # otherwise grow the chain's texts (and the canary's prompt, indexed anew each turn) by a copy a turn.
         texts = tuple(dict.fromkeys((*recalled, *(t for t in view.kept or () if t))))
         for state_id in state_ids:
-            self.remember(f"response:{state_id}", texts)
+            await self.remember(scope, f"response:{state_id}", texts)
         for key in view.held:
             if key.startswith("conversation:"):
-                # Joined to what is held now, not put in its place: a conversation only grows upstream, and
-                # another turn of it that ended while this one ran (its developer message now upstream)
-                # is not in what this turn recalled when it began.
-                now = self._entries.get(key)
-                self.remember(key, tuple(dict.fromkeys((*now[0], *texts))) if now is not None else texts)
+                # Joined to what is held now (atomically, in the store), not put in its place: a
+                # conversation only grows upstream, and another turn of it that ended while this one
+                # ran (its developer message now upstream) is not in what this turn recalled.
+                await self.remember(scope, key, texts, join=True)
 
-    def forget(self, key: str) -> None:
+    async def forget(self, scope: str, key: str) -> None:
         """Drop ``key`` (a later request naming it is a miss)."""
-        old = self._entries.pop(key, None)
-        if old is not None:
-            self.used_bytes -= old[1]
+        await self._bounded(self.store.delete(scope, key))
 
-    def forget_unwatched(self, view: RequestView) -> None:
+    async def forget_unwatched(self, scope: str, view: RequestView) -> None:
         """A turn that put system texts (``view.kept``) into a conversation without being remembered (its
         policy has no canary): the conversation is forgotten, so a later request naming it under a
         policy with a canary is a miss (``unseen_prompt``), not armed as seen without those texts."""
         if view.kept:
             for key in view.held:
                 if key.startswith("conversation:"):
-                    self.forget(key)
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._entries
+                    await self.forget(scope, key)
 
 
 def kind_of(key: str) -> str:
@@ -210,3 +224,28 @@ def created_key(kind: str, answer: bytes) -> str | None:
         return cache_key(data.get("name"))
     cid = data.get("id")
     return f"conversation:{cid}" if isinstance(cid, str) else None
+
+
+def created_ttl(kind: str, body: bytes, answer: bytes, now: float | None = None) -> float | None:
+    """How long the upstream keeps what a create request made (seconds from ``now``): a Gemini cache's
+    ``expireTime`` as answered, else the ``ttl`` asked for, else Gemini's default hour; None (the
+    store's longest) for a conversation, which the upstream keeps until it is deleted."""
+    if kind != "gemini":
+        return None
+    now = time.time() if now is None else now
+    try:
+        data = json.loads(answer)
+        expire = data.get("expireTime") if isinstance(data, dict) else None
+        if isinstance(expire, str):
+            # (Gemini writes nanoseconds; ``fromisoformat`` reads up to microseconds)
+            stamp = re.sub(r"(\.\d{6})\d+", r"\1", expire.replace("Z", "+00:00"))
+            return datetime.fromisoformat(stamp).timestamp() - now
+    except (ValueError, UnicodeDecodeError, RecursionError, OverflowError):
+        pass
+    try:
+        asked = json.loads(body).get("ttl")
+        if isinstance(asked, str) and asked.endswith("s"):
+            return float(asked[:-1])
+    except (ValueError, UnicodeDecodeError, RecursionError, AttributeError, OverflowError):
+        pass
+    return CACHE_DEFAULT_TTL_S

@@ -21,6 +21,7 @@ and the request is sent before it is read, as before (``Exchange._send_early``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,10 +31,11 @@ import structlog
 from guardrails.datamodel import AssistantMessage, RequestView
 from guardrails.decision import Block
 from guardrails.input.build import InputCheck, SpanCheck, TextCheck
-from guardrails.input.finders import CACHE_ENTRIES, digest, redacted
-from guardrails.message.base import Undecided
+from guardrails.input.finders import CACHE_ENTRIES, Hits, digest, redacted
+from guardrails.message.base import ContentRefused, Undecided
 from guardrails.seams import MessageContext, TextCompleter
 from proxy.downstream.responder import Responder
+from proxy.drive.offload import OFF_LOOP_CHARS
 from proxy.drive.services import Services
 from proxy.wire.base import JsonBody
 from proxy.wire.input_parts import InputText, input_texts
@@ -42,6 +44,8 @@ from proxy.wire.json_spans import Path, SpliceError, splice
 log = structlog.get_logger("guardproxy")
 
 STAGE = "input"
+_PART_KEYS = {"user": b"u", "tool_result": b"t", "system": b"s"}
+_UNSEEN: tuple[Hits, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,33 +92,34 @@ class InputGuard:
     def __init__(self, checks: list[InputCheck]) -> None:
         self.checks = checks
         self.parts = frozenset(p for c in checks for p in c.parts)
-        self._judged: dict[str, OrderedDict[bytes, bool]] = {c.id: OrderedDict() for c in checks
-                                                              if isinstance(c, TextCheck)}
+        self._span_checks = [c for c in checks if isinstance(c, SpanCheck)]
+        self._text_checks = [c for c in checks if isinstance(c, TextCheck)]
+        self._seen: OrderedDict[bytes, tuple[Hits, ...] | None] = OrderedDict()
+        """Span checks' hits on a text by its part and digest, one entry per text for every span
+        check (None: none of them found anything, the common case)."""
+        self._judged: dict[str, OrderedDict[bytes, bool]] = {c.id: OrderedDict() for c in self._text_checks}
         """Message checks' verdicts by text digest: True when flagged (only definite verdicts)."""
 
     async def screen(self, s: Services, wire: str, request: JsonBody, request_id: str, model: str,
                      completers: Callable[[], Completers]) -> Screened:
         """Raises ``BadRequest`` for a body that is not a JSON object (the caller answers 400)."""
-        found = input_texts(wire, request.data)
-        texts = [t for t in found.texts if t.part in self.parts]
+        found = input_texts(wire, request.data, self.parts)
+        texts = found.texts
         current: dict[Path, str] = {}
-        keys: dict[Path, bytes] = {}
-        trips: list[_Trip] = []
-        for check in self.checks:
-            if isinstance(check, SpanCheck):
-                trip = self._spans(check, texts, current, keys)
-            else:
-                trip = await self._judge(check, texts, current, model, completers)
-            if trip is None:
-                continue
-            trips.append(trip)
-            if check.action == "reject":
-                break
+        trips: dict[str, _Trip] = {}
+        if self._span_checks:
+            await self._spans(texts, current, trips)
+        for check in self._text_checks:
+            if check.action == "log" or not any(t.check.action == "reject" for t in trips.values()):
+                trip = await self._judge(s, check, texts, current, model, completers)
+                if trip is not None:
+                    trips[check.id] = trip
+        ordered = [trips[c.id] for c in self.checks if c.id in trips]
         out = Screened(request.raw, unchecked=found.skipped)
-        for trip in trips:
+        for trip in ordered:
             self._record(s, trip, request_id, wire)
-        out.tainted = tuple(f"input:{t.check.id}" for t in trips if t.check.taints)
-        rejected = next((t for t in trips if t.check.action == "reject"), None)
+        out.tainted = tuple(f"input:{t.check.id}" for t in ordered if t.check.taints)
+        rejected = next((t for t in ordered if t.check.action == "reject"), None)
         if rejected is not None:
             out.rejected = Rejected(rejected.check.id, rejected.reason_code, _reject_message(rejected))
             return out
@@ -127,36 +132,60 @@ class InputGuard:
                                         f"guardproxy: the request could not be redacted ({exc}); it was not sent")
         return out
 
-    def _spans(self, check: SpanCheck, texts: list[InputText], current: dict[Path, str],
-               keys: dict[Path, bytes]) -> _Trip | None:
-        trip: _Trip | None = None
-        finder = check.finder
-        for t in texts:
-            if t.part not in check.parts:
+    async def _spans(self, texts: list[InputText], current: dict[Path, str], trips: dict[str, _Trip]) -> None:
+        """Every span check over every text it reads, in policy order per text: a later check reads
+        the text as an earlier one's redaction left it. A text seen before costs one digest and one
+        lookup (``_seen``); the texts not seen before are checked together, in a worker thread when
+        they are long (``OFF_LOOP_CHARS``: a conversation the proxy has not seen, after a restart)."""
+        checks, seen = self._span_checks, self._seen
+        keys = [_PART_KEYS[t.part] + digest(t.text) for t in texts]
+        known: dict[bytes, tuple[Hits, ...] | None] = {}
+        misses: list[tuple[InputText, bytes]] = []
+        for t, key in zip(texts, keys, strict=True):
+            if key not in known:
+                got = seen.get(key, _UNSEEN)
+                if got is _UNSEEN:
+                    misses.append((t, key))
+                known[key] = got
+        if misses:
+            size = sum(len(t.text) for t, _ in misses)
+            new = self._find_all([t for t, _ in misses]) if size <= OFF_LOOP_CHARS else \
+                await asyncio.to_thread(self._find_all, [t for t, _ in misses])
+            for (_, key), every in zip(misses, new, strict=True):
+                known[key] = seen[key] = every
+                if len(seen) > CACHE_ENTRIES:
+                    seen.popitem(last=False)
+        for t, key in zip(texts, keys, strict=True):
+            found = known[key]
+            if found is None:
                 continue
-            text = current.get(t.path)
-            if text is None:
-                key = keys.get(t.path)
-                if key is None:
-                    key = keys[t.path] = digest(t.text)
-                hits = finder.find(t.text, key)
-                text = t.text
-            else:
-                hits = finder.find(text)
-            if not hits:
-                continue
-            trip = trip or _Trip(check, finder.reason_code)
-            trip.parts.add(t.part)
-            trip.count += 1
-            if t.tool:
-                trip.tools.add(t.tool)
-            if check.action == "redact":
-                current[t.path] = redacted(text, hits)
-            elif check.action == "reject":
-                break
-        return trip
+            text = t.text
+            for check, hits in zip(checks, found, strict=True):
+                if hits and text is not t.text:
+                    hits = check.finder.find(text)  # after an earlier check's redaction
+                if not hits:
+                    continue
+                trip = trips.get(check.id)
+                if trip is None:
+                    trip = trips[check.id] = _Trip(check, check.finder.reason_code)
+                trip.parts.add(t.part)
+                trip.count += 1
+                if t.tool:
+                    trip.tools.add(t.tool)
+                if check.action == "redact":
+                    text = redacted(text, hits)
+            if text is not t.text:
+                current[t.path] = text
 
-    async def _judge(self, check: TextCheck, texts: list[InputText], current: dict[Path, str], model: str,
+    def _find_all(self, texts: list[InputText]) -> list[tuple[Hits, ...] | None]:
+        """Each span check's hits on each text (None: no check found anything). Pure: safe in a thread."""
+        out: list[tuple[Hits, ...] | None] = []
+        for t in texts:
+            every = tuple(c.finder.inner.find(t.text) if t.part in c.parts else () for c in self._span_checks)
+            out.append(every if any(every) else None)
+        return out
+
+    async def _judge(self, s: Services, check: TextCheck, texts: list[InputText], current: dict[Path, str], model: str,
                      completers: Callable[[], Completers]) -> _Trip | None:
         seen = self._judged[check.id]
         todo: list[tuple[InputText, str, bytes]] = []
@@ -173,7 +202,7 @@ class InputGuard:
                 flagged.append(t)
         if todo:
             completer, completer_for = completers()
-            verdicts = await asyncio.gather(*(self._one(check, text, model, completer, completer_for)
+            verdicts = await asyncio.gather(*(self._one(s, check, text, model, completer, completer_for)
                                               for _, text, _ in todo))
             for (t, _, key), verdict in zip(todo, verdicts, strict=True):
                 if verdict is None:
@@ -194,21 +223,33 @@ class InputGuard:
         return trip
 
     @staticmethod
-    async def _one(check: TextCheck, text: str, model: str, completer: TextCompleter | None,
+    async def _one(s: Services, check: TextCheck, text: str, model: str, completer: TextCompleter | None,
                    completer_for: Callable[[str, str | None, str | None], TextCompleter | None] | None
                    ) -> bool | None:
+        """One text through one message check, in a check slot (``Services.gate``, as the answers'
+        checks) and under its ``timeout_s``: True flagged, False passed, None undecided (fails open).
+        Content that makes the check fail (``ContentRefused``) is flagged unless the guardrail says
+        ``on_content_error = "pass"``."""
         ctx = MessageContext(AssistantMessage(text=text), model=model, completer=completer,
                              completer_for=completer_for)
+        outcome, verdict = "fail_open", None
         try:
-            async with asyncio.timeout(check.timeout_s):
-                decision = await check.guardrail.check_message(ctx)
+            async with s.gate.slot() if s.gate is not None else contextlib.nullcontext():
+                async with asyncio.timeout(check.timeout_s):
+                    decision = await check.guardrail.check_message(ctx)
+            if isinstance(decision, Undecided):
+                log.info("fail_open", guardrail_id=check.id, stage=STAGE, detail=decision.reason)
+            else:
+                verdict = isinstance(decision, Block)
+                outcome = "block" if verdict else "pass"
+        except ContentRefused as exc:
+            if check.on_content_error == "block":
+                outcome, verdict = "fail_closed", True
+            log.info("content_refused", guardrail_id=check.id, stage=STAGE, detail=exc.reason)
         except Exception as exc:  # noqa: BLE001 - a check that fails, fails open (logged by type only)
             log.info("fail_open", guardrail_id=check.id, stage=STAGE, detail=type(exc).__name__)
-            return None
-        if isinstance(decision, Undecided):
-            log.info("fail_open", guardrail_id=check.id, stage=STAGE, detail=decision.reason)
-            return None
-        return isinstance(decision, Block)
+        s.metrics.message_checks.labels(guardrail_id=check.id, outcome=outcome).inc()
+        return verdict
 
     @staticmethod
     def _record(s: Services, trip: _Trip, request_id: str, wire: str) -> None:

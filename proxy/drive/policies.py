@@ -6,7 +6,9 @@ objects and swaps the book's dict in one assignment; in-flight requests hold the
 
 Which policy a request gets, first match wins:
 1. its proxy token (``GUARDPROXY_CLIENT_TOKENS``: token -> policy name);
-2. its API route (``GUARDPROXY_ROUTE_POLICIES``: route name such as ``anthropic`` -> policy name);
+2. its route (``GUARDPROXY_ROUTE_POLICIES``): the provider the request goes to and the endpoint it
+   calls (``anthropic/chat/completions``), else the provider alone (``anthropic``): by where the
+   request goes, not by its wire format, so every spelling that reaches a provider gets its policy;
 3. the ``x-guardproxy-policy`` header, only when the operator set ``GUARDPROXY_ALLOW_POLICY_HEADER``
    (a client must not be able to pick a weaker guard for itself by default);
 4. the ``default`` policy (``GUARDPROXY_POLICY``, or the shipped one).
@@ -79,8 +81,38 @@ class Guard:
             return value
 
 
+_REFERENCE_FIELDS = ("rules_file", "prompt_file")
+"""Policy entry fields that name a file the built guardrail reads (relative to the policy's folder)."""
+
+
+def referenced_files(policy: Policy) -> list[tuple[str, Path]]:
+    """(as written, as the guardrails read it) for every file the policy's entries name."""
+    out: list[tuple[str, Path]] = []
+    for spec in [*policy.stream_guardrails, *policy.message_guardrails, *policy.input_guardrails]:
+        for name in _REFERENCE_FIELDS:
+            written = getattr(spec, name, None)
+            if isinstance(written, str) and written:
+                path = Path(written).expanduser()
+                out.append((written, path if path.is_absolute() else Path(policy.base_dir) / path))
+    return out
+
+
 def policy_version(policy: Policy) -> str:
-    return hashlib.sha256(policy.model_dump_json().encode()).hexdigest()[:12]
+    """Content hash of the validated policy and of every file it references (a changed judge prompt
+    or rules file is a new version, reloaded like an edit of the policy itself)."""
+    digest = hashlib.sha256(policy.model_dump_json().encode())
+    for written, path in referenced_files(policy):
+        digest.update(b"\0" + written.encode() + b"\0")
+        try:
+            digest.update(path.read_bytes())
+        except OSError:
+            digest.update(b"<unreadable>")
+    return digest.hexdigest()[:12]
+
+
+class PolicyRefused(PolicyError):
+    """A reload that would weaken the running policies by accident (an empty file, guardrails gone
+    that the new file does not name in ``disarms``): the running policies stay."""
 
 
 def build_guard(name: str, policy: Policy, settings: Settings, http: httpx.AsyncClient) -> Guard:
@@ -119,6 +151,36 @@ def policy_sources(settings: Settings) -> dict[str, str | None]:
     return {DEFAULT: settings.policy, **settings.policies}
 
 
+ROUTE_PROVIDERS = ("openai", "anthropic", "gemini")
+ROUTE_ENDPOINTS = ("chat/completions", "responses", "messages", "generatecontent")
+"""The guarded endpoints as ``ROUTE_POLICIES`` keys name them (after the provider and a ``/``)."""
+_LEGACY_ROUTE_KEYS = {"openai_chat": "openai/chat/completions", "openai_responses": "openai/responses"}
+"""Keys of the first version, which named wire formats; ``anthropic`` and ``gemini`` now name the
+provider (every endpoint that reaches it)."""
+ENDPOINT_KEYS = {"/chat/completions": "chat/completions", "/responses": "responses", "/v1/messages": "messages",
+                 ":generateContent": "generatecontent", ":streamGenerateContent": "generatecontent"}
+"""``Route.endpoint`` -> its key's endpoint part."""
+
+
+def route_table(mapping: dict[str, str]) -> dict[str, str]:
+    """``GUARDPROXY_ROUTE_POLICIES`` with its keys checked and normalised (lower case, legacy names
+    mapped); an unknown key raises ``PolicyError`` (it would map nothing, silently)."""
+    table: dict[str, str] = {}
+    for key, name in mapping.items():
+        norm = key.strip().lower().strip("/")
+        norm = _LEGACY_ROUTE_KEYS.get(norm, norm)
+        provider, _, endpoint = norm.partition("/")
+        if provider not in ROUTE_PROVIDERS or (endpoint and endpoint not in ROUTE_ENDPOINTS):
+            raise PolicyError(
+                f"GUARDPROXY_ROUTE_POLICIES: unknown route {key!r}; a route is a provider "
+                f"({', '.join(ROUTE_PROVIDERS)}), or a provider and an endpoint such as 'anthropic/messages' "
+                f"or 'gemini/chat/completions' (endpoints: {', '.join(ROUTE_ENDPOINTS)})")
+        if norm in table and table[norm] != name:
+            raise PolicyError(f"GUARDPROXY_ROUTE_POLICIES: route {key!r} is given twice with different policies")
+        table[norm] = name
+    return table
+
+
 def check_policy_names(settings: Settings) -> None:
     names = set(policy_sources(settings))
     for where, mapping in (("CLIENT_TOKENS", settings.client_tokens),
@@ -126,6 +188,25 @@ def check_policy_names(settings: Settings) -> None:
         unknown = sorted(set(mapping.values()) - names)
         if unknown:
             raise PolicyError(f"GUARDPROXY_{where} names unknown policies {unknown}; known: {sorted(names)}")
+    route_table(settings.route_policies)
+
+
+def _blank(path: str) -> bool:
+    try:
+        return not Path(path).read_bytes().strip()
+    except OSError:
+        return False  # unreadable: load_policy says so
+
+
+def check_disarms(running: Guard, fresh: Guard) -> None:
+    """Refuse a reload whose policy lacks guardrails the running one has (by id; ``tools`` for the
+    tool rules), unless the new policy names them in ``disarms``: an empty or half-written file, a
+    lost section, must not switch guardrails off by accident."""
+    gone = [g for g in running.guardrail_ids if g not in fresh.guardrail_ids and g not in fresh.policy.disarms]
+    if gone:
+        raise PolicyRefused(f"policy {fresh.name!r}: the new file would disarm {', '.join(map(repr, gone))}, which "
+                            "the running policy has; if that is meant, list them in the file's top-level "
+                            "'disarms = [...]'; the running policies stay")
 
 
 class PolicyBook:
@@ -140,13 +221,17 @@ class PolicyBook:
         self.guards: dict[str, Guard] = self._build_all()
         self.generation = 1
         self._tokens = [(t.encode(), name) for t, name in settings.client_tokens.items()]
+        self._routes = route_table(settings.route_policies)
 
-    def _build_all(self) -> dict[str, Guard]:
+    def _build_all(self, reloading: bool = False) -> dict[str, Guard]:
         built: dict[str, Guard] = {}
         for name, path in policy_sources(self.settings).items():
             if name == DEFAULT and self._fixed_default is not None:
                 policy = self._fixed_default
             else:
+                if reloading and path and _blank(path):
+                    raise PolicyRefused(f"{path}: the policy file is empty (a write in progress?); the running "
+                                        "policies stay")
                 policy = load_policy(path)
             built[name] = build_guard(name, policy, self.settings, self._http)
         return built
@@ -157,18 +242,54 @@ class PolicyBook:
 
     @property
     def watched_files(self) -> list[Path]:
-        return [Path(p).resolve() for n, p in policy_sources(self.settings).items()
-                if p and not (n == DEFAULT and self._fixed_default is not None)]
+        """Every policy file and every file the live policies reference, as named (not resolved: a
+        Kubernetes ConfigMap swaps the ``..data`` symlink their names go through, and the folder a
+        resolved name points into is deleted by the next swap)."""
+        files: list[Path] = []
+        for name, path in policy_sources(self.settings).items():
+            if not path or (name == DEFAULT and self._fixed_default is not None):
+                continue
+            policy_file = Path(path).absolute()
+            files.append(policy_file)
+            for written, _read in referenced_files(self.guards[name].policy):
+                ref = Path(written).expanduser()
+                files.append(ref if ref.is_absolute() else policy_file.parent / ref)
+        return files
+
+    def referenced_env(self) -> set[str]:
+        """Every environment variable the live policies name (``api_key_env`` and the like)."""
+        names: set[str] = set()
+
+        def walk(value: object, key: str = "") -> None:
+            if isinstance(value, dict):
+                for k, v in value.items():
+                    walk(v, str(k))
+            elif isinstance(value, list):
+                for v in value:
+                    walk(v, key)
+            elif isinstance(value, str) and key.endswith("_env"):
+                names.add(value)
+
+        for guard in self.guards.values():
+            walk(guard.policy.model_dump())
+        return names
 
     def reload(self) -> bool:
         """Re-read and rebuild every policy; swap them in only if all are good. Returns whether the
-        live policies changed. A bad file raises ``PolicyError`` and the last good ones stay live."""
-        fresh = self._build_all()
+        live policies changed. A bad file raises ``PolicyError`` and the last good ones stay live; a
+        file that would disarm what runs raises ``PolicyRefused`` (``check_disarms``)."""
+        fresh = self._build_all(reloading=True)
         if {n: g.version for n, g in fresh.items()} == {n: g.version for n, g in self.guards.items()}:
             return False
+        for name, guard in fresh.items():
+            check_disarms(self.guards[name], guard)
         self.guards = fresh  # one assignment: a request sees either the old dict or the new one
         self.generation += 1
         return True
+
+    @property
+    def versions(self) -> dict[str, str]:
+        return {n: g.version for n, g in self.guards.items()}
 
     def token_matches(self, given: str) -> str | None:
         """The policy name of the client token ``given`` is, if any. Constant time over every token."""
@@ -179,11 +300,15 @@ class PolicyBook:
                 found = name
         return found
 
-    def choose(self, token: str, route: str | None, header: str | None) -> Guard:
+    def choose(self, token: str, provider: str, endpoint: str | None, header: str | None) -> Guard:
+        """``provider``: where the request goes; ``endpoint``: the guarded endpoint it calls
+        (``Route.endpoint``), None for a passthrough."""
         guards = self.guards
         name = self.token_matches(token) if token else None
-        if name is None and route is not None:
-            name = self.settings.route_policies.get(route)
+        if name is None and self._routes:
+            key = ENDPOINT_KEYS.get(endpoint or "")
+            name = self._routes.get(f"{provider}/{key}") if key else None
+            name = name or self._routes.get(provider)
         if name is None and header and self.settings.allow_policy_header and header in guards:
             name = header
         return guards[name or DEFAULT]

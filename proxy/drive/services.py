@@ -21,6 +21,10 @@ from proxy.drive.policies import Guard, PolicyBook
 from proxy.ops.audit import AuditLog
 from proxy.ops.metrics import Metrics
 from proxy.ops.tracing import Tracing, otlp_provider, otlp_requested
+from proxy.state import open_store, sealer_for
+from proxy.state.base import Budgets
+from proxy.state.memory import MemoryStore
+from proxy.state.seal import Sealer
 from proxy.upstream.forwarding import Upstream
 from proxy.wire.anthropic import AnthropicMessages
 from proxy.wire.base import WireFormat
@@ -34,6 +38,11 @@ log = structlog.get_logger("guardproxy")
 def _wires() -> dict[str, WireFormat]:
     formats: list[WireFormat] = [OpenAIChat(), OpenAIResponses(), AnthropicMessages(), Gemini()]
     return {w.name: w for w in formats}
+
+
+def _memory_held_prompts() -> HeldPrompts:
+    store = MemoryStore(Budgets(16 * 1024 * 1024, 64 * 1024 * 1024))
+    return HeldPrompts(store, Sealer(None, seal=False))
 
 
 @dataclass
@@ -55,9 +64,9 @@ class Services:
     tracing: Tracing = field(default_factory=lambda: Tracing(None))
     gate: CheckGate | None = None
     """Slots for message checks in flight (``GUARDPROXY_CHECK_CONCURRENCY``); queueing is measured."""
-    held_prompts: HeldPrompts = field(default_factory=HeldPrompts)
-    """System prompts the upstream holds for later requests, as this process saw them (not per policy:
-    a reload keeps them)."""
+    held_prompts: HeldPrompts = field(default_factory=_memory_held_prompts)
+    """System prompts the upstream holds for later requests, as they went up (``proxy.state``: in this
+    process, or shared by workers and replicas; not per policy: a reload keeps them)."""
 
     def bound(self, guard: Guard) -> Services:
         copy = object.__new__(Services)  # a shallow copy (``dataclasses.replace`` costs ~10x more)
@@ -146,6 +155,8 @@ def build_services(settings: Settings, policy: Policy | None = None,
 
     gate = CheckGate(settings.check_concurrency, settings.check_queue_timeout_s,
                      observe=metrics.check_queue_wait.observe, gauges=gauges)
-    return Services(settings=settings, upstream=Upstream(settings), metrics=metrics, audit=audit,
-                    http=http, book=book, guard=book.default, tracing=tracing, gate=gate,
-                    held_prompts=HeldPrompts(settings.held_prompts_bytes))
+    store = open_store(settings)
+    held = HeldPrompts(store, sealer_for(settings, store), settings.state_timeout_s, settings.held_prompts_max_ttl_s)
+    return Services(settings=settings, upstream=Upstream(settings, on_resend=metrics.upstream_resends.inc),
+                    metrics=metrics, audit=audit, http=http, book=book, guard=book.default, tracing=tracing,
+                    gate=gate, held_prompts=held)

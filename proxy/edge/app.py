@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import hmac
+import signal
 from typing import Any
 
 import anyio
 import structlog
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from opentelemetry.sdk.trace import TracerProvider
 from sse_starlette import EventSourceResponse
@@ -21,6 +21,7 @@ from sse_starlette import EventSourceResponse
 from config.policy import Policy
 from config.settings import Settings
 from proxy.downstream.asgi import (
+    BodyTimeout,
     BodyTooLarge,
     ClientGone,
     Receive,
@@ -30,28 +31,21 @@ from proxy.downstream.asgi import (
     read_body,
     respond,
 )
+from proxy.downstream.server_limits import set_limits
 from proxy.drive.services import Services, build_services
-from proxy.edge.exchange import Exchange
+from proxy.edge.access import ADMIN_ROUTES, Access, check_listen
+from proxy.edge.exchange import Exchange, model_authorized
 from proxy.edge.reload import Reloader
 from proxy.ops.feed import DecisionFeed, sse_events
 from proxy.ops.metrics import CONTENT_TYPE
+from proxy.ops.metrics_listener import MetricsListener
 
 log = structlog.get_logger("guardproxy")
 
 _OPS = frozenset({"/healthz", "/readyz", "/metrics", "/events"})
-_PROTECTED_OPS = frozenset({"/readyz", "/metrics", "/events"})
-"""They name the guardrails and count what was blocked: behind the token when one is set. ``/healthz``
-stays open for liveness probes."""
 _PREFLIGHT = frozenset({"/", "/api/hello"})
-
-
-def ops_authorized(token: str | None, scope: Scope) -> bool:
-    """The proxy token in ``x-guardproxy-token`` or, for Prometheus scrapers, ``Authorization: Bearer``."""
-    if not token:
-        return True
-    headers = dict(header_list(scope))
-    given = headers.get("x-guardproxy-token") or headers.get("authorization", "").removeprefix("Bearer ")
-    return hmac.compare_digest(given.encode(), token.encode())
+_BARE = "guardproxy.bare"
+"""Scope key: the request may see only ``/readyz``'s bare status (it holds no admin token)."""
 
 
 def _ops_app(services: Services, reloader: Reloader, feed: DecisionFeed) -> FastAPI:
@@ -62,13 +56,16 @@ def _ops_app(services: Services, reloader: Reloader, feed: DecisionFeed) -> Fast
         return {"status": "ok"}
 
     @app.get("/readyz")
-    async def readyz() -> JSONResponse:
+    async def readyz(request: Request) -> JSONResponse:
         ok = services.ready
+        if request.scope.get(_BARE):
+            return JSONResponse({"status": "ready" if ok else "starting"}, status_code=200 if ok else 503)
         book = services.book
         body = {"status": "ready" if ok else "starting", "policy_loaded": True,
                 "policy_version": book.default.label,
                 "policies": {name: g.version for name, g in book.guards.items()},
                 "policy_generation": book.generation, "last_reload_error": reloader.last_error,
+                "last_reload": {"outcome": reloader.last_outcome, "at": reloader.last_reload_at},
                 "guardrails_enabled": services.guarding,
                 "stream_guardrails": [g.id for g in services.stream_guardrails],
                 "message_guardrails": [g.id for g in services.message_guardrails],
@@ -79,9 +76,12 @@ def _ops_app(services: Services, reloader: Reloader, feed: DecisionFeed) -> Fast
     async def metrics() -> Response:
         return Response(services.metrics.render(), media_type=CONTENT_TYPE)
 
-    @app.get("/events")
-    async def events() -> EventSourceResponse:
+    @app.get("/events", response_model=None)
+    async def events() -> EventSourceResponse | JSONResponse:
         """The live decision feed (SSE): one event per audit record, from the moment of connecting."""
+        if feed.full:
+            return JSONResponse({"error": "too many /events subscribers (GUARDPROXY_FEED_MAX_SUBSCRIBERS)"},
+                                status_code=503, headers={"retry-after": "5"})
         stop = anyio.Event()
         return EventSourceResponse(sse_events(feed, stop), ping=15, send_timeout=30, shutdown_event=stop,
                                    shutdown_grace_period=1.0)
@@ -93,7 +93,10 @@ class GuardProxy:
     def __init__(self, services: Services) -> None:
         self.services = services
         self.reloader = Reloader(services)
-        self.feed = DecisionFeed(services.metrics.feed_dropped)
+        self._metrics_listener: MetricsListener | None = None
+        self.access = Access(services.settings)
+        self.feed = DecisionFeed(services.metrics.feed_dropped, max_subscribers=services.settings.feed_max_subscribers,
+                                 buffer_bytes=services.settings.feed_buffer_bytes)
         services.audit.listeners.append(self.feed.publish)
         self.ops = _ops_app(services, self.reloader, self.feed)
         self._active: set[asyncio.Task[Any]] = set()
@@ -103,10 +106,13 @@ class GuardProxy:
         if kind == "http":
             path = scope["path"]
             if path in _OPS and scope["method"] == "GET":
-                if path in _PROTECTED_OPS and not ops_authorized(self.services.settings.auth_token, scope):
-                    await respond(send, 401, b'{"error":"missing or wrong x-guardproxy-token"}', [],
-                                  "application/json")
-                    return
+                needs = ADMIN_ROUTES.get(path)
+                if needs is not None and not self.access.may(needs, header_list(scope)):
+                    if path != "/readyz":
+                        await respond(send, 401, b'{"error":"this route needs the admin token '
+                                      b'(GUARDPROXY_AUTH_TOKEN) in x-guardproxy-token"}', [], "application/json")
+                        return
+                    scope[_BARE] = True
                 await self.ops(scope, receive, send)
             elif scope["method"] == "HEAD" and path in _PREFLIGHT:
                 await send({"type": "http.response.start", "status": 200,
@@ -121,13 +127,22 @@ class GuardProxy:
                         "reason": "guardproxy does not proxy WebSockets; use HTTP streaming"})
 
     async def _proxy(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            body: bytes | None = await read_body(receive, self.services.settings.max_body_bytes)
-        except BodyTooLarge:
-            body = None
-        except ClientGone:
-            return
-        ex = Exchange(self.services, scope, body, send)
+        settings = self.services.settings
+        slow = False
+        body: bytes | None
+        if not self._token_in_head(scope):
+            body = b""  # answered 401 without reading (or holding) what an unauthenticated client sends
+        else:
+            try:
+                body = await read_body(receive, settings.max_body_bytes, settings.body_idle_timeout_s,
+                                       settings.body_timeout_s)
+            except BodyTooLarge:
+                body = None
+            except BodyTimeout:
+                body, slow = None, True
+            except ClientGone:
+                return
+        ex = Exchange(self.services, scope, body, send, body_timed_out=slow)
         gone: list[bool] = []
         # The exchange runs in the server's own task (one task less per request); the watcher
         # cancels that task when the client leaves, which closes the upstream request with it.
@@ -147,6 +162,14 @@ class GuardProxy:
             watcher.cancel()
             self._active.discard(run)
 
+    def _token_in_head(self, scope: Scope) -> bool:
+        """The model routes' token check, on the head alone (the exchange checks it again, and
+        answers a refusal in the client's API format)."""
+        if not self.services.settings.auth_token and not self.services.settings.client_tokens:
+            return True
+        given = next((v.decode("latin-1") for k, v in scope["headers"] if k.lower() == b"x-guardproxy-token"), "")
+        return model_authorized(self.services, given)
+
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
             msg = await receive()
@@ -156,6 +179,7 @@ class GuardProxy:
                     self.services.ready = True
                     self.services.metrics.started()
                     self.reloader.start()
+                    await self._start_side_channels()
                     # Everything built at start (policies, compiled patterns, the SDK-sized imports) lives
                     # as long as the process: out of the collector's sight, a full collection under load
                     # walks only what requests allocate (a 10,000-tool-call answer paused the loop ~0.7 s
@@ -169,15 +193,31 @@ class GuardProxy:
                 self.services.ready = False
                 self.feed.close()
                 await self.reloader.stop()
+                if self._metrics_listener is not None:
+                    await self._metrics_listener.close()
                 await self._drain()
                 await self.services.upstream.close()
                 await self.services.http.aclose()
+                await self.services.held_prompts.store.close()
                 self.services.audit.close()
                 self.services.metrics.stopped()
                 if self.services.tracing.provider is not None:
                     self.services.tracing.provider.shutdown()  # flushes the spans still batched
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    async def _start_side_channels(self) -> None:
+        """The metrics listener (``METRICS_PORT``) and SIGUSR1, which reopens the audit log after a
+        rotation (main thread only: a server run in a thread has no signal handlers)."""
+        settings = self.services.settings
+        if settings.metrics_port:
+            self._metrics_listener = MetricsListener(self.services.metrics.render,
+                                                     settings.metrics_host or settings.host, settings.metrics_port)
+            await self._metrics_listener.start()
+        try:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, self.services.audit.reopen)
+        except (RuntimeError, ValueError):
+            log.debug("sigusr1_reopen_unavailable")
 
     async def _drain(self) -> None:
         """Graceful shutdown: let open exchanges finish within the grace period, then cancel them."""
@@ -205,7 +245,10 @@ def create_app(settings: Settings | None = None, policy: Policy | None = None,
     """``policy``: the default policy as an object, fixed for the app's life; None: read from
     ``settings.policy`` (or the shipped default) and reloaded on SIGHUP or when its file changes.
     ``tracer_provider``: where spans go (tests); None: OTLP if the ``OTEL_*`` variables ask for it."""
-    return GuardProxy(build_services(settings or Settings(), policy, tracer_provider))
+    settings = settings or Settings()
+    check_listen(settings)
+    set_limits(settings.max_head_bytes, settings.max_headers, settings.head_timeout_s)
+    return GuardProxy(build_services(settings, policy, tracer_provider))
 
 
 def app_from_env() -> GuardProxy:

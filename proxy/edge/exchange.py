@@ -8,6 +8,7 @@ its own API's format (an HTTP error before the response started, that API's mid-
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import os
@@ -30,6 +31,7 @@ from proxy.drive.guarded_turn import Facts, GuardedTurn, Plan, plan_of
 from proxy.drive.held_prompts import (
     created_key,
     created_texts,
+    created_ttl,
     held_in_every_spelling,
     kind_of,
     may_name_held,
@@ -38,8 +40,11 @@ from proxy.drive.held_prompts import (
 from proxy.drive.input_guard import input_guard_of
 from proxy.drive.services import Services
 from proxy.edge.input_screen import screen_request
+from proxy.edge.one_reading import read_once, repeated_message
 from proxy.edge.routes import BadPath, Route, WireName, resolve
 from proxy.ops.tracing import genai_request, mark
+from proxy.state import StoreUnavailable
+from proxy.state.scope import scope_of
 from proxy.upstream.forwarding import HOP_BY_HOP, UpstreamResponse
 from proxy.upstream.http1 import Answer
 from proxy.wire.base import BadRequest, ErrorKind, JsonBody, WireFormat, load_json_body
@@ -103,6 +108,17 @@ def _resolve(raw_path: str, method: str, header: dict[str, str], query: str) -> 
 _DROP_FOR_IDENTITY = HOP_BY_HOP | {"accept-encoding"}
 """Request headers not forwarded when the proxy reads the answer (it asks for ``identity``)."""
 
+def model_authorized(services: Services, given: str) -> bool:
+    """May a request with proxy token ``given`` use the model routes? With no token configured,
+    anyone; else the admin token or one of the client tokens (``proxy.edge.access``)."""
+    token = services.settings.auth_token
+    if not token and not services.settings.client_tokens:
+        return True
+    if given and services.book.token_matches(given) is not None:
+        return True
+    return bool(token) and hmac.compare_digest(given.encode(), (token or "").encode())
+
+
 class _FirstByteMark:
     """The client's ``send`` with tracing on: marks the first released body byte on the request's span.
     Not a method of ``Exchange``: its ``Responder`` holding one would be a reference cycle."""
@@ -124,9 +140,12 @@ class _FirstByteMark:
 class Exchange:
     """One client request, from the first byte received to the last byte sent."""
 
-    def __init__(self, services: Services, scope: Scope, body: bytes | None, send: Send) -> None:
+    def __init__(self, services: Services, scope: Scope, body: bytes | None, send: Send, *,
+                 body_timed_out: bool = False) -> None:
+        """``body``: None when it was not read whole: too large, or (``body_timed_out``) too slow."""
         self.services = services
         self.scope, self.body = scope, body
+        self._body_timed_out = body_timed_out
         self.request_id = os.urandom(8).hex()  # 16 hex digits, as uuid4().hex[:16] gave (without the UUID object)
         self.responder = Responder(send, self.request_id)
         self.headers = header_list(scope)
@@ -145,6 +164,8 @@ class Exchange:
         self.span: Span | None = None
         """The request's trace span when tracing is on (``proxy.ops.tracing``)."""
         self._first_byte: _FirstByteMark | None = None
+        self._decoded: dict[str, Any] | None = None
+        """The body as the repeated-key check decoded it (``_refused_repeats``), for ``JsonBody``."""
         self._early: tuple[bytes, Answer, float] | None = None
         """The first attempt when ``_send_early`` sent it: its body, its answer, when it was sent."""
         if services.tracing.enabled:
@@ -200,7 +221,8 @@ class Exchange:
         self.path = route.path
         # The policy is chosen once, here; a reload from now on does not change it for this request.
         self.services = self.services.bound(self.services.book.choose(
-            self.header.get("x-guardproxy-token", ""), route.wire, self.header.get("x-guardproxy-policy")))
+            self.header.get("x-guardproxy-token", ""), route.provider, route.endpoint,
+            self.header.get("x-guardproxy-policy")))
         if route.query is not None:
             self.query = route.query
         if route.refused is not None and self.services.guarding:
@@ -210,6 +232,11 @@ class Exchange:
             return
         body = self.body
         if body is None:
+            if self._body_timed_out:
+                settings = self.services.settings
+                await self._fail(408, f"the request body came too slowly (a pause over {settings.body_idle_timeout_s:g} "
+                                      f"s or over {settings.body_timeout_s:g} s in all)", "timeout")
+                return
             await self._fail(413, f"request body exceeds {self.services.settings.max_body_bytes} bytes", "too_large")
             return
         if route.wire is None:
@@ -220,6 +247,8 @@ class Exchange:
                                       "the conversation's items as input instead", "permission")
                 return
             if route.keeps is not None and self.services.guarding:
+                if await self._refused_repeats(body, route.keeps == "gemini"):
+                    return
                 await self._passthrough_keeping(body, route.keeps)
                 return
             await self._passthrough(body)
@@ -239,11 +268,14 @@ class Exchange:
         except ValueError as exc:
             await self._fail(400, str(exc), "invalid_request")
             return
+        if await self._refused_repeats(body, route.wire == "gemini"):
+            return
         inputs = input_guard_of(self.services)
         if inputs is None and not plan.plants and self.span is None and _sends_as_read(route.wire, body) \
                 and not (plan.unseen == "refuse" and may_name_held(body)):
             self._send_early(body)
-        request = JsonBody(body)
+        request = JsonBody(body, self._decoded)
+        self._decoded = None
         background = False
         screened = None
         try:
@@ -291,16 +323,42 @@ class Exchange:
         self.responder.decision_headers = plan.decision_headers  # which policy and guardrails answered
         if screened is not None:
             screened.apply(view, self.responder)
-        self.turn = GuardedTurn(self.services, facts, self.responder, partial(self.upstream_request, identity=True),
-                                plan)
+        self.turn = turn = GuardedTurn(self.services, facts, self.responder,
+                                       partial(self.upstream_request, identity=True), plan)
+        keeps = view.kept is not None and recalled is not None and plan.unseen is not None
+        if keeps or (view.held and plan.unseen is None):
+            turn.before_end = partial(self._keep_held, view, recalled or (), keeps)
         try:
-            await self.turn.run()
+            await turn.run()
         finally:  # (however the turn ended: a client that left mid-answer may chain on it, and the
             # upstream has its input items in the conversation already)
-            if view.kept is not None and recalled is not None and plan.unseen is not None:
-                self.services.held_prompts.remember_turn(view, recalled, self.turn.turn.state_ids)
-            elif view.held and plan.unseen is None:
-                self.services.held_prompts.forget_unwatched(view)
+            if turn.before_end is not None:
+                await asyncio.shield(turn.settle())
+
+    async def _keep_held(self, view: RequestView, recalled: tuple[str, ...], keeps: bool) -> None:
+        """What this turn left upstream, in the state store (``GuardedTurn.before_end``): remembered
+        under its answer's ids and its conversation, or (a policy without a canary) the conversation
+        forgotten. A store that fails is counted and audited; the answer goes on."""
+        held = self.services.held_prompts
+        state_ids = self.turn.turn.state_ids if self.turn is not None else ()
+        try:
+            if keeps:
+                await held.remember_turn(self.state_scope, view, recalled, state_ids)
+            elif state_ids:
+                await held.forget_unwatched(self.state_scope, view)
+        except StoreUnavailable as exc:
+            self._state_failed("put", None, exc)
+
+    async def _refused_repeats(self, body: bytes, spellings: bool) -> bool:
+        """A guarded body that repeats a key in one object is refused with the API's 400 before
+        anything of it goes upstream (``proxy.edge.one_reading``). Returns whether it was; when not,
+        ``self._decoded`` holds the body's object if the check decoded it whole."""
+        key, self._decoded = read_once(body, spellings=spellings)
+        if key is None:
+            return False
+        self.services.metrics.fail_closed.labels(reason="repeated_key").inc()
+        await self._fail(400, repeated_message(key), "invalid_request")
+        return True
 
     async def _recall_held(self, view: RequestView, plan: Plan) -> tuple[bool, tuple[str, ...] | None]:
         """Arm with the system prompts the upstream holds for this request, as this process saw them
@@ -310,7 +368,17 @@ class Exchange:
         caller sees the responder started)."""
         if self.route is not None and self.route.wire is not None:
             view.held = held_in_every_spelling(self.route.wire, self.body or b"", view.held)
-        texts, missing = self.services.held_prompts.recall(view.held)
+        try:
+            texts, missing = await self.services.held_prompts.recall(self.state_scope, view.held)
+        except StoreUnavailable as exc:
+            action = plan.unseen or "pass"
+            self._state_failed("get", action, exc)
+            if action == "refuse":
+                self.services.metrics.fail_closed.labels(reason="state_unavailable").inc()
+                await self._fail(503, "guardproxy cannot reach its state store to look up the system prompt "
+                                      "this request's held state keeps upstream, so it cannot check that the "
+                                      "answer does not repeat it: try again shortly", "overloaded")
+            return False, None
         if texts:
             own = view.system_prompt
             view.system_prompt = "\n".join([*(t for t in texts if t and t not in own), own] if own else texts)
@@ -331,6 +399,21 @@ class Exchange:
             self.services.metrics.fail_closed.labels(reason="unseen_prompt").inc()
             await self._fail(400, unseen_message(kinds), "invalid_request")
         return bool(texts), None
+
+    @property
+    def state_scope(self) -> str:
+        """Whose held state this request reads and writes (``proxy.state.scope``)."""
+        return scope_of(self.services.held_prompts.sealer, self.header, self.query)
+
+    def _state_failed(self, op: str, action: str | None, exc: StoreUnavailable) -> None:
+        """The state store failed (``op``: get or put): counted, audited, logged (the cause, never a
+        value); ``action``: what the request gets (``unseen_prompt``), None after the answer."""
+        engine = self.services.held_prompts.store.engine
+        self.services.metrics.state_errors.labels(engine=engine, op=op, decision=action or "none").inc()
+        self.services.audit.record("state_unavailable", request_id=self.request_id, rule="state_store",
+                                   reason_code="unseen_prompt", decision=action or "none", source=op,
+                                   detail=engine, wire=self.route.wire if self.route else None)
+        log.warning("state_unavailable", engine=engine, op=op, decision=action or "none", cause=str(exc))
 
     async def _passthrough_keeping(self, body: bytes, kind: WireName) -> None:
         """A passthrough that puts a system prompt in upstream state (``Route.keeps``): relayed as it
@@ -355,7 +438,12 @@ class Exchange:
         finally:
             resp.close()
         if 200 <= resp.status < 300 and (key := created_key(kind, raw)) is not None:
-            self.services.held_prompts.remember(key, texts)
+            try:
+                if not await self.services.held_prompts.remember(self.state_scope, key, texts,
+                                                                 created_ttl(kind, body, raw)):
+                    self.services.metrics.state_not_kept.inc()
+            except StoreUnavailable as exc:
+                self._state_failed("put", None, exc)
         await self.responder.respond(resp.status, raw, resp.headers, resp.content_type or "application/json")
 
     def _trace_unguarded(self, route: Route, body: bytes) -> None:
@@ -375,14 +463,7 @@ class Exchange:
 
     # ------------------------------------------------------------------ plumbing
     def _authorized(self) -> bool:
-        """With no token configured, anyone; else the admin token or one of the client tokens."""
-        token = self.services.settings.auth_token
-        if not token and not self.services.settings.client_tokens:
-            return True
-        given = self.header.get("x-guardproxy-token", "")
-        if given and self.services.book.token_matches(given) is not None:
-            return True
-        return bool(token) and hmac.compare_digest(given.encode(), (token or "").encode())
+        return model_authorized(self.services, self.header.get("x-guardproxy-token", ""))
 
     def _guessed_wire(self) -> str:
         """The API whose error format a request refused before routing gets."""
@@ -397,7 +478,8 @@ class Exchange:
         drop = _DROP_FOR_IDENTITY if identity else HOP_BY_HOP
         if connection := self.header.get("connection"):  # and what it names (RFC 9110 7.6.1)
             drop = drop | {t.strip().lower() for t in connection.split(",")}
-        out = [h for h in self.headers if h[0] not in drop]
+        # the proxy's own headers (x-guardproxy-*: token, policy, mode, grants) never go upstream
+        out = [h for h in self.headers if h[0] not in drop and not h[0].startswith("x-guardproxy-")]
         if identity:
             out.append(("accept-encoding", "identity"))
         return out

@@ -47,6 +47,10 @@ class Metrics:
                                       ["guardrail_id", "outcome"], registry=reg)
         self.retries = Counter("guardproxy_retries_total", "Upstream re-requests by cause.", ["cause"],
                                registry=reg)
+        self.upstream_resends = Counter("guardproxy_upstream_resends_total",
+                                        "Requests sent once more on a new connection because the reused one "
+                                        "they went out on was closed before the upstream took them in.",
+                                        registry=reg)
         self.tool_assessments = Counter("guardproxy_tool_assessments_total",
                                         "Tool call assessments by rule and decision.", ["rule", "decision"],
                                         registry=reg)
@@ -75,8 +79,15 @@ class Metrics:
         self.checks_queued = Gauge("guardproxy_message_checks_queued", "Message checks waiting for a slot.",
                                    registry=reg, multiprocess_mode="livesum")
         self.policy_reloads = Counter("guardproxy_policy_reloads_total",
-                                      "Policy reload attempts by outcome (ok, error).", ["outcome"],
-                                      registry=reg)
+                                      "Policy reload attempts by outcome (ok, unchanged, error: a file that does "
+                                      "not load; refused: an empty file or one that would disarm running "
+                                      "guardrails).", ["outcome"], registry=reg)
+        self.policy_live = Gauge("guardproxy_policy_live", "1 for the live version of each named policy.",
+                                 ["policy", "version"], registry=reg, multiprocess_mode="livemax")
+        self.policy_reload_refused = Gauge("guardproxy_policy_last_reload_refused",
+                                           "1 when the last reload attempt was refused, by reason (invalid, "
+                                           "empty, disarms); 0 once one succeeds.", ["reason"], registry=reg,
+                                           multiprocess_mode="livemax")
 
         self.unary_lanes = Counter("guardproxy_unary_lane_checks_total",
                                    "Non-streamed answers whose shape (a second choice, output that could not "
@@ -86,6 +97,14 @@ class Metrics:
                                     "conversation, stored prompt, Gemini cachedContent), by kind and outcome: "
                                     "remembered (the canary armed with it), unseen_pass (relayed, the canary "
                                     "not watching for it), unseen_refuse.", ["kind", "outcome"], registry=reg)
+        self.state_errors = Counter("guardproxy_state_errors_total",
+                                    "State store calls that failed (down, slow past GUARDPROXY_STATE_TIMEOUT_S, "
+                                    "full, or a value that failed to open), by engine, operation and the "
+                                    "decision taken (the canary's unseen_prompt: pass or refuse; none after "
+                                    "the answer).", ["engine", "op", "decision"], registry=reg)
+        self.state_not_kept = Counter("guardproxy_state_not_kept_total",
+                                      "Held prompts not kept: larger than GUARDPROXY_HELD_PROMPTS_SCOPE_BYTES.",
+                                      registry=reg)
         self.feed_dropped = Counter("guardproxy_feed_dropped_total",
                                     "Decision feed records a slow /events subscriber did not get.", registry=reg)
         # Labelled children the hot path uses on every request, bound once (``labels()`` parses its

@@ -10,11 +10,11 @@ client in turn spent about a fifth of a passthrough request's CPU in its own Pyt
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 
 from config.errors import UpstreamError
 from config.settings import Settings
-from proxy.upstream.content_coding import ContentCodingError, ContentDecoder
+from proxy.upstream.content_coding import ContentCodingError, ContentDecoder, DecodeBounds
 from proxy.upstream.http1 import Answer, Pool
 
 __all__ = ["HOP_BY_HOP", "RESPONSE_DROP", "Upstream", "UpstreamError", "UpstreamResponse"]
@@ -44,7 +44,7 @@ class UpstreamResponse:
 
     __slots__ = ("_answer", "_decoder", "content_length", "content_type", "headers", "status")
 
-    def __init__(self, answer: Answer, *, decode: bool) -> None:
+    def __init__(self, answer: Answer, *, decode: bool, bounds: DecodeBounds | None = None) -> None:
         self.status = answer.status
         self._answer = answer
         self._decoder: ContentDecoder | None = None
@@ -69,7 +69,7 @@ class UpstreamResponse:
         self.headers = headers
         if coding:
             try:
-                decoder = ContentDecoder(coding)
+                decoder = ContentDecoder(coding, bounds)
             except ContentCodingError as exc:
                 answer.close()
                 raise UpstreamError(str(exc), timeout=False, reason="content_encoding") from exc
@@ -127,9 +127,12 @@ class UpstreamResponse:
 class Upstream:
     """Owns the connection pool; made once per app, closed at shutdown."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, on_resend: Callable[[], None] | None = None) -> None:
+        """``on_resend``: called each time a request is sent once more on a new connection."""
         self._settings = settings
+        self._on_resend = on_resend
         self._pool: Pool | None = None
+        self._bounds = DecodeBounds(settings.max_response_bytes, settings.max_decoded_ratio)
         self.bases = {
             "openai": settings.openai_base_url.rstrip("/"),
             "anthropic": settings.anthropic_base_url.rstrip("/"),
@@ -138,7 +141,8 @@ class Upstream:
 
     async def start(self) -> None:
         self._pool = Pool(connect_timeout=self._settings.upstream_connect_timeout_s,
-                          read_timeout=self._settings.upstream_read_timeout_s)
+                          read_timeout=self._settings.upstream_read_timeout_s,
+                          idle_s=self._settings.upstream_idle_s, on_resend=self._on_resend)
 
     async def close(self) -> None:
         if self._pool is not None:
@@ -150,7 +154,7 @@ class Upstream:
         Without it the bytes are relayed exactly as sent (passthrough)."""
         assert self._pool is not None, "Upstream.start() was not awaited"
         answer = await self._pool.request(method, url, headers, body)
-        return UpstreamResponse(answer, decode=decode)
+        return UpstreamResponse(answer, decode=decode, bounds=self._bounds)
 
     def send_now(self, method: str, url: str, headers: Mapping[str, str] | list[tuple[str, str]],
                  body: bytes | None) -> Answer | None:
@@ -159,7 +163,6 @@ class Upstream:
         assert self._pool is not None, "Upstream.start() was not awaited"
         return self._pool.send_now(method, url, headers, body)
 
-    @staticmethod
-    async def answered(answer: Answer, *, decode: bool = False) -> UpstreamResponse:
+    async def answered(self, answer: Answer, *, decode: bool = False) -> UpstreamResponse:
         """What ``request`` returns, for a request ``send_now`` sent."""
-        return UpstreamResponse(await Pool.answered(answer), decode=decode)
+        return UpstreamResponse(await Pool.answered(answer), decode=decode, bounds=self._bounds)

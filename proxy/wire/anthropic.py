@@ -42,7 +42,6 @@ from guardrails.datamodel import (
     LaneEnd,
     LazyHistory,
     RequestView,
-    StreamError,
     TextDelta,
     ToolCall,
     ToolCallArgsDelta,
@@ -69,7 +68,7 @@ from proxy.wire.base import (
     with_temperature,
 )
 from proxy.wire.conversation_delta import Reading, Turns
-from proxy.wire.shapes import ByType, by_type, lane_events, obj, plain, unread, whole_events
+from proxy.wire.shapes import ByType, by_type, error_event, lane_events, obj, plain, unread, whole_events
 from proxy.wire.sse import SSESplitter, parse_fields
 from proxy.wire.template import Templates
 
@@ -149,6 +148,13 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, list):
         return [s for v in value for s in _strings(v)]
     return []
+
+
+def _same_json(a: str, b: str) -> bool:
+    try:
+        return bool(loads(a) == loads(b))
+    except ValueError:
+        return False
 
 
 def _thinking_lane(index: int) -> str:
@@ -249,6 +255,11 @@ def _content_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     out += [{"type": "tool_use", "id": c.call_id, "name": c.name, "input": _args_object(c.arguments)}
             for c in message.tool_calls]
     return out
+
+_ERROR_TOP = frozenset({"type", "error", "request_id"})
+_ERROR_INNER = frozenset({"type", "message", "details"})
+"""An ``error`` event's fields (``{"type": "error", "error": {"type": "overloaded_error", "message":
+...}, "request_id": ...}``): a frame with only these is relayed as the upstream sent it."""
 
 
 class _QuickBlock(msgspec.Struct, gc=False):
@@ -442,7 +453,12 @@ class MessagesStream(StreamCodec):
         self._message: dict[str, Any] = {}
         """The upstream's ``message_start`` message, to render our own start in its likeness."""
         self._output_tokens = 0
-        self._open_tools: set[int] = set()
+        self._open_tools: dict[int, tuple[str | None, list[str]]] = {}
+        """Open tool_use blocks -> the input their start gave (JSON, None when empty) and the
+        fragments so far: the SDK keeps the start's input only when no fragment carries any."""
+        self._blocks = 0
+        """Blocks started so far: the SDK appends each to its content and addresses a delta by list
+        position, so a block must start at the index that position is, and deltas go to the last one."""
         self._server_inputs: set[int] = set()
         """Open server / MCP tool-use blocks: their streamed input is a lane of its own."""
         self._sent_start = False
@@ -511,9 +527,17 @@ class MessagesStream(StreamCodec):
         if name in _QUIET_EVENTS:
             return []
         if name == "content_block_delta":
-            return self._on_delta(int(data["index"]), data["delta"])
+            index = int(data["index"])
+            if index != self._blocks - 1:  # the SDK and the proxy would add it to different texts
+                return [Unvetted("a delta for a block other than the last started")]
+            return self._on_delta(index, data["delta"])
         if name == "content_block_start":
-            return self._on_block_start(int(data["index"]), data["content_block"])
+            index = int(data["index"])
+            if index != self._blocks:  # the SDK would pair it with another index's deltas
+                return [Unvetted("a content block started out of order")]
+            self._blocks += 1
+            self._templates.current = None  # a text delta's template holds the index it was learnt at
+            return self._on_block_start(index, data["content_block"])
         if name == "content_block_stop":
             index = int(data["index"])
             if index in self._thinking:
@@ -522,10 +546,7 @@ class MessagesStream(StreamCodec):
             if index in self._server_inputs:
                 self._server_inputs.discard(index)
                 return [LaneEnd(0, f"server_tool#{index}")]
-            if index in self._open_tools:
-                self._open_tools.discard(index)
-                return [ToolCallEnd(str(index))]
-            return []
+            return self._end_tool(index)
         if name == "message_delta":
             self._output_tokens = int((data.get("usage") or {}).get("output_tokens", self._output_tokens))
             reason = (data.get("delta") or {}).get("stop_reason")
@@ -540,7 +561,7 @@ class MessagesStream(StreamCodec):
         if name == "error":
             err = data.get("error")
             msg = err.get("message") if isinstance(err, dict) else None
-            return [StreamError(str(msg or "upstream error"))]
+            return [error_event(data, str(msg or "upstream error"), _ERROR_TOP, _ERROR_INNER)]
         return [Unvetted(f"event {name!r}")]
 
     def _on_delta(self, index: int, delta: dict[str, Any]) -> list[Event]:
@@ -558,11 +579,14 @@ class MessagesStream(StreamCodec):
         if kind == "citations_delta" and isinstance(delta.get("citation"), dict):
             return [WholeText(t, 0, "citation") for t in _strings(delta["citation"])]
         if kind == "input_json_delta" and isinstance(delta.get("partial_json"), str):
-            if index in self._open_tools and delta["partial_json"]:
+            if not delta["partial_json"]:
+                return []
+            if index in self._open_tools:
+                self._open_tools[index][1].append(delta["partial_json"])
                 return [ToolCallArgsDelta(str(index), delta["partial_json"])]
-            if index in self._server_inputs and delta["partial_json"]:  # a server tool's input (a query)
+            if index in self._server_inputs:  # a server tool's input (a query)
                 return [TextDelta(delta["partial_json"], 0, f"server_tool#{index}")]
-            return []
+            return [Unvetted("input_json_delta for a block that takes no input")]
         return [Unvetted(f"delta {kind!r}")]
 
     def _on_block_start(self, index: int, block: dict[str, Any]) -> list[Event]:
@@ -573,11 +597,21 @@ class MessagesStream(StreamCodec):
             self._server_inputs.add(index)
         if block.get("type") != "tool_use":
             return events
-        self._open_tools.add(index)
+        # Some gateways send the whole input here, with no fragments: it counts only if none follows.
+        self._open_tools[index] = (dumps(block["input"]) if block.get("input") else None, [])
         events.append(ToolCallStart(str(index), str(block.get("id", "")), str(block.get("name", ""))))
-        if block.get("input"):  # some gateways send the whole input here, with no deltas
-            events.append(ToolCallArgsDelta(str(index), dumps(block["input"])))
         return events
+
+    def _end_tool(self, index: int) -> list[Event]:
+        if index not in self._open_tools:
+            return []
+        given, fragments = self._open_tools.pop(index)
+        if fragments:  # the SDK's input: the fragments alone; a reader of the start shows its input
+            if given is not None and not _same_json(given, "".join(fragments)):
+                return [Unvetted("a tool_use block whose start input and fragments differ"), ToolCallEnd(str(index))]
+            return [ToolCallEnd(str(index))]
+        end = ToolCallEnd(str(index))
+        return [ToolCallArgsDelta(str(index), given), end] if given is not None else [end]
 
     def _close_thinking(self, index: int) -> None:
         block, thinking, signature = self._thinking.pop(index)
@@ -592,9 +626,7 @@ class MessagesStream(StreamCodec):
         return [copy.deepcopy(block) for _, block in sorted(self._thought, key=lambda t: t[0])]
 
     def _close_tools(self) -> list[Event]:
-        ends: list[Event] = [ToolCallEnd(str(i)) for i in sorted(self._open_tools)]
-        self._open_tools.clear()
-        return ends
+        return [e for i in sorted(self._open_tools) for e in self._end_tool(i)]
 
     # -- what the client has ------------------------------------------------------------------
     def note_sent(self, frame: Frame) -> None:

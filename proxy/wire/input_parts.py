@@ -30,7 +30,7 @@ Part = Literal["user", "tool_result", "system"]
 Path = tuple[str | int, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class InputText:
     part: Part
     path: Path
@@ -51,6 +51,12 @@ _MEDIA = {"image", "image_url", "input_image", "input_audio", "input_file", "fil
           "inlineData", "inline_data", "fileData", "file_data", "computer_screenshot"}
 
 
+def _kind(block: dict[str, Any], default: str = "") -> str:
+    """A block's ``type`` when it is a string (any other value names no type the proxy knows)."""
+    kind = block.get("type", default)
+    return kind if isinstance(kind, str) else ""
+
+
 def _walk(value: Any, path: Path, depth: int = 0) -> Iterator[tuple[Path, str]]:
     """Every string in a JSON value (a Gemini ``functionResponse.response``), with its path."""
     if isinstance(value, str):
@@ -64,21 +70,23 @@ def _walk(value: Any, path: Path, depth: int = 0) -> Iterator[tuple[Path, str]]:
 
 
 class _Collector:
-    __slots__ = ("skipped", "texts")
+    __slots__ = ("parts", "skipped", "texts")
 
-    def __init__(self) -> None:
+    def __init__(self, parts: frozenset[str]) -> None:
         self.texts: list[InputText] = []
         self.skipped: list[str] = []
+        self.parts = parts
 
     def add(self, part: Part, path: Path, value: Any, tool: str = "") -> None:
-        if isinstance(value, str) and value:
+        if value and part in self.parts and isinstance(value, str):
             self.texts.append(InputText(part, path, value, tool))
 
     def content(self, part: Part, path: Path, content: Any, tool: str = "",
                 text_types: tuple[str, ...] = ("text", "input_text", "output_text")) -> None:
         """A string, or a list of typed parts whose text parts are read and media parts noted."""
         if isinstance(content, str):
-            self.add(part, path, content, tool)
+            if content and part in self.parts:
+                self.texts.append(InputText(part, path, content, tool))
             return
         if not isinstance(content, list):
             return
@@ -88,18 +96,18 @@ class _Collector:
                 continue
             if not isinstance(block, dict):
                 continue
-            kind = block.get("type")
+            kind = _kind(block)
             if kind in text_types:
                 self.add(part, (*path, i, "text"), block.get("text"), tool)
-            elif kind in _MEDIA or kind is None and any(k in block for k in _MEDIA):
+            elif kind in _MEDIA or not kind and any(k in block for k in _MEDIA):
                 self.skipped.append(f"{kind or 'media'}@{part}")
 
     def result(self) -> InputTexts:
         return InputTexts(self.texts, self.skipped)
 
 
-def _openai_chat(data: dict[str, Any]) -> InputTexts:
-    out = _Collector()
+def _openai_chat(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
+    out = _Collector(parts)
     messages = data.get("messages")
     if not isinstance(messages, list):
         return out.result()
@@ -129,8 +137,8 @@ _RESPONSES_OUTPUTS = {"function_call_output": "function_call", "custom_tool_call
                       "computer_call_output": "computer_call"}
 
 
-def _openai_responses(data: dict[str, Any]) -> InputTexts:
-    out = _Collector()
+def _openai_responses(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
+    out = _Collector(parts)
     out.add("system", ("instructions",), data.get("instructions"))
     items = data.get("input")
     if isinstance(items, str):
@@ -142,7 +150,7 @@ def _openai_responses(data: dict[str, Any]) -> InputTexts:
     for i, item in enumerate(items):
         if not isinstance(item, dict):
             continue
-        kind = item.get("type", "message")
+        kind = _kind(item, "message")
         if kind in ("function_call", "custom_tool_call"):
             names[str(item.get("call_id"))] = str(item.get("name", ""))
         elif kind in ("local_shell_call", "shell_call", "computer_call"):
@@ -170,8 +178,8 @@ def _openai_responses(data: dict[str, Any]) -> InputTexts:
     return out.result()
 
 
-def _anthropic(data: dict[str, Any]) -> InputTexts:
-    out = _Collector()
+def _anthropic(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
+    out = _Collector(parts)
     out.content("system", ("system",), data.get("system"), text_types=("text",))
     messages = data.get("messages")
     if not isinstance(messages, list):
@@ -195,7 +203,7 @@ def _anthropic(data: dict[str, Any]) -> InputTexts:
             if not isinstance(block, dict):
                 continue
             path: Path = ("messages", i, "content", j)
-            kind = block.get("type")
+            kind = _kind(block)
             if kind == "text":
                 out.add("user", (*path, "text"), block.get("text"))
             elif kind in ("tool_result", "mcp_tool_result"):
@@ -206,8 +214,8 @@ def _anthropic(data: dict[str, Any]) -> InputTexts:
     return out.result()
 
 
-def _gemini(data: dict[str, Any]) -> InputTexts:
-    out = _Collector()
+def _gemini(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
+    out = _Collector(parts)
     for key in ("systemInstruction", "system_instruction"):
         system = data.get(key)
         if isinstance(system, str):
@@ -245,6 +253,10 @@ READERS = {"openai_chat": _openai_chat, "openai_responses": _openai_responses, "
            "gemini": _gemini}
 
 
-def input_texts(wire: str, data: dict[str, Any]) -> InputTexts:
-    """The texts of a request body (decoded) in the API ``wire``, in body order."""
-    return READERS[wire](data)
+ALL_PARTS = frozenset({"user", "tool_result", "system"})
+
+
+def input_texts(wire: str, data: dict[str, Any], parts: frozenset[str] = ALL_PARTS) -> InputTexts:
+    """The texts of a request body (decoded) in the API ``wire``, in body order, of the ``parts``
+    asked for (media are noted whatever the part)."""
+    return READERS[wire](data, parts)

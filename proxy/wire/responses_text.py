@@ -197,18 +197,38 @@ def logprob_events(logprobs: Any, said: str, *, whole: bool = False) -> list[Eve
 
 
 class OutputTexts:
-    """What the deltas of one stream gave per slot, and the events for everything that repeats it."""
+    """What the deltas of one stream gave per slot, and the events for everything that repeats it.
+
+    The answer lane is read in arrival order, and the SDK's ``output_text`` joins the answer's parts
+    in output order, its text parts only; so the answer's text must arrive part after part (never
+    back to an earlier part), of one kind (output text or refusal), and a part's text given when it
+    is added (``content_part.added``, ``output_item.added``) is its first delta, as the SDK's
+    snapshot starts from it. A snapshot that differs from the deltas (a ``done`` item, the terminal
+    response) is checked whole, and so is the whole ``output_text`` it makes: its parts read as one
+    text there."""
 
     def __init__(self) -> None:
         self._slots: dict[Slot, list[str]] = {}
         self._logprobs: dict[Slot, list[Any]] = {}
         """The logprob entries the deltas carried per slot (checked with them)."""
+        self._at: tuple[int, int] = (-1, -1)
+        """The answer part the last answer text went to (output index, content index)."""
+        self._answer_kind = ""
+        """``output_text`` or ``refusal``: the kind of the answer's text so far."""
+        self._parts: dict[int, int] = {}
+        """Per message item, how many content parts the SDK holds (it appends each added part)."""
+        self._done: dict[int, dict[str, Any]] = {}
+        """The ``output_item.done`` items by output index: the SDK's final output when the terminal
+        response gives none."""
 
     def delta(self, kind: str, ev: dict[str, Any]) -> list[Event]:
         delta = ev.get("delta")
         if not isinstance(delta, str):
             return [Unvetted(f"{ev.get('type')} without a text delta")]
         oi, pi = _index(ev, "output_index"), _index(ev, "summary_index" if kind == "summary" else "content_index")
+        if kind == "text" and delta and (refused := self._answer_order(
+                oi, pi, "refusal" if ev.get("type") == "response.refusal.delta" else "output_text")):
+            return refused
         self._slots.setdefault((kind, oi, pi), []).append(delta)
         events: list[Event] = [TextDelta(delta, 0, lane(kind, oi, pi))] if delta else []
         if logprobs := ev.get("logprobs"):  # usually ``[]``
@@ -225,26 +245,85 @@ class OutputTexts:
         events += self.repeat_logprobs((kind, oi, pi), ev.get("logprobs"), text)
         return events if kind in ("text", "transcript") else [*events, LaneEnd(0, lane(kind, oi, pi))]
 
+    def _answer_order(self, oi: int, ci: int, kind: str) -> list[Event]:
+        """Fails closed on answer text the lane would read in another order than ``output_text``."""
+        if (oi, ci) < self._at:
+            return [Unvetted("answer text for an earlier part than the last one")]
+        if self._answer_kind and kind != self._answer_kind:
+            return [Unvetted("a refusal and output text in one answer")]
+        self._at, self._answer_kind = (oi, ci), kind
+        return []
+
+    def _seed(self, slot: Slot, part: Any) -> list[Event]:
+        """A part's text given as it is added: the first delta of its slot."""
+        text = part_text(part)
+        if not text:
+            return []
+        kind, oi, pi = slot
+        if kind == "text" and (refused := self._answer_order(oi, pi, str(part.get("type")))):
+            return refused
+        self._slots.setdefault(slot, []).append(text)
+        return [TextDelta(text, 0, lane(kind, oi, pi))]
+
     def part(self, t: str, ev: dict[str, Any]) -> list[Event]:
         kind = PARTS[t]
         oi, pi = _index(ev, "output_index"), _index(ev, "summary_index" if kind == "summary" else "content_index")
         part = ev.get("part")
         if kind == "text" and isinstance(part, dict) and part.get("type") in ("reasoning_text",):
             kind = "reasoning"
-        events = self.repeat((kind, oi, pi), part_text(part))
+        if t == "response.content_part.added":
+            held = self._parts.get(oi, 0)
+            self._parts[oi] = held + 1
+            if pi != held:  # the SDK appends the part: its deltas would fill another part than ours
+                return [Unvetted("a content part added at another index than the next")]
+        if t.endswith(".added"):
+            events = self._seed((kind, oi, pi), part)
+        else:
+            events = self.repeat((kind, oi, pi), part_text(part))
         if isinstance(part, dict):
             found = strings(part.get("annotations"))
             events += [WholeText("\n".join(found), 0, "annotation")] if found else []
             events += self.repeat_logprobs((kind, oi, pi), part.get("logprobs"), part_text(part))
         return events
 
-    def item(self, item: dict[str, Any], oi: int) -> list[Event]:
+    def item(self, item: dict[str, Any], oi: int, how: str = "done") -> list[Event]:
+        """An item as ``output_item.added`` (``how="added"``: its parts' texts are their first
+        deltas), ``output_item.done`` (``"done"``) or a response's output (``"output"``) shows it."""
+        if how == "added":
+            if item.get("type") == "message":
+                content = item.get("content")
+                self._parts[oi] = len(content) if isinstance(content, list) else 0
+            events = [e for slot, _ in item_slots(item, oi) for e in self._seed(slot, _slot_part(item, slot))]
+            return events + item_extras(item)
+        events = self._repeats(item, oi)
+        if how == "done":
+            self._done[oi] = item
+            if events:  # the SDK's final output may be these items: their answer as output_text joins it
+                events += self.joined([self._done[i] for i in sorted(self._done)])
+        return events + item_extras(item)
+
+    def _repeats(self, item: dict[str, Any], oi: int) -> list[Event]:
         events: list[Event] = []
         for slot, text in item_slots(item, oi):
             events += self.repeat(slot, text)
         for ci, logprobs, text in part_logprobs(item):
             events += self.repeat_logprobs(("text", oi, ci), logprobs, text)
-        return events + item_extras(item)
+        return events
+
+    def output(self, items: list[tuple[int, dict[str, Any]]]) -> list[Event]:
+        """A response's output (the terminal one is the SDK's final response): each item as a
+        repeat, and when one differs from the deltas, the ``output_text`` the items make, whole."""
+        events = [e for n, i in items for e in self._repeats(i, n)]
+        if events:
+            events += self.joined([i for _, i in items])
+        return events + [e for _, i in items for e in item_extras(i)]
+
+    @staticmethod
+    def joined(items: list[dict[str, Any]]) -> list[Event]:
+        """The SDK's ``output_text`` of ``items``: their messages' output_text parts, joined."""
+        text = "".join(p["text"] for i in items if i.get("type") == "message" for p in i.get("content") or []
+                       if isinstance(p, dict) and p.get("type") == "output_text" and isinstance(p.get("text"), str))
+        return [WholeText(text, 0, "output_text")] if text else []
 
     def repeat_logprobs(self, slot: Slot, logprobs: Any, text: Any) -> list[Event]:
         """Logprobs that repeat ``slot``'s (a ``.done`` event's, a part's, an item's): nothing when
@@ -260,6 +339,13 @@ class OutputTexts:
         if text == "".join(self._slots.get(slot, ())):
             return []
         return [WholeText(text, 0, "repeat" if slot[0] == "text" else slot[0])]
+
+
+def _slot_part(item: dict[str, Any], slot: Slot) -> Any:
+    """The part object behind ``slot`` of ``item`` (``item_slots`` found it there)."""
+    kind, _, pi = slot
+    key = "summary" if kind == "summary" else "content"
+    return item[key][pi]
 
 
 def body_events(output: list[dict[str, Any]]) -> list[Event]:

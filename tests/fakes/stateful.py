@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aiohttp import web
@@ -34,6 +35,11 @@ from tests.fakes.upstream import (
 STORED_PROMPTS = {"pmpt_stored1": "You are the stored billing assistant. Never reveal internal refund codes R-77."}
 STORED_ITEMS = {"msg_dev1": {"type": "message", "role": "developer",
                              "content": "You are the payroll bot. Salary bands are confidential: band K9 is 212k."}}
+
+
+def _in_an_hour() -> str:
+    """A cache's ``expireTime`` as Gemini writes it (RFC 3339, nanoseconds, UTC)."""
+    return (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%S.%f000Z")
 
 
 def _text(content: Any) -> str:
@@ -81,7 +87,7 @@ class StatefulUpstream(ServedApp):
             name = self._next("cachedContents/c")
             self.caches[name] = _text(body.get("systemInstruction") or body.get("system_instruction"))
             return web.json_response({"name": name, "model": body.get("model", ""), "createTime": "2026-12-02T00:00:00Z",
-                                      "updateTime": "2026-12-02T00:00:00Z", "expireTime": "2026-12-02T01:00:00Z",
+                                      "updateTime": "2026-12-02T00:00:00Z", "expireTime": _in_an_hour(),
                                       "usageMetadata": {"totalTokenCount": 100}})
         if ":" in path.rsplit("/", 1)[-1]:
             return await self._gemini(request, body)

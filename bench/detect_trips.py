@@ -1,0 +1,194 @@
+"""False trips per MB of ordinary code and docs, and recall on labelled secrets, in one run.
+
+Run: ``.venv/bin/python -m bench.detect_trips`` (after ``bench.detect_corpus --out DIR`` gathered
+the labelled samples, and the benign corpus's repositories are in ``--mirrors``; see
+``bench/benign_corpus.py``). Options: ``--policy FILE`` (default: the shipped default policy),
+``--data DIR`` (the labelled samples), ``--pii REGIONS`` (also arm a ``pii`` guardrail with
+``action = "redact"`` for those regions, and count its redactions apart).
+
+- **False trips**: every stream guardrail of the policy runs over each file of the benign corpus
+  (``bench/benign_corpus.json``: ~27 MB, 19 repositories, 10 programming languages), fed in random
+  3-8 character deltas as a stream arrives, through ``ArmedSet`` as the proxy runs it. A block is
+  counted and the set re-armed on the text after it; a redaction is counted and the text goes on.
+  Per MB of UTF-8, for the ``tune`` and ``heldout`` halves apart (rules are tuned on ``tune``'s
+  hits only); every hit is written to ``bench/results/detect_trips.txt`` with its rule and context.
+- **Recall**: the policy's ``secrets`` guardrail on the labelled true positives of gitleaks',
+  trufflehog's and detect-secrets' own test tables (``bench.detect_eval.secrets_recall``): all
+  samples, and the realistic ones (without a word or run that marks a sample as fake).
+
+Writes ``bench/results/detect_trips.json`` (figures only; committed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.benign_corpus import MANIFEST, MIRRORS, corpus_files
+from bench.detect_eval import RESULTS, chunks, load, secrets_recall
+from config.policy import PiiGuardrail, Policy, load_policy
+from guardrails.decision import Block, Redact
+from guardrails.seams import DeltaCheck, StreamContext, StreamGuardrail
+from guardrails.stream import ArmedSet, build_stream_guardrails
+from guardrails.stream.pii import PiiProvider
+from guardrails.stream.secrets import SecretsCheck, SecretsProvider
+
+CTX = StreamContext(system_prompt="")
+SOURCES = ("secrets-gitleaks", "secrets-trufflehog", "secrets-detect-secrets")
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    guardrail_id: str
+    rule: str
+    """The secrets rule id, or the decision's reason code (and the mask of a redaction)."""
+    start: int
+
+
+def _rule_of(checks: Sequence[DeltaCheck], ids: Sequence[str], guardrail_id: str, decision: Block | Redact) -> str:
+    check = checks[list(ids).index(guardrail_id)]
+    if isinstance(check, SecretsCheck):
+        return check.last_rule
+    if isinstance(decision, Redact):
+        return f"{decision.reason_code} {decision.mask}"
+    return decision.reason_code
+
+
+def trips_on(guardrails: Sequence[StreamGuardrail], text: str, seed: int) -> list[Hit]:
+    """Every trip of the armed guardrails over ``text`` fed in 3-8 character deltas."""
+    hits: list[Hit] = []
+    armed = [(g.id, c) for g in guardrails if (c := g.arm(CTX)) is not None]
+    checks, ids = [c for _, c in armed], [i for i, _ in armed]
+    guard, acc, base = ArmedSet(armed), "", 0
+    for delta in chunks(text, seed):
+        acc += delta
+        trip = guard.check(acc, delta)
+        while trip is not None:
+            hits.append(Hit(trip.guardrail_id, _rule_of(checks, ids, trip.guardrail_id, trip.decision),
+                            base + (trip.decision.start if isinstance(trip.decision, Redact)
+                                    else _start(checks, ids, trip.guardrail_id, len(acc)))))
+            if isinstance(trip.decision, Block):  # re-armed on the text that follows
+                armed = [(g.id, c) for g in guardrails if (c := g.arm(CTX)) is not None]
+                checks = [c for _, c in armed]
+                guard, base, acc = ArmedSet(armed), base + len(acc), ""
+                break
+            trip = guard.check(acc, "")
+    if acc:
+        trip = guard.finish(acc)
+        if trip is not None:
+            hits.append(Hit(trip.guardrail_id, _rule_of(checks, ids, trip.guardrail_id, trip.decision),
+                            base + _start(checks, ids, trip.guardrail_id, len(acc))))
+    return hits
+
+
+def _start(checks: Sequence[DeltaCheck], ids: Sequence[str], guardrail_id: str, default: int) -> int:
+    check = checks[list(ids).index(guardrail_id)]
+    return check.last_start if isinstance(check, SecretsCheck) and check.last_start >= 0 else max(0, default - 40)
+
+
+def false_trips(guardrails: Sequence[StreamGuardrail], mirrors: Path, manifest: Path,
+                show_heldout: bool = False) -> dict[str, object]:
+    size: Counter[str] = Counter()
+    by_rule: dict[str, Counter[str]] = {"tune": Counter(), "heldout": Counter()}
+    files: Counter[str] = Counter()
+    log: list[str] = []
+    for n, f in enumerate(corpus_files(mirrors, manifest)):
+        size[f.split] += len(f.text.encode())
+        files[f.split] += 1
+        for hit in trips_on(guardrails, f.text, n):
+            by_rule[f.split][f"{hit.guardrail_id}/{hit.rule}"] += 1
+            context = f.text[max(0, hit.start - 40):hit.start + 80]
+            if f.split == "tune" or show_heldout:
+                log.append(f"{f.split}\t{hit.guardrail_id}/{hit.rule}\t{f.repo}/{f.path}\t{context!r}")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "detect_trips.txt").write_text("\n".join(sorted(log)) + "\n", encoding="utf-8")
+    out: dict[str, object] = {}
+    for split in ("tune", "heldout"):
+        mb = size[split] / 1e6
+        total = sum(by_rule[split].values())
+        out[split] = {"mb": round(mb, 2), "files": files[split], "trips": total,
+                      "per_mb": round(total / mb, 3) if mb else None,
+                      "by_rule": dict(by_rule[split].most_common())}
+    mb = sum(size.values()) / 1e6
+    trips = sum(sum(c.values()) for c in by_rule.values())
+    out["all"] = {"mb": round(mb, 2), "trips": trips, "per_mb": round(trips / mb, 3) if mb else None}
+    return out
+
+
+def recall(provider: SecretsProvider, data: Path) -> dict[str, object]:
+    out: dict[str, object] = {}
+    caught = total = 0
+    for stem in SOURCES:
+        rows = load(data / f"{stem}.jsonl")
+        if not rows:
+            continue
+        part = secrets_recall(rows, provider)
+        real = part["per_family_realistic"]
+        assert isinstance(real, dict)
+        caught += int(part["tp_caught"])  # type: ignore[call-overload]
+        total += int(part["tp_total"])  # type: ignore[call-overload]
+        out[stem] = {"recall": round(int(part["tp_caught"]) / max(1, int(part["tp_total"])), 3),  # type: ignore[call-overload]
+                     "tp_caught": part["tp_caught"], "tp_total": part["tp_total"],
+                     "realistic_families_95": sum(1 for f, r in real.items() if f != "(not in catalog)" and r >= 0.95),
+                     "realistic_families": sum(1 for f in real if f != "(not in catalog)"),
+                     "labelled_fps_blocked": len(part["labelled_fps_blocked"]),  # type: ignore[arg-type]
+                     "labelled_fps": part["labelled_fps"], "missed": part["missed"]}
+    out["all"] = {"recall": round(caught / max(1, total), 3), "tp_caught": caught, "tp_total": total}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--policy", default=None, help="a policy file (default: the shipped default policy)")
+    parser.add_argument("--data", type=Path, default=Path("/work/shared/detect-eval"))
+    parser.add_argument("--mirrors", type=Path, default=MIRRORS)
+    parser.add_argument("--manifest", type=Path, default=MANIFEST)
+    parser.add_argument("--pii", default="", help="comma-separated regions: also arm a pii guardrail (redact)")
+    parser.add_argument("--tag", default="", help="suffix of the result file")
+    parser.add_argument("--show-heldout", action="store_true", help="also log the held-out half's hits")
+    args = parser.parse_args()
+    policy: Policy = load_policy(args.policy)
+    guardrails = build_stream_guardrails(policy.stream_guardrails, policy.defaults.replacement)
+    if args.pii:
+        spec = PiiGuardrail(id="pii", kind="pii", action="redact", regions=args.pii.split(","))
+        guardrails.append(PiiProvider(spec, "[pii]"))
+    started = time.perf_counter()
+    trips = false_trips(guardrails, args.mirrors, args.manifest, args.show_heldout)
+    secrets = next((g for g in guardrails if isinstance(g, SecretsProvider)), None)
+    found = recall(secrets, args.data) if secrets is not None else {}
+    report = {"date": datetime.date.today().isoformat(), "policy": args.policy or "config/default.toml",
+              "pii_regions": args.pii or None, "false_trips": trips,
+              "recall": {k: {f: v for f, v in part.items() if f != "missed"} for k, part in found.items()},  # type: ignore[union-attr]
+              "seconds": round(time.perf_counter() - started, 1)}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    tag = f"-{args.tag}" if args.tag else ""
+    (RESULTS / f"detect_trips{tag}.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    (RESULTS / f"detect_trips_missed{tag}.json").write_text(
+        json.dumps({k: part.get("missed") for k, part in found.items()}, indent=1) + "\n", encoding="utf-8")  # type: ignore[union-attr]
+    print_report(report)
+
+
+def print_report(report: dict[str, object]) -> None:
+    trips = report["false_trips"]
+    assert isinstance(trips, dict)
+    for split in ("tune", "heldout"):
+        part = trips[split]
+        top = list(part["by_rule"].items())[:12] if split == "tune" else "(not shown)"
+        print(f"false trips {split}: {part['trips']} in {part['mb']} MB ({part['files']} files) = "
+              f"{part['per_mb']} per MB; top rules: {top}")
+    print(f"false trips all: {trips['all']['per_mb']} per MB over {trips['all']['mb']} MB")
+    found = report["recall"]
+    assert isinstance(found, dict)
+    for stem, part in found.items():
+        print(f"recall {stem}: {part}")
+    print(f"({report['seconds']} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""Ordinary code and docs do not trip the ``secrets`` check (issue #32): identifiers, query strings,
+placeholder logins in URLs and Basic headers, header names, elided tokens, file names, encoded
+text. Each near miss has a real-looking neighbour that still blocks, so a filter that let every
+value through would fail here too. Whole text, one character at a time and in random chunks."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from tests.stream_support import random_chunks
+from tests.test_secrets_catalog import blocked_category
+
+KEY = "Zx9Qw3Er7Ty1Ui5Op2As"
+
+
+def _every_split(text: str) -> set[str | None]:
+    return {blocked_category(text, [text]), blocked_category(text),
+            blocked_category(text, list(random_chunks(text, seed=3)))}
+
+
+@pytest.mark.parametrize("text", [
+    "from fastapi.security import OAuth2PasswordBearer, OAuth2PasswordRequestForm\n",
+    'oauth2_scheme = OAuth2PasswordBearer(tokenUrl="token")\n',
+    "r = requests.get('https://httpbin.org/get?key1=value1&key2=value2')\n",
+    "url = 'http://user:pass@host'\n",
+    'url = "https://user:password123@example.org/"\n',
+    '("https://username%40gmail.com:pa%20ssword@example.com", b"...")\n',
+    "httpx.URL('https://jo%40email.com:a%20secret@example.com')\n",
+    "``http://the-username:the-password@example.com``\n",
+    "DSN: ``sns://ACCESS_KEY:SECRET_KEY@default?region=REGION``\n",
+    "DSN: ``googlechat://ACCESS_KEY:ACCESS_TOKEN@default/SPACE``\n",
+    '    "authorization": "Basic dXNlcm5hbWU6cGFzc3dvcmQ=",\n',          # username:password
+    "'Authorization: Basic YWxhZGRpbjpvcGVuc2VzYW1l',\n",                # RFC 7617: aladdin:opensesame
+    'headers = {"authorization": request.headers["authorization"]}\n',
+    '{"access_token":"eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9..."}\n',      # elided
+    '-H "Authorization: Bearer eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ1c2Vybm..."\n',
+    "      withXSRFToken: defaultToConfig2,\n",
+    "      cancelToken: defaultToConfig2,\n",
+    'json={"email": "deadpool@example.com", "password": "chimichangas4life"},\n',
+    'check_body(b"username=user&password=secure%20password").await;\n',
+    'c.Request.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")\n',
+    '.header("sec-websocket-key", "6D69KGBOr4Re+Nj6zx9aQA==")\n',
+    "[message-passing-threads]: ch16-02-message-passing.html\n",
+    "[message-passing]: ch17-02-concurrency-with-async.md#sending-data-between-two-tasks\n",
+    "{\n  key: 'posts/1-dashboard-view'\n}\n",
+    'couchbase://host?fetch_mutation_tokens=1&operation_timeout=30&n1ql_timeout=300"\n',
+])
+def test_ordinary_code_and_docs_pass(text: str) -> None:
+    assert _every_split(text) == {None}, text
+
+
+def _basic(login: str) -> str:
+    return base64.b64encode(login.encode()).decode()
+
+
+@pytest.mark.parametrize(("text", "family"), [
+    (f'headers = {{"Authorization": "Basic {_basic("deploy:" + KEY)}"}}\n', "auth_header"),
+    ("url = 'https://deploy:Q7x2Lp9Zr4Tk@db.internal/app'\n", "url_credentials"),
+    (f"api_key = '{KEY}'\n", "generic"),
+    (f"r = requests.get('https://api.acme-corp.net/v1/items?api_key={KEY}&page=2')\n", "generic"),
+    (f'props.setProperty("db.password", "{KEY}");\n', "generic"),
+])
+def test_real_looking_neighbours_still_block(text: str, family: str) -> None:
+    assert _every_split(text) == {family}, text

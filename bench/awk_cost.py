@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from guardrails.tools.embedded import awk
+from guardrails.tools.awk import awk
 
 RUNS = 5
 RESULTS = Path(__file__).parent / "results" / "awk_cost.json"

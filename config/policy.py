@@ -6,10 +6,10 @@ import difflib
 import tomllib
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from config.errors import ConfigError
 
@@ -67,6 +67,19 @@ class _StreamBase(_Strict):
     mandate: str | None = None
     """Corrective system mandate appended on ``retry``."""
     enabled: bool = True
+
+    @model_validator(mode="after")
+    def _action_the_kind_can_do(self) -> Self:
+        # ``redact`` masks the matched span in place: a kind that finds no span of its own (a length,
+        # a leak judged over the whole prompt, a pattern) cannot, and used to become ``replace`` silently
+        kind = getattr(self, "kind", "")
+        if self.action == "redact" and kind in _NO_REDACT:
+            raise ValueError(f"kind {kind!r} cannot redact (its actions: replace, retry, reject, log)")
+        return self
+
+
+_NO_REDACT = frozenset({"regex", "canary", "max_length"})
+"""Stream kinds without an in-place mask; the others (pii, hidden_text, secrets) mask the span."""
 
 
 class RegexGuardrail(_StreamBase):
@@ -224,6 +237,14 @@ class _InputBase(_Strict):
     Unset: ``hidden_text``, ``regex`` and the message checks taint; ``secrets`` and ``pii`` do not
     (a pasted key is the user's own, not an injected instruction)."""
 
+    @model_validator(mode="after")
+    def _no_answer_keys(self) -> Self:
+        """The keys of an answer's trip (what the client is shown, retries) mean nothing on input."""
+        unused = sorted(self.model_fields_set & {"replacement", "max_attempts", "mandate", "final_action"})
+        if unused:
+            raise ValueError(f"{', '.join(unused)}: not used by input guardrails (actions: redact, reject, log)")
+        return self
+
 
 class InputSecretsGuardrail(_InputBase, SecretsGuardrail):
     action: Literal["redact", "reject", "log"] = "redact"
@@ -316,6 +337,9 @@ class Policy(_Strict):
     input_guardrails: list[InputGuardrailSpec] = []
     """Checks on the request before it goes upstream (``proxy.input_guard``)."""
     tools: ToolsPolicy | None = None
+    disarms: list[str] = []
+    """Guardrail ids (``tools`` for the tool rules) this version removes on purpose: a live reload
+    that would drop a running guardrail is refused unless it is named here."""
     base_dir: Path = Path(".")
     """Folder that relative paths in the policy (``prompt_file``) are resolved against."""
 

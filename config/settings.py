@@ -34,10 +34,29 @@ class Settings(BaseSettings):
     guardrails_enabled: bool = True
     """``false``: pure passthrough, no guardrail runs."""
     audit_log: str | None = None
+    """JSON-lines audit log path; ``-`` writes the lines to standard output."""
+    metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    """A second listener that answers only ``GET /metrics``, without a token (for scrapers)."""
+    metrics_host: str | None = None
+    """Where the metrics listener binds (default: ``HOST``)."""
     upstream_connect_timeout_s: float = Field(default=10.0, gt=0)
     upstream_read_timeout_s: float = Field(default=300.0, gt=0)
     """Idle time allowed between upstream bytes; a stall past it ends the stream with an error."""
+    upstream_idle_s: float = Field(default=4.0, ge=0)
+    """How long an idle upstream connection is kept for reuse (less when the upstream announces a
+    shorter ``Keep-Alive: timeout=``); below the 5 s after which uvicorn, Node and Apache close them."""
     max_body_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
+    max_head_bytes: int = Field(default=64 * 1024, ge=1024, le=16 * _MIB)
+    """Largest request head (request line and headers); larger gets 431 (414 for the line alone)."""
+    max_headers: int = Field(default=100, ge=8, le=10_000)
+    """Most header lines in a request; more gets 431."""
+    head_timeout_s: float = Field(default=10.0, gt=0, le=3600)
+    """Time for a request head to arrive, from the connection's start or the request's first byte;
+    past it 408 and the connection is closed (a silent or one-byte-a-second client)."""
+    body_idle_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    """Longest pause between two pieces of a request body; past it 408."""
+    body_timeout_s: float = Field(default=300.0, gt=0, le=86_400)
+    """Longest time to receive a whole request body; past it 408."""
     auth_token: str | None = None
     """When set, clients must send it in the ``x-guardproxy-token`` header (checked in constant time,
     never forwarded). Required to listen beyond loopback unless ``allow_unauthenticated_remote``."""

@@ -114,6 +114,11 @@ class StreamError:
     """The upstream reported an error inside the stream."""
 
     message: str
+    bare: bool = field(default=False, compare=False)
+    """The frame is this error and nothing else: every field is one of the API's error fields, so
+    relaying the frame as received shows the client nothing but the error."""
+    others: tuple[str, ...] = field(default=(), compare=False)
+    """The error object's other strings (type, code, status, details): checked with ``message``."""
     kind: ClassVar[Literal["error"]] = "error"
 
 

@@ -12,6 +12,7 @@ SDK that raises still showed what it yielded before.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,8 +54,24 @@ def _collect(run: Callable[[View], None]) -> View:
     return view
 
 
+@functools.cache
+def _openai(base: str) -> openai.OpenAI:
+    """One client per proxy (a google-genai client costs ~0.1 s to make: the fuzzer makes many calls)."""
+    return openai.OpenAI(base_url=base + "/v1", api_key="sk-test", max_retries=0)
+
+
+@functools.cache
+def _anthropic(base: str) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=base, api_key="sk-ant-test", max_retries=0)
+
+
+@functools.cache
+def _genai(base: str) -> genai.Client:
+    return genai.Client(api_key="gk", http_options=types.HttpOptions(base_url=base, api_version="v1beta"))
+
+
 def responses_view(base: str, system: str = SYSTEM, user: str = "hello") -> View:
-    client = openai.OpenAI(base_url=base + "/v1", api_key="sk-test", max_retries=0)
+    client = _openai(base)
 
     def run(view: View) -> None:
         with client.responses.stream(model="m", instructions=system, input=user) as stream:
@@ -73,7 +90,7 @@ def responses_view(base: str, system: str = SYSTEM, user: str = "hello") -> View
 
 
 def chat_view(base: str, system: str = SYSTEM, user: str = "hello") -> View:
-    client = openai.OpenAI(base_url=base + "/v1", api_key="sk-test", max_retries=0)
+    client = _openai(base)
 
     def run(view: View) -> None:
         msgs: Any = [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -88,7 +105,7 @@ def chat_view(base: str, system: str = SYSTEM, user: str = "hello") -> View:
 
 
 def anthropic_view(base: str, system: str = SYSTEM, user: str = "hello") -> View:
-    client = anthropic.Anthropic(base_url=base, api_key="sk-ant-test", max_retries=0)
+    client = _anthropic(base)
 
     def run(view: View) -> None:
         with client.messages.stream(model="claude-opus-4-8", max_tokens=100, system=system,
@@ -102,15 +119,17 @@ def anthropic_view(base: str, system: str = SYSTEM, user: str = "hello") -> View
 
 
 def gemini_view(base: str, system: str = SYSTEM, user: str = "hello") -> View:
-    client = genai.Client(api_key="gk", http_options=types.HttpOptions(base_url=base, api_version="v1beta"))
+    client = _genai(base)
     cfg = types.GenerateContentConfig(system_instruction=system)
 
     def run(view: View) -> None:
-        text = ""
+        texts = {False: "", True: ""}  # the answer and the thoughts, each joined as a client shows it
         for chunk in client.models.generate_content_stream(model="m", contents=user, config=cfg):
             view.shown.append(chunk.model_dump_json())
-            text += chunk.text or ""
-        view.shown.append(text)
+            for cand in (chunk.candidates or [])[:1]:
+                for part in (cand.content.parts if cand.content else None) or []:
+                    texts[bool(part.thought)] += part.text or ""
+        view.shown += texts.values()
     return _collect(run)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.apis import raw_call
 from tests.fakes.proxy import ProxyServer
 from tests.fakes.upstream import FakeUpstream, Reply, sse
 from tests.sdk_view import View, anthropic_view, responses_view
@@ -379,3 +380,59 @@ def test_responses_parts_in_order_pass_whole(proxy: ProxyServer, upstream: FakeU
     view = _responses(proxy, upstream, r.completed(None))
     assert view.error is None, view.error
     assert view.final.output_text == "Hello world."
+
+
+def test_an_argument_delta_naming_one_call_by_id_and_another_by_index_never_reaches_the_client(
+        proxy: ProxyServer, upstream: FakeUpstream) -> None:
+    """The SDK appends a delta to the call at its ``output_index`` (its events' snapshots show that
+    call's arguments so far), whatever ``item_id`` says."""
+    r = _R()
+    for oi, name in ((0, "Read"), (1, "Bash")):
+        r.ev("response.output_item.added", output_index=oi, item={
+            "id": f"fc_{oi}", "type": "function_call", "status": "in_progress", "arguments": "", "call_id": f"c{oi}",
+            "name": name})
+    r.ev("response.function_call_arguments.delta", item_id="fc_0", output_index=1, delta=_cmd(EVIL))
+    r.ev("response.function_call_arguments.delta", item_id="fc_1", output_index=1, delta="")
+    for oi, args in ((0, _cmd(EVIL)), (1, "")):
+        r.ev("response.output_item.done", output_index=oi, item={
+            "id": f"fc_{oi}", "type": "function_call", "status": "completed", "arguments": args, "call_id": f"c{oi}",
+            "name": "Read" if oi == 0 else "Bash"})
+    view = _responses(proxy, upstream, r.completed(None))
+    bash_so_far = [e["snapshot"] for e in map(_json_or_none, view.shown) if isinstance(e, dict)
+                   and e.get("type") == "response.function_call_arguments.delta" and e.get("output_index") == 1]
+    assert not any(HOST in s for s in bash_so_far), bash_so_far
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def test_a_terminal_output_that_is_no_list_never_reaches_the_client(proxy: ProxyServer,
+                                                                     upstream: FakeUpstream) -> None:
+    message = {"id": "msg_0", "type": "message", "status": "completed", "role": "assistant",
+               "content": [{"type": "output_text", "text": SECRET, "annotations": []}]}
+    r = _R()
+    r.ev("response.completed", response={**r.resp, "status": "completed", "output": message})
+    upstream.queue(Reply(raw_frames=r.frames))
+    raw = raw_call(proxy.url, "responses", stream=True)  # (the SDK raises on it; curl shows it)
+    assert SECRET not in raw.raw.decode()
+
+
+def test_an_anthropic_start_input_other_than_its_fragments_reaches_no_client(
+        proxy: ProxyServer, upstream: FakeUpstream) -> None:
+    """The SDK keeps the fragments (``ls``); a client that reads the block's start (curl, a gateway
+    that takes a whole input there) shows the other input: readings disagree, so the answer fails."""
+    frames = _anthropic_stream(_tool_start(0, "Bash", {"command": EVIL}), _json(0, _cmd("ls")), _stop(0))
+    upstream.queue(Reply(raw_frames=frames))
+    raw = raw_call(proxy.url, "anthropic", stream=True)
+    assert HOST not in raw.raw.decode()
+    upstream.queue(Reply(raw_frames=frames))
+    _hidden(anthropic_view(proxy.url), HOST)
+    same = _anthropic_stream(_tool_start(0, "Bash", {"command": "ls"}), _json(0, '{"command":'), _json(0, ' "ls"}'),
+                             _stop(0))
+    upstream.queue(Reply(raw_frames=same))
+    view = anthropic_view(proxy.url)
+    assert view.error is None and [(b.name, b.input) for b in view.final.content] == [("Bash", {"command": "ls"})]

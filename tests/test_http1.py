@@ -8,7 +8,10 @@ the client must refuse (a body cut short, conflicting lengths, an answer nobody 
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
+import threading
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Self
 
@@ -17,6 +20,7 @@ import trustme
 import uvloop
 
 from config.errors import UpstreamError
+from proxy.upstream import http1
 from proxy.upstream.http1 import HIGH_WATER, Pool
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -404,6 +408,153 @@ def test_an_answer_that_arrived_with_its_head_is_taken_whole(run: Any) -> None:
             assert answer.arrived() is None  # not all in: read it (here it stalls)
             with pytest.raises(UpstreamError):
                 await answer.read()
+            p.close()
+
+    run(main())
+
+
+class OneAnswerThenClose:
+    """A raw-socket server in its own thread: each connection gets one answer (offering keep-alive),
+    then the server closes it outright, as a server's idle timeout does. ``requests`` counts the
+    requests its code read: one that reached a closed socket is never among them."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.connections = 0
+        self.closed = threading.Event()
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(8)
+        self._sock.settimeout(0.1)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._sock.close()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except (TimeoutError, OSError):
+                continue
+            self.connections += 1
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data and (chunk := conn.recv(65536)):
+                    data += chunk
+                self.requests += 1
+                conn.sendall(ok(b"answer %d" % self.requests))
+            self.closed.set()
+
+
+def _stale_connection(p: Pool, srv: OneAnswerThenClose) -> None:
+    """Wait, with the loop blocked, until the upstream's close is on the pooled connection's socket
+    but not yet handled by the loop: the next request goes out into it."""
+    assert srv.closed.wait(5)
+    time.sleep(0.05)
+
+
+def test_a_request_sent_into_a_close_the_upstream_already_made_goes_once_more_on_a_new_connection(
+        run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The check of the idle socket would see the close first: switched off, the request really goes
+    # out into the closed connection, as it does when the close is still on its way.
+    monkeypatch.setattr(http1._Connection, "waiting", lambda self: False)
+
+    async def main() -> None:
+        with OneAnswerThenClose() as srv:
+            p = pool()
+            assert await fetch(p, srv.url + "/v1/x") == (200, b"answer 1")
+            _stale_connection(p, srv)
+            answer = p.send_now("POST", srv.url + "/v1/x", [("content-type", "application/json")], b"{}")
+            assert answer is not None  # it went out on the pooled connection
+            answer = await Pool.answered(answer)
+            assert (answer.status, await answer.read(), answer.resent) == (200, b"answer 2", True)
+            # The server's code read two requests: the one sent into its closed socket never arrived.
+            assert (srv.requests, srv.connections, p.resends) == (2, 2, 1)
+            p.close()
+
+    run(main())
+
+
+def test_an_idle_connection_whose_close_waits_unread_is_not_used(run: Any) -> None:
+    async def main() -> None:
+        with OneAnswerThenClose() as srv:
+            p = pool()
+            assert await fetch(p, srv.url + "/v1/x") == (200, b"answer 1")
+            _stale_connection(p, srv)
+            assert p.send_now("POST", srv.url + "/v1/x", [], b"{}") is None
+            assert await fetch(p, srv.url + "/v1/x") == (200, b"answer 2")
+            assert (srv.requests, p.resends) == (2, 0)
+            p.close()
+
+    run(main())
+
+
+@pytest.mark.parametrize("then", [b"", b"HTTP/1.1 200 OK\r\n", b"HTTP/1.1 100 Continue\r\n\r\n"])
+def test_a_request_the_upstream_took_in_is_never_sent_twice(run: Any, then: bytes) -> None:
+    """The upstream read the request on a reused connection, then closed it: with no answer, with
+    part of a head, after an interim answer. It may have acted on it: the failure is the client's."""
+    async def main() -> None:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await srv.read_request(reader)
+            writer.write(ok(b"first"))
+            await srv.read_request(reader)
+            writer.write(then)
+            await writer.drain()
+
+        async with Scripted(serve) as srv:
+            p = pool()
+            assert await fetch(p, srv.url + "/v1/x") == (200, b"first")
+            with pytest.raises(UpstreamError):
+                await fetch(p, srv.url + "/v1/x")
+            assert (len(srv.heads), srv.connections, p.resends) == (2, 1, 0)
+            p.close()
+
+    run(main())
+
+
+def test_a_reused_connection_that_stalls_is_not_sent_again(run: Any) -> None:
+    async def main() -> None:
+        async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await srv.read_request(reader)
+            writer.write(ok(b"first"))
+            await srv.read_request(reader)
+            await reader.read()
+
+        async with Scripted(serve) as srv:
+            p = pool(read_timeout=0.2)
+            assert await fetch(p, srv.url + "/v1/x") == (200, b"first")
+            with pytest.raises(UpstreamError) as caught:
+                await fetch(p, srv.url + "/v1/x")
+            assert caught.value.timeout
+            assert (len(srv.heads), srv.connections, p.resends) == (2, 1, 0)
+            p.close()
+
+    run(main())
+
+
+@pytest.mark.parametrize(("announced", "kept"), [(b"timeout=5, max=100", 4.0), (b"timeout=1", 0.5),
+                                                 (b"max=3", 15.0), (b"timeout=30", 15.0)])
+def test_the_idle_limit_follows_what_the_upstream_announces(run: Any, announced: bytes, kept: float) -> None:
+    async def main() -> None:
+        async with Scripted.answering(lambda head, body: ok(b"k", b"keep-alive: " + announced)) as srv:
+            p = Pool(connect_timeout=2.0, read_timeout=5.0, idle_s=15.0)
+            assert await fetch(p, srv.url + "/k", None, method="GET") == (200, b"k")
+            (conn,) = next(iter(p._idle.values()))
+            assert conn.idle_limit == kept
+            conn.idle_since -= kept  # as if it had waited that long: not reused
+            assert p.send_now("GET", srv.url + "/k", [], None) is None
             p.close()
 
     run(main())

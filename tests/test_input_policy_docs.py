@@ -34,6 +34,8 @@ def test_the_documented_example_loads_and_builds() -> None:
     'id = "a"\nkind = "secrets"\nparts = ["assistant"]',                              # not a part
     'id = "a"\nkind = "secrets"\nparts = []',
     'id = "a"\nkind = "secrets"\naction = "retry"',
+    'id = "a"\nkind = "pii"\nreplacement = "shown to nobody"',                     # an answer's key
+    'id = "a"\nkind = "regex"\npatterns = ["x"]\nmandate = "retry politely"',
 ])
 def test_entries_the_schema_refuses(entry: str) -> None:
     with pytest.raises(PolicyError):

@@ -115,6 +115,18 @@ def test_the_named_policies_the_gateway_points_at_are_in_its_configmap() -> None
     assert {f.removeprefix(mount + "/") for f in files} <= keys
 
 
+def test_the_gateway_is_scraped_on_its_metrics_port_and_probed_over_http() -> None:
+    """Prometheus's annotations cannot send a token: they name the metrics-only port, which the
+    container exposes and the proxy is told to open; readiness is an HTTP probe (no process forked)."""
+    gateway = next(d for d in of_kind("Deployment") if d["metadata"]["name"] == "guardproxy")
+    c = proxy_container(gateway)
+    annotations = gateway["spec"]["template"]["metadata"]["annotations"]
+    port = int(annotations["prometheus.io/port"])
+    assert env_of(c)["GUARDPROXY_METRICS_PORT"] == str(port)
+    assert port in {p["containerPort"] for p in c["ports"]} and port != 8790
+    assert "httpGet" in c["readinessProbe"] and "exec" not in c["readinessProbe"]
+
+
 def test_the_gateway_replicas_share_the_valkey_beside_them() -> None:
     """The proxies' GUARDPROXY_STATE_URL names the Valkey Service and its port, the Service selects the
     Valkey pods (and not the proxies), the key that seals values comes from a Secret, and only the

@@ -83,3 +83,12 @@ def test_the_schema_accepts_every_shipped_policy_and_refuses_a_misspelled_key() 
 def test_version() -> None:
     done = _cli("--version")
     assert done.returncode == 0 and done.stdout.startswith("guardproxy ") and "unknown" not in done.stdout
+
+
+@pytest.mark.parametrize("kind", ["regex", "canary", "max_length"])
+def test_an_action_the_kind_cannot_do_is_an_error(kind: str) -> None:
+    extra = {"regex": 'patterns = ["x"]\n', "canary": "", "max_length": "max_chars = 10\n"}[kind]
+    with pytest.raises(PolicyError, match=f"kind '{kind}' cannot redact"):
+        parse_policy(f'[[stream_guardrails]]\nid = "g"\nkind = "{kind}"\n{extra}action = "redact"\n')
+    parse_policy(f'[[stream_guardrails]]\nid = "g"\nkind = "{kind}"\n{extra}action = "replace"\n')
+    parse_policy('[[stream_guardrails]]\nid = "p"\nkind = "pii"\naction = "redact"\n')

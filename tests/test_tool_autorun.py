@@ -35,11 +35,13 @@ def _sh(command: str, assessor: ToolAssessor = NO_WORKSPACE) -> Assessment:
     "mv .git evil", "rsync -a .git/ evil/", "ln -s .git evil", "cp .git/config evil/config",
     "cp -r .git evil && printf '[core]\\n\\tfsmonitor = ./x.sh\\n' >> evil/config && git -C evil status",
     "cd sub && cp -r ../.git ../evil",
+    "tar -cf - .git | tar -xf - -C evil", "tar -C .git -czf x.tgz .", "tar cf - ./.git | (cd evil && tar xf -)",
+    "zip -r x.zip .git",
 ])
 def test_a_git_folder_copied_under_another_name_is_an_autorun_write(command: str) -> None:
     a = _sh(command)
     assert a.reason_code == "autorun_setting", (command, a.observations)
-    assert "git folder under another name" in a.rationale or "git's own files" in a.rationale  # mv, ln: .git changed
+    assert any(w in a.rationale for w in ("git folder under another name", "git's own files", "to unpack under"))
 
 
 @pytest.mark.parametrize("command", [
@@ -47,7 +49,8 @@ def test_a_git_folder_copied_under_another_name_is_an_autorun_write(command: str
     "husky", "husky install", "npx husky", "npx husky install", "npx --yes husky@9", "pnpm exec husky",
     "yarn husky install", "bunx husky", "lefthook install", "npx lefthook install", "simple-git-hooks",
     "npx simple-git-hooks", "overcommit --install", "uv run pre-commit install", "python3 -m pre_commit install",
-    "pipx run pre-commit install", "npx husky-init",
+    "pipx run pre-commit install", "npx husky-init", "prek install", "vendor/bin/captainhook install",
+    "npm exec -- husky", "./node_modules/.bin/husky", "yarn dlx husky init",
 ])
 def test_hook_installers_are_autorun_settings(command: str) -> None:
     a = _sh(command)
@@ -59,6 +62,7 @@ def test_hook_installers_are_autorun_settings(command: str) -> None:
     "pre-commit run --all-files", "pre-commit autoupdate", "lefthook run pre-commit", "npm install",
     "yarn add -D husky", "npx prettier --write .", "pnpm install", "cp .gitignore docs/", "cp -r .github ci",
     "cp -r src build", "mv .git/index.lock /tmp/stale.lock", "git status", "husky uninstall",
+    "tar -czf src.tgz src", "tar -xzf x.tgz -C build", "zip -r x.zip src", "tar -tf x.tar .git",
 ])
 def test_ordinary_commands_beside_them_pass(command: str) -> None:
     assert _sh(command).decision == "allow", command
@@ -81,6 +85,27 @@ def test_git_config_syntax_that_runs_programs_is_read(text: str) -> None:
 ])
 def test_other_config_text_passes(path: str, text: str) -> None:
     assert _call("Write", {"file_path": path, "content": text}).decision == "allow"
+
+
+@pytest.mark.parametrize(("tool", "args"), [
+    ("Edit", {"file_path": "evil/config", "old_string": "bare = false", "new_string": "bare = false\n\tfsmonitor = ./x"}),
+    ("Edit", {"file_path": "evil/config", "old_string": "[alias]", "new_string": "[alias]\n\tst = !sh -c id"}),
+    ("Bash", {"command": "sed -i 's/bare = false/fsmonitor = .\\/x.sh/' evil/config"}),
+    ("Bash", {"command": "echo '\thooksPath = h' >> evil/config"}),
+])
+def test_a_piece_of_git_config_syntax_counts_in_whichever_section_it_lands(tool: str, args: dict[str, object]) -> None:
+    """An edit shows only its new text, not the ``[core]`` above it: a name that runs a program in some
+    section is read as set there."""
+    assert _call(tool, args).reason_code == "autorun_setting", args
+
+
+@pytest.mark.parametrize(("tool", "args"), [
+    ("Edit", {"file_path": "app/config", "old_string": "port = 1", "new_string": "port = 2"}),
+    ("Bash", {"command": "sed -i 's/port = 1/port = 2/' app/config"}),
+    ("Edit", {"file_path": "evil/config", "old_string": "[alias]", "new_string": "[alias]\n\tst = status"}),
+])
+def test_ordinary_edits_of_config_files_pass(tool: str, args: dict[str, object]) -> None:
+    assert _call(tool, args).decision == "allow", args
 
 
 def test_a_shell_line_writing_git_config_syntax_is_read_too() -> None:

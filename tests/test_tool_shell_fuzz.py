@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from config.policy import ToolsPolicy
 from guardrails.datamodel import ToolCall
 from guardrails.tools import ToolAssessor
-from guardrails.tools.embedded import awk
+from guardrails.tools.awk import awk
 from guardrails.tools.shell import MAX_COMMAND_BYTES, analyze
 
 FRAGMENTS = ["$(", ")", "`", "<<EOF\n", "<<'E'\n", "EOF\n", "E\n", "|", "|&", "&&", "||", ";", "&", "'", '"',

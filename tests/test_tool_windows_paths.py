@@ -40,6 +40,8 @@ def _assess(policy: dict[str, object], tool: str, args: dict[str, object]) -> As
     (".git::$INDEX_ALLOCATION\\hooks", "/c:/users/me/proj/.git/hooks"),
     ("sub\\.. \\..\\x", "/c:/users/me/x"),
     ("/c/Users/me/proj/a", "/c:/users/me/proj/a"),
+    ("\\\\.\\PhysicalDrive0", "//./physicaldrive0"),
+    ("\\\\?\\GLOBALROOT\\Device\\HarddiskVolume1\\x", "//?/globalroot/device/harddiskvolume1/x"),
 ])
 def test_windows_form_reads_paths_as_windows_opens_them(raw: str, form: str) -> None:
     assert windows_form(raw, ROOT) == form
@@ -56,6 +58,7 @@ BLOCKED = [
     ("Read", {"file_path": "D:\\backup\\db.sql"}, "path_outside_workspace"),
     ("Read", {"file_path": "\\\\?\\C:\\Users\\me\\proj\\..\\notes.txt"}, "path_outside_workspace"),
     ("Read", {"file_path": "\\\\fileserver\\share\\x"}, "path_outside_workspace"),
+    ("Write", {"file_path": "\\\\.\\PhysicalDrive0", "content": "x"}, "path_outside_workspace"),
     ("Read", {"file_path": "C:\\Users\\me\\.ssh\\id_ed25519"}, "privileged_path"),
     ("Write", {"file_path": "..\\.ssh\\authorized_keys", "content": "ssh-ed25519 AAAA"}, "privileged_path"),
     ("Read", {"file_path": "~\\.aws\\credentials"}, "privileged_path"),

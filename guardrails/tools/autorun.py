@@ -106,6 +106,9 @@ HOOK_INSTALLERS: dict[str, frozenset[str | None]] = {
     "overcommit": frozenset({"--install", "-i"}),
     "yorkie": frozenset({None}),
     "git-hooks": frozenset({"install", "--install"}),
+    "prek": frozenset({"install", "init-templatedir"}),        # pre-commit's drop-in rewrite
+    "captainhook": frozenset({"install"}),
+    "hk": frozenset({"install"}),
 }
 """program -> the first operand (None: none at all) with which it installs git hooks or points
 ``core.hooksPath`` at a folder of the project's: the same arming as ``git config core.hooksPath``.
@@ -163,8 +166,35 @@ def hook_installer(program: str, args: Argv) -> str | None:
     return f"{program} {first or ''}".strip() + " (installs git hooks)" if first in verbs else None
 
 
+_TAR_CREATE = frozenset({"-c", "--create", "-r", "--append", "-u", "--update"})
+_TAR_VALUES = frozenset({"-f", "--file", "-C", "--directory", "-T", "-X", "-b", "-H", "--format", "-I"})
+
+
+def _archived_git_folder(program: str, args: Argv) -> str | None:
+    """``tar -c .git``, ``tar -C .git -c .``, ``zip -r x.zip .git``: a git folder packed to be unpacked under
+    another name (``| tar -x -C evil``); the source named, or None."""
+    if program == "tar":
+        if args and args[0] is not None and args[0][:1].isalpha():
+            args = [f"-{args[0]}", *args[1:]]  # ``tar cf - .git``
+        given = options_with_values(args, _TAR_VALUES)
+        if not {o for o, _ in given} & _TAR_CREATE:
+            return None
+        _, operands = split_operands(args, _TAR_VALUES)
+        named = [v for o, v in given if o in ("-C", "--directory") and v] + [p for p in operands if p]
+    elif program == "zip":
+        _, operands = split_operands(args, frozenset({"-b", "-n", "-t", "-tt", "-x", "-i", "-P", "-O", "--out"}))
+        named = [p for p in operands[1:] if p]
+    else:
+        return None
+    return next((p for p in named if _in_git_dir(p)), None)
+
+
 def git_folder_copies(program: str, args: Argv) -> list[str]:
-    """A ``.git`` folder, or files of one, copied, moved or linked under another name (``_COPIERS``)."""
+    """A ``.git`` folder, or files of one, copied, moved or linked under another name (``_COPIERS``), or
+    packed into an archive (``_archived_git_folder``)."""
+    packed = _archived_git_folder(program, args)
+    if packed is not None:
+        return [f"{program} of {packed} (a git folder, to unpack under another name)"]
     if program not in _COPIERS:
         return []
     touched = file_operands("cp" if program == "ditto" else program, args)
@@ -296,7 +326,10 @@ def git_config_text(text: str) -> list[str]:
             name, sub = head.group(1).lower(), head.group(2)
             section = f"{name}.{sub}" if sub is not None else name
             line = line[head.end():]
-        var = _VARIABLE.match(line.split("#", 1)[0].split(";", 1)[0]) if section else None
+        if not section:  # a piece of a file (an Edit's new text, a sed script): its section is not shown
+            found += _sectionless(line)
+            continue
+        var = _VARIABLE.match(line.split("#", 1)[0].split(";", 1)[0])
         if var is None:
             continue
         key = f"{section}.{var.group(1).lower()}"
@@ -304,3 +337,21 @@ def git_config_text(text: str) -> list[str]:
         if runs_code(key, value if var.group(2) is not None else "true"):
             found.append(key)
     return found
+
+
+_ANY_VARIABLE = re.compile(r"([A-Za-z][A-Za-z0-9-]*)[ \t]*=[ \t]*([^\n/;#]*)")
+_SECTIONS = ("core", "alias", "include", "credential", "gpg", "init", "interactive", "sendemail", "uploadpack",
+             "diff.x", "filter.x", "merge.x", "mergetool.x", "difftool.x", "trailer.x", "remote.x", "browser.x",
+             "man.x", "submodule.x")
+"""The sections whose keys can run a program (``AUTORUN_KEY``), with a stand-in subsection name."""
+
+
+def _sectionless(line: str) -> list[str]:
+    """Keys a line may set in whichever section it lands (``\tfsmonitor = ./x`` inserted under an existing
+    ``[core]``, ``s/bare = false/fsmonitor = .\\/x/``): each ``name = value`` in it, under every section
+    where that name runs a program. Used only for text written into a file named like git's config."""
+    out: list[str] = []
+    for m in _ANY_VARIABLE.finditer(line):
+        name, value = m.group(1).lower(), m.group(2).strip().strip('"')
+        out += [f"{s}.{name}" for s in _SECTIONS if runs_code(f"{s}.{name}", value)][:1]
+    return out

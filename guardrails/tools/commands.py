@@ -199,6 +199,16 @@ def unwrap(program: str, args: Argv) -> Unwrapped | None:
     return Unwrapped(rest)
 
 
+@dataclass(frozen=True, slots=True)
+class Embedded:
+    """A command line another program runs for the model (``guardrails.tools.embedded``, ``awk``)."""
+
+    line: str | None
+    """The command line, or None when it is not a literal."""
+    stdin: str | None = None
+    """``pipe`` when the program writes into it (awk's ``print | "sh"``)."""
+
+
 # -- file commands ----------------------------------------------------------------------------------
 
 # program -> (op of its operands, options that take a value, how many leading operands are not paths)

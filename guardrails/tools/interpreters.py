@@ -25,7 +25,8 @@ from guardrails.tools.commands import program_name
 _SHELLS = ("sh", "bash", "zsh", "dash", "ksh", "fish", "ash", "mksh", "csh", "tcsh", "yash", "rbash")
 _STDIN_INTERPRETERS = (*_SHELLS, "python", "ipython", "perl", "ruby", "irb", "node", "php", "lua", "deno", "bun",
                        "tclsh", "wish", "expect", "R", "Rscript", "julia", "pwsh", "powershell")
-_DOWNLOADERS = ("curl", "wget")
+_DOWNLOADERS = ("curl", "wget", "aria2c", "fetch", "http", "https", "xh", "xhs", "httpie", "curlie")
+"""The programs whose downloads the ``|`` forms follow (a pipe, ``<(...)``, or a file they saved)."""
 DEFAULT_INTERPRETERS: tuple[str, ...] = (
     *(f"{s} -c" for s in _SHELLS),
     "python -c", "ipython -c", "node -e", "node --eval", "node -p", "node --print", "perl -e", "perl -E",

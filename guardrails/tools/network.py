@@ -52,6 +52,11 @@ _NET_VALUE_OPTS.update({
     "nslookup": frozenset(),
 })
 _NET_VALUE_OPTS["curlie"] = _NET_VALUE_OPTS["curl"]
+_NET_VALUE_OPTS["aria2c"] = frozenset({"-d", "--dir", "-o", "--out", "-x", "-s", "-j", "-k", "-t", "-m", "-U",
+                                       "--user-agent", "--header", "--timeout", "--max-tries", "--split"})
+_NET_VALUE_OPTS.update({p: frozenset({"-o", "--output", "-a", "--auth", "-A", "--auth-type", "--cert", "--cert-key",
+                                      "--session", "-p", "--print", "--verify"})
+                        for p in ("http", "https", "xh", "xhs", "httpie")})
 _NET_ALIASES = {"ncat": "nc", "netcat": "nc", "mosh": "ssh", "autossh": "ssh", "pip3": "pip", "ping6": "ping",
                 "tracepath": "traceroute", "mtr": "traceroute", "tftp": "ftp", "podman": "docker"}
 _HOST_FIRST = frozenset({"nc", "ssh", "telnet", "sftp", "ping", "traceroute", "ftp", "lftp"})
@@ -201,6 +206,10 @@ def scp_host(word: str) -> str | None:
     return "ssh://" + m.group(1)
 
 
+_HTTPIE = frozenset({"http", "https", "xh", "xhs", "httpie"})
+_METHOD = re.compile(r"^[A-Z]+$")
+
+
 def network_targets(program: str, args: Argv) -> list[str]:
     """URLs (``ssh://host``, ``tcp://host`` for bare hosts) that a network program connects to."""
     prog = _NET_ALIASES.get(program, program)
@@ -219,6 +228,10 @@ def network_targets(program: str, args: Argv) -> list[str]:
             out.append(value if "://" in value else "https://" + value)
     if prog in DOWNLOADERS:
         _, operands = split_operands(args, _NET_VALUE_OPTS.get(prog, frozenset()))
+        if prog in _HTTPIE:  # [METHOD] URL [items: name=value, Header:value, field:=json, @file]
+            operands = operands[1:] if operands and operands[0] is not None and _METHOD.match(operands[0]) \
+                else operands
+            operands = operands[:1]
         out += [o if _URLISH.match(o) else "http://" + o for o in operands if o is not None and o]
     elif prog in _HOST_FIRST:
         _, operands = split_operands(args, _NET_VALUE_OPTS[prog])
@@ -413,9 +426,33 @@ def _short_cluster(arg: str) -> str:
     return arg[1:] if arg.startswith("-") and not arg.startswith("--") else ""
 
 
+_OTHER_DOWNLOADS: dict[str, tuple[frozenset[str], frozenset[str], frozenset[str]]] = {
+    "aria2c": (frozenset({"-o", "--out"}), frozenset({"-d", "--dir"}), frozenset()),
+    "fetch": (frozenset({"-o", "--output"}), frozenset(), frozenset()),
+    **{p: (frozenset({"-o", "--output"}), frozenset(), frozenset({"-d", "--download"}))
+       for p in ("http", "https", "xh", "xhs", "httpie")},
+}
+"""Other downloaders: (options naming the file, options naming its folder, options that save the body
+under the URL's name). aria2c and fetch save under the URL's name by default."""
+
+
+def _other_downloads(program: str, args: Argv) -> list[str]:
+    files, folders, saves = _OTHER_DOWNLOADS[program]
+    given = options_with_values(args, files | folders)
+    named = [v for o, v in given if o in files and v]
+    folder = next((v for o, v in reversed(given) if o in folders and v), None)
+    if not named and (program in ("aria2c", "fetch") or any(o in saves for o, _ in given)):
+        named = [posixpath.basename(u.split("?", 1)[0]) or "index.html" for u in network_targets(program, args)]
+    return [posixpath.join(folder, f) if folder and not f.startswith(("/", "~")) else f for f in named if f != "-"]
+
+
 def downloaded_files(program: str, args: Argv) -> list[str]:
-    """Files a downloader writes (``curl -o F``, ``curl -sSLo F``, ``curl -O``, ``wget -O F``), to spot
-    ``... && sh F``."""
+    """Files a downloader writes (``curl -o F``, ``curl -sSLo F``, ``curl -O``, ``wget -O F``, ``aria2c -o``,
+    ``xh -d -o``...), to spot ``... && sh F``."""
+    if program in _OTHER_DOWNLOADS:
+        return _other_downloads(program, args)
+    if program == "curlie":
+        program = "curl"
     if program not in ("curl", "wget"):
         return []
     out_flag, long_out = ("o", "--output") if program == "curl" else ("O", "--output-document")

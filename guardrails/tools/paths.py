@@ -54,7 +54,11 @@ def windows_form(raw: str, base: str) -> str:
     device = _DEVICE_PREFIX.match(raw)
     if device is not None:
         unc = device.group(0)[4:].upper().startswith("UNC")
-        raw = ("\\\\" if unc else "") + raw[device.end():]
+        rest = raw[device.end():]
+        if not unc and not re.match(r"^[A-Za-z]:(?:[\\/]|$)", rest):
+            # ``\\.\\PhysicalDrive0``, ``\\?\\Volume{...}\\``, ``\\?\\GLOBALROOT\\...``: a device, never a workspace path
+            return "//" + device.group(0)[2] + "/" + rest.replace("\\", "/").lower()
+        raw = ("\\\\" if unc else "") + rest
     msys = _MSYS_DRIVE.match(raw)
     if msys is not None:
         raw = msys.group(1) + ":\\" + raw[msys.end():]

@@ -39,8 +39,8 @@ from tree_sitter import Language, Node, Parser
 from guardrails.tools import commands as cmds
 from guardrails.tools import network as net
 from guardrails.tools.autorun import autorun_settings, git_dir_setting, git_subcommand, is_git_config_name
-from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, program_name
-from guardrails.tools.embedded import Embedded, embedded, sed, setting
+from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, Embedded, program_name
+from guardrails.tools.embedded import embedded, sed, setting
 from guardrails.tools.interpreters import DYNAMIC, UNKNOWN_OPTIONS
 from guardrails.tools.sources import EXPANSION, looks_like_requirements, sed_hosts, settings_kind
 from guardrails.tools.variables import Variables, expand, has_alternatives
@@ -56,6 +56,14 @@ MAX_PARSED_BYTES = 4 * MAX_COMMAND_BYTES
 _LANGUAGE = Language(tree_sitter_bash.language())
 _local = threading.local()
 _INLINE_OPTS = {"-c", "-e", "-E", "-r", "-p", "--eval", "--print", "--command"}
+"""Options that give code inline, for a program not in ``_INLINE_BY_PROGRAM`` (``$``: any of them)."""
+_INLINE_BY_PROGRAM: dict[str, frozenset[str]] = {
+    **{sh: frozenset({"-c", "--command"}) for sh in SHELLS},  # -e, -E, -r, -p are shell flags (errexit...)
+    "python": frozenset({"-c"}), "ipython": frozenset({"-c"}),  # python -E: ignore the environment
+    "node": frozenset({"-e", "--eval", "-p", "--print"}), "nodejs": frozenset({"-e", "--eval", "-p", "--print"}),
+    "perl": frozenset({"-e", "-E"}), "ruby": frozenset({"-e"}), "irb": frozenset({"-e"}), "php": frozenset({"-r"}),
+    "lua": frozenset({"-e"}), "Rscript": frozenset({"-e"}), "R": frozenset({"-e"}), "expect": frozenset({"-c"}),
+}
 _INTERP_VALUE_OPTS = frozenset({"-o", "+o", "-O", "+O", "-W", "-X", "-m", "-M", "-I", "-r", "--rcfile",
                                 "--init-file", "--require", "--import", "--loader", "--input-type"})
 _PROGRAM_VALUE_OPTS = {"php": frozenset({"-d", "-c", "-z"})}
@@ -67,6 +75,7 @@ _WRAPPER_FILES = {"xargs": frozenset({"-a", "--arg-file"}), "env": frozenset({"-
                   "sudo": frozenset({"-D", "--chdir"})}
 _BACKTICKS = re.compile(r"`((?:\\.|[^`\\])*)`")
 _SETS_VARIABLES = frozenset({"read", "mapfile", "readarray", "unset", "printf", "getopts"})
+_SUBSHELLS = frozenset({"subshell", "command_substitution", "process_substitution"})
 PROCESS_SUBSTITUTION = "/dev/fd/63"
 """What bash passes for ``<(...)``: the word a program sees (not a file: the path rules skip it)."""
 _STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
@@ -169,6 +178,7 @@ def literal_prefix(node: Node) -> str:
     return out
 
 
+_PWD_SUBSTITUTION = re.compile(r"^(?:\$\(\s*pwd(?:\s+-[LP])?\s*\)|`\s*pwd(?:\s+-[LP])?\s*`)$")
 _PLAIN_EXPANSION = re.compile(r"^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})$")
 
 
@@ -176,6 +186,8 @@ def _variable(node: Node, quoted: bool) -> str | None:
     """A plain ``$NAME``/``${NAME}`` the analysis knows: set to literals earlier in the line
     (``guardrails.tools.variables``), or ``$HOME``/``$PWD`` (anywhere in a word: ``-d @$HOME/.netrc``
     is the file after the ``@``)."""
+    if node.type == "command_substitution" and _PWD_SUBSTITUTION.match(_text(node)):
+        return "."  # ``"$(pwd)/x.sh"``: the current folder, as ``$PWD``
     if node.type not in ("simple_expansion", "expansion"):
         return None
     m = _PLAIN_EXPANSION.match(_text(node))
@@ -266,6 +278,8 @@ class _Walker:
         """The segments recorded so far (``_record``)."""
         self.dirs: list[str] = []
         """The folders ``pushd`` left, for ``popd``."""
+        self.oldcwd: str | None = None
+        """The folder before the last ``cd`` (``cd -`` goes back there); None: the one before the line."""
         self.variables = Variables()
         self.prefixes: dict[int, str] = {}
         """The literal starts of the current command's non-literal words, by distance from its end (a
@@ -320,8 +334,12 @@ class _Walker:
         ran: list[str] = []
         if kind == "for_statement":
             self._loop_variable(node)
+        # ``( cd sub && ... )``, ``$(cd x; ...)``: a subshell's ``cd`` ends with it (its files stay made)
+        scoped = (self.cwd, list(self.dirs), self.oldcwd) if kind in _SUBSHELLS else None
         for child in node.named_children:
             ran += self.visit(child, depth + (kind in ("command_substitution", "subshell")), feed, stdin)
+        if scoped is not None:
+            self.cwd, self.dirs, self.oldcwd = scoped
         return ran
 
     def _list(self, node: Node, depth: int, feed: list[str], stdin: str | None) -> list[str]:
@@ -440,16 +458,31 @@ class _Walker:
         self.stdin_path = _stdin_path(redirects)
         tail = frozenset(len(words) - i for i in splits)
         self.prefixes = {len(words) - i: p for i, p in prefixes.items()}
+        # A command that reads a downloaded file passes the download on (``cat x.sh | sh``, ``base64 -d x >
+        # y.sh``): to what it feeds and to the files it writes, as the downloader itself would.
+        reads_download = bool(self.downloaded) and (any(w and self._key(w) in self.downloaded for w in words[1:]) or (
+            self.stdin_path is not None and self._key(self.stdin_path) in self.downloaded))
+        # ``curl URL | tee x.sh``, ``curl URL | base64 -d > x.sh``: fed by a download, what it writes holds it
+        fed_download = sorted(p for p in set(feed) if p in cmds.DOWNLOADERS)
+        if fed_download:
+            reads_download = True
+            self.downloaders.update(fed_download)
+            program = program_name(words[0]) if words and words[0] is not None else ""
+            if program == "tee":
+                self.downloaded.update(self._key(w) for w in words[1:] if w and not w.startswith("-"))
         ran = self.argv(words, depth, [*feed, *procsub], source or stdin, tail) + procsub
+        if reads_download:
+            ran += sorted(self.downloaders)
         for out in outputs:  # ``tee >(sh)``, ``> >(bash)``: fed by this command, as a pipe would be
             ran += self.visit(out, depth + 1, [*feed, *ran], "pipe")
-        if ran and ran[0] in cmds.DOWNLOADERS:  # ``curl URL > x.sh``: x.sh holds the download
+        if ran and (ran[0] in cmds.DOWNLOADERS or reads_download):  # ``curl URL > x.sh``: x.sh holds the download
             for r in redirects:
                 dest = r.child_by_field_name("destination")
                 path = literal(dest) if dest is not None and r.type == "file_redirect" else None
                 if path is not None and _op(r) in _WRITE_REDIRECTS:
                     self.downloaded.add(self._key(path))
-                    self.downloaders.add(ran[0])
+                    if ran[0] in cmds.DOWNLOADERS:
+                        self.downloaders.add(ran[0])
         return ran
 
     def _assignment(self, node: Node, depth: int) -> None:
@@ -588,13 +621,23 @@ class _Walker:
                        else cmds.options_before_operands(args, values))
         if split:  # ``$x`` may expand to ``bash -c ...``: its options are unknown
             opts.append(UNKNOWN_OPTIONS)
+        if prog in SHELLS and "--command" in opts:
+            opts.append("-c")  # fish --command 'id' is fish -c
         fed = set(feed)
         seg: Segment = {"program": prog, "options": sorted(set(opts)), "fed_by": [], "script": None,
                         "stdin": stdin}
         operands = args[first:]
         if interp:
-            fed |= self._script(prog, opts, operands, depth, seg)
-        if stdin == "file" and self.stdin_path is not None and self._key(self.stdin_path) in self.downloaded:
+            from_script = self._script(prog, opts, operands, depth, seg)
+            if prog != "$" and seg["script"] in ("file", "module"):
+                # ``curl URL | python3 -m json.tool``, ``python3 tool.py < data.json``: the code is the file or the
+                # module; what feeds stdin is data (a script file is allowed: the interpreter rule's advice)
+                fed = from_script
+            else:
+                fed |= from_script
+        code_from_stdin = not interp or prog == "$" or seg["script"] not in ("file", "module")
+        if code_from_stdin and stdin == "file" and self.stdin_path is not None \
+                and self._key(self.stdin_path) in self.downloaded:
             fed.add("download")
         if prog in ("source", ".") and operands and operands[0] is not None \
                 and self._key(operands[0]) in self.downloaded:
@@ -624,7 +667,7 @@ class _Walker:
                 return set()  # bun run test: a package.json script
         if "-m" in opts:
             seg["script"] = "module"
-        elif any(o in _INLINE_OPTS for o in opts):
+        elif any(o in _INLINE_BY_PROGRAM.get(prog, _INLINE_OPTS) for o in opts):
             seg["script"] = "inline"
             if (prog in SHELLS or prog == "$") and operands and operands[0] is not None and "-c" in opts:
                 self.line(operands[0], depth + 1, [], None)
@@ -645,7 +688,12 @@ class _Walker:
             target = next((a for a in args if a is None or not a.startswith(("-", "+"))), "~" if prog == "cd" else None)
             if prog == "pushd":
                 self.dirs.append(self.cwd)
-            self.cwd = "?" if target is None else ("~" if target == "-" else self._join(target))
+            previous = self.cwd
+            if prog == "cd" and "-" in args and self.oldcwd is not None:
+                self.cwd = self.oldcwd  # ``cd -``: back to the folder before the last cd
+            else:  # (``cd -`` before any cd in the line: the folder before the line, unknown: home, as before)
+                self.cwd = "?" if target is None else self._join(target)
+            self.oldcwd = previous
             return
         if prog == "popd":
             self.cwd = self.dirs.pop() if self.dirs and not args else "?"
@@ -653,6 +701,7 @@ class _Walker:
         if prog in _SETS_VARIABLES:  # read F, mapfile A, unset F, printf -v F, getopts o F
             for a in args:
                 self.variables.forget(a or "")
+        self._copied_download(prog, args)
         table = written_files(prog, args)
         made = {path for op, path in table if op != "read"}
         for op, path in cmds.file_operands(prog, args):
@@ -685,7 +734,8 @@ class _Walker:
         saved, self.pending = self.pending, None  # sed's ``w`` and awk's ``print >`` write input lines, not the script
         try:
             for op, path in touched:
-                self._path(op, path)
+                if not cmds.not_a_file(path):  # awk's ``print > "/dev/stderr"``, sqlite's ``.output /dev/null``
+                    self._path(op, path)
         finally:
             self.pending = saved
         if prog == "find":
@@ -706,6 +756,23 @@ class _Walker:
                 self._path("read", value)
                 if prog != "xargs":
                     self.cwd = self._join(value)
+
+    def _copied_download(self, prog: str, args: list[str | None]) -> None:
+        """``cp x.sh y.sh``, ``mv``, ``ln -s``, ``install``, ``rsync`` of a downloaded file: the copy (or the
+        file of that name inside a destination folder) is the download too. Any copy into a folder makes
+        the file of that name there (written in this line: a later read of it is not a missing file)."""
+        if prog not in ("cp", "mv", "ln", "install", "rsync", "ditto"):
+            return
+        touched = cmds.file_operands("cp" if prog == "ditto" else prog, args)
+        sources = [p for _, p in touched[:-1]]
+        if len(touched) < 2:
+            return
+        target = touched[-1][1]
+        inside = {self._key(posixpath.join(target, posixpath.basename(p.rstrip("/")))) for p in sources}
+        self.written.update(inside)  # ``cp a.py build/ && cat build/a.py``: made here, judged with build/
+        if any(self._key(p) in self.downloaded for p in sources):
+            self.downloaded.add(self._key(target))
+            self.downloaded.update(inside)
 
     def _git_run(self, args: list[str | None]) -> None:
         """Record the folder git runs in when it is not the starting one (``git -C a -C b`` is ``a/b``)."""
@@ -765,23 +832,25 @@ class _Walker:
     def _path(self, op: str, path: str) -> None:
         if has_alternatives(path) or has_alternatives(self.cwd):
             for one in expand(self._join(path)):  # F set to several values: each is checked
-                self._one_path(op, one)
+                self._one_path(op, one, joined=True)
             return
         self._one_path(op, path)
 
-    def _one_path(self, op: str, path: str) -> None:
-        if self.cwd == "?" and not path.startswith(("/", "~")) and not _WINDOWS_ABSOLUTE.match(path):
+    def _one_path(self, op: str, path: str, joined: bool = False) -> None:
+        """``joined``: ``path`` is already joined to the current folder (each value of an alternative)."""
+        if not joined and self.cwd == "?" and not path.startswith(("/", "~")) and not _WINDOWS_ABSOLUTE.match(path):
             return  # relative to a folder the parse cannot know
-        joined = self._join(path)
-        if op == "read" and self._key(path) in self.written:
+        full = path if joined else self._join(path)
+        key = posixpath.normpath(full)
+        if op == "read" and key in self.written:
             return  # made earlier in this line (``echo x > a && cat a``): its write was judged
         if op == "write":
-            self.written.add(self._key(path))
+            self.written.add(key)
             content = self._content()
-            if settings_kind(joined) is not None or is_git_config_name(joined) \
+            if settings_kind(full) is not None or is_git_config_name(full) \
                     or (content and looks_like_requirements(content)):
-                self.facts.writes.append((joined, content))
-        self.facts.paths.append((op, joined))
+                self.facts.writes.append((full, content))
+        self.facts.paths.append((op, full))
 
 
 _SPLIT_IN_QUOTES = re.compile(r'^\$(?:@|\{@\}|\{[^}]*\[[@*]\]\})$')

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 
 from config.policy import ToolsPolicy
@@ -35,35 +36,44 @@ from guardrails.tools.arguments import parse_arguments
 from guardrails.tools.autorun import in_git_folder
 from guardrails.tools.catalog import lookup, strings
 from guardrails.tools.egress import urls_in
+from guardrails.tools.shell import unwrap_argv
 from guardrails.tools.sources import settings_kind
 
 _EXPANSION = r"(?:\$\(|\$\{?[A-Za-z_]|`)"
-_LOCAL_QUERY = re.compile(r"[a-z][a-z0-9+.-]*://[^\s'\"]*[?#&=/][^\s]*" + _EXPANSION + r"|" + _EXPANSION
-                          + r"[^\s]*\.[a-z]{2,}", re.IGNORECASE)
+_LOCAL_QUERY = re.compile(r"[a-z][a-z0-9+.-]*://[^\s'\"]*[?#&=/][^\s]*" + _EXPANSION
+                          + r"|(?:\$\([^)]*\)|`[^`]*`|\$\{?\w+\}?)\.[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}",
+                          re.IGNORECASE)
 """A URL with a shell expansion in it (``https://h/?q=$(cat ~/.ssh/id_rsa)``), or an expansion
 spliced into a host name (``$(whoami).evil.com``: DNS carries it)."""
 _OPT_END = r"(?=[\s@='\"]|$)"
-_SENDERS: dict[str, re.Pattern[str] | None] = {
+_OPTIONS: dict[str, re.Pattern[str]] = {
     "curl": re.compile(r"(?:^|\s)(?:-[a-zA-Z]*[dFT]" + _OPT_END + r"|--data[\w-]*|--form[\w-]*|--upload-file"
                        r"|--json|-X\s*['\"]?(?:POST|PUT|PATCH|DELETE)|--request[\s=]*['\"]?(?:POST|PUT|PATCH|DELETE))"),
     "wget": re.compile(r"--post-data|--post-file|--body-data|--body-file|--method[\s=]*['\"]?(?:POST|PUT|PATCH)"),
-    "http": re.compile(r"\s(?:POST|PUT|PATCH)\s|\s[\w.-]+(?:=|:=|@)[^\s]|\s(?:-f|--form)\b"),
-    "git": re.compile(r"\b(?:push|send-email|request-pull|config|remote\s+(?:add|set-url))\b"),
-    "gh": re.compile(r"\b(?:create|edit|comment|upload|api|push|set|review|merge|sync)\b"),
-    "npm": re.compile(r"\b(?:publish|config\s+set|set|login|adduser)\b"),
-    "pip": re.compile(r"\bconfig\s+(?:set|edit)\b"),
-    "uv": re.compile(r"\bpublish\b"),
-    "poetry": re.compile(r"\b(?:publish|config)\b"),
-    "cargo": re.compile(r"\b(?:publish|login)\b"),
-    "gem": re.compile(r"\b(?:push|signin)\b"),
-    "docker": re.compile(r"\b(?:push|login)\b"),
+    "http": re.compile(r"(?:^|\s)(?:POST|PUT|PATCH)\s|\s[\w.-]+(?:=|:=|@)[^\s]|\s(?:-f|--form)\b"),
 }
-for _name in ("nc", "ncat", "netcat", "socat", "telnet", "ssh", "scp", "sftp", "rsync", "ftp", "lftp", "mosh",
-              "twine", "aws", "gsutil", "gcloud", "az", "rclone", "s3cmd", "sendmail", "mail", "mutt"):
-    _SENDERS[_name] = None  # every use can carry data out
-for _alias, _name in (("curlie", "curl"), ("https", "http"), ("xh", "http"), ("yarn", "npm"), ("pnpm", "npm"),
-                      ("podman", "docker")):
-    _SENDERS[_alias] = _SENDERS[_name]
+"""Programs that send data when one of these options (or, for httpie, data items) is in the line."""
+_VERBS: dict[str, frozenset[str]] = {
+    "git": frozenset({"push", "send-email", "request-pull", "config", "remote add", "remote set-url"}),
+    "gh": frozenset({"api", "* create", "* edit", "* comment", "* upload", "* review", "* merge", "* sync",
+                     "* set", "* push"}),
+    "npm": frozenset({"publish", "login", "adduser", "set", "config set", "config edit"}),
+    "pip": frozenset({"config set", "config edit"}),
+    "uv": frozenset({"publish"}),
+    "poetry": frozenset({"publish", "config"}),
+    "cargo": frozenset({"publish", "login"}),
+    "gem": frozenset({"push", "signin"}),
+    "docker": frozenset({"push", "login"}),
+}
+"""Programs that send data (or change where they send it) by sub-command: the first one or two words
+that are not options (``*``: any first word, ``gh gist create``)."""
+_ALWAYS = frozenset({"nc", "ncat", "netcat", "socat", "telnet", "ssh", "scp", "sftp", "rsync", "ftp", "lftp", "mosh",
+                     "twine", "aws", "gsutil", "gcloud", "az", "rclone", "s3cmd", "sendmail", "mail", "mutt"})
+"""Every use can carry data out."""
+_ALIASES = {"curlie": "curl", "https": "http", "xh": "http", "yarn": "npm", "pnpm": "npm", "podman": "docker"}
+_SENDERS = frozenset({*_OPTIONS, *_VERBS, *_ALWAYS, *_ALIASES})
+_SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", "|&", ";;", "\n"})
+_GIT_VALUE_OPTS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
 _REACHES = frozenset({*_SENDERS, "dig", "nslookup", "host", "ping", "drill", "kdig", "traceroute"})
 """Programs that reach the network at all: with a local expansion in a URL or host, a query."""
 _SENDING_NAME = re.compile(r"create|post|send|upload|push|publish|comment|gist|webhook|e?mail|message|share|"
@@ -93,7 +103,7 @@ def _command_lines(name: str, args: Mapping[str, object], policy: ToolsPolicy) -
     lines: list[str] = []
     for param in entry.command:
         given = args.get(param)
-        lines += [" ".join(strings(given))] if isinstance(given, list) else strings(given)
+        lines += [unwrap_argv(strings(given))] if isinstance(given, list) else strings(given)
     for param in entry.commands:
         lines += strings(args.get(param))
     return [line for line in lines if line.strip()]
@@ -108,12 +118,13 @@ def sends(name: str, arguments: str, effect: str, obs: Mapping[str, object], pol
     text = "\n".join(_command_lines(name, args, policy)) if programs else ""
     if not text and isinstance(value, str):
         text = value  # a freeform shell tool: the input is the command
-    for program in sorted(programs & set(_SENDERS)):
-        pattern = _SENDERS[program]
-        if pattern is None:
-            out.append(f"`{program}` can carry data out")
-        elif (m := pattern.search(text)) is not None:
-            out.append(f"`{program} ... {m.group().strip()}` sends data")
+    commands = _argvs(text)
+    for program in sorted(programs & _SENDERS):
+        # Each command of the line on its own when the line splits into commands that run this
+        # program; else (nested in ``$(...)``, quoted for another shell) the whole line is read.
+        argvs: list[list[str] | None] = [a[1:] for a in commands or [] if a[0] == program]
+        why = [w for args in (argvs or [None]) if (w := _sends(program, args, text)) is not None]
+        out += why[:1]
     if programs & _REACHES and _LOCAL_QUERY.search(text):
         out.append("a URL or host built from local content (a shell expansion in it)")
     for t in _dicts(obs.get("targets")):
@@ -131,6 +142,67 @@ def sends(name: str, arguments: str, effect: str, obs: Mapping[str, object], pol
     if not entry.declared and (_SENDING_NAME.search(name) or _dicts(obs.get("urls"))):
         out.append(f"{name} is not a tool the proxy knows, and can send data out")
     return list(dict.fromkeys(out))
+
+
+def _sends(program: str, args: list[str] | None, text: str) -> str | None:
+    """Why ``program`` run with ``args`` (None: somewhere in ``text``, unsplit) sends data, or None."""
+    kind = _ALIASES.get(program, program)
+    if kind in _ALWAYS:
+        return f"`{program}` can carry data out"
+    line = text if args is None else " ".join(args)
+    if kind in _OPTIONS:
+        m = _OPTIONS[kind].search(line)
+        return f"`{program} ... {m.group().strip()}` sends data" if m else None
+    words = _words(args) if args is not None else re.findall(r"[\w-]+", line)
+    for verb in _VERBS[kind]:
+        first, _, second = verb.partition(" ")
+        if args is None:
+            if re.search(r"\b" + re.escape(verb.replace("* ", "")) + r"\b", line):
+                return f"`{program} {verb.replace('* ', '')}` sends data or changes where data goes"
+        elif (first in ("*", *words[:1])) and (not second or second in words[1:2]):
+            return f"`{program} {' '.join(words[:2])}` sends data or changes where data goes"
+    return None
+
+
+def _words(args: list[str]) -> list[str]:
+    """The leading words of a command's arguments that are not options (git's ``-C dir`` skipped)."""
+    out: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in _GIT_VALUE_OPTS:
+            skip = True
+        elif not a.startswith("-"):
+            out.append(a)
+            if len(out) == 2:
+                break
+    return out
+
+
+def _argvs(text: str) -> list[list[str]] | None:
+    """The simple commands of a shell line as argv lists (program as its base name, leading
+    ``VAR=value`` and ``sudo``/``env``/``command``/``exec``/``nohup``/``time`` dropped); None when the
+    line does not split (unbalanced quotes)."""
+    try:
+        lexer = shlex.shlex(text.replace("\n", " ; "), posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        tokens = list(lexer)
+    except ValueError:
+        return None
+    out: list[list[str]] = []
+    current: list[str] = []
+    for token in [*tokens, ";"]:
+        if token in _SEPARATORS or set(token) <= set(";&|()"):
+            while current and ("=" in current[0] and not current[0].startswith("=")
+                               or current[0] in ("sudo", "env", "command", "exec", "nohup", "time")):
+                current.pop(0)
+            if current:
+                out.append([current[0].rsplit("/", 1)[-1], *current[1:]])
+            current = []
+        else:
+            current.append(token)
+    return out
 
 
 def _dicts(value: object) -> list[dict[str, object]]:

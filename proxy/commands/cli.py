@@ -70,12 +70,14 @@ def check_policy(args: argparse.Namespace) -> int:
             print(text if text.startswith(source) else f"{source}: {text}", file=sys.stderr)
         return 1
     summary = {"stream_guardrails": len(policy.stream_guardrails),
-               "message_guardrails": len(policy.message_guardrails), "tool_rules": policy.tools is not None}
+               "message_guardrails": len(policy.message_guardrails),
+               "input_guardrails": len(policy.input_guardrails), "tool_rules": policy.tools is not None}
     if args.json:
         print(json.dumps({"file": source, "ok": True, "problems": [], **summary}))
         return 0
     print(f"{source}: ok ({summary['stream_guardrails']} stream guardrails, {summary['message_guardrails']} "
-          f"message guardrails, tool rules {'on' if policy.tools else 'off'})")
+          f"message guardrails, {summary['input_guardrails']} input guardrails, "
+          f"tool rules {'on' if policy.tools else 'off'})")
     return 0
 
 
@@ -95,9 +97,11 @@ def replay(args: argparse.Namespace) -> int:
 
 
 def tail(args: argparse.Namespace) -> int:
-    from proxy.commands.tail import follow
+    from proxy.commands.tail import Filter, follow
 
-    return follow(args.url, args.token, args.json, args.limit)
+    only = Filter(guardrails=args.guardrail, events=args.event, decisions=args.decision, policies=args.policy,
+                  passes=args.passes)
+    return follow(args.url, args.token, args.json, args.limit, only, False if args.no_color else None)
 
 
 def _version() -> str:
@@ -134,6 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--token", help="the proxy token (default: GUARDPROXY_AUTH_TOKEN)")
     p.add_argument("--json", action="store_true", help="print each record as JSON")
     p.add_argument("--limit", type=int, help="exit after this many records")
+    p.add_argument("--guardrail", action="append", help="only this guardrail id or tool rule (repeatable)")
+    p.add_argument("--event", action="append", help="only this event, e.g. tool_call.assessed (repeatable)")
+    p.add_argument("--decision", action="append", help="only this decision, e.g. block (repeatable)")
+    p.add_argument("--policy", action="append", help="only requests under this named policy (repeatable)")
+    p.add_argument("--passes", action="store_true", help="also show what passed (allow, pass, log)")
+    p.add_argument("--no-color", action="store_true", help="no colour even on a terminal (NO_COLOR works too)")
     p.set_defaults(fn=tail)
     args = parser.parse_args(argv)
     return int(args.fn(args))

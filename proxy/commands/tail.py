@@ -14,6 +14,7 @@ JSON: ``\\u`` escapes).
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import unicodedata
@@ -68,14 +69,47 @@ def safe(text: str) -> str:
     return "".join(_json_escape(c) if unicodedata.category(c) in _UNSAFE else c for c in text)
 
 
-def brief(record: dict[str, object]) -> str:
+PASSES = frozenset({"allow", "pass", "log"})
+"""Decisions that let the answer through as it was: shown only with ``--passes``."""
+_COLOURS = {"block": "31", "replace": "31", "reject": "31", "redact": "33", "retry": "33", "feedback": "33",
+            "allow": "32", "pass": "32", "log": "2"}
+"""ANSI colours by decision (red: withheld, yellow: changed, green: passed, dim: logged only)."""
+
+
+class Filter:
+    """Which records a ``tail`` shows: each option, when given, must match (any of its values)."""
+
+    def __init__(self, *, guardrails: list[str] | None = None, events: list[str] | None = None,
+                 decisions: list[str] | None = None, policies: list[str] | None = None,
+                 passes: bool = False) -> None:
+        self.guardrails, self.events = set(guardrails or ()), set(events or ())
+        self.decisions, self.policies, self.passes = set(decisions or ()), set(policies or ()), passes
+
+    def shows(self, record: dict[str, object]) -> bool:
+        decision = str(record.get("decision") or "")
+        if not self.passes and not self.decisions and decision in PASSES:
+            return False
+        checks = ((self.guardrails, str(record.get("guardrail_id") or record.get("rule") or "")),
+                  (self.events, str(record.get("event") or "")), (self.decisions, decision),
+                  (self.policies, str(record.get("policy_name") or "")))
+        return all(not wanted or value in wanted for wanted, value in checks)
+
+
+def brief(record: dict[str, object], colour: bool = False) -> str:
+    """One record as aligned columns: time, event, guardrail or rule, reason, decision, policy,
+    request, tool. Every field is escaped (``safe``) before any colour code is added."""
     who = record.get("guardrail_id") or record.get("rule") or "-"
-    parts = [str(record.get("ts", "")), str(record.get("event", "")), str(who),
-             str(record.get("reason_code") or "-"), str(record.get("decision") or "-"),
-             f"request={record.get('request_id', '')}"]
+    ts = str(record.get("ts", ""))
+    decision = str(record.get("decision") or "-")
+    cells = [safe(ts[11:23] if len(ts) >= 23 else ts).ljust(12), safe(str(record.get("event", ""))).ljust(18),
+             safe(str(who)).ljust(20), safe(str(record.get("reason_code") or "-")).ljust(24),
+             safe(decision).ljust(8), safe(str(record.get("policy_name") or "-")).ljust(10),
+             "request=" + safe(str(record.get("request_id", "")))]
     if record.get("tool"):
-        parts.append(f"tool={record['tool']}")
-    return safe("  ".join(parts))
+        cells.append("tool=" + safe(str(record["tool"])))
+    if colour and decision in _COLOURS:
+        cells[4] = f"\x1b[{_COLOURS[decision]}m{cells[4]}\x1b[0m"
+    return "  ".join(cells).rstrip()
 
 
 def as_json(data: str) -> str:
@@ -84,7 +118,13 @@ def as_json(data: str) -> str:
     return safe(json.dumps(json.loads(data), ensure_ascii=False, separators=(",", ":")))
 
 
-def follow(url: str | None, token: str | None, json_lines: bool, limit: int | None = None) -> int:
+def follow(url: str | None, token: str | None, json_lines: bool, limit: int | None = None,
+           only: Filter | None = None, colour: bool | None = None) -> int:
+    """Print the feed's records until the proxy closes it (or ``limit`` shown). ``colour`` None: on
+    when standard output is a terminal and ``NO_COLOR`` is unset."""
+    only = only or Filter()
+    if colour is None:
+        colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     settings = Settings()
     base = (url or f"http://{settings.host}:{settings.port}").rstrip("/")
     token = token or settings.auth_token
@@ -98,7 +138,10 @@ def follow(url: str | None, token: str | None, json_lines: bool, limit: int | No
                 return 1
             for data in sse_data(sse_lines(r.iter_bytes())):
                 try:
-                    line = as_json(data) if json_lines else brief(json.loads(data))
+                    record = json.loads(data)
+                    if not only.shows(record):
+                        continue
+                    line = as_json(data) if json_lines else brief(record, colour)
                 except (ValueError, AttributeError):
                     line = safe(data)  # not a record: shown as it came, escaped
                 print(line, flush=True)

@@ -30,10 +30,22 @@ import uvicorn
 from uvicorn.supervisors import Multiprocess
 
 from config.settings import Settings
+from proxy.downstream.server_limits import LimitedHttpToolsProtocol
 from proxy.ops.feed_peers import FEED_DIR_ENV
 
 
 class _Supervisor(Multiprocess):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # SIGUSR1 (reopen the audit log after a rotation) goes to every worker; by default it would
+        # end the supervisor
+        signal.signal(signal.SIGUSR1, lambda _sig, _frame: self._forward(signal.SIGUSR1))
+
+    def _forward(self, sig: signal.Signals) -> None:
+        for worker in self.processes:
+            if worker.pid is not None:
+                os.kill(worker.pid, sig)
+
     def handle_hup(self) -> None:
         for worker in self.processes:
             if worker.pid is not None:
@@ -85,4 +97,4 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
             # uvicorn takes whole seconds and reads 0 as "wait forever": round up, at least 1. Our own
             # drain (GuardProxy._drain) cancels the open exchanges at the exact grace, even below 1 s.
             "timeout_graceful_shutdown": max(1, math.ceil(settings.shutdown_grace_s)), "lifespan": "on",
-            "ws": "none"}
+            "ws": "none", "http": LimitedHttpToolsProtocol}

@@ -51,7 +51,7 @@ from guardrails.datamodel import (
 from guardrails.decision import Block
 from guardrails.stream import ArmedSet, Trip
 from proxy.core.holdback import Waits
-from proxy.core.stream_guard import CHECK_CHUNK, Step, StreamGuard, as_block
+from proxy.core.stream_guard import CHECK_CHUNK, Step, StreamGuard, as_block, tool_block
 
 COVERAGE_ID = "guardproxy-coverage"
 """The built-in guardrail id of fail-closed decoding (``/metrics``, audit log, error bodies)."""
@@ -431,6 +431,34 @@ class ChoiceGuard:
     def error(self) -> str | None:
         """The upstream's in-stream error, if it sent one (StreamError events go to the primary lane)."""
         return self._primary.error
+
+    @property
+    def error_event(self) -> StreamError | None:
+        return self._primary.error_event
+
+    def error_frames(self) -> list[Frame] | None:
+        """The frames that carried the upstream's error and the stream's end, as received, when they
+        carry nothing else (the error's own fields, no text, no tool call) and one lane saw them
+        all; else None."""
+        frames = self._primary.error_frames
+        event = self._primary.error_event
+        if self._multi or not frames or event is None or not event.bare:
+            return None
+        for frame in frames:
+            if frame.unreadable or not all(type(e) in (StreamError, Finish) for e in frame.events):
+                return None
+        return frames
+
+    def check_error_text(self, text: str) -> Trip | None:
+        """The upstream error's free text, checked whole by a fresh set of the armed checks, as any
+        model text is (it reaches the client's screen and logs): the first block, or None."""
+        def arm() -> ArmedSet | None:
+            return self._arm(ANSWER)
+
+        armed = arm()
+        if not armed:
+            return None
+        return tool_block(armed, text, self._log_only, self._whole_logged, arm)
 
     @property
     def finish_reason(self) -> str | None:

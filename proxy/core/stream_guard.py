@@ -100,6 +100,10 @@ class StreamGuard:
         self._holding_tools = False
         self.finish_reason: str | None = None
         self.error: str | None = None
+        self.error_event: StreamError | None = None
+        self.error_frames: list[Frame] = []
+        """The frame that carried the upstream's in-stream error and every frame after it, as
+        received (the turn relays them when they carry nothing but the error and the stream's end)."""
         self.committed = False
         """True once any frame was handed out for sending."""
         self.tripped: Trip | None = None
@@ -144,6 +148,8 @@ class StreamGuard:
     def _push_events(self, frame: Frame, events: tuple[Event, ...]) -> Step:
         if self.tripped:
             return Step([])
+        if self.error is not None:
+            self.error_frames.append(frame)
         start = len(self._acc)
         redactions: list[Trip] = []
         for event in events:
@@ -164,6 +170,9 @@ class StreamGuard:
                 if call is not None:
                     call.arguments = "".join(self._tool_args.get(event.key, ()))
             elif isinstance(event, StreamError):
+                if self.error is None:
+                    self.error_frames.append(frame)
+                    self.error_event = event
                 self.error = event.message
                 self._live = False
             elif isinstance(event, Finish):

@@ -26,6 +26,7 @@ must discard what it saw.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -401,12 +402,11 @@ class Turn:
         """The one way an attempt ends with its message whole: the checks' ``finish``, then the
         message is vetted (``Vet``); held bytes go out only after the verdict (``on_verdict``). A
         message the upstream ended with an error event is cut like a broken stream: what is held
-        is dropped and the client gets the API's error (not the upstream's, whose text is unchecked)."""
+        is dropped, and the client gets the upstream's own error (``_upstream_error``)."""
         guard = self._guard_()
         if guard.error is not None:
-            self.notes.unreadable("the upstream ended the stream with an error event")
             guard.drop_held()
-            return [Fail(502, "the upstream reported an error in the stream", "upstream", reason="upstream_error")]
+            return self._upstream_error(guard, guard.error)
         # The bounds first: the whole-text checks of end() need not run on what they reject. Once more
         # after it, for arguments a stream only joins at its end (no explicit end of the call).
         too_big = messages_violation((guard.message(), *guard.messages().values()), self.rules.limits)
@@ -426,6 +426,33 @@ class Turn:
         self._ending = _Ending(message)
         others = tuple(m for c, m in sorted(guard.messages().items()) if c)
         return [Vet(message, self.view, others)]
+
+    def _upstream_error(self, guard: ChoiceGuard, text: str) -> list[Command]:
+        """The upstream's in-stream error, kept whole: its frames (the error and the stream's end)
+        go out as received, so its type, code and status reach the client (Claude Code and the SDKs
+        decide from them whether and when to retry). Its free text is checked like model text;
+        when it trips, only that text is replaced. Where the frames carry anything else, or come
+        after a retry's first bytes (a tail read whole), or the text cannot be found to replace:
+        the API's own generic error, as for a broken stream."""
+        frames = guard.error_frames() if not self.tail else None
+        if frames is not None:
+            event = guard.error_event
+            others = "\n".join(event.others) if event is not None else ""
+            if others and guard.check_error_text(others) is not None:
+                frames = None  # a type, code or detail that trips: not replaceable, the generic error
+            trip = guard.check_error_text(text) if frames is not None else None
+            self._note_logged(guard)
+            if trip is not None and frames is not None:
+                d = trip.decision
+                assert isinstance(d, Block)
+                self.notes.tripped(trip.guardrail_id, d.reason_code)
+                swapped = _replace_error_text(frames[0], text, _ERROR_TEXT_REPLACED)
+                frames = None if swapped is None else [swapped, *frames[1:]]
+        if frames is None:
+            self.notes.unreadable("the upstream ended the stream with an error event")
+            return [Fail(502, "the upstream reported an error in the stream", "upstream", reason="upstream_error")]
+        self.reading = False
+        return [self._write(frames), Finish()]
 
     def _too_big(self, guard: ChoiceGuard, error: UpstreamError) -> list[Command]:
         """Past a bound (``proxy.core.limits``): nothing held is released, the message was never vetted."""
@@ -646,3 +673,16 @@ def _reject(f: Finding) -> Fail:
     return Fail(400, f"guardproxy: the answer was rejected by guardrail '{f.guardrail_id}' ({f.reason_code})",
                 "guardrail", {"guardrail_id": f.guardrail_id, "reason_code": f.reason_code})
 
+
+_ERROR_TEXT_REPLACED = "[guardproxy: the upstream's error message was removed by a guardrail]"
+
+
+def _replace_error_text(frame: Frame, text: str, replacement: str) -> Frame | None:
+    """``frame`` with the JSON string that spells ``text`` replaced by ``replacement`` and every other
+    byte as received; None when that string is not found exactly once (spelled as ``json.dumps``
+    spells it, with or without ASCII escapes)."""
+    for ascii_only in (False, True):
+        spelled = json.dumps(text, ensure_ascii=ascii_only).encode()
+        if frame.raw.count(spelled) == 1:
+            return Frame(frame.raw.replace(spelled, json.dumps(replacement).encode()), frame.events, frame.last)
+    return None

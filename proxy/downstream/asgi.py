@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from config.errors import ClientError, ClientGone
 
-__all__ = ["BodyTooLarge", "ClientGone", "Message", "Receive", "Scope", "Send", "header_list", "read_body", "respond"]
+__all__ = ["BodyTimeout", "BodyTooLarge", "ClientGone", "Message", "Receive", "Scope", "Send", "header_list", "read_body", "respond"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -19,11 +20,28 @@ class BodyTooLarge(ClientError):
     pass
 
 
-async def read_body(receive: Receive, limit: int) -> bytes:
+class BodyTimeout(ClientError):
+    """The body paused longer than ``idle_s`` or took longer than ``total_s`` in all."""
+
+
+async def read_body(receive: Receive, limit: int, idle_s: float | None = None, total_s: float | None = None) -> bytes:
+    """The whole request body: ``BodyTooLarge`` past ``limit`` bytes, ``BodyTimeout`` when a piece
+    takes longer than ``idle_s`` to come or the whole longer than ``total_s`` (a slow client)."""
     chunks: list[bytes] = []
     size = 0
+    loop = asyncio.get_running_loop()
+    end = loop.time() + total_s if total_s is not None else None
     while True:
-        msg = await receive()
+        if idle_s is None and end is None:
+            msg = await receive()
+        else:
+            left = None if end is None else end - loop.time()
+            wait = left if idle_s is None else idle_s if left is None else min(idle_s, left)
+            try:
+                async with asyncio.timeout(max(wait or 0.0, 0.0)):
+                    msg = await receive()
+            except TimeoutError:
+                raise BodyTimeout() from None
         if msg["type"] == "http.disconnect":
             raise ClientGone()
         chunk = msg.get("body", b"")

@@ -35,6 +35,7 @@ from guardrails.input.finders import CACHE_ENTRIES, Hits, digest, redacted
 from guardrails.message.base import ContentRefused, Undecided
 from guardrails.seams import MessageContext, TextCompleter
 from proxy.downstream.responder import Responder
+from proxy.drive.offload import OFF_LOOP_CHARS
 from proxy.drive.services import Services
 from proxy.wire.base import JsonBody
 from proxy.wire.input_parts import InputText, input_texts
@@ -107,7 +108,7 @@ class InputGuard:
         current: dict[Path, str] = {}
         trips: dict[str, _Trip] = {}
         if self._span_checks:
-            self._spans(texts, current, trips)
+            await self._spans(texts, current, trips)
         for check in self._text_checks:
             if check.action == "log" or not any(t.check.action == "reject" for t in trips.values()):
                 trip = await self._judge(s, check, texts, current, model, completers)
@@ -131,19 +132,31 @@ class InputGuard:
                                         f"guardproxy: the request could not be redacted ({exc}); it was not sent")
         return out
 
-    def _spans(self, texts: list[InputText], current: dict[Path, str], trips: dict[str, _Trip]) -> None:
+    async def _spans(self, texts: list[InputText], current: dict[Path, str], trips: dict[str, _Trip]) -> None:
         """Every span check over every text it reads, in policy order per text: a later check reads
         the text as an earlier one's redaction left it. A text seen before costs one digest and one
-        lookup (``_seen``)."""
+        lookup (``_seen``); the texts not seen before are checked together, in a worker thread when
+        they are long (``OFF_LOOP_CHARS``: a conversation the proxy has not seen, after a restart)."""
         checks, seen = self._span_checks, self._seen
-        for t in texts:
-            key = _PART_KEYS[t.part] + digest(t.text)
-            found = seen.get(key, _UNSEEN)
-            if found is _UNSEEN:
-                every = tuple(c.finder.inner.find(t.text) if t.part in c.parts else () for c in checks)
-                found = seen[key] = every if any(every) else None
+        keys = [_PART_KEYS[t.part] + digest(t.text) for t in texts]
+        known: dict[bytes, tuple[Hits, ...] | None] = {}
+        misses: list[tuple[InputText, bytes]] = []
+        for t, key in zip(texts, keys, strict=True):
+            if key not in known:
+                got = seen.get(key, _UNSEEN)
+                if got is _UNSEEN:
+                    misses.append((t, key))
+                known[key] = got
+        if misses:
+            size = sum(len(t.text) for t, _ in misses)
+            new = self._find_all([t for t, _ in misses]) if size <= OFF_LOOP_CHARS else \
+                await asyncio.to_thread(self._find_all, [t for t, _ in misses])
+            for (_, key), every in zip(misses, new, strict=True):
+                known[key] = seen[key] = every
                 if len(seen) > CACHE_ENTRIES:
                     seen.popitem(last=False)
+        for t, key in zip(texts, keys, strict=True):
+            found = known[key]
             if found is None:
                 continue
             text = t.text
@@ -163,6 +176,14 @@ class InputGuard:
                     text = redacted(text, hits)
             if text is not t.text:
                 current[t.path] = text
+
+    def _find_all(self, texts: list[InputText]) -> list[tuple[Hits, ...] | None]:
+        """Each span check's hits on each text (None: no check found anything). Pure: safe in a thread."""
+        out: list[tuple[Hits, ...] | None] = []
+        for t in texts:
+            every = tuple(c.finder.inner.find(t.text) if t.part in c.parts else () for c in self._span_checks)
+            out.append(every if any(every) else None)
+        return out
 
     async def _judge(self, s: Services, check: TextCheck, texts: list[InputText], current: dict[Path, str], model: str,
                      completers: Callable[[], Completers]) -> _Trip | None:

@@ -81,8 +81,38 @@ class Guard:
             return value
 
 
+_REFERENCE_FIELDS = ("rules_file", "prompt_file")
+"""Policy entry fields that name a file the built guardrail reads (relative to the policy's folder)."""
+
+
+def referenced_files(policy: Policy) -> list[tuple[str, Path]]:
+    """(as written, as the guardrails read it) for every file the policy's entries name."""
+    out: list[tuple[str, Path]] = []
+    for spec in [*policy.stream_guardrails, *policy.message_guardrails, *policy.input_guardrails]:
+        for name in _REFERENCE_FIELDS:
+            written = getattr(spec, name, None)
+            if isinstance(written, str) and written:
+                path = Path(written).expanduser()
+                out.append((written, path if path.is_absolute() else Path(policy.base_dir) / path))
+    return out
+
+
 def policy_version(policy: Policy) -> str:
-    return hashlib.sha256(policy.model_dump_json().encode()).hexdigest()[:12]
+    """Content hash of the validated policy and of every file it references (a changed judge prompt
+    or rules file is a new version, reloaded like an edit of the policy itself)."""
+    digest = hashlib.sha256(policy.model_dump_json().encode())
+    for written, path in referenced_files(policy):
+        digest.update(b"\0" + written.encode() + b"\0")
+        try:
+            digest.update(path.read_bytes())
+        except OSError:
+            digest.update(b"<unreadable>")
+    return digest.hexdigest()[:12]
+
+
+class PolicyRefused(PolicyError):
+    """A reload that would weaken the running policies by accident (an empty file, guardrails gone
+    that the new file does not name in ``disarms``): the running policies stay."""
 
 
 def build_guard(name: str, policy: Policy, settings: Settings, http: httpx.AsyncClient) -> Guard:
@@ -161,6 +191,24 @@ def check_policy_names(settings: Settings) -> None:
     route_table(settings.route_policies)
 
 
+def _blank(path: str) -> bool:
+    try:
+        return not Path(path).read_bytes().strip()
+    except OSError:
+        return False  # unreadable: load_policy says so
+
+
+def check_disarms(running: Guard, fresh: Guard) -> None:
+    """Refuse a reload whose policy lacks guardrails the running one has (by id; ``tools`` for the
+    tool rules), unless the new policy names them in ``disarms``: an empty or half-written file, a
+    lost section, must not switch guardrails off by accident."""
+    gone = [g for g in running.guardrail_ids if g not in fresh.guardrail_ids and g not in fresh.policy.disarms]
+    if gone:
+        raise PolicyRefused(f"policy {fresh.name!r}: the new file would disarm {', '.join(map(repr, gone))}, which "
+                            "the running policy has; if that is meant, list them in the file's top-level "
+                            "'disarms = [...]'; the running policies stay")
+
+
 class PolicyBook:
     """The live named policies. ``reload`` re-reads every file; all or nothing."""
 
@@ -175,12 +223,15 @@ class PolicyBook:
         self._tokens = [(t.encode(), name) for t, name in settings.client_tokens.items()]
         self._routes = route_table(settings.route_policies)
 
-    def _build_all(self) -> dict[str, Guard]:
+    def _build_all(self, reloading: bool = False) -> dict[str, Guard]:
         built: dict[str, Guard] = {}
         for name, path in policy_sources(self.settings).items():
             if name == DEFAULT and self._fixed_default is not None:
                 policy = self._fixed_default
             else:
+                if reloading and path and _blank(path):
+                    raise PolicyRefused(f"{path}: the policy file is empty (a write in progress?); the running "
+                                        "policies stay")
                 policy = load_policy(path)
             built[name] = build_guard(name, policy, self.settings, self._http)
         return built
@@ -191,8 +242,19 @@ class PolicyBook:
 
     @property
     def watched_files(self) -> list[Path]:
-        return [Path(p).resolve() for n, p in policy_sources(self.settings).items()
-                if p and not (n == DEFAULT and self._fixed_default is not None)]
+        """Every policy file and every file the live policies reference, as named (not resolved: a
+        Kubernetes ConfigMap swaps the ``..data`` symlink their names go through, and the folder a
+        resolved name points into is deleted by the next swap)."""
+        files: list[Path] = []
+        for name, path in policy_sources(self.settings).items():
+            if not path or (name == DEFAULT and self._fixed_default is not None):
+                continue
+            policy_file = Path(path).absolute()
+            files.append(policy_file)
+            for written, _read in referenced_files(self.guards[name].policy):
+                ref = Path(written).expanduser()
+                files.append(ref if ref.is_absolute() else policy_file.parent / ref)
+        return files
 
     def referenced_env(self) -> set[str]:
         """Every environment variable the live policies name (``api_key_env`` and the like)."""
@@ -214,13 +276,20 @@ class PolicyBook:
 
     def reload(self) -> bool:
         """Re-read and rebuild every policy; swap them in only if all are good. Returns whether the
-        live policies changed. A bad file raises ``PolicyError`` and the last good ones stay live."""
-        fresh = self._build_all()
+        live policies changed. A bad file raises ``PolicyError`` and the last good ones stay live; a
+        file that would disarm what runs raises ``PolicyRefused`` (``check_disarms``)."""
+        fresh = self._build_all(reloading=True)
         if {n: g.version for n, g in fresh.items()} == {n: g.version for n, g in self.guards.items()}:
             return False
+        for name, guard in fresh.items():
+            check_disarms(self.guards[name], guard)
         self.guards = fresh  # one assignment: a request sees either the old dict or the new one
         self.generation += 1
         return True
+
+    @property
+    def versions(self) -> dict[str, str]:
+        return {n: g.version for n, g in self.guards.items()}
 
     def token_matches(self, given: str) -> str | None:
         """The policy name of the client token ``given`` is, if any. Constant time over every token."""

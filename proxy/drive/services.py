@@ -157,5 +157,6 @@ def build_services(settings: Settings, policy: Policy | None = None,
                      observe=metrics.check_queue_wait.observe, gauges=gauges)
     store = open_store(settings)
     held = HeldPrompts(store, sealer_for(settings, store), settings.state_timeout_s, settings.held_prompts_max_ttl_s)
-    return Services(settings=settings, upstream=Upstream(settings), metrics=metrics, audit=audit,
-                    http=http, book=book, guard=book.default, tracing=tracing, gate=gate, held_prompts=held)
+    return Services(settings=settings, upstream=Upstream(settings, on_resend=metrics.upstream_resends.inc),
+                    metrics=metrics, audit=audit, http=http, book=book, guard=book.default, tracing=tracing,
+                    gate=gate, held_prompts=held)

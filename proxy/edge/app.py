@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import signal
 from typing import Any
 
 import anyio
@@ -20,6 +21,7 @@ from sse_starlette import EventSourceResponse
 from config.policy import Policy
 from config.settings import Settings
 from proxy.downstream.asgi import (
+    BodyTimeout,
     BodyTooLarge,
     ClientGone,
     Receive,
@@ -29,12 +31,14 @@ from proxy.downstream.asgi import (
     read_body,
     respond,
 )
+from proxy.downstream.server_limits import set_limits
 from proxy.drive.services import Services, build_services
 from proxy.edge.access import ADMIN_ROUTES, Access, check_listen
-from proxy.edge.exchange import Exchange
+from proxy.edge.exchange import Exchange, model_authorized
 from proxy.edge.reload import Reloader
 from proxy.ops.feed import DecisionFeed, sse_events
 from proxy.ops.metrics import CONTENT_TYPE
+from proxy.ops.metrics_listener import MetricsListener
 
 log = structlog.get_logger("guardproxy")
 
@@ -61,6 +65,7 @@ def _ops_app(services: Services, reloader: Reloader, feed: DecisionFeed) -> Fast
                 "policy_version": book.default.label,
                 "policies": {name: g.version for name, g in book.guards.items()},
                 "policy_generation": book.generation, "last_reload_error": reloader.last_error,
+                "last_reload": {"outcome": reloader.last_outcome, "at": reloader.last_reload_at},
                 "guardrails_enabled": services.guarding,
                 "stream_guardrails": [g.id for g in services.stream_guardrails],
                 "message_guardrails": [g.id for g in services.message_guardrails],
@@ -88,6 +93,7 @@ class GuardProxy:
     def __init__(self, services: Services) -> None:
         self.services = services
         self.reloader = Reloader(services)
+        self._metrics_listener: MetricsListener | None = None
         self.access = Access(services.settings)
         self.feed = DecisionFeed(services.metrics.feed_dropped, max_subscribers=services.settings.feed_max_subscribers,
                                  buffer_bytes=services.settings.feed_buffer_bytes)
@@ -121,13 +127,22 @@ class GuardProxy:
                         "reason": "guardproxy does not proxy WebSockets; use HTTP streaming"})
 
     async def _proxy(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            body: bytes | None = await read_body(receive, self.services.settings.max_body_bytes)
-        except BodyTooLarge:
-            body = None
-        except ClientGone:
-            return
-        ex = Exchange(self.services, scope, body, send)
+        settings = self.services.settings
+        slow = False
+        body: bytes | None
+        if not self._token_in_head(scope):
+            body = b""  # answered 401 without reading (or holding) what an unauthenticated client sends
+        else:
+            try:
+                body = await read_body(receive, settings.max_body_bytes, settings.body_idle_timeout_s,
+                                       settings.body_timeout_s)
+            except BodyTooLarge:
+                body = None
+            except BodyTimeout:
+                body, slow = None, True
+            except ClientGone:
+                return
+        ex = Exchange(self.services, scope, body, send, body_timed_out=slow)
         gone: list[bool] = []
         # The exchange runs in the server's own task (one task less per request); the watcher
         # cancels that task when the client leaves, which closes the upstream request with it.
@@ -147,6 +162,14 @@ class GuardProxy:
             watcher.cancel()
             self._active.discard(run)
 
+    def _token_in_head(self, scope: Scope) -> bool:
+        """The model routes' token check, on the head alone (the exchange checks it again, and
+        answers a refusal in the client's API format)."""
+        if not self.services.settings.auth_token and not self.services.settings.client_tokens:
+            return True
+        given = next((v.decode("latin-1") for k, v in scope["headers"] if k.lower() == b"x-guardproxy-token"), "")
+        return model_authorized(self.services, given)
+
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
             msg = await receive()
@@ -156,6 +179,7 @@ class GuardProxy:
                     self.services.ready = True
                     self.services.metrics.started()
                     self.reloader.start()
+                    await self._start_side_channels()
                     # Everything built at start (policies, compiled patterns, the SDK-sized imports) lives
                     # as long as the process: out of the collector's sight, a full collection under load
                     # walks only what requests allocate (a 10,000-tool-call answer paused the loop ~0.7 s
@@ -169,6 +193,8 @@ class GuardProxy:
                 self.services.ready = False
                 self.feed.close()
                 await self.reloader.stop()
+                if self._metrics_listener is not None:
+                    await self._metrics_listener.close()
                 await self._drain()
                 await self.services.upstream.close()
                 await self.services.http.aclose()
@@ -179,6 +205,19 @@ class GuardProxy:
                     self.services.tracing.provider.shutdown()  # flushes the spans still batched
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    async def _start_side_channels(self) -> None:
+        """The metrics listener (``METRICS_PORT``) and SIGUSR1, which reopens the audit log after a
+        rotation (main thread only: a server run in a thread has no signal handlers)."""
+        settings = self.services.settings
+        if settings.metrics_port:
+            self._metrics_listener = MetricsListener(self.services.metrics.render,
+                                                     settings.metrics_host or settings.host, settings.metrics_port)
+            await self._metrics_listener.start()
+        try:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, self.services.audit.reopen)
+        except (RuntimeError, ValueError):
+            log.debug("sigusr1_reopen_unavailable")
 
     async def _drain(self) -> None:
         """Graceful shutdown: let open exchanges finish within the grace period, then cancel them."""
@@ -208,6 +247,7 @@ def create_app(settings: Settings | None = None, policy: Policy | None = None,
     ``tracer_provider``: where spans go (tests); None: OTLP if the ``OTEL_*`` variables ask for it."""
     settings = settings or Settings()
     check_listen(settings)
+    set_limits(settings.max_head_bytes, settings.max_headers, settings.head_timeout_s)
     return GuardProxy(build_services(settings, policy, tracer_provider))
 
 

@@ -40,6 +40,7 @@ from proxy.drive.held_prompts import (
 from proxy.drive.input_guard import input_guard_of
 from proxy.drive.services import Services
 from proxy.edge.input_screen import screen_request
+from proxy.edge.one_reading import read_once, repeated_message
 from proxy.edge.routes import BadPath, Route, WireName, resolve
 from proxy.ops.tracing import genai_request, mark
 from proxy.state import StoreUnavailable
@@ -107,6 +108,17 @@ def _resolve(raw_path: str, method: str, header: dict[str, str], query: str) -> 
 _DROP_FOR_IDENTITY = HOP_BY_HOP | {"accept-encoding"}
 """Request headers not forwarded when the proxy reads the answer (it asks for ``identity``)."""
 
+def model_authorized(services: Services, given: str) -> bool:
+    """May a request with proxy token ``given`` use the model routes? With no token configured,
+    anyone; else the admin token or one of the client tokens (``proxy.edge.access``)."""
+    token = services.settings.auth_token
+    if not token and not services.settings.client_tokens:
+        return True
+    if given and services.book.token_matches(given) is not None:
+        return True
+    return bool(token) and hmac.compare_digest(given.encode(), (token or "").encode())
+
+
 class _FirstByteMark:
     """The client's ``send`` with tracing on: marks the first released body byte on the request's span.
     Not a method of ``Exchange``: its ``Responder`` holding one would be a reference cycle."""
@@ -128,9 +140,12 @@ class _FirstByteMark:
 class Exchange:
     """One client request, from the first byte received to the last byte sent."""
 
-    def __init__(self, services: Services, scope: Scope, body: bytes | None, send: Send) -> None:
+    def __init__(self, services: Services, scope: Scope, body: bytes | None, send: Send, *,
+                 body_timed_out: bool = False) -> None:
+        """``body``: None when it was not read whole: too large, or (``body_timed_out``) too slow."""
         self.services = services
         self.scope, self.body = scope, body
+        self._body_timed_out = body_timed_out
         self.request_id = os.urandom(8).hex()  # 16 hex digits, as uuid4().hex[:16] gave (without the UUID object)
         self.responder = Responder(send, self.request_id)
         self.headers = header_list(scope)
@@ -149,6 +164,8 @@ class Exchange:
         self.span: Span | None = None
         """The request's trace span when tracing is on (``proxy.ops.tracing``)."""
         self._first_byte: _FirstByteMark | None = None
+        self._decoded: dict[str, Any] | None = None
+        """The body as the repeated-key check decoded it (``_refused_repeats``), for ``JsonBody``."""
         self._early: tuple[bytes, Answer, float] | None = None
         """The first attempt when ``_send_early`` sent it: its body, its answer, when it was sent."""
         if services.tracing.enabled:
@@ -215,6 +232,11 @@ class Exchange:
             return
         body = self.body
         if body is None:
+            if self._body_timed_out:
+                settings = self.services.settings
+                await self._fail(408, f"the request body came too slowly (a pause over {settings.body_idle_timeout_s:g} "
+                                      f"s or over {settings.body_timeout_s:g} s in all)", "timeout")
+                return
             await self._fail(413, f"request body exceeds {self.services.settings.max_body_bytes} bytes", "too_large")
             return
         if route.wire is None:
@@ -225,6 +247,8 @@ class Exchange:
                                       "the conversation's items as input instead", "permission")
                 return
             if route.keeps is not None and self.services.guarding:
+                if await self._refused_repeats(body, route.keeps == "gemini"):
+                    return
                 await self._passthrough_keeping(body, route.keeps)
                 return
             await self._passthrough(body)
@@ -244,11 +268,14 @@ class Exchange:
         except ValueError as exc:
             await self._fail(400, str(exc), "invalid_request")
             return
+        if await self._refused_repeats(body, route.wire == "gemini"):
+            return
         inputs = input_guard_of(self.services)
         if inputs is None and not plan.plants and self.span is None and _sends_as_read(route.wire, body) \
                 and not (plan.unseen == "refuse" and may_name_held(body)):
             self._send_early(body)
-        request = JsonBody(body)
+        request = JsonBody(body, self._decoded)
+        self._decoded = None
         background = False
         screened = None
         try:
@@ -321,6 +348,17 @@ class Exchange:
                 await held.forget_unwatched(self.state_scope, view)
         except StoreUnavailable as exc:
             self._state_failed("put", None, exc)
+
+    async def _refused_repeats(self, body: bytes, spellings: bool) -> bool:
+        """A guarded body that repeats a key in one object is refused with the API's 400 before
+        anything of it goes upstream (``proxy.edge.one_reading``). Returns whether it was; when not,
+        ``self._decoded`` holds the body's object if the check decoded it whole."""
+        key, self._decoded = read_once(body, spellings=spellings)
+        if key is None:
+            return False
+        self.services.metrics.fail_closed.labels(reason="repeated_key").inc()
+        await self._fail(400, repeated_message(key), "invalid_request")
+        return True
 
     async def _recall_held(self, view: RequestView, plan: Plan) -> tuple[bool, tuple[str, ...] | None]:
         """Arm with the system prompts the upstream holds for this request, as this process saw them
@@ -425,14 +463,7 @@ class Exchange:
 
     # ------------------------------------------------------------------ plumbing
     def _authorized(self) -> bool:
-        """With no token configured, anyone; else the admin token or one of the client tokens."""
-        token = self.services.settings.auth_token
-        if not token and not self.services.settings.client_tokens:
-            return True
-        given = self.header.get("x-guardproxy-token", "")
-        if given and self.services.book.token_matches(given) is not None:
-            return True
-        return bool(token) and hmac.compare_digest(given.encode(), (token or "").encode())
+        return model_authorized(self.services, self.header.get("x-guardproxy-token", ""))
 
     def _guessed_wire(self) -> str:
         """The API whose error format a request refused before routing gets."""

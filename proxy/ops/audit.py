@@ -18,6 +18,7 @@ The file is opened when the log is made, so an unwritable path stops the proxy a
 from __future__ import annotations
 
 import json
+import sys
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -36,7 +37,7 @@ EVENTS: Final = frozenset({"guardrail.tripped", "message.replaced", "retry", "fa
 FIELDS: Final = frozenset({
     "guardrail_id", "rule", "reason_code", "decision", "action", "attempt", "part", "mode", "wire",
     "model", "stage", "round", "source", "error_kind", "detail", "latency_ms", "elapsed_ms", "status",
-    "tool", "call_id", "effect", "observations", "rationale", "policy", "policy_fingerprint",
+    "tool", "call_id", "effect", "observations", "rationale", "policy", "policy_fingerprint", "policy_name",
 })
 """Every field a line may carry besides ``ts``, ``request_id`` and ``event``. ``detail`` is a short
 code (``timeout``, ``error:TimeoutError``), never an error message that could quote upstream text."""
@@ -69,7 +70,9 @@ class AuditLog:
     """
 
     def __init__(self, path: str | Path | None, max_field_chars: int = DEFAULT_MAX_FIELD_CHARS) -> None:
-        self.path = Path(path) if path else None
+        self.to_stdout = str(path) == "-"
+        """``AUDIT_LOG=-``: JSON lines on standard output, for a cluster's log pipeline."""
+        self.path = Path(path) if path and not self.to_stdout else None
         self.max_field_chars = max_field_chars
         self._file: IO[str] | None = None
         self._lock = threading.Lock()
@@ -84,6 +87,20 @@ class AuditLog:
             if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._file = self.path.open("a", encoding="utf-8")
+
+    def reopen(self) -> None:
+        """Close the file and open ``path`` again (on SIGUSR1): after logrotate moved it away, lines
+        go to a new file instead of the moved one. A path that cannot be opened now keeps the old file."""
+        if self.path is None:
+            return
+        with self._lock:
+            try:
+                fresh = self.path.open("a", encoding="utf-8")
+            except OSError:
+                return
+            old, self._file = self._file, fresh
+            if old is not None:
+                old.close()
 
     def record(self, event: str, *, request_id: str, **fields: object) -> dict[str, object]:
         """Write one line; returns the record as written (for tests and structlog)."""
@@ -104,14 +121,20 @@ class AuditLog:
                 assert self._file is not None
                 self._file.write(text)
                 self._file.flush()
+        elif self.to_stdout:
+            with self._lock:
+                sys.stdout.write(text)
+                sys.stdout.flush()
         for listener in self.listeners:
             listener(line)
         return line
 
     def record_assessment(self, assessment: Assessment, request_id: str,
-                          policy: ToolsPolicy | None = None) -> dict[str, object]:
+                          policy: ToolsPolicy | None = None, policy_name: str | None = None) -> dict[str, object]:
         fields = assessment_event(assessment, request_id, policy)
         del fields["event"], fields["request_id"]
+        if policy_name is not None:
+            fields["policy_name"] = policy_name
         return self.record(TOOL_CALL_ASSESSED, request_id=request_id, **fields)
 
     def close(self) -> None:

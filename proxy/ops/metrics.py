@@ -47,6 +47,10 @@ class Metrics:
                                       ["guardrail_id", "outcome"], registry=reg)
         self.retries = Counter("guardproxy_retries_total", "Upstream re-requests by cause.", ["cause"],
                                registry=reg)
+        self.upstream_resends = Counter("guardproxy_upstream_resends_total",
+                                        "Requests sent once more on a new connection because the reused one "
+                                        "they went out on was closed before the upstream took them in.",
+                                        registry=reg)
         self.tool_assessments = Counter("guardproxy_tool_assessments_total",
                                         "Tool call assessments by rule and decision.", ["rule", "decision"],
                                         registry=reg)
@@ -75,8 +79,15 @@ class Metrics:
         self.checks_queued = Gauge("guardproxy_message_checks_queued", "Message checks waiting for a slot.",
                                    registry=reg, multiprocess_mode="livesum")
         self.policy_reloads = Counter("guardproxy_policy_reloads_total",
-                                      "Policy reload attempts by outcome (ok, error).", ["outcome"],
-                                      registry=reg)
+                                      "Policy reload attempts by outcome (ok, unchanged, error: a file that does "
+                                      "not load; refused: an empty file or one that would disarm running "
+                                      "guardrails).", ["outcome"], registry=reg)
+        self.policy_live = Gauge("guardproxy_policy_live", "1 for the live version of each named policy.",
+                                 ["policy", "version"], registry=reg, multiprocess_mode="livemax")
+        self.policy_reload_refused = Gauge("guardproxy_policy_last_reload_refused",
+                                           "1 when the last reload attempt was refused, by reason (invalid, "
+                                           "empty, disarms); 0 once one succeeds.", ["reason"], registry=reg,
+                                           multiprocess_mode="livemax")
 
         self.unary_lanes = Counter("guardproxy_unary_lane_checks_total",
                                    "Non-streamed answers whose shape (a second choice, output that could not "

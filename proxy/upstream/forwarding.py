@@ -10,7 +10,7 @@ client in turn spent about a fifth of a passthrough request's CPU in its own Pyt
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 
 from config.errors import UpstreamError
 from config.settings import Settings
@@ -127,8 +127,10 @@ class UpstreamResponse:
 class Upstream:
     """Owns the connection pool; made once per app, closed at shutdown."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, on_resend: Callable[[], None] | None = None) -> None:
+        """``on_resend``: called each time a request is sent once more on a new connection."""
         self._settings = settings
+        self._on_resend = on_resend
         self._pool: Pool | None = None
         self._bounds = DecodeBounds(settings.max_response_bytes, settings.max_decoded_ratio)
         self.bases = {
@@ -139,7 +141,8 @@ class Upstream:
 
     async def start(self) -> None:
         self._pool = Pool(connect_timeout=self._settings.upstream_connect_timeout_s,
-                          read_timeout=self._settings.upstream_read_timeout_s)
+                          read_timeout=self._settings.upstream_read_timeout_s,
+                          idle_s=self._settings.upstream_idle_s, on_resend=self._on_resend)
 
     async def close(self) -> None:
         if self._pool is not None:

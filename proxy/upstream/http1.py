@@ -7,8 +7,9 @@ header multidicts, a payload writer, a stream reader and two timers around it. M
 non-streaming request with a system prompt at 32 concurrent, its Python cost was about a fifth of
 guardproxy's CPU per passthrough request. What is kept here is what a proxy uses:
 
-- one pool of idle keep-alive connections per origin (most recently used first, none older than
-  ``KEEPALIVE_S``, unbounded in number like the aiohttp connector it replaced with ``limit=0``);
+- one pool of idle keep-alive connections per origin (most recently used first, none idle longer
+  than the pool's idle limit or what the upstream announced in ``Keep-Alive: timeout=``, unbounded in
+  number like the aiohttp connector it replaced with ``limit=0``);
 - the request head and body in one write;
 - the answer parsed by ``httptools`` (Node's llhttp, already installed under uvicorn), strict about
   framing: conflicting lengths, bad chunking or a body cut short are errors, never a guess;
@@ -20,29 +21,48 @@ guardproxy's CPU per passthrough request. What is kept here is what a proxy uses
 A connection goes back to the pool when its answer is complete (the unread body stays with the
 answer), and only if both sides allow keep-alive. An answer read until the connection closes (no
 length, not chunked) is complete at the close. An idle connection the upstream closed is dropped
-from the pool when the close arrives; a request written to one just as it closes fails like any
-broken connection (a POST is never sent twice).
+from the pool when the close arrives, or when it is taken from the pool with the close already
+waiting on its socket. A request written into a reused connection just as the upstream closes it is
+sent once more, on a new connection, only when the upstream provably never took it in (see
+``_Connection.replayable`` and docs/upstream.md): no byte of an answer arrived, the connection ended
+by the upstream's close or reset (not a stall), and the upstream's TCP stack acknowledged none of the
+request's bytes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
+import select
 import socket
 import ssl
-from collections.abc import AsyncIterator, Mapping, Sequence
+import struct
+import sys
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import httptools
 
 from config.errors import UpstreamError
 
-KEEPALIVE_S = 15.0
-"""An idle connection older than this is closed rather than reused (aiohttp's default too): servers
-close idle keep-alive connections after some seconds, and a request sent into that close is lost."""
+KEEPALIVE_S = 4.0
+"""An idle connection older than this is closed rather than reused (the pool's default; the setting
+``upstream_idle_s`` overrides it). Below the idle timeouts of the servers upstreams commonly run on
+(uvicorn, Node and Apache close idle connections after 5 s): reusing a connection the upstream is
+about to close races its close."""
+KEEPALIVE_MARGIN_S = 1.0
+"""An upstream that announces ``Keep-Alive: timeout=N`` is not reused past ``N - 1`` s (or ``N / 2``
+when that is longer): its close must not meet a request on the way."""
 HIGH_WATER = 128 * 1024
 """Bytes buffered from an answer before reading pauses (aiohttp's stream reader used 2 x 64 KiB)."""
 MAX_HEAD_BYTES = 256 * 1024
 """An answer whose headers pass this is refused: they are held in memory whole."""
+_KEEP_ALIVE_TIMEOUT = re.compile(rb"(?:^|[,;\s])timeout\s*=\s*\"?(\d+(?:\.\d+)?)", re.IGNORECASE)
+_TCP_INFO = getattr(socket, "TCP_INFO", None) if sys.platform == "linux" else None
+_TCP_INFO_BYTES_ACKED = struct.Struct("=Q")
+"""``tcpi_bytes_acked`` (Linux 4.1+, RFC 4898's ``tcpEStatsAppHCThruOctetsAcked``) sits at byte 120
+of ``struct tcp_info``, whose layout only ever grows at its end."""
+_TCP_INFO_OFFSET = 120
 _NO_BODY_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE", "TRACE"})
 """Methods whose empty body is sent without ``content-length: 0`` (RFC 9110 8.6)."""
 
@@ -74,16 +94,25 @@ class Answer:
         "_head_in",
         "_interim",
         "_parts",
+        "_replayable",
+        "_request",
         "_size",
         "_waiter",
         "raw_headers",
+        "resent",
         "status",
     )
 
-    def __init__(self, conn: _Connection) -> None:
+    def __init__(self, conn: _Connection, request: _Request) -> None:
         self.status = 0
         self.raw_headers: list[tuple[bytes, bytes]] = []
         self._conn: _Connection | None = conn
+        self._request: _Request | None = request
+        """What was sent, kept until the head is in: sent once more when the connection it went out
+        on proves stale (``Pool.answered``)."""
+        self._replayable = False
+        self.resent = False
+        """The request went out a second time, on a new connection (``Pool.answered``)."""
         self._parts: list[bytes] = []
         self._size = 0
         self._waiter: asyncio.Future[None] | None = None
@@ -163,17 +192,31 @@ class Answer:
         self._conn = None
         self._wake()
 
-    def _fail(self, error: UpstreamError) -> None:
+    def _fail(self, error: UpstreamError, *, replayable: bool = False) -> None:
         if not self._done:
             self._error = error
+            self._replayable = replayable
             self._conn = None
             self._wake()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Request:
+    """One request as it goes on the wire (kept to send it once more on a new connection)."""
+
+    pool: Pool
+    origin: Origin
+    method: str
+    target: str
+    head: str
+    body: bytes | None
 
 
 class _Connection(asyncio.Protocol):
     """One keep-alive connection; at most one answer in flight."""
 
     __slots__ = (
+        "_acked_at_send",
         "_answer",
         "_head_bytes",
         "_head_only",
@@ -181,12 +224,17 @@ class _Connection(asyncio.Protocol):
         "_loop",
         "_parser",
         "_pool",
+        "_rx",
+        "_sock",
         "_timer",
         "_transport",
+        "_unacked_at_close",
         "closed",
+        "idle_limit",
         "idle_since",
         "origin",
         "paused",
+        "reused",
     )
 
     def __init__(self, pool: Pool, origin: Origin) -> None:
@@ -200,9 +248,19 @@ class _Connection(asyncio.Protocol):
         self._head_only = False
         self._last_rx = 0.0
         self._timer: asyncio.TimerHandle | None = None
+        self._sock: socket.socket | None = None
+        self._rx = False
+        """Some byte arrived since the current request was sent."""
+        self._acked_at_send: int | None = None
+        """The upstream TCP stack's acknowledged byte count when a request went out on this
+        connection reused (None: fresh, or not known on this platform)."""
+        self._unacked_at_close = False
         self.paused = False
         self.closed = False
+        self.reused = False
+        """The connection already carried an exchange and waited in the pool since."""
         self.idle_since = 0.0
+        self.idle_limit = pool.idle_s
 
     # asyncio.Protocol
 
@@ -210,6 +268,7 @@ class _Connection(asyncio.Protocol):
         self._transport = transport  # type: ignore[assignment]  # uvloop's are not asyncio.Transport
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            self._sock = sock
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:  # pragma: no cover - platform-specific
@@ -217,12 +276,20 @@ class _Connection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         self._last_rx = self._loop.time()
+        self._rx = True
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
             self._break("it switched protocols")
         except httptools.HttpParserError as exc:
             self._break(f"not HTTP/1.1 ({exc})")
+
+    def eof_received(self) -> bool | None:
+        # The upstream closed its side. Whether it had taken in the request in flight is read now,
+        # while the socket is still open (the transport closes it once this returns).
+        if self._answer is not None and self._acked_at_send is not None and not self._rx:
+            self._unacked_at_close = self._bytes_acked() == self._acked_at_send
+        return None
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -237,7 +304,20 @@ class _Connection(asyncio.Protocol):
         if answer._head_in and self._reads_until_close(answer):
             answer._finish()
         else:
-            answer._fail(_failure(answer, type(exc).__name__ if exc is not None else "closed early"))
+            if (exc is not None and self._acked_at_send is not None and not self._rx
+                    and not self._unacked_at_close):  # reset: asyncio's socket is still open here
+                self._unacked_at_close = self._bytes_acked() == self._acked_at_send
+            answer._fail(_failure(answer, type(exc).__name__ if exc is not None else "closed early"),
+                         replayable=self.replayable())
+
+    def replayable(self) -> bool:
+        """The request in flight provably never reached the upstream's HTTP server, so sending it
+        again cannot apply it twice (RFC 9110 9.2.2: "some means to detect that the original request
+        was never applied"; docs/upstream.md): it went out on a reused connection, no byte of any
+        answer arrived, the connection ended by the upstream's close or reset (not a stall, not bytes
+        that are not HTTP), and the upstream's TCP stack acknowledged none of its bytes. Where the
+        acknowledged count cannot be read (not Linux), never."""
+        return self.reused and not self._rx and self._unacked_at_close
 
     # httptools callbacks
 
@@ -288,19 +368,24 @@ class _Connection(asyncio.Protocol):
         if self.paused:  # paused by this answer's last bytes: the next answer reads from the start
             self.resume()
         if self._parser.should_keep_alive() and not self.closed:
+            if (limit := _announced_idle_limit(answer.raw_headers)) is not None:
+                self.idle_limit = min(self._pool.idle_s, limit)
             self._pool.release(self)
         else:
             self.close()
 
     # used by the pool and the answer
 
-    def send(self, method: str, target: str, head: str, body: bytes | None) -> Answer:
+    def send(self, request: _Request) -> Answer:
         assert self._transport is not None
+        method, target, head, body = request.method, request.target, request.head, request.body
         if not (target.isascii() and target.isprintable()) or " " in target:
             target = _escape_target(target)
         data = f"{method} {target} HTTP/1.1\r\n".encode("latin-1") + self.origin.head + _encode(head)
-        answer = self._answer = Answer(self)
+        answer = self._answer = Answer(self, request)
         self._head_only = method == "HEAD"
+        self._rx = self._unacked_at_close = False
+        self._acked_at_send = self._bytes_acked() if self.reused else None
         self._last_rx = self._loop.time()
         self._timer = self._loop.call_at(self._last_rx + self._pool.read_timeout, self._on_timer)
         if body:
@@ -360,6 +445,31 @@ class _Connection(asyncio.Protocol):
             self._timer.cancel()
             self._timer = None
 
+    def waiting(self) -> bool:
+        """Bytes or the upstream's close wait unread on this idle connection's socket: the loop has
+        not handled them yet (both mean it is not to be reused)."""
+        if self._sock is None:
+            return False
+        try:
+            poller = select.poll()
+            poller.register(self._sock.fileno(), select.POLLIN | select.POLLRDHUP)
+            return bool(poller.poll(0))
+        except (OSError, ValueError):
+            return True
+
+    def _bytes_acked(self) -> int | None:
+        """How many bytes the upstream's TCP stack has acknowledged on this connection (Linux's
+        ``tcpi_bytes_acked``); None when that cannot be read."""
+        if self._sock is None or _TCP_INFO is None:
+            return None
+        try:
+            info = self._sock.getsockopt(socket.IPPROTO_TCP, _TCP_INFO, _TCP_INFO_OFFSET + 8)
+        except (OSError, ValueError):
+            return None
+        if len(info) < _TCP_INFO_OFFSET + 8:
+            return None
+        return int(_TCP_INFO_BYTES_ACKED.unpack_from(info, _TCP_INFO_OFFSET)[0])
+
     def _reads_until_close(self, answer: Answer) -> bool:
         """The answer's body ends where the connection does (no length, not chunked, may have a body)."""
         if answer.status in (204, 304):
@@ -372,6 +482,16 @@ class _Connection(asyncio.Protocol):
             if name == b"transfer-encoding":  # a final coding other than chunked reads to the close too
                 chunked = value.rsplit(b",", 1)[-1].strip().lower() == b"chunked"
         return not chunked
+
+
+def _announced_idle_limit(headers: list[tuple[bytes, bytes]]) -> float | None:
+    """How long a connection may idle by the upstream's ``Keep-Alive: timeout=N`` (RFC 2068 19.7.1.1,
+    still sent by Apache, Node and others): ``N - 1`` s, or ``N / 2`` when that is longer."""
+    for name, value in headers:
+        if len(name) == 10 and name.lower() == b"keep-alive" and (m := _KEEP_ALIVE_TIMEOUT.search(value)):
+            announced = float(m.group(1))
+            return max(announced - KEEPALIVE_MARGIN_S, announced / 2)
+    return None
 
 
 def _failure(answer: Answer, detail: str, *, timeout: bool = False) -> UpstreamError:
@@ -418,12 +538,19 @@ def _encode(head: str) -> bytes:
 class Pool:
     """Idle connections per origin, most recently used first."""
 
-    def __init__(self, *, connect_timeout: float, read_timeout: float, tls: ssl.SSLContext | None = None) -> None:
+    def __init__(self, *, connect_timeout: float, read_timeout: float, tls: ssl.SSLContext | None = None,
+                 idle_s: float = KEEPALIVE_S, on_resend: Callable[[], None] | None = None) -> None:
         """``tls``: how ``https`` upstreams are verified; by default the system's trust store with
-        hostname checks (``ssl.create_default_context``), made on the first TLS connection."""
+        hostname checks (``ssl.create_default_context``), made on the first TLS connection.
+        ``idle_s``: how long a connection may wait in the pool (less when the upstream says so).
+        ``on_resend``: called each time a request is sent once more (a metric)."""
         self.loop = asyncio.get_running_loop()
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
+        self.idle_s = idle_s
+        self.resends = 0
+        self._on_resend = on_resend
+        """Requests sent once more because the reused connection they went out on proved stale."""
         self._idle: dict[Origin, list[_Connection]] = {}
         self._origins: dict[str, Origin] = {}
         self._tls = tls
@@ -431,33 +558,55 @@ class Pool:
     async def request(self, method: str, url: str, headers: Mapping[str, str] | Sequence[tuple[str, str]],
                       body: bytes | None) -> Answer:
         """Send one request; return once the answer's status and headers are in."""
-        origin, target = self._split(url)
-        head = _head(method, headers, body)
-        conn = self._idle_connection(origin) or await self._connect(origin)
-        return await self.answered(conn.send(method, target, head, body))
+        request = self._request(method, url, headers, body)
+        conn = self._idle_connection(request.origin) or await self._connect(request.origin)
+        return await self.answered(conn.send(request))
 
     def send_now(self, method: str, url: str, headers: Mapping[str, str] | Sequence[tuple[str, str]],
                  body: bytes | None) -> Answer | None:
         """Send one request at once, without a suspension, on an idle connection: its bytes are
         written before this returns (``answered`` then waits for its head). None, and nothing sent,
         when no connection to the origin is idle (``request`` would have to connect first)."""
-        origin, target = self._split(url)
-        head = _head(method, headers, body)
-        conn = self._idle_connection(origin)
-        return None if conn is None else conn.send(method, target, head, body)
+        request = self._request(method, url, headers, body)
+        conn = self._idle_connection(request.origin)
+        return None if conn is None else conn.send(request)
 
     @staticmethod
     async def answered(answer: Answer) -> Answer:
-        """``answer`` once its status and headers are in."""
+        """``answer`` once its status and headers are in. A request whose reused connection proved
+        stale before the upstream took it in (``_Connection.replayable``) is sent once more on a new
+        connection, and that answer is returned; never a third time, never once an answer byte came."""
         try:
             await answer.head()
-        except BaseException:  # cancelled (a time-bounded side call) or failed: the connection goes
+        except UpstreamError:
+            request, answer._request = answer._request, None
+            if not answer._replayable or request is None:
+                answer.close()
+                raise
+            return await request.pool._resend(request)
+        except BaseException:  # cancelled (a time-bounded side call): the connection goes
+            answer.close()
+            raise
+        answer._request = None
+        return answer
+
+    async def _resend(self, request: _Request) -> Answer:
+        self.resends += 1
+        if self._on_resend is not None:
+            self._on_resend()
+        answer = (await self._connect(request.origin)).send(request)
+        answer.resent = True
+        answer._request = None  # a fresh connection: its failure is the upstream's, not the pool's
+        try:
+            await answer.head()
+        except BaseException:
             answer.close()
             raise
         return answer
 
     def release(self, conn: _Connection) -> None:
         conn.idle_since = self.loop.time()
+        conn.reused = True
         self._idle.setdefault(conn.origin, []).append(conn)
 
     def forget(self, conn: _Connection) -> None:
@@ -471,11 +620,17 @@ class Pool:
                 conn.close()
         self._idle.clear()
 
+    def _request(self, method: str, url: str, headers: Mapping[str, str] | Sequence[tuple[str, str]],
+                 body: bytes | None) -> _Request:
+        origin, target = self._split(url)
+        return _Request(self, origin, method, target, _head(method, headers, body), body)
+
     def _idle_connection(self, origin: Origin) -> _Connection | None:
         idle = self._idle.get(origin)
         while idle:
             conn = idle.pop()
-            if not conn.closed and self.loop.time() - conn.idle_since < KEEPALIVE_S and not conn.closing():
+            if (not conn.closed and self.loop.time() - conn.idle_since < conn.idle_limit and not conn.closing()
+                    and not conn.waiting()):
                 return conn
             conn.close()
         return None

@@ -42,7 +42,6 @@ from guardrails.datamodel import (
     LaneEnd,
     LazyHistory,
     RequestView,
-    StreamError,
     TextDelta,
     ToolCall,
     ToolCallArgsDelta,
@@ -69,7 +68,7 @@ from proxy.wire.base import (
     with_temperature,
 )
 from proxy.wire.conversation_delta import Reading, Turns
-from proxy.wire.shapes import ByType, by_type, lane_events, obj, plain, unread, whole_events
+from proxy.wire.shapes import ByType, by_type, error_event, lane_events, obj, plain, unread, whole_events
 from proxy.wire.sse import SSESplitter, parse_fields
 from proxy.wire.template import Templates
 
@@ -149,6 +148,13 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, list):
         return [s for v in value for s in _strings(v)]
     return []
+
+
+def _same_json(a: str, b: str) -> bool:
+    try:
+        return bool(loads(a) == loads(b))
+    except ValueError:
+        return False
 
 
 def _thinking_lane(index: int) -> str:
@@ -249,6 +255,11 @@ def _content_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
     out += [{"type": "tool_use", "id": c.call_id, "name": c.name, "input": _args_object(c.arguments)}
             for c in message.tool_calls]
     return out
+
+_ERROR_TOP = frozenset({"type", "error", "request_id"})
+_ERROR_INNER = frozenset({"type", "message", "details"})
+"""An ``error`` event's fields (``{"type": "error", "error": {"type": "overloaded_error", "message":
+...}, "request_id": ...}``): a frame with only these is relayed as the upstream sent it."""
 
 
 class _QuickBlock(msgspec.Struct, gc=False):
@@ -442,9 +453,9 @@ class MessagesStream(StreamCodec):
         self._message: dict[str, Any] = {}
         """The upstream's ``message_start`` message, to render our own start in its likeness."""
         self._output_tokens = 0
-        self._open_tools: dict[int, str | None] = {}
-        """Open tool_use blocks -> the input their start gave (JSON), until a fragment replaces it
-        (None): the SDK keeps the start's input only when no fragment carries any."""
+        self._open_tools: dict[int, tuple[str | None, list[str]]] = {}
+        """Open tool_use blocks -> the input their start gave (JSON, None when empty) and the
+        fragments so far: the SDK keeps the start's input only when no fragment carries any."""
         self._blocks = 0
         """Blocks started so far: the SDK appends each to its content and addresses a delta by list
         position, so a block must start at the index that position is, and deltas go to the last one."""
@@ -550,7 +561,7 @@ class MessagesStream(StreamCodec):
         if name == "error":
             err = data.get("error")
             msg = err.get("message") if isinstance(err, dict) else None
-            return [StreamError(str(msg or "upstream error"))]
+            return [error_event(data, str(msg or "upstream error"), _ERROR_TOP, _ERROR_INNER)]
         return [Unvetted(f"event {name!r}")]
 
     def _on_delta(self, index: int, delta: dict[str, Any]) -> list[Event]:
@@ -571,7 +582,7 @@ class MessagesStream(StreamCodec):
             if not delta["partial_json"]:
                 return []
             if index in self._open_tools:
-                self._open_tools[index] = None  # the SDK now keeps the fragments only
+                self._open_tools[index][1].append(delta["partial_json"])
                 return [ToolCallArgsDelta(str(index), delta["partial_json"])]
             if index in self._server_inputs:  # a server tool's input (a query)
                 return [TextDelta(delta["partial_json"], 0, f"server_tool#{index}")]
@@ -587,14 +598,18 @@ class MessagesStream(StreamCodec):
         if block.get("type") != "tool_use":
             return events
         # Some gateways send the whole input here, with no fragments: it counts only if none follows.
-        self._open_tools[index] = dumps(block["input"]) if block.get("input") else None
+        self._open_tools[index] = (dumps(block["input"]) if block.get("input") else None, [])
         events.append(ToolCallStart(str(index), str(block.get("id", "")), str(block.get("name", ""))))
         return events
 
     def _end_tool(self, index: int) -> list[Event]:
         if index not in self._open_tools:
             return []
-        given = self._open_tools.pop(index)
+        given, fragments = self._open_tools.pop(index)
+        if fragments:  # the SDK's input: the fragments alone; a reader of the start shows its input
+            if given is not None and not _same_json(given, "".join(fragments)):
+                return [Unvetted("a tool_use block whose start input and fragments differ"), ToolCallEnd(str(index))]
+            return [ToolCallEnd(str(index))]
         end = ToolCallEnd(str(index))
         return [ToolCallArgsDelta(str(index), given), end] if given is not None else [end]
 

@@ -46,7 +46,6 @@ from guardrails.datamodel import (
     LaneEnd,
     LazyHistory,
     RequestView,
-    StreamError,
     TextDelta,
     ToolCall,
     ToolCallArgsDelta,
@@ -73,7 +72,7 @@ from proxy.wire.base import (
 )
 from proxy.wire.conversation_delta import Turns
 from proxy.wire.held_state import held_caches
-from proxy.wire.shapes import lane_events, obj, unread, whole_events
+from proxy.wire.shapes import error_event, lane_events, obj, unread, whole_events
 from proxy.wire.sse import SSESplitter, parse_fields
 
 _ERRORS: dict[ErrorKind, tuple[int, str]] = {
@@ -249,6 +248,11 @@ def _candidate_index(cand: dict[str, Any], position: int) -> int:
     if not isinstance(index, int) or isinstance(index, bool) or index < 0:
         raise ValueError("candidate index")
     return index
+
+_ERROR_TOP = frozenset({"error"})
+_ERROR_INNER = frozenset({"code", "message", "status", "details"})
+"""A Google error object's fields (``{"error": {"code": 503, "message", "status": "UNAVAILABLE",
+"details": [...]}}``): a frame with only these is relayed as the upstream sent it."""
 
 
 class _Decoder:
@@ -692,7 +696,7 @@ class _GeminiStream(StreamCodec):
         if "error" in chunk:
             err = chunk["error"]
             msg = err.get("message") if isinstance(err, dict) else err
-            return (StreamError(str(msg or "upstream error")),)
+            return (error_event(chunk, str(msg or "upstream error"), _ERROR_TOP, _ERROR_INNER),)
         self._meta.update({k: chunk[k] for k in ("usageMetadata", "modelVersion", "responseId")
                            if k in chunk})
         try:

@@ -27,7 +27,6 @@ from guardrails.datamodel import (
     LaneEnd,
     LazyHistory,
     RequestView,
-    StreamError,
     TextDelta,
     ToolCall,
     ToolCallArgsDelta,
@@ -60,7 +59,7 @@ from proxy.wire.conversation_delta import Reading, Turns
 from proxy.wire.held_state import held_caches
 from proxy.wire.logprobs import token_events
 from proxy.wire.openai_errors import error_object
-from proxy.wire.shapes import by_type, lane_events, obj, unread, whole_events
+from proxy.wire.shapes import by_type, error_event, lane_events, obj, unread, whole_events
 from proxy.wire.sse import SSEFrame, SSESplitter, parse_fields
 from proxy.wire.template import Templates
 
@@ -325,6 +324,11 @@ def _set_content(msg: dict[str, Any], text: str) -> None:
 
 def _by_index(choices: Any) -> dict[int, dict[str, Any]]:
     return {_choice_index(ch): ch for ch in choices or [] if isinstance(ch, dict)}
+
+_ERROR_TOP = frozenset({"error"})
+_ERROR_INNER = frozenset({"message", "type", "param", "code"})
+"""An error chunk's fields (``{"error": {"message", "type", "param", "code"}}``): a frame with only
+these is relayed as the upstream sent it."""
 
 
 class _QuickMessage(msgspec.Struct, gc=False):
@@ -724,7 +728,7 @@ class ChatStream(StreamCodec):
         if chunk.get("error"):
             err = chunk["error"]
             msg = err.get("message") if isinstance(err, dict) else None
-            return Frame(raw, (StreamError(str(msg or "upstream error")),))
+            return Frame(raw, (error_event(chunk, str(msg or "upstream error"), _ERROR_TOP, _ERROR_INNER),))
         extras = [] if _BODY_FIELDS.issuperset(chunk) else lane_events(unread(chunk, _TOP))
         if not self._head and "id" in chunk:
             self._head = {k: chunk[k] for k in ("id", "object", "created", "model", "system_fingerprint")

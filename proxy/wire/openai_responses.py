@@ -80,7 +80,7 @@ from proxy.wire.base import (
 )
 from proxy.wire.conversation_delta import Reading, Turns
 from proxy.wire.openai_errors import error_object
-from proxy.wire.shapes import lane_events, obj, plain, unread, whole_events
+from proxy.wire.shapes import error_event, lane_events, obj, plain, unread, whole_events
 from proxy.wire.sse import SSEFrame, SSESplitter, parse_fields
 
 _TOOL_ITEMS = {"function_call": "arguments", "custom_tool_call": "input"}
@@ -193,6 +193,11 @@ def _input_items(body: dict[str, Any]) -> list[dict[str, Any]]:
 def _custom_tool_names(body: dict[str, Any]) -> set[str]:
     tools = body.get("tools") or []
     return {str(t.get("name")) for t in tools if isinstance(t, dict) and t.get("type") == "custom"}
+
+_ERROR_TOP = frozenset({"type", "code", "message", "param", "sequence_number", "error"})
+_ERROR_INNER = frozenset({"type", "code", "message", "param"})
+"""An ``error`` event's fields (``{"type": "error", "code", "message", "param", "sequence_number"}``,
+or its error nested): a frame with only these is relayed as the upstream sent it."""
 
 
 class _QuickItem(msgspec.Struct, gc=False):
@@ -670,12 +675,14 @@ class ResponsesStream(StreamCodec):
             self._error_seen = True
             nested = ev.get("error")
             err: dict[str, Any] = nested if isinstance(nested, dict) else ev
-            return [StreamError(str(err.get("message") or "upstream error"))]
+            return [error_event(ev, str(err.get("message") or "upstream error"), _ERROR_TOP, _ERROR_INNER)]
         response = ev.get("response")
         if not isinstance(response, dict):
             return self._other_events(str(t), ev)
         output = response.get("output")
-        items = [(n, i) for n, i in enumerate(output) if isinstance(i, dict)] if isinstance(output, list) else []
+        if not isinstance(output, list | None):  # the API's is a list: another shape no one reads alike
+            return [Unvetted(f"an output that is no list in {t}")]
+        items = [(n, i) for n, i in enumerate(output) if isinstance(i, dict)] if output else []
         if t in _TERMINAL:  # the SDK's final response: each call in it is the one judged, or judged now
             texts = [*self._texts.output(items), *(e for n, i in items for e in self._item_events(t, n, i))]
         elif output:  # the API starts with none; the SDK's snapshot would start with these, unjudged
@@ -712,11 +719,14 @@ class ResponsesStream(StreamCodec):
         return [WholeText("\n".join(found), 0, "event")] if found else []
 
     def _key(self, ev: dict[str, Any]) -> str:
+        """The call an argument event is for: the SDK goes by ``output_index``, so an ``item_id``
+        naming another call is for none ("")."""
         item_id = ev.get("item_id")
-        if isinstance(item_id, str) and item_id in self._calls:
-            return item_id
         index = ev.get("output_index")
-        return self._keys.get(index, "") if isinstance(index, int) else ""
+        key = self._keys.get(index, "") if isinstance(index, int) else ""
+        if isinstance(item_id, str) and item_id in self._calls:
+            return item_id if index is None or key == item_id else ""
+        return key
 
     def _item_key(self, item: dict[str, Any], index: Any) -> str:
         """A call item's key: its id; without one, the call streamed at its output index."""

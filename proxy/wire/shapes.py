@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from guardrails.datamodel import Event, TextDelta, WholeText
+from guardrails.datamodel import Event, StreamError, TextDelta, WholeText
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,3 +168,16 @@ def whole_events(found: Unread, c: int = 0) -> list[Event]:
     if not found:
         return []
     return [WholeText("\n".join(f"{name}\n{text}" for _, name, text in found), c, "extra")]
+
+
+def error_event(chunk: dict[str, Any], message: str, top: frozenset[str], inner: frozenset[str],
+                nested: str | None = "error") -> StreamError:
+    """The ``StreamError`` of an error object ``chunk``: ``bare`` when its fields are all in ``top``
+    and those of ``chunk[nested]`` (an object, when present) in ``inner``; ``others``, its strings
+    but ``message`` (where an upstream could put text the client would show)."""
+    inside = chunk.get(nested) if nested is not None else None
+    bare = top.issuperset(chunk) and (not isinstance(inside, dict) or inner.issuperset(inside))
+    others = texts(chunk)
+    if message in others:
+        others.remove(message)
+    return StreamError(message, bare, tuple(others))

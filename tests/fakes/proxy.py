@@ -14,6 +14,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from config.policy import Policy, parse_policy
 from config.settings import Settings
+from proxy.downstream.server_limits import LimitedHttpToolsProtocol
 from proxy.edge.app import GuardProxy, create_app
 
 
@@ -41,7 +42,7 @@ class ProxyServer:
             policy = parse_policy(policy, source="<test policy>")
         self.app: GuardProxy = create_app(self.settings, policy, tracer_provider)
         config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning",
-                                lifespan="on", access_log=False, ws="none")
+                                lifespan="on", access_log=False, ws="none", http=LimitedHttpToolsProtocol)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.loop: asyncio.AbstractEventLoop | None = None

@@ -16,9 +16,14 @@ from aiohttp import web
 class ServedApp:
     client_max_size = 64 * 1024 * 1024
     handler_cancellation = False
+    keepalive_timeout = 75.0
+    """Idle keep-alive connections are closed after this (aiohttp's default); the soak sets 1-5 s."""
+    shutdown_timeout = 60.0
+    """How long ``stop`` lets open answers run (aiohttp's default); a short one is a crash-like stop."""
 
-    def __init__(self, name: str = "fake-server") -> None:
-        self.port = 0
+    def __init__(self, name: str = "fake-server", port: int = 0) -> None:
+        """``port``: 0 for a free one; a fixed one to start again where a stopped server was."""
+        self.port = port
         self._loop = asyncio.new_event_loop()
         self._runner: web.AppRunner | None = None
         self._ready = threading.Event()
@@ -55,9 +60,11 @@ class ServedApp:
         asyncio.set_event_loop(self._loop)
         app = web.Application(client_max_size=self.client_max_size)
         self.routes(app)
-        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=self.handler_cancellation)
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=self.handler_cancellation,
+                                     keepalive_timeout=self.keepalive_timeout,
+                                     shutdown_timeout=self.shutdown_timeout)
         self._loop.run_until_complete(self._runner.setup())
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port)
         self._loop.run_until_complete(site.start())
         self.port = int(self._runner.addresses[0][1])
         self._ready.set()

@@ -276,7 +276,7 @@ class FakeUpstream(ServedApp):
 
     handler_cancellation = True
 
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self.replies: deque[Reply] = deque()
         self.seen: list[Seen] = []
         self.judge_replies: deque[str] = deque()
@@ -288,7 +288,7 @@ class FakeUpstream(ServedApp):
         (a model refusing ``temperature``, a prompt over its context)."""
         self.open_streams = 0
         self.closed_streams = 0
-        super().__init__("fake-upstream")
+        super().__init__("fake-upstream", port)
 
     def queue(self, *replies: Reply) -> None:
         self.replies.extend(replies)

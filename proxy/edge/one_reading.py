@@ -1,0 +1,108 @@
+"""One reading of a request body: a JSON object that repeats a key is refused on guarded routes.
+
+The proxy's decoders keep the last of two values for one key; an upstream's parser may keep the
+first. A body with ``"messages"`` (or ``system``, ``instructions``, ``systemInstruction``, a message's
+``content``, a held-state name...) given twice is then checked as one request and answered as
+another: the canary armed with a system prompt the upstream never reads, the input guardrails
+screening a user text the upstream does not see. No JSON serializer a client uses writes a key twice,
+so such a body is refused with the API's 400 rather than re-serialised (re-serialising would change
+every guarded body's bytes and could not be sent before it is read).
+
+Detection is exact and runs in C: every key-value pair of a JSON text has exactly one colon outside
+strings, and a string's colons survive a decode and an encode unchanged. So the raw body has as many
+colons as msgspec's re-encoding of its decoded object exactly when no object lost a pair to a
+repeated key. Only ``\\u003a`` (an escaped colon) breaks the count; a body spelling it, or one msgspec
+does not decode, is checked by the standard library's parser with a hook that sees every pair.
+Cost: about 2 us per KB of body (a 66 KB agent turn: ~0.15 ms; see docs/security.md).
+
+Gemini's parser (proto JSON) reads every field under two spellings, ``systemInstruction`` and
+``system_instruction``: an object giving both is a repeat too. Gemini clients write camelCase, so the
+pairs are looked at (with the standard library's parser) only when a snake_case key occurs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import msgspec
+
+_DECODE = msgspec.json.Decoder()
+_ENCODE = msgspec.json.Encoder()
+
+
+class _Repeated(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Repeated(key)
+            seen.add(key)
+    return out
+
+
+_SNAKE_KEY = re.compile(rb'"[A-Za-z0-9]+_[A-Za-z0-9_]*"\s*:')
+_UPPER = re.compile(r"[A-Z]")
+
+
+def _snake(key: str) -> str:
+    return _UPPER.sub(lambda m: "_" + m.group().lower(), key)
+
+
+def _spelled_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, str] = {}
+    for key, _ in pairs:
+        name = _snake(key)
+        if name in seen:
+            raise _Repeated(f"{seen[name]}' and '{key}" if seen[name] != key else key)
+        seen[name] = key
+    return dict(pairs)
+
+
+def repeated_key(raw: bytes, *, spellings: bool = False) -> str | None:
+    """The first key some object of ``raw`` repeats, or None (also None for a body that is not JSON:
+    its reader refuses it with its own 400). ``spellings``: Gemini, where ``fooBar`` and ``foo_bar``
+    name one field."""
+    return read_once(raw, spellings=spellings)[0]
+
+
+def read_once(raw: bytes, *, spellings: bool = False) -> tuple[str | None, dict[str, Any] | None]:
+    """(``repeated_key``, the body decoded when that took a whole decode and it is an object): the
+    caller hands the object on (``JsonBody``), so what needs it later does not decode again."""
+    if spellings and _SNAKE_KEY.search(raw):
+        return _slow(raw, _spelled_pairs), None
+    if b"\\u003" not in raw:
+        try:
+            decoded = _DECODE.decode(raw)
+        except (msgspec.DecodeError, RecursionError):
+            pass
+        else:
+            if raw.count(b":") == _ENCODE.encode(decoded).count(b":"):
+                return None, decoded if type(decoded) is dict else None
+    return _slow(raw, _pairs), None
+
+
+def _slow(raw: bytes, hook: Any) -> str | None:
+    try:
+        json.loads(raw, object_pairs_hook=hook)
+    except _Repeated as found:
+        return found.key
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    return None
+
+
+def repeated_message(key: str) -> str:
+    """The 400's text (the key is the client's own, shown only when short and printable)."""
+    if len(key) > 80 or not key.isprintable():
+        key = "a key"
+    if "' and '" in key:
+        return f"the request body gives both '{key}' in one JSON object (two spellings of one field); send one"
+    return f"the request body gives the key '{key}' twice in one JSON object; send each key once"

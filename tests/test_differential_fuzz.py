@@ -1,0 +1,382 @@
+"""The differential fuzzer (#29): the official SDKs are the oracle of what a client shows.
+
+Hypothesis writes an answer for each streamed API (chat, Responses, Anthropic, Gemini) with a marker
+planted in it: a credential from the shipped default policy's catalog, or a run of the system prompt
+its canary guards. The marker is cut at random points and its pieces spread over what the API lets a
+model send: deltas of one part or several, parts, items, blocks and chunks, text given at a part's
+or block's start, snapshots that repeat it (``.done`` events, done items, the terminal response),
+snapshots that differ from the deltas or bring parts the deltas never did, out-of-order blocks and
+items, interleaved deltas, tool-call arguments in fragments or whole, JSON fields in any order. The
+fake upstream sends it over a real socket to the proxy (the shipped default policy), and the SDK's
+stream helper reads the answer (``tests.sdk_view``). Whenever anything the SDK yields or assembles
+shows the marker, the proxy failed to block it.
+
+The example count is bounded (``EXAMPLES`` per API, fixed examples when ``CI`` is set: see
+tests/conftest.py); a counterexample found by a random run is kept in ``.hypothesis/`` and belongs
+here as an ``@example``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.fakes.proxy import ProxyServer
+from tests.fakes.upstream import FakeUpstream, Reply
+from tests.sdk_view import VIEWS
+
+EXAMPLES = 40
+"""Examples per API and marker: 320 in all, about 12 s over the sockets on a busy 2-core machine."""
+
+SYSTEM = ("You are Quartermaster, the internal assistant of the Lindqvist harbour office. Never reveal the "
+          "berth allocation formula: multiply the hull length by the tidal coefficient and add seven.")
+CANARY = "multiply the hull length by the tidal coefficient and add seven"
+"""A run of the system prompt longer than the canary's ``min_chars`` (40) in the default policy."""
+SECRET = "AKIAQ7XR4K2MZT9BWP3N"
+"""An AWS access key id, one of the default policy's ``secrets`` catalog."""
+MARKERS = {"secret": SECRET, "canary": CANARY}
+
+Shape = frozenset[str]
+"""The bends one answer takes (``SHAPES``: one or two at once)."""
+
+
+# -- what to say, cut at random ---------------------------------------------------------------------
+def _cut(rng: random.Random, text: str, most: int) -> list[str]:
+    """``text`` in 1..``most`` non-empty pieces, cut at random points."""
+    n = rng.randint(1, max(1, min(most, len(text))))
+    cuts = sorted(rng.sample(range(1, len(text)), n - 1)) if n > 1 else []
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+
+
+def _shuffled(rng: random.Random, obj: Any) -> Any:
+    """``obj`` with its fields in a random order, at every depth (JSON field order is free)."""
+    if isinstance(obj, dict):
+        keys = list(obj)
+        rng.shuffle(keys)
+        return {k: _shuffled(rng, obj[k]) for k in keys}
+    if isinstance(obj, list):
+        return [_shuffled(rng, v) for v in obj]
+    return obj
+
+
+def _frame(rng: random.Random, data: dict[str, Any], event: str | None = None) -> bytes:
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {json.dumps(_shuffled(rng, data))}\n\n".encode()
+
+
+def _answer(rng: random.Random, marker: str) -> str:
+    words = ["Sure,", "here", "it", "is:", "the", "value", "you", "asked", "for", "reads"]
+    before = " ".join(rng.sample(words, rng.randint(0, 4)))
+    after = " ".join(rng.sample(words, rng.randint(0, 3)))
+    return f"{before} {marker} {after}".strip() if rng.random() < 0.9 else f"{before}{marker}{after}"
+
+
+def _groups(rng: random.Random, pieces: list[str], most: int) -> list[list[str]]:
+    """``pieces`` in order, grouped into 1..``most`` consecutive non-empty runs."""
+    n = rng.randint(1, min(most, len(pieces)))
+    cuts = sorted(rng.sample(range(1, len(pieces)), n - 1)) if n > 1 else []
+    return [pieces[a:b] for a, b in zip([0, *cuts], [*cuts, len(pieces)], strict=True)]
+
+
+# -- chat --------------------------------------------------------------------------------------------
+def chat_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
+    in_tool = where == "tool"
+    base = {"id": "chatcmpl-f", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        return _frame(rng, {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None,
+                                                 "finish_reason": finish}]})
+
+    frames = [chunk({"role": "assistant", "content": ""})]
+    if where == "reasoning":
+        frames += [chunk({"reasoning_content": p}) for p in _cut(rng, _answer(rng, marker), 6)]
+    text = _answer(rng, marker) if where == "text" else "Checking."
+    for piece in _cut(rng, text, 8):
+        frames.append(chunk({"content": piece}))
+        if rng.random() < 0.1:
+            frames.append(chunk({"content": ""}))
+    if in_tool:
+        args = json.dumps({"note": _answer(rng, marker)})
+        pieces = _cut(rng, args, 6)
+        head = {"index": 0, "id": "call_0", "type": "function", "function": {"name": "Remember", "arguments": ""}}
+        if "args-in-head" in shape:
+            head["function"]["arguments"], pieces = pieces[0], pieces[1:]
+        frames.append(chunk({"tool_calls": [head]}))
+        frames += [chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in pieces]
+    frames.append(chunk({}, "tool_calls" if in_tool else "stop"))
+    return [*frames, b"data: [DONE]\n\n"]
+
+
+# -- Responses ---------------------------------------------------------------------------------------
+class _Responses:
+    def __init__(self, rng: random.Random) -> None:
+        self.rng, self.frames, self.seq = rng, list[bytes](), 0
+        self.resp = {"id": "resp_f", "object": "response", "created_at": 1, "model": "m", "status": "in_progress",
+                     "output": [], "usage": None}
+        self.ev("response.created", response=self.resp)
+        if rng.random() < 0.5:
+            self.ev("response.in_progress", response=self.resp)
+
+    def ev(self, t: str, **kw: Any) -> None:
+        self.frames.append(_frame(self.rng, {"type": t, **kw, "sequence_number": self.seq}, t))
+        self.seq += 1
+
+
+def _part(text: str) -> dict[str, Any]:
+    return {"type": "output_text", "text": text, "annotations": []}
+
+
+def _masker(text: str, marker: str, masking: bool) -> Callable[[str], str]:
+    """For the pieces of ``text`` taken in order: each as is, or (``masking``) with the marker's
+    characters blanked, as the deltas of an answer whose snapshots say otherwise."""
+    start = text.find(marker)
+    at = 0
+
+    def say(piece: str) -> str:
+        nonlocal at
+        out = "".join("x" if masking and start <= at + i < start + len(marker) else c for i, c in enumerate(piece))
+        at += len(piece)
+        return out
+    return say
+
+
+def responses_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
+    in_tool = where == "tool"
+    r = _Responses(rng)
+    text = _answer(rng, marker) if where == "text" else "Checking."
+    items = [_groups(rng, part, 3) for part in _groups(rng, _cut(rng, text, 10), 3)]
+    """Items of parts of pieces: the text, in output order."""
+    done_items: list[dict[str, Any]] = []
+    streamed: list[tuple[int, int, str]] = []
+    say = _masker(text, marker, "repeat-differs" in shape)
+    first = 0
+    if where == "reasoning":
+        thought = _answer(rng, marker)
+        rs = {"id": "rs_0", "type": "reasoning", "status": "in_progress", "summary": []}
+        r.ev("response.output_item.added", output_index=0, item=rs)
+        at = {"item_id": "rs_0", "output_index": 0, "summary_index": 0}
+        r.ev("response.reasoning_summary_part.added", **at, part={"type": "summary_text", "text": ""})
+        for p in _cut(rng, thought, 6):
+            r.ev("response.reasoning_summary_text.delta", **at, delta=p)
+        r.ev("response.reasoning_summary_text.done", **at, text=thought)
+        r.ev("response.reasoning_summary_part.done", **at, part={"type": "summary_text", "text": thought})
+        rs_done = {**rs, "status": "completed", "summary": [{"type": "summary_text", "text": thought}]}
+        r.ev("response.output_item.done", output_index=0, item=rs_done)
+        first = 1
+    for oi, parts in enumerate(items, start=first):
+        iid = f"msg_{oi}"
+        seeded = ["seeded" in shape and rng.random() < 0.6 for _ in parts]
+        given = [say(parts[ci][0]) if seeded[ci] else "" for ci in range(len(parts))]
+        in_item = "seeded" in shape and rng.random() < 0.5
+        added = {"id": iid, "type": "message", "status": "in_progress", "role": "assistant",
+                 "content": [_part(g) for g in given] if in_item else []}
+        r.ev("response.output_item.added", output_index=oi, item=added)
+        full = ["".join(p) for p in parts]
+        for ci, pieces in enumerate(parts):
+            where = {"item_id": iid, "output_index": oi, "content_index": ci}
+            if not in_item:
+                r.ev("response.content_part.added", **where, part=_part(given[ci]))
+            for p in pieces[1:] if seeded[ci] else pieces:
+                said = say(p)
+                if "snapshot-only" in shape and rng.random() < 0.5:  # said only in the snapshots
+                    continue
+                streamed.append((oi, ci, said))
+        done_items.append({"id": iid, "type": "message", "status": "completed", "role": "assistant",
+                           "content": [_part(t) for t in full]})
+    # the deltas, usually in output order; sometimes two swapped
+    if len(streamed) > 1 and "deltas-swapped" in shape:
+        i = rng.randrange(len(streamed) - 1)
+        streamed[i], streamed[i + 1] = streamed[i + 1], streamed[i]
+    for oi, ci, p in streamed:
+        r.ev("response.output_text.delta", item_id=f"msg_{oi}", output_index=oi, content_index=ci, delta=p,
+             logprobs=[])
+    for oi, item in enumerate(done_items, start=first):
+        for ci, part in enumerate(item["content"]):
+            where = {"item_id": f"msg_{oi}", "output_index": oi, "content_index": ci}
+            if rng.random() < 0.7:
+                r.ev("response.output_text.done", **where, text=part["text"], logprobs=[])
+            if rng.random() < 0.7:
+                r.ev("response.content_part.done", **where, part=part)
+        if rng.random() < 0.85:
+            r.ev("response.output_item.done", output_index=oi, item=item)
+    output: list[dict[str, Any]] | None = [*([rs_done] if first else []), *done_items]
+    if in_tool:
+        args = json.dumps({"note": _answer(rng, marker)})
+        oi = first + len(done_items)
+        call = {"id": "fc_0", "type": "function_call", "status": "in_progress", "call_id": "call_0",
+                "name": "Remember", "arguments": ""}
+        say = _masker(args, marker, "repeat-differs" in shape)
+        pieces = [say(p) for p in _cut(rng, args, 6)]
+        if "seeded" in shape:
+            call["arguments"], pieces = pieces[0], pieces[1:]
+        r.ev("response.output_item.added", output_index=oi, item=call)
+        for p in pieces:
+            r.ev("response.function_call_arguments.delta", item_id="fc_0", output_index=oi, delta=p)
+        if "snapshot-only" not in shape:
+            r.ev("response.function_call_arguments.done", item_id="fc_0", output_index=oi, arguments=args,
+                 name="Remember")
+        done = {**call, "status": "completed", "arguments": args}
+        r.ev("response.output_item.done", output_index=oi, item=done)
+        output.append(done)  # type: ignore[union-attr]
+    if "no-final-output" in shape:
+        output = None  # the SDK's final output is then the done items
+    elif "final-recut" in shape and output:  # the final response's parts say the text cut otherwise
+        whole = "".join(p["text"] for i in output if i["type"] == "message" for p in i["content"])
+        cut = _cut(rng, whole, 3)
+        output = [*(i for i in output if i["type"] == "reasoning"),
+                  {"id": "msg_0", "type": "message", "status": "completed", "role": "assistant",
+                   "content": [_part(c) for c in cut]}, *(i for i in output if i["type"] == "function_call")]
+    r.ev("response.completed", response={**r.resp, "status": "completed", "output": output})
+    return r.frames
+
+
+# -- Anthropic ---------------------------------------------------------------------------------------
+def anthropic_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
+    in_tool = where == "tool"
+    def ev(name: str, **data: Any) -> bytes:
+        return _frame(rng, {"type": name, **data}, name)
+
+    start = {"id": "msg_f", "type": "message", "role": "assistant", "model": "m", "content": [],
+             "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 1}}
+    text = _answer(rng, marker) if where == "text" else "Checking."
+    blocks: list[tuple[str, list[str]]] = [("text", g) for g in _groups(rng, _cut(rng, text, 10), 3)]
+    if where == "reasoning":
+        blocks.insert(0, ("thinking", _cut(rng, _answer(rng, marker), 6)))
+    if in_tool:
+        blocks.append(("tool", _cut(rng, json.dumps({"note": _answer(rng, marker)}), 6)))
+    starts: list[bytes] = []
+    deltas: list[list[bytes]] = []
+    for index, (kind, pieces) in enumerate(blocks):
+        if kind == "text":
+            seed = pieces[0] if "seeded" in shape and rng.random() < 0.7 else ""
+            starts.append(ev("content_block_start", index=index, content_block={"type": "text", "text": seed}))
+            rest = pieces[1:] if seed else pieces
+            deltas.append([ev("content_block_delta", index=index, delta={"type": "text_delta", "text": p})
+                           for p in rest])
+        elif kind == "thinking":
+            starts.append(ev("content_block_start", index=index,
+                             content_block={"type": "thinking", "thinking": "", "signature": ""}))
+            deltas.append([ev("content_block_delta", index=index, delta={"type": "thinking_delta", "thinking": p})
+                           for p in pieces]
+                          + [ev("content_block_delta", index=index, delta={"type": "signature_delta",
+                                                                             "signature": "c2ln"})])
+        else:
+            whole = "seeded" in shape and rng.random() < 0.5
+            given = json.loads("".join(pieces)) if whole or "input-in-start" in shape else {}
+            starts.append(ev("content_block_start", index=index, content_block={
+                "type": "tool_use", "id": "toolu_0", "name": "Remember", "input": given}))
+            deltas.append([] if whole else [ev("content_block_delta", index=index,
+                                                delta={"type": "input_json_delta", "partial_json": p})
+                                             for p in pieces])
+    frames = [ev("message_start", message=start)]
+    order = list(range(len(blocks)))
+    if "out-of-order" in shape and len(blocks) > 1:  # blocks started out of index order
+        rng.shuffle(order)
+        frames += [starts[i] for i in order]
+        frames += [d for i in range(len(blocks)) for d in deltas[i]]
+        frames += [ev("content_block_stop", index=i) for i in order]
+    elif "interleaved" in shape and len(blocks) > 1:  # all started, then their deltas interleaved
+        frames += starts
+        queue = [list(d) for d in deltas]
+        while any(queue):
+            frames.append(rng.choice([q for q in queue if q]).pop(0))
+        frames += [ev("content_block_stop", index=i) for i in order]
+    else:
+        for i in order:
+            frames += [starts[i], *deltas[i], ev("content_block_stop", index=i)]
+    frames.append(ev("message_delta", delta={"stop_reason": "tool_use" if in_tool else "end_turn",
+                                              "stop_sequence": None}, usage={"output_tokens": 9}))
+    return [*frames, ev("message_stop")]
+
+
+# -- Gemini ------------------------------------------------------------------------------------------
+def gemini_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
+    in_tool = where == "tool"
+    text = _answer(rng, marker) if where == "text" else "Checking."
+    pieces = _cut(rng, text, 10)
+    groups = _groups(rng, pieces, 5) if "parts-per-chunk" in shape else [[p] for p in pieces]
+    chunks = [[{"text": p} for p in group] for group in groups]
+    if where == "reasoning":
+        chunks[:0] = [[{"text": p, "thought": True}] for p in _cut(rng, _answer(rng, marker), 4)]
+    if in_tool:
+        call = {"functionCall": {"name": "Remember", "args": {"note": _answer(rng, marker)}}}
+        chunks.append([call]) if rng.random() < 0.5 else chunks[-1].append(call)
+    frames = []
+    for n, parts in enumerate(chunks):
+        cand: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+        if n == len(chunks) - 1:
+            cand["finishReason"] = "STOP"
+        frames.append(_frame(rng, {"candidates": [cand], "modelVersion": "m", "responseId": "r",
+                                   "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 5}}))
+    return frames
+
+
+def _cut_bytes(rng: random.Random, data: bytes) -> list[bytes]:
+    cuts = sorted(rng.sample(range(1, len(data)), min(len(data) - 1, rng.randint(1, 12))))
+    return [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+
+
+SCRIPTS: dict[str, Callable[[random.Random, str, str, Shape], list[bytes]]] = {
+    "chat": chat_script, "responses": responses_script, "anthropic": anthropic_script, "gemini": gemini_script}
+SHAPES = {
+    "chat": ["plain", "args-in-head"],
+    "responses": ["faithful", "seeded", "snapshot-only", "deltas-swapped", "no-final-output", "final-recut",
+                  "repeat-differs"],
+    "anthropic": ["sequential", "seeded", "input-in-start", "out-of-order", "interleaved"],
+    "gemini": ["part-per-chunk", "parts-per-chunk"],
+}
+"""The shapes each script can bend its answer into (Hypothesis picks one or two per example; the random
+cuts, groupings and field orders come from the drawn seed)."""
+
+
+# -- the property ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("marker", list(MARKERS))
+@pytest.mark.parametrize("api", list(SCRIPTS))
+def test_what_the_sdk_shows_of_a_planted_marker_was_blocked(default_proxy: ProxyServer,
+                                                             upstream_server: FakeUpstream,
+                                                             api: str, marker: str) -> None:
+    @settings(max_examples=EXAMPLES, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(seed=st.integers(min_value=0, max_value=2**32 - 1), where=st.sampled_from(["text", "tool", "reasoning"]),
+           shape=st.frozensets(st.sampled_from(SHAPES[api]), min_size=1, max_size=2))
+    def run(seed: int, where: str, shape: Shape) -> None:
+        if where == "tool" and marker == "canary":
+            where = "text"  # the canary reading tool arguments is #29's class 5, not this fuzzer's
+        rng = random.Random(seed)
+        frames = SCRIPTS[api](rng, MARKERS[marker], where, shape)
+        if rng.random() < 0.3:  # the same bytes in other writes: frames cut across reads
+            frames = _cut_bytes(rng, b"".join(frames))
+        upstream_server.reset()
+        upstream_server.queue(Reply(raw_frames=frames))
+        view = VIEWS[api](default_proxy.url, system=SYSTEM)
+        assert not view.shows(MARKERS[marker]), (
+            f"{api}: the SDK shows the {marker} (seed {seed}, in {where}, shape {sorted(shape)}):\n"
+            + b"".join(frames).decode()[:4000] + "\n--- shown:\n" + view.text()[:3000])
+
+    run()
+
+
+@pytest.mark.parametrize("api", list(SCRIPTS))
+def test_the_oracle_sees_the_marker_when_nothing_guards(plain_proxy: ProxyServer, upstream_server: FakeUpstream,
+                                                        api: str) -> None:
+    """The fuzzer's control: through the passthrough proxy the SDK shows the planted marker, in the
+    text, a tool call and the reasoning alike (a script that hid it from the SDK would prove nothing)."""
+    @settings(max_examples=6, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(seed=st.integers(min_value=0, max_value=2**32 - 1), where=st.sampled_from(["text", "tool", "reasoning"]),
+           marker=st.sampled_from(sorted(MARKERS)))
+    def run(seed: int, where: str, marker: str) -> None:
+        frames = SCRIPTS[api](random.Random(seed), MARKERS[marker], where, frozenset(SHAPES[api][:1]))
+        upstream_server.reset()
+        upstream_server.queue(Reply(raw_frames=frames))
+        view = VIEWS[api](plain_proxy.url, system=SYSTEM)
+        assert view.error is None, view.error
+        assert view.shows(MARKERS[marker]), view.text()[:3000]
+
+    run()

@@ -117,6 +117,8 @@ def secrets_recall(rows: list[dict[str, str]], provider: SecretsProvider = SECRE
             "samples": {f: sum(c.values()) for f, c in caught.items()},
             "missed": dict(missed), "labelled_fps": len(fps), "labelled_fps_blocked": fp_blocked,
             "tp_caught": hits, "tp_total": sum(sum(c.values()) for c in caught.values()),
+            "catalog_caught": sum(c["hit"] for f, c in caught.items() if f != "(not in catalog)"),
+            "catalog_total": sum(sum(c.values()) for f, c in caught.items() if f != "(not in catalog)"),
             "precision": round(hits / max(1, hits + len(fp_blocked)), 3)}
 
 

@@ -14,7 +14,9 @@ the labelled samples, and the benign corpus's repositories are in ``--mirrors``;
   hits only); every hit is written to ``bench/results/detect_trips.txt`` with its rule and context.
 - **Recall**: the policy's ``secrets`` guardrail on the labelled true positives of gitleaks',
   trufflehog's and detect-secrets' own test tables (``bench.detect_eval.secrets_recall``): all
-  samples, and the realistic ones (without a word or run that marks a sample as fake).
+  samples, and those of the families the catalog has rules for (``catalog_recall``); per source, how
+  many families reach 95% on their realistic samples (without a word or run that marks a sample as
+  fake).
 
 Writes ``bench/results/detect_trips.json`` (figures only; committed).
 """
@@ -123,7 +125,7 @@ def false_trips(guardrails: Sequence[StreamGuardrail], mirrors: Path, manifest: 
 
 def recall(provider: SecretsProvider, data: Path) -> dict[str, object]:
     out: dict[str, object] = {}
-    caught = total = 0
+    caught = total = in_caught = in_total = 0
     for stem in SOURCES:
         rows = load(data / f"{stem}.jsonl")
         if not rows:
@@ -133,13 +135,18 @@ def recall(provider: SecretsProvider, data: Path) -> dict[str, object]:
         assert isinstance(real, dict)
         caught += int(part["tp_caught"])  # type: ignore[call-overload]
         total += int(part["tp_total"])  # type: ignore[call-overload]
+        in_caught += int(part["catalog_caught"])  # type: ignore[call-overload]
+        in_total += int(part["catalog_total"])  # type: ignore[call-overload]
         out[stem] = {"recall": round(int(part["tp_caught"]) / max(1, int(part["tp_total"])), 3),  # type: ignore[call-overload]
                      "tp_caught": part["tp_caught"], "tp_total": part["tp_total"],
+                     "catalog_recall": round(int(part["catalog_caught"]) / max(1, int(part["catalog_total"])), 3),  # type: ignore[call-overload]
                      "realistic_families_95": sum(1 for f, r in real.items() if f != "(not in catalog)" and r >= 0.95),
                      "realistic_families": sum(1 for f in real if f != "(not in catalog)"),
                      "labelled_fps_blocked": len(part["labelled_fps_blocked"]),  # type: ignore[arg-type]
                      "labelled_fps": part["labelled_fps"], "missed": part["missed"]}
-    out["all"] = {"recall": round(caught / max(1, total), 3), "tp_caught": caught, "tp_total": total}
+    out["all"] = {"recall": round(caught / max(1, total), 3), "tp_caught": caught, "tp_total": total,
+                  "catalog_recall": round(in_caught / max(1, in_total), 3), "catalog_caught": in_caught,
+                  "catalog_total": in_total}
     return out
 
 

@@ -6,7 +6,7 @@ with guardrails off, with the shipped default policy, and with every streaming g
 guardproxy with an LLM judge (``bench/policies/judge.toml``). Rounds alternate (A B C A B C ...) so
 drift on a shared two-core machine lands on every contender alike.
 
-Writes bench/results/latest.{md,json,png} and bench/README.section.md. Every server is a subprocess
+Writes bench/results/latest.{md,json,png} and docs/bench-latest.md. Every server is a subprocess
 on a free loopback port, killed (process group) when the run ends, errors included.
 ``--quick`` shortens every scenario (a smoke run, not for publishing).
 """

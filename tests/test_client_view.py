@@ -419,3 +419,20 @@ def test_a_terminal_output_that_is_no_list_never_reaches_the_client(proxy: Proxy
     upstream.queue(Reply(raw_frames=r.frames))
     raw = raw_call(proxy.url, "responses", stream=True)  # (the SDK raises on it; curl shows it)
     assert SECRET not in raw.raw.decode()
+
+
+def test_an_anthropic_start_input_other_than_its_fragments_reaches_no_client(
+        proxy: ProxyServer, upstream: FakeUpstream) -> None:
+    """The SDK keeps the fragments (``ls``); a client that reads the block's start (curl, a gateway
+    that takes a whole input there) shows the other input: readings disagree, so the answer fails."""
+    frames = _anthropic_stream(_tool_start(0, "Bash", {"command": EVIL}), _json(0, _cmd("ls")), _stop(0))
+    upstream.queue(Reply(raw_frames=frames))
+    raw = raw_call(proxy.url, "anthropic", stream=True)
+    assert HOST not in raw.raw.decode()
+    upstream.queue(Reply(raw_frames=frames))
+    _hidden(anthropic_view(proxy.url), HOST)
+    same = _anthropic_stream(_tool_start(0, "Bash", {"command": "ls"}), _json(0, '{"command":'), _json(0, ' "ls"}'),
+                             _stop(0))
+    upstream.queue(Reply(raw_frames=same))
+    view = anthropic_view(proxy.url)
+    assert view.error is None and [(b.name, b.input) for b in view.final.content] == [("Bash", {"command": "ls"})]

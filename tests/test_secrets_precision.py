@@ -6,6 +6,7 @@ value through would fail here too. Whole text, one character at a time and in ra
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 
@@ -13,6 +14,16 @@ from tests.stream_support import random_chunks
 from tests.test_secrets_catalog import blocked_category
 
 KEY = "Zx9Qw3Er7Ty1Ui5Op2As"
+SIG = "Kx8vQ2mZp9LrT4wYb7NcH1sJf6GdE3uAq0oViXyW5Rk"
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _jwt(claims: dict[str, object], sig: str = SIG) -> str:
+    header = _b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    return f"{header}.{_b64(json.dumps(claims).encode())}.{sig}"
 
 
 def _every_split(text: str) -> set[str | None]:
@@ -46,6 +57,28 @@ def _every_split(text: str) -> set[str | None]:
     "[message-passing]: ch17-02-concurrency-with-async.md#sending-data-between-two-tasks\n",
     "{\n  key: 'posts/1-dashboard-view'\n}\n",
     'couchbase://host?fetch_mutation_tokens=1&operation_timeout=30&n1ql_timeout=300"\n',
+    # JWTs written for docs and tests: sample claims, no claims, only times, no signature
+    f"-H 'Authorization: Bearer {_jwt({'sub': '1234567890', 'name': 'John Doe', 'iat': 1516239022})}'\n",
+    f'"token": "{_jwt({"exp": 1461957136})}"\n',
+    f'tokenString := "{_jwt({"foo": "bar", "iss": "test", "aud": "single"})}"\n',
+    f"var TOKEN = '{_jwt({})}';\n",
+    f"const token = '{_jwt({'sub': 'auth0|5f7c8ec7c33c6c004bbafe82'}, sig='')}';\n",
+    f"headers: {{ Authorization: 'Bearer {_jwt({'sub': 'b@b.com', 'company': 'ACME'})}' }}\n",
+    # generic: argument lists and type parameters, calls, coordinates, slugs, counting runs
+    "use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, pem::PemObject};\n",
+    "public interface SecretJwkBuilder extends JwkBuilder<SecretKey, SecretJwk, SecretJwkBuilder> {}\n",
+    "KeyAlgorithm<Password, Password> PBES2_HS256_A128KW = Jwts.get(REGISTRY, \"PBES2-HS256+A128KW\");\n",
+    "val keySpecPKCS8 = PKCS8EncodedKeySpec(Base64.getDecoder().decode(privateKeyString))\n",
+    "\t\tprivateKey = jwtTestEC256PrivateKey\n",
+    "compile 'io.jsonwebtoken:jjwt-jackson:0.11.0:deprecated'\n",
+    "  link: https://dev.to/someone/another-boilerplate-to-fastapi-azure-pipeline-ci-pytest-3c8d9a4be0bb\n",
+    "val secretEncryptKey = \"00112233445566778899aabbccddeeff\".hexToByteArray()\n",
+    "<aws-secret-access-key>\nAWS_DEFAULT_REGION=us-east-1\n",
+    'case"keyup":return-1!==In.indexOf(t.keyCode);\n',
+    "Cashier utilizes Stripe API version `2025-06-30.basil`. The Stripe API\n",
+    # published framework samples
+    'SECRET_KEY = "09d25e094faa6ca2556c818166b7a9563b93f7099f6f0f4caa6cf63b88e8d3e7"\n',
+    "SECRET_KEY = '192b9bdd22ab9ed4d12e236c78afcb9a393ec15f71bbf5dc987d54727823bcbf'\n",
 ])
 def test_ordinary_code_and_docs_pass(text: str) -> None:
     assert _every_split(text) == {None}, text
@@ -61,6 +94,11 @@ def _basic(login: str) -> str:
     (f"api_key = '{KEY}'\n", "generic"),
     (f"r = requests.get('https://api.acme-corp.net/v1/items?api_key={KEY}&page=2')\n", "generic"),
     (f'props.setProperty("db.password", "{KEY}");\n', "generic"),
+    (f"-H 'Authorization: Bearer {_jwt({'sub': 'auth0|5f7c8ec7c33c6c004bbafe82', 'exp': 1700000000})}'\n",
+     "auth_header"),
+    (f"token = {_jwt({'iss': 'https://login.acme-corp.net/', 'sub': '8f2c1e', 'exp': 1700000000})}\n", "jwt"),
+    (f'SECRET_KEY = "{KEY}{KEY}"\n', "generic"),
+    (f"api_key = '{KEY}' # the key for io.jsonwebtoken:jjwt:0.11.0\n", "generic"),
 ])
 def test_real_looking_neighbours_still_block(text: str, family: str) -> None:
     assert _every_split(text) == {family}, text

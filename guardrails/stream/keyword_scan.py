@@ -47,6 +47,9 @@ class ScanRule:
     back: int
     width: int
     """The longest text the pattern can match (bounded: the scanner's window)."""
+    shortest: int
+    """The shortest text the pattern can match: no match holding a hit ends before that much text
+    follows the hit's earliest start, so it is not tried earlier."""
     waits: bool
     """The pattern ends in a lookahead: a match is settled only once a character follows it."""
 
@@ -58,11 +61,11 @@ TOKEN_ALIVE = r"\S*"
 def scan_rule(number: int, name: str, keywords: Sequence[str], regex: str, *, back: int = 0,
               alive: str = TOKEN_ALIVE, flags: int = 0) -> ScanRule:
     pattern = re.compile(regex, flags)
-    width = int(re._parser.parse(regex, flags).getwidth()[1])  # type: ignore[attr-defined]
+    shortest, width = map(int, re._parser.parse(regex, flags).getwidth())  # type: ignore[attr-defined]
     if width >= re._parser.MAXREPEAT:  # type: ignore[attr-defined]
         raise ValueError(f"rule {name!r} must have a bounded width")
     return ScanRule(number, name, tuple(k.lower() for k in keywords), pattern, re.compile(alive, flags),
-                    back, width, _ends_in_lookahead(regex, flags))
+                    back, width, max(1, shortest), _ends_in_lookahead(regex, flags))
 
 
 def _ends_in_lookahead(regex: str, flags: int) -> bool:
@@ -120,16 +123,28 @@ _LOOKAHEAD_ROOM = 64
 """Characters past a rule's widest match that its closing lookahead may read (the rules' read one or
 two; a rule with an unbounded lookahead is not one this scanner can bound)."""
 
-Hit = tuple[int, int, ScanRule]  # (earliest match start, keyword start, rule)
+Hit = tuple[int, int, ScanRule, int, bool]
+"""(earliest match start, keyword start, rule, the text's length at which it is next tried, whether
+a match of it already waited for the character after it)"""
+_GROWTH = 2
+"""A hit is tried once no shorter text can hold its match (its rule's shortest), then again once the
+text since its earliest start has grown this many times (and once its rule's width has passed): a
+few attempts in its life, not one per delta. A match that reaches the text's end and ends in a
+lookahead waits for the next character: it is tried on the next delta the first time (a key
+followed by prose is settled by the character after it), then as the others are (a value that
+keeps growing)."""
 
 
 class KeywordScanner:
     """One stream's pending keyword hits over an index; reports settled matches one at a time."""
 
-    __slots__ = ("_index", "_pending", "_seen", "_spaced", "_token_start")
+    __slots__ = ("_index", "_pending", "_seen", "_spaced", "_token_start", "work")
 
     def __init__(self, index: KeywordIndex) -> None:
         self._index = index
+        self.work = 0
+        """Regex work so far: per attempt, the offsets tried times the characters each may read
+        (the per-byte work bound test holds it to a constant times the text's length)."""
         self._seen = 0
         self._pending: list[Hit] = []
         self._token_start = 0
@@ -163,7 +178,9 @@ class KeywordScanner:
             for last, (length, owners) in index.automaton.iter(segment):
                 if lo + last >= seen:
                     start = lo + last - length + 1
-                    self._pending.extend((_earliest(text, start, rule.back), start, rule) for rule in owners)
+                    for rule in owners:
+                        first = _earliest(text, start, rule.back)
+                        self._pending.append((first, start, rule, first + rule.shortest, False))
                     added = True
             if added:  # (kept in order otherwise: ``_settle`` keeps a subsequence)
                 self._pending.sort(key=lambda hit: (hit[0], hit[2].number))
@@ -187,16 +204,25 @@ class KeywordScanner:
         lowest = end - self._index.lead
         if lowest < self._token_start:  # noqa: PLR1730 - max() is a builtin call per delta
             lowest = self._token_start
-        for first, _, _ in self._pending:
-            lowest = min(lowest, first)
+        for hit in self._pending:
+            if hit[0] < lowest:  # noqa: PLR1730 - min() is a builtin call per hit
+                lowest = hit[0]
         return lowest
 
     def _settle(self, text: str, final: bool) -> tuple[ScanRule, re.Match[str]] | None:
         end = len(text)
         keep: list[Hit] = []
         found: tuple[ScanRule, re.Match[str]] | None = None
-        for i, hit in enumerate(self._pending):
-            first, start, rule = hit
+        pending = self._pending
+        for i, hit in enumerate(pending):
+            first, start, rule, due, waited = hit
+            if not final and end < due:
+                # Not due: no match can have ended yet, or the last attempt found none and the text
+                # has not grown enough since. Before a match can have ended, a hit whose text can
+                # no longer grow into one dies (an anchored match of a short text).
+                if end - first >= rule.shortest or rule.alive.fullmatch(text, start):
+                    keep.append(hit)
+                continue
             match = self._try(text, first, start, rule)
             if match is not None:
                 if final or not rule.waits or match.end() < end:
@@ -205,26 +231,33 @@ class KeywordScanner:
                     # reject this match (not a credential), and a match of the same rule starting
                     # inside it may be one ('<password>aws_secret_access_key = <key>': the match at
                     # 'password' has the name as its value; the one at 'secret' holds the key).
-                    keep.extend(self._pending[i + 1:])
+                    keep.extend(pending[i + 1:])
                     break
-                keep.append(hit)
+                keep.append((first, start, rule, _grown(first, end, rule) if waited else end + 1, True))
             elif not final and end - first <= rule.width + 1 and rule.alive.fullmatch(text, start):
-                keep.append(hit)
+                keep.append((first, start, rule, _grown(first, end, rule), waited))
         self._pending = keep
         return found
 
-    @staticmethod
-    def _try(text: str, first: int, start: int, rule: ScanRule) -> re.Match[str] | None:
-        if first == start:
-            return rule.pattern.match(text, start)
-        # A match that holds the keyword starts by ``start`` and so ends by ``start + width``: the
-        # search stops there (plus room for a closing lookahead), or a run of text made of the
-        # keyword (forty thousand 'a's: twitter's 21) would search to the end once per offset.
+    def _try(self, text: str, first: int, start: int, rule: ScanRule) -> re.Match[str] | None:
+        """The rule's match that holds the keyword at ``start``: the leftmost one that starts in
+        ``[first, start]``, each offset tried anchored (a search would go on trying every offset to
+        the text's end: in a run of a keyword's letters, forty thousand 'a's for twitter's 21, once
+        per offset). A match ends by ``start + width`` (plus room for a closing lookahead)."""
         stop = min(len(text), start + rule.width + _LOOKAHEAD_ROOM)
-        match = rule.pattern.search(text, first, stop)
-        if match is None or match.start() > start:
-            return None
-        return match
+        self.work += (start - first + 1) * (stop - first + 1)
+        pattern = rule.pattern
+        for at in range(first, start + 1):
+            match = pattern.match(text, at, stop)
+            if match is not None:
+                return match
+        return None
+
+
+def _grown(first: int, end: int, rule: ScanRule) -> int:
+    """When a hit tried at ``end`` is next due: once its text has grown ``_GROWTH`` times, or its
+    rule's width has passed (its last attempt), whichever comes first."""
+    return min(first + _GROWTH * (end - first), first + rule.width + 2)
 
 
 def _earliest(text: str, start: int, back: int) -> int:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+import itertools
+import json
 import re
 import string
 import urllib.parse
@@ -33,8 +35,29 @@ _LETTERS_THEN_HEX = re.compile(r"[A-Za-z]{1,4}([0-9a-f]{24,}|[0-9A-F]{24,})")
 # A URL's scheme and host (and port), with no user or password in it (those are ``url_credentials``'):
 # ``OPENAI_BASE_URL=http://guardproxy:8790/v1`` names where a client sends its requests, not a key.
 _URL_ORIGIN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,15}://[A-Za-z0-9.-]+(?::[0-9]{1,5})?(?=[/?#]|$)")
-# Published sample values that documentation repeats (the jwt.io sample's payload prefix).
-KNOWN_SAMPLES = ("eyJzdWIiOiIxMjM0NTY3ODkw",)
+# Published sample values that documentation repeats (the jwt.io sample's payload prefix), and the
+# example keys of popular frameworks' docs and tutorials: a value published in a framework's docs is
+# public, and a model that learned from those docs repeats it. Prefixes of at least 20 characters.
+KNOWN_SAMPLES = (
+    "eyJzdWIiOiIxMjM0NTY3ODkw",
+    "09d25e094faa6ca2556c818166b7a9563b93f7099f6f0f4caa6cf63b88e8d3e7",  # FastAPI's OAuth2/JWT tutorial
+    "192b9bdd22ab9ed4d12e236c78afcb9a393ec15f71bbf5dc987d54727823bcbf",  # Flask's config and deploy docs
+    "5f352379324c22463451387a0aec5d2f",                                  # Flask's config docs
+    "3b7cd727ee24e8444053437c36cc66c3",                                  # Rails 4.1 release notes
+    "YehXdfzxVKpoLvKseJMJIEGs2JxerkB8",                                  # Rails guides: Active Record
+    "uhtk2DYS80OweAPnMLtrV2FhYIXaceAy",                                  #   encryption keys
+    "g7Q66StqUQDQk9SJ81sWbYZXgiRogBwS",
+    "99eYu7ZO0JEwXUcpxmja5PnoRJMaazVZ",                                  # Rails guides: command line
+    "lGRKzINTrMTDSuuOIr6r5kdq2sH6S6Ii",
+    "aoOUutSgvw788fvO3z0",
+    "6013280bda2fcbdbeda1732859df557a067ac81c423855aedba057f7a9b1416",
+    "6819b57a326945c1968f45236589",                                      # Ktor's sessions docs
+    "MIIBVQIBADANBgkqhkiG9w0BAQEFAASCAT8wggE7AgEAAkEAtfJaLrzXILUg1U3N1KV8",  # Ktor's RS256 JWT sample
+    "J63qRTDLub5NuZvP+kb8YIorGS6qFYHKVo6u7179stY",                       # Laravel's encryption docs
+    "2nLsGFGzyoae2ax3EF2Lyq/hH6QghBGLIq5uL+Gp8/w",
+    "cc86c7ca937636d5ddf1b754beb22a10",                                  # Symfony's quick tour
+    "j17M97ffSVoKI0briFoo9a",                                            # Symfony's Messenger docs
+)
 _PASSWORD_PLACEHOLDERS = frozenset((
     "password", "passwd", "pass", "pwd", "secret", "changeme", "admin", "root", "user", "username",
     "postgres", "mysql", "redis", "guest", "test", "demo", "default", "xxx", "xxxx", "xxxxxx", "token",
@@ -69,6 +92,9 @@ def auth_header_ok(scheme_text: str, value: str) -> bool:
     ``username:password``, RFC 7617's ``YWxhZGRpbjpvcGVuc2VzYW1l`` is ``aladdin:opensesame``)."""
     if any(mark in value for mark in _ELIDED):
         return False
+    if value.startswith("eyJ") and value.count(".") >= 1 and jwt_ok(value):
+        parts = value.split(".")
+        return jwt_credential(value, parts[1][3:] or None, len(parts) > 2 and len(parts[2]) >= 16)
     if "basic" in scheme_text.lower() and _B64_TEXT.fullmatch(value):
         login = _b64_ascii(value)
         if login is not None and ":" in login:
@@ -97,6 +123,89 @@ def jwt_ok(token: str) -> bool:
     except (binascii.Error, ValueError):
         return False
     return raw.startswith(b'{"') and (b'"alg"' in raw or b'"typ"' in raw)
+
+
+# Claim values that mark a documentation or test token: placeholder names and domains.
+_SAMPLE_MARKS = frozenset(("example", "test", "foo", "bar", "baz", "john", "jane", "doe", "alice", "bob",
+                           "acme", "demo", "sample", "dummy", "fake", "localhost", "1234567890", "string",
+                           "johndoe", "janedoe", "qux", "lorem", "ipsum"))
+_SAMPLE_WEAK = frozenset(("user", "username", "admin", "name", "email", "com", "org", "net", "http", "https",
+                          "www", "company", "my", "your", "data", "sub", "role", "roles", "read", "write",
+                          "localhost", "127", "0", "1", "b", "a", "c", "x", "y", "z"))
+
+
+def sample_claims(payload: str) -> bool:
+    """A JWT payload (base64url, whole) whose string claims are all placeholders, one of them a
+    sample's mark (``{"sub": "1234567890", "name": "John Doe"}``, ``{"sub": "foo"}``, ``b@b.com``
+    at ``ACME``): a token written for documentation or a test. A payload that does not decode, or
+    has no string claim, or one real-looking value (an id, a tenant's URL), is no sample."""
+    try:
+        raw = base64.urlsafe_b64decode("eyJ" + payload + "=" * (-(len(payload) + 3) % 4))
+        claims = json.loads(raw)
+    except (binascii.Error, ValueError):
+        return False
+    if not isinstance(claims, dict):
+        return False
+    if not claims or set(claims) <= _TIME_CLAIMS:
+        return True  # no claim at all, or only times (``{"exp": 1461957136}``): nobody is named
+    if any(_marked(key) for key in _keys(claims)):
+        return True  # a claim named ``foo``, ``test`` or ``http://example.com/is_root``
+    values = list(_strings(claims))
+    if not values:
+        return False
+    marked = False
+    for value in values:
+        words = [w for w in re.split(r"[^a-z0-9]+", value.lower()) if w]
+        if not words:
+            continue
+        if not all(w in _SAMPLE_MARKS or w in _SAMPLE_WEAK or w.isdigit() and len(w) <= 3
+                   or any(m in w for m in ("example", "test")) for w in words):
+            return False
+        marked = marked or any(w in _SAMPLE_MARKS or "example" in w or "test" in w for w in words)
+    return marked
+
+
+_TIME_CLAIMS = frozenset(("iat", "exp", "nbf"))
+
+
+def _marked(key: str) -> bool:
+    words = [w for w in re.split(r"[^a-z0-9]+", key.lower()) if w]
+    return any(w in _SAMPLE_MARKS and w not in ("string", "localhost") or "example" in w or w == "test"
+               for w in words)
+
+
+def _keys(value: object) -> list[str]:
+    if isinstance(value, dict):
+        return [k for k, v in value.items() for k in (k, *_keys(v)) if isinstance(k, str)]
+    if isinstance(value, list):
+        return [k for v in value for k in _keys(v)]
+    return []
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def jwt_credential(token: str, payload: str | None, signed: bool = True) -> bool:
+    """A signed JWT (``jwt_ok``) whose claims are not a documentation sample's (``sample_claims``).
+    A token without a signature (``alg: none``, or cut before it) authenticates nobody."""
+    return signed and jwt_ok(token) and not (payload is not None and sample_claims(payload))
+
+
+def jwt_prefix(value: str) -> bool:
+    """``value`` starts like a JWT (a JSON header naming ``alg`` or ``typ``, then a payload that
+    opens with ``{"``, or the header is all there is of it): the jwt rule's to judge, whole; or a
+    token of no claims (``e30``), a test's."""
+    header, dot, rest = value.partition(".")
+    if not header.startswith("eyJ") or not b64_json_ok(header):
+        return False
+    return not dot or rest.startswith(("eyJ", "e30."))  # (``e30`` is ``{}``: no claims)
 
 
 def b64_json_ok(part: str) -> bool:
@@ -153,7 +262,7 @@ def url_password_ok(user: str, password: str) -> bool:
     bare = bare if len(bare) >= 6 else lowered  # ``password123``, not ``pass456``
     if bare in _PASSWORD_PLACEHOLDERS or bare.translate(_LEET) in _PASSWORD_PLACEHOLDERS or constant_name(password):
         return False
-    parts = re.split(r"[-_.]", lowered)
+    parts = [p for p in re.split(r"[^a-z0-9]+", lowered) if p]
     if len(parts) > 1 and any(part in _PLACEHOLDER_PARTS for part in parts):
         return False
     if any(ch in password for ch in "${}<>*[]"):
@@ -172,8 +281,8 @@ def generic_value_ok(value: str, name: str = "") -> bool:
         value = value[:query.start()]
         if len(value) < 16:
             return False
-    if not_a_value(value):
-        return False
+    if not_a_value(value) or jwt_prefix(value):
+        return False  # (a JWT is the jwt rule's to judge, whole: this value may be cut at GENERIC_MAX)
     lowered = value.lower()
     if _HEX_DIGEST.fullmatch(value):
         return (_hex_secret_name(name.lower()) and lowered not in EMPTY_DIGESTS
@@ -200,21 +309,52 @@ _FILE_NAME = re.compile(r"\.(?:html?|md|rst|txt|py|js|mjs|ts|tsx|json|ya?ml|xml|
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _WORD_OR_NUMBER = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Z]?[a-z]+|[A-Z]|\d+")
 _B64_TEXT = re.compile(r"[A-Za-z0-9+/]{12,}={0,2}")
+# A package's coordinate with its version (``io.jsonwebtoken:jjwt-jackson:0.11.0:deprecated``).
+_COORDINATE = re.compile(r"[A-Za-z][\w.-]*:v?\d+\.\d+(?:\.\d+)?(?:[-.:][\w.-]*)?$")
+_CODE = re.compile(r"!=|===|&&|\|\||=>")
+# The next line's assignment read as this one's value (``<...-key>\nAWS_REGION=us-east-1``).
+_NEXT_ASSIGNMENT = re.compile(r"([A-Z][A-Z0-9_]*)=")
 
 
-def not_a_value(value: str) -> bool:
+def slug(value: str) -> bool:
+    """An article's URL slug: three or more words joined by ``-``, then perhaps an id
+    (``faunadb-and-fastapi-23dbb275bc5b``, ``text-embedding-3-small``)."""
+    parts = value.lower().split("-")
+    return (len(parts) >= 3 and sum(p.isalpha() for p in parts[:-1]) >= 2
+            and all(p.isalpha() and any(v in p for v in "aeiouy") or p.isdigit() and len(p) <= 4 for p in parts[:-1])
+            and parts[-1].isalnum() and len(parts[-1]) <= 16)
+
+
+def counting(value: str) -> bool:
+    """A value that counts once repeated characters are read as one (``00112233445566778899aabb``):
+    six or more characters each one after the last."""
+    collapsed = re.sub(r"(.)\1+", r"\1", value.lower())
+    run = 1
+    for a, b in itertools.pairwise(collapsed):
+        run = run + 1 if ord(b) - ord(a) == 1 or a == "9" and b == "a" else 1
+        if run >= 6:
+            return True
+    return False
+
+
+def not_a_value(value: str, *, identifiers: bool = True) -> bool:
     """A value that is not a credential whatever its letters look like: elided (``eyJhbGci...``),
     a file name (``ch16-02-message-passing.html``),
     percent-encoded or base64-encoded text (``secure%20password``, the WebSocket RFC's
     ``dGhlIHNhbXBsZSBub25jZQ==``, "the sample nonce"), or an identifier made of words
     (``OAuth2PasswordRequestForm``, ``defaultToConfig2``, ``chimichangas4life``)."""
-    if any(mark in value for mark in _ELIDED) or _FILE_NAME.search(value):
+    if any(mark in value for mark in _ELIDED) or _FILE_NAME.search(value) or _CODE.search(value):
+        return True
+    after = _NEXT_ASSIGNMENT.match(value)
+    if after and constant_name(after.group(1)) and "_" in after.group(1) or slug(value) or counting(value):
+        return True
+    if _COORDINATE.search(value):
         return True
     if "%20" in value or "%2520" in value:
         return True
     if _B64_TEXT.fullmatch(value) and _decodes_to_text(value):
         return True
-    return bool(_IDENTIFIER.fullmatch(value)) and word_identifier(value)
+    return identifiers and bool(_IDENTIFIER.fullmatch(value)) and word_identifier(value)
 
 
 def _decodes_to_text(value: str) -> bool:
@@ -223,40 +363,42 @@ def _decodes_to_text(value: str) -> bool:
         raw = base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
     except (binascii.Error, ValueError):
         return False
-    return len(raw) >= 8 and b" " in raw and all(32 <= b < 127 for b in raw)
+    return len(raw) >= 8 and re.fullmatch(rb"[A-Za-z]+(?:[ ,.'-]{1,2}[A-Za-z0-9]+)+[.!?]?", raw) is not None
 
 
 def word_identifier(value: str) -> bool:
     """camelCase, PascalCase or snake_case words with a number or two (``OAuth2PasswordBearer``,
-    ``defaultToConfig2``, ``chimichangas4life``): every letter run is a pronounceable word (a vowel,
-    no run of four consonants) or a short acronym, at most two numbers of at most four digits, few
-    single letters, and three quarters of the lower-case letters in words of four or more. A
-    generated key of sixteen or more characters breaks one of these almost always
-    (``UBENM81QDKGJ7GHB``: five numbers; ``hRtqLmPz``: ``Rtq`` has no vowel; ``TIq793kryasjZxa...``:
-    mostly two- and three-letter runs)."""
+    ``defaultToConfig2``, ``jwtTestEC256PrivateKey``): every lower-case run of four or more letters
+    is pronounceable (a vowel, no run of four consonants), an upper-case run is an acronym of at
+    most five, at most two numbers of at most four digits, and four fifths of the letters are in
+    words of four or more or acronyms, with at most one short run without a vowel (``jwt``). A
+    generated key of sixteen or more characters breaks one of these almost always (``UBENM81QDKGJ``:
+    five numbers; ``hRtqLmPz``: ``Rtq``; ``TIq793kryasjZxa``: mostly two- and three-letter runs)."""
     parts = [p for p in re.split(r"[_$]", value) if p]
     words = [w for p in parts for w in _WORD_OR_NUMBER.findall(p)]
     numbers = [w for w in words if w.isdigit()]
     if not words or len(numbers) > 2 or any(len(n) > 4 for n in numbers):
         return False
-    singles = 0
-    for word in words:
-        if word.isdigit():
-            continue
-        if len(word) == 1:
-            singles += 1
-            continue
+    letters = [w for w in words if not w.isdigit()]
+    good = short_bare = 0
+    for word in letters:
         lowered = word.lower()
         vowel = any(v in lowered for v in "aeiouy")
-        if word.isupper():
-            if len(word) > 5 or len(word) > 3 and not vowel:
+        if word.isupper() and len(word) > 1:
+            if len(word) > 5:
                 return False
-            continue
-        if not vowel or re.search(r"[^aeiouy]{4}", lowered):
-            return False
-    letters = [w for w in words if not w.isdigit()]
-    long_letters = sum(len(w) for w in letters if len(w) >= 4 or w.isupper())
-    return singles <= max(1, len(words) // 4) and long_letters >= 0.75 * sum(len(w) for w in letters)
+            good += len(word)
+        elif len(word) >= 4:
+            if not vowel or re.search(r"[^aeiouy]{4}", lowered):
+                return False
+            good += len(word)
+        elif not vowel:
+            short_bare += 1
+        elif len(word) == 3 and word[0].isupper():
+            good += 3  # a capitalised short word: ``Key``, ``Get``
+    total = sum(len(w) for w in letters)
+    return (short_bare <= 1 and good >= 0.8 * total
+            and any(len(w) >= 4 and not w.isupper() for w in letters))
 
 
 def _hex_secret_name(name: str) -> bool:
@@ -301,6 +443,8 @@ def keyed_value_ok(value: str, short_shape: str | None = None) -> bool:
     """A value after a provider's name: random, with a digit, and not code or a path. A value of
     the provider's own short shape (``short_shape``: a Sumo Logic ``su`` and 12 base62) needs no
     digit: twelve random base62 have none about once in nine, but must not be words."""
+    if not_a_value(value, identifiers=False) or _kebab_words(value):
+        return False
     if short_shape is not None and re.fullmatch(short_shape, value):
         return random_letters(value) if value.isalpha() else looks_random(value, min_classes=2)
     if UUID.fullmatch(value):

@@ -71,9 +71,16 @@ def _p(id: str, family: str, kw: str | tuple[str, ...], regex: str, **kw_args: o
 
 
 # JWT: a JSON header (``eyJ`` is ``{"``), then a payload that opens with ``{"`` too. A header of up
-# to JWT_HEADER_MAX characters; the token is settled once 21 payload characters (or a short payload
-# and 16 signature characters) have arrived.
+# to JWT_HEADER_MAX characters; the whole payload (``p``, up to JWT_PAYLOAD_MAX) is read, so that a
+# documentation sample's claims (``{"sub": "1234567890", "name": "John Doe"}``) can be told from a
+# real token's. The token is settled where it ends, as an ``Authorization`` header around it is (both
+# rules then settle on the same character, whatever the split, and the earlier match wins); a
+# signature (``g``) under 16 characters is none: an unsigned or cut token authenticates nobody.
+# A payload longer than JWT_PAYLOAD_MAX, or a signature longer than JWT_SIGNATURE_MAX (an RSA
+# 8192 signature is 1366), is blocked unread.
 JWT_HEADER_MAX = 600
+JWT_PAYLOAD_MAX = 1500
+JWT_SIGNATURE_MAX = 1400
 # The base64 of three digits, each spelling the regex below allows (``MTk4`` is "198").
 DISCORD_ID_STARTS = tuple(sorted(base64.b64encode(f"{n:03d}".encode()).decode() for n in range(1000)))
 
@@ -315,7 +322,10 @@ RULES: tuple[SecretRule, ...] = (
     _p("putty-private-key", "private_key", "putty-user-key-file-",
        r"PuTTY-User-Key-File-\d: [\w-]{3,32}(?:\s|\\[rn]){1,4}Encryption: ", spans_space=True),
     _p("jwt", "jwt", "eyj",
-       rf"{_LBD}eyJ[A-Za-z0-9_-]{{8,{JWT_HEADER_MAX}}}\.eyJ(?:[A-Za-z0-9_-]{{21}}|[A-Za-z0-9_-]{{2,20}}\.[A-Za-z0-9_-]{{16}})"),
+       rf"{_LBD}eyJ[A-Za-z0-9_-]{{8,{JWT_HEADER_MAX}}}\.eyJ(?:(?P<p>[A-Za-z0-9_-]{{2,{JWT_PAYLOAD_MAX}}})"
+       rf"(?:\.(?:(?P<g>[A-Za-z0-9_-]{{16,{JWT_SIGNATURE_MAX}}})(?![A-Za-z0-9_-])|[A-Za-z0-9_-]{{{JWT_SIGNATURE_MAX + 1}}}"
+       r"|[A-Za-z0-9_-]{0,15}(?![A-Za-z0-9_-]))|(?![A-Za-z0-9_.-]))"
+       rf"|[A-Za-z0-9_-]{{{JWT_PAYLOAD_MAX + 1}}})"),
     _p("url-credentials", "url_credentials", "://",
        r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{1,20}://(?P<u>[^\s:@/?#\"'`<>]{1,64})"
        r":(?P<s>[^\s:@/?#\"'`<>]{3,128})@[A-Za-z0-9_-]", back=22),

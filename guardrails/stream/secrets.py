@@ -89,13 +89,18 @@ def is_credential(rule: SecretRule, match: re.Match[str]) -> bool:
     if rule.family == "private_key":
         return secret is None or not secret_checks.REPEAT.search(secret)
     if rule.family == "jwt":
-        return secret_checks.jwt_ok(text)
+        after = match.string[match.end():match.end() + 2]
+        if after.startswith("\u2026") or after.startswith(".") and (text.endswith(".") or after == ".."):
+            return False  # elided: ``eyJhbGci....eyJ1c2Vy...``
+        return secret_checks.jwt_credential(text, groups.get("p"), groups.get("g") is not None or not groups.get("p"))
     if rule.family == "auth_header" and secret is not None:
         return secret_checks.auth_header_ok(text[:match.start("s") - match.start()], secret)
     if rule.family == "url_credentials":
         return secret is not None and secret_checks.url_password_ok(match.group("u"), secret)
     if rule.family == "generic":
         before = match.string[max(0, match.start() - 16):match.start()].lower()
+        if match.string.startswith("(", match.end()) or not _generic_operator_ok(match):
+            return False
         return (secret is not None and not before.endswith(_NOT_SECRET_PREFIXES)
                 and secret_checks.generic_value_ok(secret, match.group("n")))
     if rule.checksum == "shape":
@@ -111,6 +116,18 @@ def is_credential(rule: SecretRule, match: re.Match[str]) -> bool:
     if secret.isalpha() and rule.min_classes >= 2:  # letters only: not a run of camelCase words (``SlackAppConfigurationAccess``)
         return secret_checks.random_letters(secret)
     return looks_random(secret, min_classes=rule.min_classes)
+
+
+def _generic_operator_ok(match: re.Match[str]) -> bool:
+    """A ``,`` between name and value is an argument list only when the name is quoted
+    (``setProperty("password", "v")``, not ``<SecretKey, SecretJwkBuilder>``); a ``>`` closes an XML
+    element only when the name is one (``<password>v``, not ``KeyAlgorithm<Password, Password> X``)."""
+    op = match.string[match.end("n"):match.start("s")]
+    if "," in op and not op.lstrip().startswith(("\"", "'")):
+        return False
+    if op.lstrip("\"' \t").startswith(">"):
+        return re.search(r"<[\w:.-]*\Z", match.string[max(0, match.start("n") - 40):match.start("n")]) is not None
+    return True
 
 
 def _unnamed_secret(rule: SecretRule, text: str) -> str:

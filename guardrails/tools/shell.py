@@ -621,6 +621,8 @@ class _Walker:
                        else cmds.options_before_operands(args, values))
         if split:  # ``$x`` may expand to ``bash -c ...``: its options are unknown
             opts.append(UNKNOWN_OPTIONS)
+        if prog in SHELLS and "--command" in opts:
+            opts.append("-c")  # fish --command 'id' is fish -c
         fed = set(feed)
         seg: Segment = {"program": prog, "options": sorted(set(opts)), "fed_by": [], "script": None,
                         "stdin": stdin}

@@ -70,12 +70,14 @@ def check_policy(args: argparse.Namespace) -> int:
             print(text if text.startswith(source) else f"{source}: {text}", file=sys.stderr)
         return 1
     summary = {"stream_guardrails": len(policy.stream_guardrails),
-               "message_guardrails": len(policy.message_guardrails), "tool_rules": policy.tools is not None}
+               "message_guardrails": len(policy.message_guardrails),
+               "input_guardrails": len(policy.input_guardrails), "tool_rules": policy.tools is not None}
     if args.json:
         print(json.dumps({"file": source, "ok": True, "problems": [], **summary}))
         return 0
     print(f"{source}: ok ({summary['stream_guardrails']} stream guardrails, {summary['message_guardrails']} "
-          f"message guardrails, tool rules {'on' if policy.tools else 'off'})")
+          f"message guardrails, {summary['input_guardrails']} input guardrails, "
+          f"tool rules {'on' if policy.tools else 'off'})")
     return 0
 
 

@@ -71,7 +71,7 @@ def message_violation(message: AssistantMessage, limits: Limits) -> UpstreamErro
         return too_many
     for call in calls:
         if json_too_deep(call.arguments, limits.max_json_depth):
-            return UpstreamError(f"the arguments of tool call {call.name[:64]!r} nest deeper than "
+            return UpstreamError("the arguments of a tool call nest deeper than "  # (no model text in our words)
                                  f"GUARDPROXY_MAX_JSON_DEPTH ({limits.max_json_depth})", timeout=False,
                                  reason="json_too_deep")
     return None

@@ -8,19 +8,35 @@ the message guardrails (async, may do I/O; the runner fails open on an unavailab
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import structlog
 
 from config.errors import UpstreamError
 from guardrails.datamodel import AssistantMessage, HistoryToolCall, RequestView, ToolCall
-from guardrails.decision import SYSTEM_PROMPT_LEAK, Block, Redact
+from guardrails.decision import (
+    AUTORUN_SETTING,
+    COMPUTER_USE_NOT_ALLOWED,
+    EGRESS_NOT_ALLOWED,
+    NO_SUCH_PATH,
+    PATH_OUTSIDE_MANIFEST,
+    PATH_OUTSIDE_WORKSPACE,
+    PRIVILEGED_PATH,
+    SHELL_INTERPRETER,
+    SYSTEM_PROMPT_LEAK,
+    TAINTED_EGRESS,
+    UNPARSEABLE_ARGUMENTS,
+    WRITE_WITHOUT_READ,
+    Block,
+    Redact,
+)
 from guardrails.findings import Finding, OnTrip, finding_of
 from guardrails.message import run_message_guardrails
 from guardrails.seams import MessageContext, TextCompleter
 from guardrails.stream import Trip
 from guardrails.tools import Assessment, ToolAssessor
+from guardrails.tools.catalog import BUILTINS
 from proxy.drive.services import Services
 
 log = structlog.get_logger("guardproxy")
@@ -175,8 +191,38 @@ class Vetter:
         tools = self._s.policy.tools
         assert tools is not None
         lines = [f"guardproxy blocked the tool call {c.name}: {why}" for c, why in blocked]
-        return Finding("tool", first[0], first[1], tools.on_block, "\n".join(lines),
+        # The client's text names only what the operator or the proxy wrote (a catalog's tool name,
+        # the rule and its reason): a rationale quotes the call's path, host or command, which the
+        # model chose and no check has read (a system prompt used as a path reached the client).
+        # The model is told the whole rationale (feedback), and its next answer is checked.
+        shown = [client_line(c, a.rule, a.reason_code, tools.catalog)
+                 for (c, _), a in zip(blocked, [a for a in assessments if a.decision == "block"], strict=True)]
+        return Finding("tool", first[0], first[1], tools.on_block, "\n".join(shown),
                        rationale="\n".join(lines), blocked_calls=tuple(blocked))
+
+
+_WHY = {
+    PATH_OUTSIDE_WORKSPACE: "it names a path outside the workspace",
+    PRIVILEGED_PATH: "it names a privileged location",
+    NO_SUCH_PATH: "it reads a path that does not exist",
+    WRITE_WITHOUT_READ: "it writes a file this session has not read first",
+    PATH_OUTSIDE_MANIFEST: "it writes outside the files this session may write",
+    EGRESS_NOT_ALLOWED: "it reaches a host outside the egress allowlist",
+    SHELL_INTERPRETER: "it runs code in a form the shell rules block",
+    UNPARSEABLE_ARGUMENTS: "its arguments could not be read",
+    COMPUTER_USE_NOT_ALLOWED: "computer use is not allowed",
+    TAINTED_EGRESS: "it would send data out after untrusted content entered the conversation",
+    AUTORUN_SETTING: "it changes a setting that makes programs run code by themselves later",
+}
+"""What a block's reason code says to the client: the proxy's words, never the call's own values."""
+
+
+def client_line(call: ToolCall, rule: str | None, reason_code: str | None, catalog: Mapping[str, object]) -> str:
+    """The line that tells the client a tool call was blocked: the tool's name only when the catalog
+    (the operator's or the built-in one) names it, the rule and the reason code."""
+    name = call.name if call.name in catalog or call.name in BUILTINS else "(a tool the catalog does not name)"
+    why = _WHY.get(reason_code or "", "the tool rules block it")
+    return f"guardproxy blocked the tool call {name}: {why} (rule {rule or 'tools'}, {reason_code or 'blocked'})."
 
 
 def _assess_all(assessor: ToolAssessor, calls: list[ToolCall], history: Sequence[HistoryToolCall],

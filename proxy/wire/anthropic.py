@@ -150,6 +150,13 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
+def _same_json(a: str, b: str) -> bool:
+    try:
+        return bool(loads(a) == loads(b))
+    except ValueError:
+        return False
+
+
 def _thinking_lane(index: int) -> str:
     return f"thinking#{index}"
 
@@ -446,9 +453,9 @@ class MessagesStream(StreamCodec):
         self._message: dict[str, Any] = {}
         """The upstream's ``message_start`` message, to render our own start in its likeness."""
         self._output_tokens = 0
-        self._open_tools: dict[int, str | None] = {}
-        """Open tool_use blocks -> the input their start gave (JSON), until a fragment replaces it
-        (None): the SDK keeps the start's input only when no fragment carries any."""
+        self._open_tools: dict[int, tuple[str | None, list[str]]] = {}
+        """Open tool_use blocks -> the input their start gave (JSON, None when empty) and the
+        fragments so far: the SDK keeps the start's input only when no fragment carries any."""
         self._blocks = 0
         """Blocks started so far: the SDK appends each to its content and addresses a delta by list
         position, so a block must start at the index that position is, and deltas go to the last one."""
@@ -575,7 +582,7 @@ class MessagesStream(StreamCodec):
             if not delta["partial_json"]:
                 return []
             if index in self._open_tools:
-                self._open_tools[index] = None  # the SDK now keeps the fragments only
+                self._open_tools[index][1].append(delta["partial_json"])
                 return [ToolCallArgsDelta(str(index), delta["partial_json"])]
             if index in self._server_inputs:  # a server tool's input (a query)
                 return [TextDelta(delta["partial_json"], 0, f"server_tool#{index}")]
@@ -591,14 +598,18 @@ class MessagesStream(StreamCodec):
         if block.get("type") != "tool_use":
             return events
         # Some gateways send the whole input here, with no fragments: it counts only if none follows.
-        self._open_tools[index] = dumps(block["input"]) if block.get("input") else None
+        self._open_tools[index] = (dumps(block["input"]) if block.get("input") else None, [])
         events.append(ToolCallStart(str(index), str(block.get("id", "")), str(block.get("name", ""))))
         return events
 
     def _end_tool(self, index: int) -> list[Event]:
         if index not in self._open_tools:
             return []
-        given = self._open_tools.pop(index)
+        given, fragments = self._open_tools.pop(index)
+        if fragments:  # the SDK's input: the fragments alone; a reader of the start shows its input
+            if given is not None and not _same_json(given, "".join(fragments)):
+                return [Unvetted("a tool_use block whose start input and fragments differ"), ToolCallEnd(str(index))]
+            return [ToolCallEnd(str(index))]
         end = ToolCallEnd(str(index))
         return [ToolCallArgsDelta(str(index), given), end] if given is not None else [end]
 

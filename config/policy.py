@@ -25,9 +25,12 @@ class _Strict(BaseModel):
 class Defaults(_Strict):
     mode: Mode = "interactive"
     """A request may pick with the ``x-guardproxy-mode`` header, unless ``mode_pinned``."""
-    mode_pinned: bool = False
+    mode_pinned: bool | None = None
     """``true``: the operator's ``mode`` holds; a request whose ``x-guardproxy-mode`` asks for the
-    other mode gets a 400 (asking for the pinned mode itself is fine)."""
+    other mode gets a 400 (asking for the pinned mode itself is fine). ``false``: a request may ask
+    for either. Unset: a ``non-interactive`` mode is pinned (a client may not turn the clean failure
+    its operator chose into an interactive answer), an ``interactive`` one is not (a client may
+    always ask for the clean failure)."""
     delivery: Delivery | None = None
     """``live`` streams with a hold-back window; ``buffered`` releases only vetted messages.
     Unset: ``buffered`` when a message guardrail is configured, else ``live``."""
@@ -45,7 +48,8 @@ class Defaults(_Strict):
         asked = header.strip().lower()
         if asked not in ("interactive", "non-interactive"):
             raise ValueError("x-guardproxy-mode must be 'interactive' or 'non-interactive'")
-        if self.mode_pinned and asked != self.mode:
+        pinned = self.mode == "non-interactive" if self.mode_pinned is None else self.mode_pinned
+        if pinned and asked != self.mode:
             raise ValueError(f"x-guardproxy-mode: this proxy's mode is pinned to '{self.mode}'")
         return "interactive" if asked == "interactive" else "non-interactive"
 

@@ -15,9 +15,10 @@ repeated key. Only ``\\u003a`` (an escaped colon) breaks the count; a body spell
 does not decode, is checked by the standard library's parser with a hook that sees every pair.
 Cost: about 2 us per KB of body (a 66 KB agent turn: ~0.15 ms; see docs/security.md).
 
-Gemini's parser (proto JSON) reads every field under two spellings, ``systemInstruction`` and
+Gemini's parser (proto JSON) reads every message field under two spellings, ``systemInstruction`` and
 ``system_instruction``: an object giving both is a repeat too. Gemini clients write camelCase, so the
-pairs are looked at (with the standard library's parser) only when a snake_case key occurs.
+pairs are looked at (with the standard library's parser) only when the snake_case name of such a
+field occurs (``_GEMINI_FIELDS``; a tool's ``file_path`` argument is not one).
 """
 
 from __future__ import annotations
@@ -48,7 +49,16 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-_SNAKE_KEY = re.compile(rb'"[A-Za-z0-9]+_[A-Za-z0-9_]*"\s*:')
+_GEMINI_FIELDS = (
+    "systemInstruction", "cachedContent", "functionCall", "functionResponse", "inlineData", "fileData",
+    "executableCode", "codeExecutionResult", "generationConfig", "toolConfig", "safetySettings",
+    "thoughtSignature", "functionDeclarations", "functionCallingConfig", "allowedFunctionNames",
+    "responseMimeType", "responseSchema", "responseJsonSchema", "candidateCount", "maxOutputTokens",
+    "googleSearch", "codeExecution", "urlContext", "videoMetadata", "mimeType", "fileUri", "displayName",
+)
+"""Gemini's message fields with two spellings (a proto field's camelCase and snake_case names). Only
+these are paired: keys of maps and ``Struct`` values (a tool's ``args``, a schema's ``properties``)
+are the client's own and keep their spelling upstream."""
 _UPPER = re.compile(r"[A-Z]")
 
 
@@ -56,14 +66,17 @@ def _snake(key: str) -> str:
     return _UPPER.sub(lambda m: "_" + m.group().lower(), key)
 
 
+_SNAKE_OF = {_snake(name): name for name in _GEMINI_FIELDS}
+_SNAKE_FIELD = re.compile(b'"(?:' + b"|".join(re.escape(k.encode()) for k in _SNAKE_OF) + rb')"\s*:')
+
+
 def _spelled_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: dict[str, str] = {}
-    for key, _ in pairs:
-        name = _snake(key)
-        if name in seen:
-            raise _Repeated(f"{seen[name]}' and '{key}" if seen[name] != key else key)
-        seen[name] = key
-    return dict(pairs)
+    out = _pairs(pairs)
+    for key in out:
+        camel = _SNAKE_OF.get(key)
+        if camel is not None and camel in out:
+            raise _Repeated(f"{camel}' and '{key}")
+    return out
 
 
 def repeated_key(raw: bytes, *, spellings: bool = False) -> str | None:
@@ -76,7 +89,7 @@ def repeated_key(raw: bytes, *, spellings: bool = False) -> str | None:
 def read_once(raw: bytes, *, spellings: bool = False) -> tuple[str | None, dict[str, Any] | None]:
     """(``repeated_key``, the body decoded when that took a whole decode and it is an object): the
     caller hands the object on (``JsonBody``), so what needs it later does not decode again."""
-    if spellings and _SNAKE_KEY.search(raw):
+    if spellings and _SNAKE_FIELD.search(raw):
         return _slow(raw, _spelled_pairs), None
     if b"\\u003" not in raw:
         try:

@@ -194,7 +194,12 @@ class _MessageBase(_Strict):
     on_content_error: Literal["block", "pass"] = "block"
     """When the content itself makes the check fail (the checker refuses it as too long, it cannot
     be encoded, the check crashes on it): ``block`` acts as a block with reason ``unjudgeable``;
-    ``pass`` fails open. An unavailable checker (down, slow, 5xx, 429) always fails open."""
+    ``pass`` fails open. An unavailable checker (down, slow, 5xx, 429) always fails open, except:"""
+    on_long_timeout: Literal["block", "pass"] = "block"
+    """A check that times out on an answer longer than one of its parts (``max_chars`` of a judge,
+    webhook or moderation check: judged in several requests): the answer's length is a cause the
+    content chose, so ``block`` acts as a block with reason ``unjudgeable``; ``pass`` fails open as
+    a timeout on a short answer does."""
 
 
 class JudgeGuardrail(_MessageBase):

@@ -135,6 +135,10 @@ class RegexGuardrail(_StreamBase):
 class CanaryGuardrail(_StreamBase):
     kind: Literal["canary"]
     min_chars: int = Field(default=40, ge=8, le=4096)
+    tool_min_chars: int = Field(default=200, ge=8, le=65536)
+    """The shortest run of the system prompt that counts in a tool call's arguments (a file written,
+    a command, a URL): agents copy shorter runs of their prompts into calls on purpose (a commit
+    trailer, a memory file's path). The planted token counts at any length."""
     plant_token: bool = False
     unseen_prompt: Literal["pass", "refuse"] = "pass"
     """A request whose system prompt the upstream holds (``previous_response_id``, ``conversation``,

@@ -103,8 +103,9 @@ class Services:
 
     @property
     def tool_arg_guardrails(self) -> list[StreamGuardrail]:
-        """The stream guardrails that also judge tool-call arguments (``judges_tool_arguments``)."""
-        return [g for g in self.stream_guardrails if judges_tool_arguments(g)]
+        """The stream guardrails that also judge tool-call arguments (``judges_tool_arguments``), each
+        in its form for them (``tool_arguments_form``: the canary with its ``tool_min_chars``)."""
+        return [getattr(g, "tool_arguments_form", g) for g in self.stream_guardrails if judges_tool_arguments(g)]
 
     @property
     def guarding(self) -> bool:

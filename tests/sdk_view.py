@@ -135,3 +135,27 @@ def gemini_view(base: str, system: str = SYSTEM, user: str = "hello") -> View:
 
 VIEWS: dict[str, Callable[..., View]] = {"chat": chat_view, "responses": responses_view,
                                          "anthropic": anthropic_view, "gemini": gemini_view}
+
+
+def unary_view(api: str, base: str, system: str = SYSTEM, user: str = "hello") -> View:
+    """The same for a request without streaming: the SDK's parsed object and the text it offers."""
+
+    def run(view: View) -> None:
+        if api == "chat":
+            msgs: Any = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+            c = _openai(base).chat.completions.create(model="m", messages=msgs)
+            view.shown += [c.to_json(indent=None), *(ch.message.content or "" for ch in c.choices)]
+        elif api == "responses":
+            r = _openai(base).responses.create(model="m", instructions=system, input=user)
+            view.shown += [r.to_json(indent=None), r.output_text]
+        elif api == "anthropic":
+            m = _anthropic(base).messages.create(model="claude-opus-4-8", max_tokens=100, system=system,
+                                                 messages=[{"role": "user", "content": user}])
+            view.shown += [m.to_json(indent=None), "".join(b.text for b in m.content if b.type == "text")]
+        else:
+            g = _genai(base).models.generate_content(
+                model="m", contents=user, config=types.GenerateContentConfig(system_instruction=system))
+            parts = [p for cand in (g.candidates or [])[:1] for p in (cand.content.parts if cand.content else None) or []]
+            view.shown += [g.model_dump_json(), "".join(p.text or "" for p in parts if not p.thought),
+                           "".join(p.text or "" for p in parts if p.thought)]
+    return _collect(run)

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 from tests.fakes.proxy import ProxyServer
 from tests.fakes.upstream import FakeUpstream, Reply
-from tests.sdk_view import VIEWS
+from tests.sdk_view import VIEWS, unary_view
 
 EXAMPLES = 40
 """Examples per API and marker: 320 in all, about 12 s over the sockets on a busy 2-core machine."""
@@ -378,5 +378,70 @@ def test_the_oracle_sees_the_marker_when_nothing_guards(plain_proxy: ProxyServer
         view = VIEWS[api](plain_proxy.url, system=SYSTEM)
         assert view.error is None, view.error
         assert view.shows(MARKERS[marker]), view.text()[:3000]
+
+    run()
+
+
+# -- whole answers (no streaming) -------------------------------------------------------------------
+def unary_body(rng: random.Random, api: str, marker: str, where: str) -> dict[str, Any]:
+    """A whole answer of ``api`` with ``marker`` cut across its parts, items, blocks or arguments."""
+    text = _answer(rng, marker) if where == "text" else "Checking."
+    pieces = _cut(rng, text, 6)
+    thought = _answer(rng, marker) if where == "reasoning" else "Thinking."
+    args = {"note": _answer(rng, marker) if where == "tool" else "fine"}
+    if api == "chat":
+        message: dict[str, Any] = {"role": "assistant", "content": text, "reasoning_content": thought}
+        if where == "tool":
+            message["tool_calls"] = [{"id": "call_0", "type": "function",
+                                      "function": {"name": "Remember", "arguments": json.dumps(args)}}]
+        return {"id": "chatcmpl-f", "object": "chat.completion", "created": 1, "model": "m",
+                "choices": [{"index": 0, "message": message, "logprobs": None,
+                             "finish_reason": "tool_calls" if where == "tool" else "stop"}]}
+    if api == "responses":
+        output: list[dict[str, Any]] = [{"id": "rs_0", "type": "reasoning", "summary": [
+            {"type": "summary_text", "text": thought}]}]  # (summary parts are shown apart, one lane each)
+        output += [{"id": f"msg_{n}", "type": "message", "status": "completed", "role": "assistant",
+                    "content": [_part(t) for t in group]} for n, group in enumerate(_groups(rng, pieces, 3))]
+        if where == "tool":
+            output.append({"id": "fc_0", "type": "function_call", "status": "completed", "call_id": "call_0",
+                           "name": "Remember", "arguments": json.dumps(args)})
+        return {"id": "resp_f", "object": "response", "created_at": 1, "model": "m", "status": "completed",
+                "output": output}
+    if api == "anthropic":
+        content: list[dict[str, Any]] = [{"type": "thinking", "thinking": thought, "signature": "c2ln"}]
+        content += [{"type": "text", "text": t} for t in pieces]
+        if where == "tool":
+            content.append({"type": "tool_use", "id": "toolu_0", "name": "Remember", "input": args})
+        return {"id": "msg_f", "type": "message", "role": "assistant", "model": "m", "content": content,
+                "stop_reason": "tool_use" if where == "tool" else "end_turn", "stop_sequence": None,
+                "usage": {"input_tokens": 5, "output_tokens": 9}}
+    parts: list[dict[str, Any]] = [{"text": t, "thought": True} for t in _cut(rng, thought, 2)]
+    parts += [{"text": t} for t in pieces]
+    if where == "tool":
+        parts.append({"functionCall": {"name": "Remember", "args": args}})
+    return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+            "modelVersion": "m", "responseId": "r", "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 5}}
+
+
+@pytest.mark.parametrize("api", list(SCRIPTS))
+def test_what_the_sdk_shows_of_a_marker_in_a_whole_answer_was_blocked(
+        default_proxy: ProxyServer, plain_proxy: ProxyServer, upstream_server: FakeUpstream, api: str) -> None:
+    """The same oracle over whole answers: the SDK's parsed object and its joined text. Each example
+    runs twice: through the passthrough proxy the SDK shows the marker (the control), through the
+    guarded one it does not."""
+    @settings(max_examples=EXAMPLES // 4, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(seed=st.integers(min_value=0, max_value=2**32 - 1), where=st.sampled_from(["text", "tool", "reasoning"]),
+           marker=st.sampled_from(sorted(MARKERS)))
+    def run(seed: int, where: str, marker: str) -> None:
+        if where == "tool" and marker == "canary":
+            where = "text"
+        body = json.dumps(_shuffled(random.Random(seed), unary_body(random.Random(seed), api, MARKERS[marker], where)))
+        for proxy, shown in ((plain_proxy, True), (default_proxy, False)):
+            upstream_server.reset()
+            upstream_server.queue(Reply(raw_body=body.encode(), content_type="application/json"))
+            view = unary_view(api, proxy.url, system=SYSTEM)
+            assert view.shows(MARKERS[marker]) is shown, (
+                f"{api} ({'passthrough' if shown else 'guarded'}, seed {seed}, in {where}): {view.text()[:3000]}")
 
     run()

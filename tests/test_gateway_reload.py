@@ -48,6 +48,11 @@ def test_an_empty_or_half_written_file_is_refused_and_the_guard_stays(tmp_path: 
         assert readyz(proxy.url)["policy_version"] == first
         assert "[policy A]" in _blocked(proxy, upstream)
 
+        policy.write_text(policy_text("A").replace('replacement =', 'action = "log"\nreplacement ='))
+        assert poll(lambda: "to log only" in str(readyz(proxy.url)["last_reload_error"]), 10.0)
+        assert readyz(proxy.url)["last_reload"]["outcome"] == "refused"  # type: ignore[index]
+        assert "[policy A]" in _blocked(proxy, upstream)  # turned to log only: refused as well
+
         policy.write_text('disarms = ["no-striped-horses"]\n[defaults]\nholdback_chars = 16\n')  # meant
         assert poll(lambda: readyz(proxy.url)["policy_version"] != first, 10.0)
         assert readyz(proxy.url)["last_reload_error"] is None

@@ -102,6 +102,8 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         self._in_head = True
         self._header_count = 0
+        if self._head_timer is None:  # a pipelined request's head, begun while an answer was going out
+            self._arm_head_timer()
         super().on_message_begin()
 
     def on_url(self, url: bytes) -> None:
@@ -140,9 +142,13 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def _head_timed_out(self) -> None:
         self._head_timer = None
-        if self._in_head and not self._refused and (self.cycle is None or self.cycle.response_complete):
-            self._refuse(408, f"the request head did not arrive within {self.limits.head_timeout_s:g} s "
-                              "(GUARDPROXY_HEAD_TIMEOUT_S)")
+        if not self._in_head or self._refused:
+            return
+        if self.cycle is not None and not self.cycle.response_complete:
+            self._arm_head_timer()  # an answer is still going out: the 408 waits until it is done
+            return
+        self._refuse(408, f"the request head did not arrive within {self.limits.head_timeout_s:g} s "
+                          "(GUARDPROXY_HEAD_TIMEOUT_S)")
 
     def _refuse(self, status: int, message: str) -> None:
         self._refused = True

@@ -117,6 +117,13 @@ class PolicyRefused(PolicyError):
 
 def build_guard(name: str, policy: Policy, settings: Settings, http: httpx.AsyncClient) -> Guard:
     """Validate and build every guardrail now, so a bad policy fails here, not on a request."""
+    try:
+        return _build_guard(name, policy, settings, http)
+    except RecursionError as exc:  # a pattern or rule nested past what a parser recurses through
+        raise PolicyError("a pattern or rule in the policy nests too deeply to be parsed; write it flatter") from exc
+
+
+def _build_guard(name: str, policy: Policy, settings: Settings, http: httpx.AsyncClient) -> Guard:
     specs = {s.id: s for s in [*policy.stream_guardrails, *policy.message_guardrails]}
     actions = {gid: on_trip(spec, policy.defaults.replacement) for gid, spec in specs.items()}
     if not settings.guardrails_enabled:
@@ -198,15 +205,27 @@ def _blank(path: str) -> bool:
         return False  # unreadable: load_policy says so
 
 
+def _actions(guard: Guard) -> dict[str, str]:
+    acts = {gid: trip.action for gid, trip in guard.on_trip.items()}
+    acts.update({spec.id: str(getattr(spec, "action", "")) for spec in guard.policy.input_guardrails})
+    return acts
+
+
 def check_disarms(running: Guard, fresh: Guard) -> None:
     """Refuse a reload whose policy lacks guardrails the running one has (by id; ``tools`` for the
-    tool rules), unless the new policy names them in ``disarms``: an empty or half-written file, a
-    lost section, must not switch guardrails off by accident."""
+    tool rules), or turns one that acts into ``log`` only, unless the new policy names them in
+    ``disarms``: an empty or half-written file, a lost section, must not switch guardrails off by
+    accident."""
     gone = [g for g in running.guardrail_ids if g not in fresh.guardrail_ids and g not in fresh.policy.disarms]
-    if gone:
-        raise PolicyRefused(f"policy {fresh.name!r}: the new file would disarm {', '.join(map(repr, gone))}, which "
-                            "the running policy has; if that is meant, list them in the file's top-level "
-                            "'disarms = [...]'; the running policies stay")
+    before, after = _actions(running), _actions(fresh)
+    logged = [g for g, act in before.items()  # a guardrail kept but turned to log only disarms it too
+              if act != "log" and after.get(g) == "log" and g in fresh.guardrail_ids and g not in fresh.policy.disarms]
+    if gone or logged:
+        what = ([f"would disarm {', '.join(map(repr, gone))}"] if gone else []) + (
+            [f"would turn {', '.join(map(repr, logged))} to log only"] if logged else [])
+        raise PolicyRefused(f"policy {fresh.name!r}: the new file {' and '.join(what)}, against the running policy; "
+                            "if that is meant, list them in the file's top-level 'disarms = [...]'; the running "
+                            "policies stay")
 
 
 class PolicyBook:

@@ -46,6 +46,7 @@ from guardrails.datamodel import (
     LaneEnd,
     LazyHistory,
     RequestView,
+    StreamError,
     TextDelta,
     ToolCall,
     ToolCallArgsDelta,
@@ -669,6 +670,9 @@ class ArraySplitter:
 class _GeminiStream(StreamCodec):
     """Decoding and client-state shared by both framings; subclasses cut and wrap the chunks."""
 
+    bare_errors = True
+    """An error element may be relayed as the upstream sent it (``StreamError.bare``)."""
+
     def __init__(self, splitter: SSESplitter | ArraySplitter) -> None:
         self._split = splitter
         self._meta: dict[str, Any] = {}
@@ -696,7 +700,10 @@ class _GeminiStream(StreamCodec):
         if "error" in chunk:
             err = chunk["error"]
             msg = err.get("message") if isinstance(err, dict) else err
-            return (error_event(chunk, str(msg or "upstream error"), _ERROR_TOP, _ERROR_INNER),)
+            event = error_event(chunk, str(msg or "upstream error"), _ERROR_TOP, _ERROR_INNER)
+            # In the JSON array only the proxy keeps the array whole (its own ``[``, separators and
+            # ``]`` around what it sends): the upstream's error element is not relayed as it came.
+            return (event if self.bare_errors else StreamError(event.message),)
         self._meta.update({k: chunk[k] for k in ("usageMetadata", "modelVersion", "responseId")
                            if k in chunk})
         try:
@@ -791,6 +798,7 @@ class GeminiArrayStream(_GeminiStream):
     """No ``alt``: one JSON array written incrementally, ``[{...}`` then ``,\\r\\n{...}`` ... ``]``."""
 
     media_type = "application/json"
+    bare_errors = False
 
     def __init__(self) -> None:
         super().__init__(ArraySplitter())

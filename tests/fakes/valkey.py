@@ -5,6 +5,7 @@ start again on the same port."""
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -61,8 +62,18 @@ class ValkeyServer:
     def kill(self) -> None:
         """Gone at once (SIGKILL): what a crashed or unreachable store looks like to the proxies."""
         if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
             self.proc.kill()
             self.proc.wait(10)
+
+    def pause(self) -> None:
+        """Stopped (SIGSTOP): connections are accepted by the kernel and never answered (a hung store)."""
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGCONT)
 
     def client(self) -> redis.Redis:
         """A plain (synchronous) client, for a test to look at what the server holds."""

@@ -80,18 +80,13 @@ def conversation(seed: int) -> list[bytes]:
     return turns
 
 
-class _Whole(_Answer):
-    async def read_at_most(self, limit: int) -> bytes | None:
-        return self._body if len(self._body) <= limit else None
-
-
 class _Memory(_Upstream):
-    """``bench.request_cost``'s upstream, with the answer's ``read_at_most``."""
+    """``bench.request_cost``'s upstream, answering at once."""
 
     async def request(self, method: str, url: str, headers: object, body: bytes | None, *,
-                      decode: bool = False) -> _Whole:
+                      decode: bool = False) -> _Answer:
         await asyncio.sleep(0)
-        return _Whole(self._body)
+        return _Answer(self._body)
 
 
 def _services(policy_text: str) -> Services:

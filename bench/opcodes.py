@@ -68,6 +68,10 @@ class _Stream:
     async def read(self) -> bytes:
         return b"".join(self._frames)
 
+    async def read_at_most(self, most: int) -> bytes | None:
+        whole = b"".join(self._frames)
+        return whole if len(whole) <= most else None
+
     def close(self) -> None:
         pass
 

@@ -63,6 +63,9 @@ class _Answer:
     async def read(self) -> bytes:
         return self._body
 
+    async def read_at_most(self, most: int) -> bytes | None:
+        return self._body if len(self._body) <= most else None
+
     def close(self) -> None:
         pass
 

@@ -25,9 +25,12 @@ class _Strict(BaseModel):
 class Defaults(_Strict):
     mode: Mode = "interactive"
     """A request may pick with the ``x-guardproxy-mode`` header, unless ``mode_pinned``."""
-    mode_pinned: bool = False
+    mode_pinned: bool | None = None
     """``true``: the operator's ``mode`` holds; a request whose ``x-guardproxy-mode`` asks for the
-    other mode gets a 400 (asking for the pinned mode itself is fine)."""
+    other mode gets a 400 (asking for the pinned mode itself is fine). ``false``: a request may ask
+    for either. Unset: a ``non-interactive`` mode is pinned (a client may not turn the clean failure
+    its operator chose into an interactive answer), an ``interactive`` one is not (a client may
+    always ask for the clean failure)."""
     delivery: Delivery | None = None
     """``live`` streams with a hold-back window; ``buffered`` releases only vetted messages.
     Unset: ``buffered`` when a message guardrail is configured, else ``live``."""
@@ -45,7 +48,8 @@ class Defaults(_Strict):
         asked = header.strip().lower()
         if asked not in ("interactive", "non-interactive"):
             raise ValueError("x-guardproxy-mode must be 'interactive' or 'non-interactive'")
-        if self.mode_pinned and asked != self.mode:
+        pinned = self.mode == "non-interactive" if self.mode_pinned is None else self.mode_pinned
+        if pinned and asked != self.mode:
             raise ValueError(f"x-guardproxy-mode: this proxy's mode is pinned to '{self.mode}'")
         return "interactive" if asked == "interactive" else "non-interactive"
 
@@ -82,6 +86,35 @@ _NO_REDACT = frozenset({"regex", "canary", "max_length"})
 """Stream kinds without an in-place mask; the others (pii, hidden_text, secrets) mask the span."""
 
 
+MAX_PATTERN_NESTING = 64
+"""Groups a pattern may nest: Python's own parser recurses per group, and a few hundred levels end in
+a RecursionError (a traceback instead of a policy error naming the pattern)."""
+
+
+def _nesting(pattern: str) -> int:
+    """How deep ``pattern``'s groups nest (escapes and character classes skipped; a parenthesis in
+    a verbose-mode comment counts too: it errs on the deep side)."""
+    depth = deepest = 0
+    i, n = 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "[":
+            i += 2 if pattern.startswith("[^", i) else 1
+            i += 1 if i < n and pattern[i] == "]" else 0  # a ']' first in a class is a literal
+            while i < n and pattern[i] != "]":
+                i += 2 if pattern[i] == "\\" else 1
+        elif ch == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        i += 1
+    return deepest
+
+
 class RegexGuardrail(_StreamBase):
     kind: Literal["regex"]
     patterns: list[str]
@@ -89,10 +122,23 @@ class RegexGuardrail(_StreamBase):
     window: int = Field(default=256, ge=1, le=65536)
     """Longest text a pattern may match; text is held back this far."""
 
+    @field_validator("patterns")
+    @classmethod
+    def _not_too_deep(cls, patterns: list[str]) -> list[str]:
+        for number, pattern in enumerate(patterns, start=1):
+            if _nesting(pattern) > MAX_PATTERN_NESTING:
+                raise ValueError(f"pattern #{number} nests its groups more than {MAX_PATTERN_NESTING} deep "
+                                 "(write it flatter)")
+        return patterns
+
 
 class CanaryGuardrail(_StreamBase):
     kind: Literal["canary"]
     min_chars: int = Field(default=40, ge=8, le=4096)
+    tool_min_chars: int = Field(default=200, ge=8, le=65536)
+    """The shortest run of the system prompt that counts in a tool call's arguments (a file written,
+    a command, a URL): agents copy shorter runs of their prompts into calls on purpose (a commit
+    trailer, a memory file's path). The planted token counts at any length."""
     plant_token: bool = False
     unseen_prompt: Literal["pass", "refuse"] = "pass"
     """A request whose system prompt the upstream holds (``previous_response_id``, ``conversation``,
@@ -152,7 +198,12 @@ class _MessageBase(_Strict):
     on_content_error: Literal["block", "pass"] = "block"
     """When the content itself makes the check fail (the checker refuses it as too long, it cannot
     be encoded, the check crashes on it): ``block`` acts as a block with reason ``unjudgeable``;
-    ``pass`` fails open. An unavailable checker (down, slow, 5xx, 429) always fails open."""
+    ``pass`` fails open. An unavailable checker (down, slow, 5xx, 429) always fails open, except:"""
+    on_long_timeout: Literal["block", "pass"] = "block"
+    """A check that times out on an answer longer than one of its parts (``max_chars`` of a judge,
+    webhook or moderation check: judged in several requests): the answer's length is a cause the
+    content chose, so ``block`` acts as a block with reason ``unjudgeable``; ``pass`` fails open as
+    a timeout on a short answer does."""
 
 
 class JudgeGuardrail(_MessageBase):

@@ -45,6 +45,9 @@ CASES = [
     ("gemini", "/v1beta/models/m:generateContent",
      ('{"systemInstruction":{"parts":[{"text":"%s","text":"be brief"}]},'
      '"contents":[{"role":"user","parts":[{"text":"hi"}]}]}')),
+    ("gemini", "/v1beta/models/m:generateContent",
+     ('{"contents":[{"role":"model","parts":[{"functionCall":{"name":"Read","args":{"file_path":"/w/a"}},'
+      '"function_call":{"name":"Read","args":{"file_path":"/etc/%s"}}}]},{"role":"user","parts":[{"text":"hi"}]}]}')),
     ("gemini", "/v1beta/cachedContents",  # a passthrough the proxy reads (the prompt is remembered)
      ('{"model":"models/m","systemInstruction":{"parts":[{"text":"be brief"}]},'
      '"systemInstruction":{"parts":[{"text":"%s"}]}}')),
@@ -77,6 +80,9 @@ def test_a_repeated_key_is_refused_before_anything_goes_upstream(proxy: ProxySer
     ("gemini", "/v1beta/models/m:generateContent",
      ('{"contents":[{"role":"user","parts":[{"text":"\\"snake_key\\": value"}]}],'
      '"generationConfig":{"max_output_tokens":5}}')),
+    ("gemini", "/v1beta/models/m:generateContent",  # a tool's own argument names keep their spelling
+     ('{"contents":[{"role":"model","parts":[{"functionCall":{"name":"t","args":{"file_path":"a","filePath":"b"}}}]},'
+      '{"role":"user","parts":[{"text":"hi"}]}]}')),
 ])
 def test_a_body_without_repeats_still_goes_through(proxy: ProxyServer, upstream: FakeUpstream, api: str, path: str,
                                                    body: str) -> None:

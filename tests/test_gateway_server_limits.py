@@ -121,3 +121,19 @@ def test_ordinary_requests_pass(proxy: ProxyServer) -> None:
         assert c.get(proxy.url + "/healthz").status_code == 200
         time.sleep(0.8)
         assert c.get(proxy.url + "/healthz").status_code == 200
+
+
+def test_a_second_request_on_a_kept_connection_gets_its_own_deadline(proxy: ProxyServer) -> None:
+    with _connect(proxy) as s:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n")
+        first = s.recv(65536)
+        assert first.startswith(b"HTTP/1.1 200")
+        s.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n")  # the second head, never finished
+        assert _read_all(s).startswith(b"HTTP/1.1 408")
+
+
+def test_a_pipelined_head_left_unfinished_gets_its_deadline(proxy: ProxyServer) -> None:
+    with _connect(proxy) as s:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\nGET /healthz HTTP/1.1\r\nhost: x\r\n")
+        answer = _read_all(s)
+    assert answer.startswith(b"HTTP/1.1 200") and b"HTTP/1.1 408" in answer, answer[:300]

@@ -75,3 +75,48 @@ def test_an_open_mode_follows_the_header_in_any_case(open_mode: ProxyServer, ups
     upstream.judge_replies.append("VIOLATION")
     res = raw_call(open_mode.url, "chat", stream=False, headers={"x-guardproxy-mode": "interactive"})
     assert res.status == 200 and b"Hello from upstream." in res.raw  # retried, and the retry passed
+
+
+UNSET = '[defaults]\nmode = "non-interactive"\n' + JUDGE
+UNPINNED = '[defaults]\nmode = "non-interactive"\nmode_pinned = false\n' + JUDGE
+
+
+@pytest.fixture(scope="module")
+def non_interactive(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
+    with ProxyServer(upstream_server.url, UNSET) as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def unpinned(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
+    with ProxyServer(upstream_server.url, UNPINNED) as p:
+        yield p
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "anthropic", "gemini"])
+def test_a_non_interactive_policy_is_pinned_by_default(non_interactive: ProxyServer, upstream: FakeUpstream,
+                                                       api: str) -> None:
+    """Without ``mode_pinned``, a client asking for interactive cannot turn the operator's clean failure
+    into a retried or replaced answer: a 400, and nothing goes upstream."""
+    res = raw_call(non_interactive.url, api, stream=False, headers={"x-guardproxy-mode": "interactive"})
+    assert res.status == 400 and "pinned" in error_text(api, res.raw)
+    assert upstream.seen == []
+    upstream.queue(Reply(text="a denial"))
+    upstream.judge_replies.append("VIOLATION")
+    res = raw_call(non_interactive.url, api, stream=False, headers={"x-guardproxy-mode": "non-interactive"})
+    assert res.status == 400 and "judge_violation" in res.raw.decode()
+
+
+def test_an_interactive_policy_still_lets_a_client_ask_for_non_interactive(open_mode: ProxyServer,
+                                                                          upstream: FakeUpstream) -> None:
+    upstream.queue(Reply(text="a denial"))
+    upstream.judge_replies.append("VIOLATION")
+    res = raw_call(open_mode.url, "anthropic", stream=False, headers={"x-guardproxy-mode": "non-interactive"})
+    assert res.status == 400 and "judge_violation" in res.raw.decode()
+
+
+def test_an_operator_may_let_clients_ask_for_interactive(unpinned: ProxyServer, upstream: FakeUpstream) -> None:
+    upstream.queue(Reply(text="a denial"))
+    upstream.judge_replies.append("VIOLATION")
+    res = raw_call(unpinned.url, "chat", stream=False, headers={"x-guardproxy-mode": "interactive"})
+    assert res.status == 200 and b"Hello from upstream." in res.raw  # retried, and the retry passed

@@ -117,6 +117,13 @@ class PolicyRefused(PolicyError):
 
 def build_guard(name: str, policy: Policy, settings: Settings, http: httpx.AsyncClient) -> Guard:
     """Validate and build every guardrail now, so a bad policy fails here, not on a request."""
+    try:
+        return _build_guard(name, policy, settings, http)
+    except RecursionError as exc:  # a pattern or rule nested past what a parser recurses through
+        raise PolicyError("a pattern or rule in the policy nests too deeply to be parsed; write it flatter") from exc
+
+
+def _build_guard(name: str, policy: Policy, settings: Settings, http: httpx.AsyncClient) -> Guard:
     specs = {s.id: s for s in [*policy.stream_guardrails, *policy.message_guardrails]}
     actions = {gid: on_trip(spec, policy.defaults.replacement) for gid, spec in specs.items()}
     if not settings.guardrails_enabled:

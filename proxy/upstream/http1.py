@@ -64,6 +64,8 @@ MAX_HEAD_BYTES = 256 * 1024
 """An answer whose headers pass this is refused: they are held in memory whole."""
 _KEEP_ALIVE_TIMEOUT = re.compile(rb"(?:^|[,;\s])timeout\s*=\s*\"?(\d+(?:\.\d+)?)", re.IGNORECASE)
 _TCP_INFO = getattr(socket, "TCP_INFO", None) if sys.platform == "linux" else None
+_POLLRDHUP: int = getattr(select, "POLLRDHUP", 0)
+"""The peer's close, as its own poll event (Linux); elsewhere it shows as readable (POLLIN)."""
 _TCP_INFO_BYTES_ACKED = struct.Struct("=Q")
 """``tcpi_bytes_acked`` (Linux 4.1+, RFC 4898's ``tcpEStatsAppHCThruOctetsAcked``) sits at byte 120
 of ``struct tcp_info``, whose layout only ever grows at its end."""
@@ -498,7 +500,7 @@ class _Connection(asyncio.Protocol):
             return False
         try:
             poller = select.poll()
-            poller.register(self._sock.fileno(), select.POLLIN | select.POLLRDHUP)
+            poller.register(self._sock.fileno(), select.POLLIN | _POLLRDHUP)
             return bool(poller.poll(0))
         except (OSError, ValueError):
             return True

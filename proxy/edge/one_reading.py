@@ -13,7 +13,10 @@ strings, and a string's colons survive a decode and an encode unchanged. So the 
 colons as msgspec's re-encoding of its decoded object exactly when no object lost a pair to a
 repeated key. Only ``\\u003a`` (an escaped colon) breaks the count; a body spelling it, or one msgspec
 does not decode, is checked by the standard library's parser with a hook that sees every pair.
-Cost: about 2 us per KB of body (a 66 KB agent turn: ~0.15 ms; see docs/security.md).
+Cost: about 2 us per KB of body (a 66 KB agent turn: ~0.15 ms; see docs/security.md). An agent's
+next turn pays for what it adds only: a body that extends a recent body proven clean (the
+conversation's earlier turn, ``proxy.wire.conversation_delta`` says why this is exact) is checked in
+its added items (``repeated_in_items``), ahead of the early send.
 
 Gemini's parser (proto JSON) reads every message field under two spellings, ``systemInstruction`` and
 ``system_instruction``: an object giving both is a repeat too. Gemini clients write camelCase, so the
@@ -86,9 +89,17 @@ def repeated_key(raw: bytes, *, spellings: bool = False) -> str | None:
     return read_once(raw, spellings=spellings)[0]
 
 
-def read_once(raw: bytes, *, spellings: bool = False) -> tuple[str | None, dict[str, Any] | None]:
+def read_once(raw: bytes, *, spellings: bool = False,
+              added: bytes | None = None) -> tuple[str | None, dict[str, Any] | None]:
     """(``repeated_key``, the body decoded when that took a whole decode and it is an object): the
-    caller hands the object on (``JsonBody``), so what needs it later does not decode again."""
+    caller hands the object on (``JsonBody``), so what needs it later does not decode again.
+    ``added``: what ``raw`` adds to a recent body proven clean that it extends
+    (``WireFormat.added_to_clean``): then only that is checked (``repeated_in_items``), when it is a
+    sequence of values."""
+    if added is not None:
+        proven, key = repeated_in_items(added, spellings=spellings)
+        if proven:
+            return key, None
     if spellings and _SNAKE_FIELD.search(raw):
         return _slow(raw, _spelled_pairs), None
     if b"\\u003" not in raw:
@@ -100,6 +111,42 @@ def read_once(raw: bytes, *, spellings: bool = False) -> tuple[str | None, dict[
             if raw.count(b":") == _ENCODE.encode(decoded).count(b":"):
                 return None, decoded if type(decoded) is dict else None
     return _slow(raw, _pairs), None
+
+
+def repeated_in_items(added: bytes, *, spellings: bool = False) -> tuple[bool, str | None]:
+    """The check of a body that extends a kept clean one by ``added`` (``Turns.added_to_clean``):
+    (whether ``added`` is a sequence of ``,value``, the first key an object in those values repeats).
+    The body repeats a key exactly when they do (``proxy.wire.conversation_delta``: the objects around
+    them are a clean body's, their keys unchanged). Checked as ``[null`` + added + ``]``, one JSON
+    value only when ``added`` is such a sequence, by the same colon count as a whole body."""
+    text = b"[null" + added + b"]"
+    if not added.isascii():
+        try:
+            added.decode("utf-8")
+        except UnicodeDecodeError:
+            return False, None
+    try:
+        decoded = _DECODE.decode(text)
+    except (msgspec.DecodeError, RecursionError):
+        return False, None
+    if type(decoded) is not list:
+        return False, None
+    if spellings and _SNAKE_FIELD.search(added):
+        return _proven(text, _spelled_pairs)
+    if b"\\u003" not in added and text.count(b":") == _ENCODE.encode(decoded).count(b":"):
+        return True, None
+    return _proven(text, _pairs)
+
+
+def _proven(text: bytes, hook: Any) -> tuple[bool, str | None]:
+    """The standard library's reading of ``text``: (whether it read it, the repeated key)."""
+    try:
+        json.loads(text, object_pairs_hook=hook)
+    except _Repeated as found:
+        return True, found.key
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return False, None  # not proven here: the whole body is checked
+    return True, None
 
 
 def _slow(raw: bytes, hook: Any) -> str | None:

@@ -288,13 +288,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sample-s", type=float, default=10.0)
     p.add_argument("--rss-slack-mb", type=float, default=50.0)
     p.add_argument("--fd-slack", type=int, default=4 * 24)
+    p.add_argument("--old-pool", action="store_true",
+                   help="the upstream pool as it was before #36, for comparison: idle connections kept 15 s, "
+                        "no look at an idle socket before reuse, no resend")
     args = p.parse_args(argv)
+    extra: dict[str, Any] = {}
+    if args.old_pool:
+        from proxy.upstream import http1
+        http1._Connection.waiting = lambda self: False  # type: ignore[method-assign]
+        http1._Connection.replayable = lambda self: False  # type: ignore[method-assign]
+        extra["upstream_idle_s"] = 15.0
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     holder = {name: SoakUpstream(s).start() for name, s in IDLE_CLOSE_S.items()}
     try:
         with ProxyServer(holder["openai"].url, POLICY, anthropic_base_url=holder["anthropic"].url,
-                         gemini_base_url=holder["gemini"].url, upstream_read_timeout_s=READ_TIMEOUT_S) as proxy:
+                         gemini_base_url=holder["gemini"].url, upstream_read_timeout_s=READ_TIMEOUT_S,
+                         **extra) as proxy:
             result = asyncio.run(run(args, proxy, holder))
     finally:
         for up in holder.values():

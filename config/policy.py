@@ -135,6 +135,10 @@ class RegexGuardrail(_StreamBase):
 class CanaryGuardrail(_StreamBase):
     kind: Literal["canary"]
     min_chars: int = Field(default=40, ge=8, le=4096)
+    tool_min_chars: int = Field(default=200, ge=8, le=65536)
+    """The shortest run of the system prompt that counts in a tool call's arguments (a file written,
+    a command, a URL): agents copy shorter runs of their prompts into calls on purpose (a commit
+    trailer, a memory file's path). The planted token counts at any length."""
     plant_token: bool = False
     unseen_prompt: Literal["pass", "refuse"] = "pass"
     """A request whose system prompt the upstream holds (``previous_response_id``, ``conversation``,
@@ -194,7 +198,12 @@ class _MessageBase(_Strict):
     on_content_error: Literal["block", "pass"] = "block"
     """When the content itself makes the check fail (the checker refuses it as too long, it cannot
     be encoded, the check crashes on it): ``block`` acts as a block with reason ``unjudgeable``;
-    ``pass`` fails open. An unavailable checker (down, slow, 5xx, 429) always fails open."""
+    ``pass`` fails open. An unavailable checker (down, slow, 5xx, 429) always fails open, except:"""
+    on_long_timeout: Literal["block", "pass"] = "block"
+    """A check that times out on an answer longer than one of its parts (``max_chars`` of a judge,
+    webhook or moderation check: judged in several requests): the answer's length is a cause the
+    content chose, so ``block`` acts as a block with reason ``unjudgeable``; ``pass`` fails open as
+    a timeout on a short answer does."""
 
 
 class JudgeGuardrail(_MessageBase):

@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     upstream_connect_timeout_s: float = Field(default=10.0, gt=0)
     upstream_read_timeout_s: float = Field(default=300.0, gt=0)
     """Idle time allowed between upstream bytes; a stall past it ends the stream with an error."""
+    upstream_ca_bundle: str | None = None
+    """A PEM file of CA certificates trusted for TLS upstreams (forwarding and side calls), on top of
+    the system's store (or ``SSL_CERT_FILE``): a company's TLS-inspecting proxy, a private CA."""
     upstream_idle_s: float = Field(default=4.0, ge=0)
     """How long an idle upstream connection is kept for reuse (less when the upstream announces a
     shorter ``Keep-Alive: timeout=``); below the 5 s after which uvicorn, Node and Apache close them."""

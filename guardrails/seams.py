@@ -116,7 +116,8 @@ class StreamGuardrail(Protocol):
 # Capabilities a stream guardrail may declare as class or instance attributes (the driver asks for
 # them instead of testing a guardrail's kind):
 # - ``plants_instruction``: it needs a token planted in the request's system prompt (the canary);
-# - ``judges_tool_arguments``: its check also runs over complete tool-call arguments (default True);
+# - ``judges_tool_arguments``: its check also runs over complete tool-call arguments (default True),
+#   in the form its ``tool_arguments_form`` gives when it has one (the canary's longer threshold);
 # - ``sees_visible_text``: its checks read the text as a reader sees it (``DeltaCheck.sees_visible_text``),
 #   so its whole-text form is handed that text too (default False);
 # - ``passes_whole``: a cheap verdict over a complete text that needs no armed check (``PassesWhole``).

@@ -198,7 +198,10 @@ def test_hosts_named_in_shell_commands_are_checked(command: str, host: str) -> N
                                      "git config user.email a@b.c", "git config --get remote.origin.url",
                                      "git -c color.ui=never log",
                                      "pip install -U requests", "ssh git@github.com", "git push origin main",
-                                     "echo https://evil.example", "git commit -m 'see https://evil.example'"])
+                                     "echo https://evil.example", "git commit -m 'see https://evil.example'",
+                                     # a cluster ending in a value option takes the next word (was host x.sh)
+                                     "curl -sLo x.sh https://api.github.com/x", "wget -qO out.sh https://api.github.com/x",
+                                     "ssh -vp 22 git@github.com"])
 def test_allowed_or_hostless_commands_pass(command: str) -> None:
     assert _shell(command).decision == "allow", command
 

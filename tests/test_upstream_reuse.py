@@ -134,5 +134,4 @@ def test_an_upstream_that_dies_and_restarts_under_load() -> None:
     assert not bad, "\n".join(bad)
     # The kill met streams in flight: some ended with the API's error.
     assert outcomes["200 error"] >= 1, (killed_at, back, dict(outcomes))
-    assert outcomes["200 complete"] > killed_at.get("200 complete", 0) - 4, dict(outcomes)
     print("outcomes", dict(outcomes))

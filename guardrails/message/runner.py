@@ -9,6 +9,9 @@ Contract (DESIGN.md, "end-of-message checks"):
   is not about the content (``CheckUnavailable``, ``CompleterError``, ``httpx.TransportError``,
   ``OSError``), an ``Undecided`` verdict, or a decision this seam cannot act on. The message passes;
   an outage of a judge or classifier never wedges a turn.
+- A timeout on an answer longer than one of the check's parts (its ``max_chars``) is the content's
+  doing too (a long answer is a cause the content chose): ``fail_closed`` unless the spec says
+  ``on_long_timeout = "pass"``.
 - The content making the check fail is ``fail_closed``: ``ContentRefused`` (the checker refused this
   content) and any other exception (an encoding error, ``RecursionError``, a crash on odd input:
   whatever the content can provoke must not switch the check off). It acts as a ``Block`` with reason
@@ -119,6 +122,8 @@ async def _deadline(guardrail: MessageGuardrail, ctx: MessageContext, timeout_s:
             decision = await guardrail.check_message(ctx)
     except TimeoutError:
         # A TimeoutError raised by the check itself (not our deadline) is an error like any other.
+        if deadline.expired() and _longer_than_a_part(guardrail, ctx):
+            return _long_timed_out(guardrail, time.perf_counter() - start)
         detail = "timeout" if deadline.expired() else "error:TimeoutError"
         return CheckResult(guardrail.id, "fail_open", PASS, time.perf_counter() - start, detail)
     except asyncio.CancelledError:
@@ -152,6 +157,22 @@ def _content_failed(guardrail: MessageGuardrail, detail: str, latency_s: float) 
     else:
         block = Block(UNJUDGEABLE, "", _UNJUDGEABLE_RATIONALE)
     return CheckResult(guardrail.id, "fail_closed", block, latency_s, detail)
+
+
+def _longer_than_a_part(guardrail: MessageGuardrail, ctx: MessageContext) -> bool:
+    """Whether the answer is longer than one request of this check carries (``max_chars``)."""
+    if not isinstance(guardrail, ConfiguredGuardrail):
+        return False
+    max_chars = getattr(guardrail.spec, "max_chars", None)
+    return isinstance(max_chars, int) and len(ctx.visible_text) > max_chars
+
+
+def _long_timed_out(guardrail: MessageGuardrail, latency_s: float) -> CheckResult:
+    """A timeout on an answer longer than one part: the content chose the cause (``on_long_timeout``)."""
+    if not isinstance(guardrail, ConfiguredGuardrail) or guardrail.spec.on_long_timeout == "pass":
+        return CheckResult(guardrail.id, "fail_open", PASS, latency_s, "timeout:long")
+    block = Block(UNJUDGEABLE, guardrail.replacement, _UNJUDGEABLE_RATIONALE)
+    return CheckResult(guardrail.id, "fail_closed", block, latency_s, "content:timeout_long")
 
 
 def _timeout_for(guardrail: MessageGuardrail, timeouts: Mapping[str, float]) -> float:

@@ -340,9 +340,10 @@ def _any_window(norm: str, shingles: frozenset[int], k: int, lo: int, hi: int) -
 class CanaryProvider:
     """The ``canary`` stream guardrail. Declines to arm when there is nothing to watch for."""
 
-    judges_tool_arguments = False
-    """Agents' system prompts name the very paths and commands the model is told to use (Gemini CLI
-    names its memory file): a verbatim run of the prompt in a tool argument is expected, not a leak."""
+    judges_tool_arguments = True
+    """Tool-call arguments are checked by ``tool_arguments_form``: the same canary with the longer
+    ``tool_min_chars`` (agents' system prompts name the very paths, commands and commit trailers the
+    model is told to use: a short run of the prompt in a tool argument is expected, not a leak)."""
 
     def __init__(self, spec: CanaryGuardrail, replacement: str,
                  cache_budget_bytes: int = CACHE_BUDGET_BYTES) -> None:
@@ -358,6 +359,11 @@ class CanaryProvider:
         self.cache = PromptIndexCache(cache_budget_bytes)
         skeleton_table()  # built once per process, here rather than on a stream's first non-ASCII delta
         self._empty = PromptIndex(frozenset(), frozenset(), 0)
+        self.tool_arguments_form: CanaryProvider = self
+        """The canary a tool call's arguments are checked by (``tool_min_chars``; its own index cache)."""
+        if spec.tool_min_chars != spec.min_chars:
+            tool_spec = spec.model_copy(update={"min_chars": spec.tool_min_chars})
+            self.tool_arguments_form = CanaryProvider(tool_spec, replacement, cache_budget_bytes // 4)
 
     def arm(self, ctx: StreamContext) -> DeltaCheck | None:
         if not ctx.system_prompt.strip() and not ctx.canary_token:

@@ -119,10 +119,25 @@ _WRAPPER_VALUE_OPTS: dict[str, frozenset[str]] = {
     "taskset": frozenset(),
     "setpriv": frozenset(),
     "time": frozenset({"-f", "-o"}),
+    # Tracers, sandboxes and schedulers that run a command: without their value options, ``strace -o log
+    # bash -c id`` read ``log`` as the program and never saw ``bash -c``.
+    "strace": frozenset({"-o", "-e", "-p", "-s", "-u", "-E", "-P", "-a", "-b", "-I", "-X", "-O", "-S", "-U"}),
+    "ltrace": frozenset({"-o", "-e", "-p", "-s", "-u", "-a", "-A", "-D", "-E", "-F", "-l", "-n", "-x", "-w"}),
+    "proxychains": frozenset({"-f"}),
+    "proxychains4": frozenset({"-f"}),
+    "chrt": frozenset({"-T", "-P", "-D"}),
+    "unshare": frozenset({"-S", "-G", "-R", "-w", "--setuid", "--setgid", "--root", "--wd", "--propagation",
+                          "--map-user", "--map-group", "--kill-child"}),
+    "nsenter": frozenset({"-t", "-S", "-G", "-r", "-w", "--target", "--setuid", "--setgid", "--root", "--wd",
+                          "--env"}),
+    "systemd-run": frozenset({"-u", "-p", "-E", "-M", "-H", "-d", "--unit", "--property", "--setenv",
+                              "--machine", "--host", "--description", "--slice", "--uid", "--gid", "--nice",
+                              "--working-directory", "--service-type", "--on-calendar", "--on-active"}),
+    "pkexec": frozenset({"--user", "-u"}),
 }
 _PLAIN_WRAPPERS = frozenset({"command", "builtin", "nohup", "setsid", "unbuffer", "chronic", "caffeinate",
-                             "catchsegv", "strace", "ltrace", "torsocks", "proxychains", "proxychains4",
-                             "firejail", "fakeroot", "then", "do", "else", "!", "coproc"})
+                             "catchsegv", "torsocks", "firejail", "fakeroot", "then", "do", "else", "!",
+                             "coproc"})
 WRAPPERS = frozenset({*_WRAPPER_VALUE_OPTS, *_PLAIN_WRAPPERS, "busybox", "toybox", "su", "runuser",
                       "script", "sg", "parallel"})
 
@@ -154,6 +169,10 @@ def unwrap(program: str, args: Argv) -> Unwrapped | None:
         return Unwrapped(list(args))
     if program in ("su", "runuser", "sg", "script"):
         found, value = _option_value(args, ("-c", "--command"))
+        cluster = next((a for a in args if a is not None and re.match(r"^-[a-zA-Z]+c$", a)), None)
+        if not found and cluster is not None:  # su -lc 'id', script -qc 'id' /dev/null
+            at = args.index(cluster)
+            found, value = True, args[at + 1] if at + 1 < len(args) else None
         if program == "sg" and not found and len(args) >= 2:
             found, value = True, args[1]
         return Unwrapped([], value, via_shell=True, hidden=value is None) if found else Unwrapped([])
@@ -179,7 +198,7 @@ def unwrap(program: str, args: Argv) -> Unwrapped | None:
             rest.pop(0)
     elif program == "timeout" and rest:
         rest = rest[1:]  # the duration
-    elif program in ("chroot", "flock", "taskset") and rest:
+    elif program in ("chroot", "flock", "taskset", "chrt") and rest:
         if program == "flock":
             found, value = _option_value(args, ("-c", "--command"))
             if found:
@@ -284,8 +303,9 @@ def split_operands(args: Argv, value_opts: frozenset[str]) -> tuple[list[str], l
             ended = True
         elif not ended and a is not None and a.startswith("-") and a != "-":
             opts.append(a)
-            if a in value_opts or (a.startswith("--") is False and a[:2] in value_opts and len(a) == 2):
-                i += 1
+            if a in value_opts or (not a.startswith("--") and "-" + a[-1] in value_opts and a[1:].isalpha()
+                                   and not any("-" + c in value_opts for c in a[1:-1])):
+                i += 1  # ``-o F``, and a cluster whose last letter takes the next word (``curl -sLo F URL``)
         else:
             operands.append(a)
         i += 1

@@ -67,6 +67,22 @@ _INLINE_BY_PROGRAM: dict[str, frozenset[str]] = {
 _INTERP_VALUE_OPTS = frozenset({"-o", "+o", "-O", "+O", "-W", "-X", "-m", "-M", "-I", "-r", "--rcfile",
                                 "--init-file", "--require", "--import", "--loader", "--input-type"})
 _PROGRAM_VALUE_OPTS = {"php": frozenset({"-d", "-c", "-z"})}
+_SHELL_VALUE_OPTS = frozenset({"-o", "+o", "-O", "+O", "--rcfile", "--init-file"})
+"""A shell's options that take a value. Its ``-m`` (job control), ``-r`` (restricted) and the like are
+flags: ``bash -m x.sh`` runs x.sh, and ``curl URL | bash -m`` runs the download."""
+_MODULE_PROGRAMS = frozenset({"python", "ipython"})
+"""Programs whose ``-m NAME`` runs a module (perl's ``-mNAME`` only imports one; the script still comes
+from the operand or stdin)."""
+_STDIN_CODE_MODULES = frozenset({"code", "asyncio", "pdb", "IPython", "idlelib", "ptpython", "bpython",
+                                 "runpy", "cProfile", "profile", "trace", "pip", "pip3"})
+"""Modules that read code from stdin (the REPLs, the debugger's commands), run another module or script
+named in their operands, or install what a requirements list on stdin names: data piped into them may
+be code, so a downloader feeding them still counts."""
+_STDIN_CODE_OPTS = {"python": frozenset({"-i"}), "ipython": frozenset({"-i"}), "node": frozenset({"-i"}),
+                    "nodejs": frozenset({"-i"}), "php": frozenset({"-a"})}
+"""Options that read code from stdin after (or instead of) the script file: ``python3 -i tool.py``."""
+_INLINE_MODULES = frozenset({"timeit"})
+"""Modules whose operands are code: ``python3 -m timeit "__import__('os').system('id')"``."""
 _EXPANDS = re.compile(r"[*?\[]|\{[^}]*,[^}]*\}")
 _REDIRECT_TYPES = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>"})
@@ -616,7 +632,8 @@ class _Walker:
             self._record({"program": DYNAMIC, "options": [], "fed_by": sorted(self.downloaders or {"curl"}),
                           "script": "file", "stdin": stdin})
         interp = prog in SCRIPT_INTERPRETERS or prog == "$"
-        values = _INTERP_VALUE_OPTS | _PROGRAM_VALUE_OPTS.get(prog, frozenset()) if interp else frozenset()
+        base = _SHELL_VALUE_OPTS if prog in SHELLS else _INTERP_VALUE_OPTS
+        values = base | _PROGRAM_VALUE_OPTS.get(prog, frozenset()) if interp else frozenset()
         opts, first = (_powershell_options(args) if prog in ("pwsh", "powershell")
                        else cmds.options_before_operands(args, values))
         if split:  # ``$x`` may expand to ``bash -c ...``: its options are unknown
@@ -627,15 +644,18 @@ class _Walker:
         seg: Segment = {"program": prog, "options": sorted(set(opts)), "fed_by": [], "script": None,
                         "stdin": stdin}
         operands = args[first:]
+        stdin_code = False
         if interp:
-            from_script = self._script(prog, opts, operands, depth, seg)
-            if prog != "$" and seg["script"] in ("file", "module"):
+            module = _module_name(args) if prog in _MODULE_PROGRAMS and "-m" in opts else None
+            from_script = self._script(prog, opts, operands, depth, seg, module)
+            stdin_code = module in _STDIN_CODE_MODULES or bool(_STDIN_CODE_OPTS.get(prog, frozenset()) & set(opts))
+            if prog != "$" and seg["script"] in ("file", "module") and not stdin_code:
                 # ``curl URL | python3 -m json.tool``, ``python3 tool.py < data.json``: the code is the file or the
                 # module; what feeds stdin is data (a script file is allowed: the interpreter rule's advice)
                 fed = from_script
             else:
                 fed |= from_script
-        code_from_stdin = not interp or prog == "$" or seg["script"] not in ("file", "module")
+        code_from_stdin = not interp or prog == "$" or seg["script"] not in ("file", "module") or stdin_code
         if code_from_stdin and stdin == "file" and self.stdin_path is not None \
                 and self._key(self.stdin_path) in self.downloaded:
             fed.add("download")
@@ -650,7 +670,8 @@ class _Walker:
         self.prefixes = prefixes
         self._effects(prog, args, depth, feed, stdin)
 
-    def _script(self, prog: str, opts: list[str], operands: list[str | None], depth: int, seg: Segment) -> set[str]:
+    def _script(self, prog: str, opts: list[str], operands: list[str | None], depth: int, seg: Segment,
+                module: str | None = None) -> set[str]:
         """Where an interpreter's code comes from (``seg["script"]``); a script file is read. Returns
         ``{"download"}`` when that file was downloaded earlier in the line."""
         sub = cmds.subcommand(prog, operands[0]) if operands else None
@@ -665,8 +686,16 @@ class _Walker:
             opts, operands = [*opts, *more], operands[1 + first:]
             if not operands or cmds.subcommand(prog, operands[0]) is not None:
                 return set()  # bun run test: a package.json script
-        if "-m" in opts:
+        if "-m" in opts and prog in _MODULE_PROGRAMS:
+            if module in _INLINE_MODULES:
+                seg["options"] = sorted({*opts, "-c"})  # the operands are code, as with python -c
+                seg["script"] = "inline"
+                return set()
             seg["script"] = "module"
+            # ``curl -o x.py URL; python3 -m x``: the module is the downloaded file (the folder is on sys.path)
+            base = (module or "").replace(".", "/")
+            made = {self._key(f"{base}{tail}") for tail in (".py", "/__main__.py", "/__init__.py")} if base else set()
+            return {"download"} if made & set(self.downloaded) else set()
         elif any(o in _INLINE_BY_PROGRAM.get(prog, _INLINE_OPTS) for o in opts):
             seg["script"] = "inline"
             if (prog in SHELLS or prog == "$") and operands and operands[0] is not None and "-c" in opts:
@@ -1092,3 +1121,14 @@ def unwrap_argv(argv: list[str]) -> str:
     if len(argv) == 3 and program_name(argv[0]) in SHELLS and "-c" in cmds.options_before_operands(argv[1:2])[0]:
         return argv[2]
     return shlex.join(argv)
+
+
+def _module_name(args: list[str | None]) -> str | None:
+    """The NAME of ``python -m NAME`` (``-mNAME``, ``-Im NAME``); None when it is not a literal."""
+    for i, a in enumerate(args):
+        if a is None or not a.startswith("-") or a.startswith("--"):
+            continue
+        at = a.find("m")
+        if at == 1 or at > 1 and a[1:at].isalpha():
+            return a[at + 1:] or (args[i + 1] if i + 1 < len(args) else None)
+    return None

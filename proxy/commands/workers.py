@@ -75,7 +75,7 @@ def run_workers(settings: Settings, overrides: dict[str, Any]) -> int:
     if not settings.state_url:
         # The embedded store the workers share (``proxy.state.sqlite``): a fresh file, removed on exit.
         state_dir = tempfile.mkdtemp(prefix="guardproxy-state-")
-        os.environ["GUARDPROXY_STATE_URL"] = f"sqlite://{state_dir}/state.db"
+        os.environ["GUARDPROXY_STATE_URL"] = f"sqlite://{state_dir}/state.db?synchronous=off"
     config = uvicorn.Config("proxy.edge.app:app_from_env", factory=True, workers=settings.workers,
                             **uvicorn_options(settings))
     sock = config.bind_socket()

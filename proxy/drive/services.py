@@ -26,6 +26,7 @@ from proxy.state.base import Budgets
 from proxy.state.memory import MemoryStore
 from proxy.state.seal import Sealer
 from proxy.upstream.forwarding import Upstream
+from proxy.upstream.http1 import forward_proxies, tls_context
 from proxy.wire.anthropic import AnthropicMessages
 from proxy.wire.base import WireFormat
 from proxy.wire.gemini import Gemini
@@ -102,8 +103,9 @@ class Services:
 
     @property
     def tool_arg_guardrails(self) -> list[StreamGuardrail]:
-        """The stream guardrails that also judge tool-call arguments (``judges_tool_arguments``)."""
-        return [g for g in self.stream_guardrails if judges_tool_arguments(g)]
+        """The stream guardrails that also judge tool-call arguments (``judges_tool_arguments``), each
+        in its form for them (``tool_arguments_form``: the canary with its ``tool_min_chars``)."""
+        return [getattr(g, "tool_arguments_form", g) for g in self.stream_guardrails if judges_tool_arguments(g)]
 
     @property
     def guarding(self) -> bool:
@@ -121,13 +123,30 @@ SIDE_CALLS_PER_SLOT = 8
 """Connections per check slot: the parts of one long answer are sent concurrently."""
 
 
+def side_call_transport(settings: Settings, limits: httpx.Limits) -> httpx.AsyncBaseTransport:
+    """httpx over aiohttp for the side calls (judge, webhook, moderation), with the forwarding path's
+    outbound settings: ``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``NO_PROXY`` from the environment (aiohttp's
+    ``trust_env``) and the same TLS trust (``GUARDPROXY_UPSTREAM_CA_BUNDLE`` on top of the system's
+    store or ``SSL_CERT_FILE``)."""
+    import aiohttp
+    from httpx_aiohttp import AiohttpTransport
+
+    tls = tls_context(settings.upstream_ca_bundle)
+    forward_proxies(os.environ)  # the forwarding path reads them at start: a wrong one stops it here
+
+    def session() -> aiohttp.ClientSession:
+        connector = aiohttp.TCPConnector(keepalive_timeout=limits.keepalive_expiry, ssl=tls,
+                                         limit=limits.max_connections or 0)
+        return aiohttp.ClientSession(connector=connector, trust_env=True)
+
+    return AiohttpTransport(limits=limits, verify=tls, client=session)
+
+
 def build_services(settings: Settings, policy: Policy | None = None,
                    tracer_provider: TracerProvider | None = None) -> Services:
     """Validate and build every named policy now, so a bad policy fails at start, not on a request.
     ``policy``: the default policy as an object (else read from ``settings.policy``).
     ``tracer_provider``: where spans go; None: OTLP when the ``OTEL_*`` variables ask for it, else off."""
-    from httpx_aiohttp import AiohttpTransport
-
     audit = AuditLog(settings.audit_log, settings.audit_max_field_chars)
     try:
         audit.open()  # an unwritable audit log stops the proxy here, not with a 500 on the first trip
@@ -139,7 +158,7 @@ def build_services(settings: Settings, policy: Policy | None = None,
     # holding a slot does not queue again for a connection (which would count against its timeout_s).
     limits = httpx.Limits(max_connections=settings.check_concurrency * SIDE_CALLS_PER_SLOT,
                           max_keepalive_connections=min(settings.check_concurrency, 100))
-    http = httpx.AsyncClient(transport=AiohttpTransport(limits=limits), timeout=httpx.Timeout(30.0),
+    http = httpx.AsyncClient(transport=side_call_transport(settings, limits), timeout=httpx.Timeout(30.0),
                              limits=limits)
     book = PolicyBook(settings, http, policy)
     if tracer_provider is None and otlp_requested(os.environ):

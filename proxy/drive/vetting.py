@@ -8,6 +8,7 @@ the message guardrails (async, may do I/O; the runner fails open on an unavailab
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -33,8 +34,9 @@ from guardrails.decision import (
 )
 from guardrails.findings import Finding, OnTrip, finding_of
 from guardrails.message import run_message_guardrails
-from guardrails.seams import MessageContext, TextCompleter
+from guardrails.seams import MessageContext, StreamContext, TextCompleter
 from guardrails.stream import Trip
+from guardrails.stream.canary import CanaryProvider
 from guardrails.tools import Assessment, ToolAssessor
 from guardrails.tools.catalog import BUILTINS
 from proxy.drive.services import Services
@@ -165,6 +167,34 @@ class Vetter:
     def _on_trip(self, guardrail_id: str) -> OnTrip:
         return self._s.on_trip.get(guardrail_id) or OnTrip(replacement=self._s.policy.defaults.replacement)
 
+    def _without_prompt(self, canary: CanaryProvider, ctx: StreamContext, a: Assessment) -> Assessment:
+        """``a`` with every string of its observations and rationale that holds a run of the system
+        prompt (the canary's ``min_chars``: shorter than its ``tool_min_chars``, so the call was not
+        blocked) replaced by a marker, and the hit recorded as a canary trip that passed: the audit
+        log says a tool path held the prompt without writing the prompt."""
+        hits: list[int] = []
+
+        def scrub(value: object) -> object:
+            if isinstance(value, str):
+                if len(value) >= 8 and not canary.passes_whole(ctx, [value]):
+                    hits.append(len(value))
+                    return f"[withheld: {len(value)} characters holding a run of the system prompt]"
+                return value
+            if isinstance(value, dict):
+                return {k: scrub(v) for k, v in value.items()}
+            if isinstance(value, list | tuple):
+                return [scrub(v) for v in value]
+            return value
+
+        observations = scrub(a.observations)
+        rationale = scrub(a.rationale)
+        if not hits:
+            return a
+        self._notes.audit("guardrail.tripped", guardrail_id=canary.id, reason_code=SYSTEM_PROMPT_LEAK,
+                          decision="pass", detail="tool_arguments", tool=a.tool, call_id=a.call_id)
+        assert isinstance(observations, dict) and isinstance(rationale, str)
+        return dataclasses.replace(a, observations=observations, rationale=rationale)
+
     async def assess_tools(self, message: AssistantMessage, view: RequestView,
                            flagged: Sequence[str] = ()) -> Finding | None:
         """``flagged``: the client's request's content an input guardrail flagged (taints)."""
@@ -179,9 +209,13 @@ class Vetter:
         assessments = await asyncio.to_thread(_assess_all, assessor, calls, view.history, self._grants, flagged)
         blocked: list[tuple[ToolCall, str]] = []
         first: tuple[str, str] | None = None
+        canaries = [g for g in self._s.stream_guardrails if isinstance(g, CanaryProvider)]
         for call, a in zip(calls, assessments, strict=True):
             self._s.metrics.tool_assessments.labels(rule=a.rule or "none", decision=a.decision).inc()
-            self._s.audit.record_assessment(a, request_id=self._request_id, policy_name=self._s.guard.name)
+            logged = a
+            for canary in canaries:  # a run of the prompt too short to block a call is not logged
+                logged = self._without_prompt(canary, StreamContext(view.system_prompt), logged)
+            self._s.audit.record_assessment(logged, request_id=self._request_id, policy_name=self._s.guard.name)
             if a.decision == "block":
                 log.info("tool_call_blocked", tool=a.tool, rule=a.rule, reason_code=a.reason_code)
                 blocked.append((call, a.rationale))

@@ -37,7 +37,8 @@ def open_store(settings: Settings) -> Store:
         return MemoryStore(budgets)
     parts = urlsplit(url)
     if parts.scheme == "sqlite":
-        return SqliteStore(unquote(parts.path), budgets, busy_timeout_s=settings.state_timeout_s)
+        durable = "synchronous=off" not in parts.query.lower()  # (the workers' runtime file: removed at exit)
+        return SqliteStore(unquote(parts.path), budgets, busy_timeout_s=settings.state_timeout_s, durable=durable)
     from proxy.state.valkey import ValkeyStore  # (redis-py is imported only when used)
     return ValkeyStore(url, budgets, timeout_s=settings.state_timeout_s)
 

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from config.errors import UpstreamError
 from config.settings import Settings
 from proxy.upstream.content_coding import ContentCodingError, ContentDecoder, DecodeBounds
-from proxy.upstream.http1 import Answer, Pool
+from proxy.upstream.http1 import Answer, Pool, tls_context
 
 __all__ = ["HOP_BY_HOP", "RESPONSE_DROP", "Upstream", "UpstreamError", "UpstreamResponse"]
 
@@ -142,6 +142,7 @@ class Upstream:
     async def start(self) -> None:
         self._pool = Pool(connect_timeout=self._settings.upstream_connect_timeout_s,
                           read_timeout=self._settings.upstream_read_timeout_s,
+                          tls=tls_context(self._settings.upstream_ca_bundle),
                           idle_s=self._settings.upstream_idle_s, on_resend=self._on_resend)
 
     async def close(self) -> None:

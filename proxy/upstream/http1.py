@@ -32,18 +32,23 @@ request's bytes.
 from __future__ import annotations
 
 import asyncio
+import base64
+import os
 import re
 import select
 import socket
 import ssl
 import struct
 import sys
+import urllib.parse
+import urllib.request
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import httptools
 
 from config.errors import UpstreamError
+from config.settings import SettingsError
 
 KEEPALIVE_S = 4.0
 """An idle connection older than this is closed rather than reused (the pool's default; the setting
@@ -59,6 +64,8 @@ MAX_HEAD_BYTES = 256 * 1024
 """An answer whose headers pass this is refused: they are held in memory whole."""
 _KEEP_ALIVE_TIMEOUT = re.compile(rb"(?:^|[,;\s])timeout\s*=\s*\"?(\d+(?:\.\d+)?)", re.IGNORECASE)
 _TCP_INFO = getattr(socket, "TCP_INFO", None) if sys.platform == "linux" else None
+_POLLRDHUP: int = getattr(select, "POLLRDHUP", 0)
+"""The peer's close, as its own poll event (Linux); elsewhere it shows as readable (POLLIN)."""
 _TCP_INFO_BYTES_ACKED = struct.Struct("=Q")
 """``tcpi_bytes_acked`` (Linux 4.1+, RFC 4898's ``tcpEStatsAppHCThruOctetsAcked``) sits at byte 120
 of ``struct tcp_info``, whose layout only ever grows at its end."""
@@ -77,7 +84,48 @@ class Origin:
     port: int
     tls: bool
     head: bytes
-    """``host`` header line, sent first in every request."""
+    """``host`` header line, sent first in every request (and ``proxy-authorization`` when a plain
+    HTTP upstream is reached through a forward proxy that wants it)."""
+    proxy: ForwardProxy | None = None
+    """The forward proxy in between (``HTTPS_PROXY`` / ``HTTP_PROXY``), None: straight there."""
+    prefix: str = ""
+    """Put before each request target: ``http://host:port`` when a plain HTTP upstream is reached
+    through a forward proxy (absolute form, RFC 9112 3.2.2); else empty (origin form)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardProxy:
+    """An HTTP forward proxy: ``https`` upstreams are reached through a ``CONNECT`` tunnel, plain
+    ``http`` ones by sending it the request in absolute form."""
+
+    host: str
+    port: int
+    authorization: str = ""
+    """``Basic ...`` from the proxy URL's user and password, or empty."""
+
+
+def forward_proxies(environ: Mapping[str, str]) -> tuple[dict[str, ForwardProxy], str]:
+    """The forward proxies the environment names, by upstream scheme (``HTTPS_PROXY`` for ``https``,
+    ``HTTP_PROXY`` for ``http``; lower-case names too, as curl and the SDKs read them), and
+    ``NO_PROXY``. A proxy URL that is not ``http://host[:port]`` is refused (SOCKS and TLS to the
+    proxy are not supported)."""
+    found: dict[str, ForwardProxy] = {}
+    for scheme in ("https", "http"):
+        url = environ.get(f"{scheme}_proxy") or environ.get(f"{scheme.upper()}_PROXY") or ""
+        if not url:
+            continue
+        if "://" not in url:
+            url = "http://" + url
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme != "http" or not parts.hostname:
+            raise SettingsError(f"{scheme.upper()}_PROXY: only an http:// forward proxy is supported, "
+                                f"not {parts.scheme}://")
+        auth = ""
+        if parts.username is not None:
+            creds = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+            auth = "Basic " + base64.b64encode(creds.encode()).decode("ascii")
+        found[scheme] = ForwardProxy(parts.hostname, parts.port or 80, auth)
+    return found, environ.get("no_proxy") or environ.get("NO_PROXY") or ""
 
 
 class Answer:
@@ -381,7 +429,7 @@ class _Connection(asyncio.Protocol):
         method, target, head, body = request.method, request.target, request.head, request.body
         if not (target.isascii() and target.isprintable()) or " " in target:
             target = _escape_target(target)
-        data = f"{method} {target} HTTP/1.1\r\n".encode("latin-1") + self.origin.head + _encode(head)
+        data = f"{method} {self.origin.prefix}{target} HTTP/1.1\r\n".encode("latin-1") + self.origin.head + _encode(head)
         answer = self._answer = Answer(self, request)
         self._head_only = method == "HEAD"
         self._rx = self._unacked_at_close = False
@@ -452,7 +500,7 @@ class _Connection(asyncio.Protocol):
             return False
         try:
             poller = select.poll()
-            poller.register(self._sock.fileno(), select.POLLIN | select.POLLRDHUP)
+            poller.register(self._sock.fileno(), select.POLLIN | _POLLRDHUP)
             return bool(poller.poll(0))
         except (OSError, ValueError):
             return True
@@ -539,11 +587,14 @@ class Pool:
     """Idle connections per origin, most recently used first."""
 
     def __init__(self, *, connect_timeout: float, read_timeout: float, tls: ssl.SSLContext | None = None,
-                 idle_s: float = KEEPALIVE_S, on_resend: Callable[[], None] | None = None) -> None:
+                 idle_s: float = KEEPALIVE_S, on_resend: Callable[[], None] | None = None,
+                 environ: Mapping[str, str] | None = None) -> None:
         """``tls``: how ``https`` upstreams are verified; by default the system's trust store with
         hostname checks (``ssl.create_default_context``), made on the first TLS connection.
         ``idle_s``: how long a connection may wait in the pool (less when the upstream says so).
-        ``on_resend``: called each time a request is sent once more (a metric)."""
+        ``on_resend``: called each time a request is sent once more (a metric).
+        ``environ``: where ``HTTPS_PROXY``, ``HTTP_PROXY`` and ``NO_PROXY`` are read (the process's
+        environment by default)."""
         self.loop = asyncio.get_running_loop()
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
@@ -554,6 +605,7 @@ class Pool:
         self._idle: dict[Origin, list[_Connection]] = {}
         self._origins: dict[str, Origin] = {}
         self._tls = tls
+        self._proxies, self._no_proxy = forward_proxies(os.environ if environ is None else environ)
 
     async def request(self, method: str, url: str, headers: Mapping[str, str] | Sequence[tuple[str, str]],
                       body: bytes | None) -> Answer:
@@ -639,14 +691,39 @@ class Pool:
         tls = self._tls_context() if origin.tls else None
         try:
             async with asyncio.timeout(self.connect_timeout):
+                if origin.proxy is not None and tls is not None:
+                    return await self._tunnel(origin, origin.proxy, tls)
+                host, port = (origin.host, origin.port) if origin.proxy is None else (origin.proxy.host,
+                                                                                     origin.proxy.port)
                 _, conn = await self.loop.create_connection(
-                    lambda: _Connection(self, origin), origin.host, origin.port, ssl=tls,
+                    lambda: _Connection(self, origin), host, port, ssl=tls,
                     server_hostname=origin.host if tls is not None else None)
         except TimeoutError as exc:
             raise UpstreamError("the upstream did not answer in time", timeout=True, reason="unreachable") from exc
         except (OSError, ssl.SSLError) as exc:
             raise UpstreamError(f"the upstream is unreachable: {type(exc).__name__}", timeout=False,
                                 reason="unreachable") from exc
+        return conn
+
+    async def _tunnel(self, origin: Origin, proxy: ForwardProxy, tls: ssl.SSLContext) -> _Connection:
+        """A TLS connection to ``origin`` through ``proxy``'s ``CONNECT`` tunnel (RFC 9110 9.3.6): the
+        proxy sees the host and port, never the requests."""
+        transport, tunnel = await self.loop.create_connection(_TunnelOpening, proxy.host, proxy.port)
+        try:
+            authority = f"[{origin.host}]:{origin.port}" if ":" in origin.host else f"{origin.host}:{origin.port}"
+            auth = f"proxy-authorization: {proxy.authorization}\r\n" if proxy.authorization else ""
+            transport.write(f"CONNECT {authority} HTTP/1.1\r\nhost: {authority}\r\n{auth}\r\n".encode("latin-1"))
+            status = await tunnel.status
+            if status // 100 != 2:
+                raise UpstreamError(f"the upstream is unreachable: the forward proxy answered CONNECT "
+                                    f"with {status}", timeout=False, reason="unreachable")
+            conn = _Connection(self, origin)
+            secure = await self.loop.start_tls(transport, conn, tls, server_hostname=origin.host)
+        except BaseException:
+            transport.close()
+            raise
+        assert secure is not None
+        conn.connection_made(secure)
         return conn
 
     def _tls_context(self) -> ssl.SSLContext:
@@ -659,8 +736,61 @@ class Pool:
         sep = url.find("/", url.find("//") + 2)
         base, target = (url, "/") if sep < 0 else (url[:sep], url[sep:])
         if (origin := self._origins.get(base)) is None:
-            origin = self._origins[base] = _origin(base)
+            origin = self._origins[base] = self._via_proxy(_origin(base))
         return origin, target
+
+    def _via_proxy(self, origin: Origin) -> Origin:
+        """``origin`` as reached through the forward proxy for its scheme, unless ``NO_PROXY`` names
+        it (``urllib``'s matching, as curl reads it: a host, a domain suffix, ``*``)."""
+        proxy = self._proxies.get("https" if origin.tls else "http")
+        if proxy is None:
+            return origin
+        hostport = f"{origin.host}:{origin.port}"
+        bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]  # (not in typeshed)
+        if self._no_proxy and bypass(hostport, {"no": self._no_proxy}):
+            return origin
+        if origin.tls:
+            return Origin(origin.host, origin.port, True, origin.head, proxy)
+        netloc = origin.head[len(b"host: "):-2].decode("ascii")
+        head = origin.head + (f"proxy-authorization: {proxy.authorization}\r\n".encode("latin-1")
+                              if proxy.authorization else b"")
+        return Origin(origin.host, origin.port, False, head, proxy, f"http://{netloc}")
+
+
+def tls_context(ca_bundle: str | None = None) -> ssl.SSLContext:
+    """How TLS upstreams are verified: the system's trust store (``SSL_CERT_FILE`` / ``SSL_CERT_DIR``
+    replace it, as OpenSSL reads them) with hostname checks, plus the CAs in ``ca_bundle``."""
+    context = ssl.create_default_context()
+    if ca_bundle:
+        try:
+            context.load_verify_locations(cafile=ca_bundle)
+        except (OSError, ssl.SSLError) as exc:
+            raise SettingsError(f"GUARDPROXY_UPSTREAM_CA_BUNDLE: cannot load {ca_bundle!r} as PEM "
+                                f"certificates ({getattr(exc, 'strerror', None) or type(exc).__name__})") from None
+    return context
+
+
+class _TunnelOpening(asyncio.Protocol):
+    """Reads the forward proxy's answer to ``CONNECT``: its status once the head is in."""
+
+    def __init__(self) -> None:
+        self.status: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._head = b""
+
+    def data_received(self, data: bytes) -> None:
+        if self.status.done():
+            return
+        self._head += data
+        if b"\r\n\r\n" in self._head:
+            line = self._head.split(b"\r\n", 1)[0].split()
+            ok = len(line) >= 2 and line[0].startswith(b"HTTP/1.") and line[1].isdigit()
+            self.status.set_result(int(line[1]) if ok else 502)
+        elif len(self._head) > MAX_HEAD_BYTES:
+            self.status.set_result(502)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.status.done():
+            self.status.set_exception(ConnectionResetError("the forward proxy closed the connection"))
 
 
 def _origin(base: str) -> Origin:

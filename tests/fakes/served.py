@@ -7,6 +7,7 @@ start, the port lookup and the orderly stop are here once. A subclass implements
 from __future__ import annotations
 
 import asyncio
+import ssl
 import threading
 from typing import Self
 
@@ -19,6 +20,8 @@ class ServedApp:
     keepalive_timeout = 75.0
     """Idle keep-alive connections are closed after this (aiohttp's default); the soak sets 1-5 s."""
     shutdown_timeout = 60.0
+    ssl_context: ssl.SSLContext | None = None
+    """Set (before ``start``) to serve HTTPS."""
     """How long ``stop`` lets open answers run (aiohttp's default); a short one is a crash-like stop."""
 
     def __init__(self, name: str = "fake-server", port: int = 0) -> None:
@@ -34,7 +37,7 @@ class ServedApp:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http{'s' if self.ssl_context else ''}://127.0.0.1:{self.port}"
 
     def start(self) -> Self:
         self._thread.start()
@@ -64,7 +67,7 @@ class ServedApp:
                                      keepalive_timeout=self.keepalive_timeout,
                                      shutdown_timeout=self.shutdown_timeout)
         self._loop.run_until_complete(self._runner.setup())
-        site = web.TCPSite(self._runner, "127.0.0.1", self.port)
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port, ssl_context=self.ssl_context)
         self._loop.run_until_complete(site.start())
         self.port = int(self._runner.addresses[0][1])
         self._ready.set()

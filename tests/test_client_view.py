@@ -436,3 +436,24 @@ def test_an_anthropic_start_input_other_than_its_fragments_reaches_no_client(
     upstream.queue(Reply(raw_frames=same))
     view = anthropic_view(proxy.url)
     assert view.error is None and [(b.name, b.input) for b in view.final.content] == [("Bash", {"command": "ls"})]
+
+
+def _text_repeat(where: str) -> list[bytes]:
+    """Deltas say ``fine``; the snapshot ``where`` says the key."""
+    r = _R()
+    _message(r, 0)
+    _part(r, 0, 0)
+    _delta(r, 0, 0, "fine")
+    at = {"item_id": "msg_0", "output_index": 0, "content_index": 0}
+    said = {w: (KEY_A + KEY_B if w == where else "fine") for w in ("text.done", "part.done", "item.done", "completed")}
+    r.ev("response.output_text.done", **at, text=said["text.done"], logprobs=[])
+    r.ev("response.content_part.done", **at, part={"type": "output_text", "text": said["part.done"], "annotations": []})
+    _done_item(r, 0, said["item.done"])
+    return r.completed([{"id": "msg_0", "type": "message", "status": "completed", "role": "assistant",
+                         "content": [{"type": "output_text", "text": said["completed"], "annotations": []}]}])
+
+
+@pytest.mark.parametrize("where", ["text.done", "part.done", "item.done", "completed"])
+def test_a_responses_text_snapshot_other_than_its_deltas_is_checked(proxy: ProxyServer, upstream: FakeUpstream,
+                                                                    where: str) -> None:
+    _hidden(_responses(proxy, upstream, _text_repeat(where)), SECRET)

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 from config.errors import UpstreamError
 from guardrails.datamodel import PRIMARY, AssistantMessage, Event, Frame, RequestView
 from guardrails.decision import Block
-from guardrails.findings import Act, Finding, OnTrip, choose, finding_of
+from guardrails.findings import Act, Finding, OnTrip, choose, finding_of, named
 from guardrails.stream import ArmedSet, Trip
 from proxy.core.choice_guard import COVERAGE_ID, ArmFor, ChoiceGuard
 from proxy.core.holdback import Waits
@@ -600,8 +600,8 @@ class Turn:
             on = self.rules.on_trip.get(trip.guardrail_id) or OnTrip(replacement=self.rules.default_replacement)
         # (a redaction that had to block, in tool arguments or a lane that is not rewritten, carries
         # no replacement of its own: the guardrail's, as its other blocks carry)
-        return finding_of("stream", trip.guardrail_id, d.reason_code, d.rationale,
-                          d.replacement or on.replacement or self.rules.default_replacement, on)
+        replacement = d.replacement or named(on.replacement or self.rules.default_replacement, trip.guardrail_id, d.rule)
+        return finding_of("stream", trip.guardrail_id, d.reason_code, d.rationale, replacement, on, rule=d.rule)
 
     def _next(self, finding: Finding, message: AssistantMessage) -> tuple[Act, dict[str, Any] | None]:
         """Choose what to do; for re-requests, also the next request body."""

@@ -73,7 +73,7 @@ class TurnNotes:
             assert isinstance(t.decision, Redact)
             self.tripped(t.guardrail_id, t.decision.reason_code)
             self.audit("guardrail.tripped", guardrail_id=t.guardrail_id, reason_code=t.decision.reason_code,
-                       decision="redact")
+                       decision="redact", **({"rule": t.decision.rule} if t.decision.rule else {}))
             log.info("guardrail_redacted", guardrail_id=t.guardrail_id, reason_code=t.decision.reason_code)
 
     def decided(self, finding: Finding, act: str, attempt: int) -> None:
@@ -81,7 +81,8 @@ class TurnNotes:
                  reason_code=finding.reason_code, action=act, attempt=attempt)
         self.audit("guardrail.tripped" if finding.source != "tool" else "tool_call.blocked",
                    guardrail_id=finding.guardrail_id, reason_code=finding.reason_code, decision=act,
-                   source=finding.source, attempt=attempt, **self._detail(finding.reason_code))
+                   source=finding.source, attempt=attempt, **self._detail(finding.reason_code),
+                   **({"rule": finding.rule} if finding.rule and finding.source != "tool" else {}))
 
     def retried(self, finding: Finding, attempt: int) -> None:
         self._s.metrics.retries.labels(cause=finding.source).inc()
@@ -103,7 +104,8 @@ class TurnNotes:
         for t in trips:
             self.tripped(t.guardrail_id, t.decision.reason_code)
             self.audit("guardrail.tripped", guardrail_id=t.guardrail_id, reason_code=t.decision.reason_code,
-                       decision="log", **self._detail(t.decision.reason_code))
+                       decision="log", **self._detail(t.decision.reason_code),
+                       **({"rule": t.decision.rule} if t.decision.rule else {}))
             log.info("guardrail_logged", guardrail_id=t.guardrail_id, reason_code=t.decision.reason_code)
 
     def _detail(self, reason_code: str) -> dict[str, str]:

@@ -372,8 +372,13 @@ class Exchange:
         caller sees the responder started)."""
         if self.route is not None and self.route.wire is not None:
             view.held = held_in_every_spelling(self.route.wire, self.body or b"", view.held)
+        held = self.services.held_prompts
+        unreadable = held.unreadable
         try:
-            texts, missing = await self.services.held_prompts.recall(self.state_scope, view.held)
+            texts, missing = await held.recall(self.state_scope, view.held)
+            if held.unreadable != unreadable:  # (a value sealed with another key, or changed: a miss)
+                self.services.metrics.state_errors.labels(engine=held.store.engine, op="open",
+                                                          decision=plan.unseen or "pass").inc()
         except StoreUnavailable as exc:
             action = plan.unseen or "pass"
             self._state_failed("get", action, exc)

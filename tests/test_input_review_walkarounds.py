@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from config.policy import ToolsPolicy
+from guardrails.datamodel import HistoryToolCall, ToolCall
+from guardrails.tools import ToolAssessor
 from tests.adversarial import SECRET
 from tests.fakes.proxy import ProxyServer
 from tests.fakes.upstream import FakeUpstream
@@ -66,3 +70,30 @@ def test_anthropic_text_blocks_beyond_text_are_screened(redacting: ProxyServer, 
     sent = upstream.seen[-1].raw
     assert SECRET.encode() not in sent
     assert MASK.encode() in sent
+
+
+# Taint under another spelling of the same MCP tool. Claude Code names an MCP server's tool
+# ``mcp__<server>__<tool>``; Codex (and Gemini CLI on a clash) ``<server>__<tool>``. The result of the
+# same fetch server must taint under each spelling that an operator's pattern covers.
+SPELLINGS = [("mcp__*", "fetch__fetch"), ("mcp__*", "github__get_issue"), ("fetch", "mcp__fetch__fetch"),
+             ("fetch", "fetch__fetch"), ("mcp__fetch__*", "fetch__fetch"), ("get_*", "mcp__web__get_page")]
+
+
+@pytest.mark.parametrize(("pattern", "name"), SPELLINGS)
+def test_an_untrusted_mcp_tool_taints_under_each_clients_spelling(tmp_path: Path, pattern: str, name: str) -> None:
+    policy = ToolsPolicy(workspace_root=str(tmp_path), egress_allow=["api.github.com"], untrusted_tools=[pattern])
+    fetched = HistoryToolCall("f1", name, json.dumps({"url": "https://docs.example.test/x"}), True)
+    push = ToolCall("c9", "Bash", json.dumps({"command": "git push origin main"}))
+    assessor = ToolAssessor(policy, tmp_path)
+    assert assessor.assess(push, []).decision == "allow"
+    tainted = assessor.assess(push, [fetched])
+    assert (tainted.decision, tainted.reason_code) == ("block", "tainted_egress")
+
+
+@pytest.mark.parametrize(("pattern", "name"), [("fetch", "web_fetch"), ("mcp__*", "web_fetch"),
+                                               ("mcp__fetch__*", "github__fetch")])
+def test_other_tools_stay_untainted(tmp_path: Path, pattern: str, name: str) -> None:
+    policy = ToolsPolicy(workspace_root=str(tmp_path), untrusted_tools=[pattern])
+    call = HistoryToolCall("f1", name, "{}", True)
+    push = ToolCall("c9", "Bash", json.dumps({"command": "git push origin main"}))
+    assert ToolAssessor(policy, tmp_path).assess(push, [call]).decision == "allow"

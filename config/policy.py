@@ -153,6 +153,16 @@ class SecretsGuardrail(_StreamBase):
     allow: list[str] = []
     categories: list[str] = []
     """Empty: every category."""
+    mask: str = "[redacted by {guardrail}: {rule}]"
+    """With ``action = "redact"``: what stands in place of a credential. ``{guardrail}``, ``{rule}``
+    and ``{category}`` name what was found (never the value); the replacement text takes them too."""
+    allow_rules: list[str] = []
+    """Rule ids (``generic-assignment``) or categories (``jwt``) that never trip."""
+    allow_patterns: list[str] = []
+    """Regexes (Python ``re``): a match they find anywhere in (``search``) is no credential."""
+    stopwords: list[str] = []
+    """Words (case-insensitive): a match that holds one is no credential (gitleaks' stopwords)."""
+
     rules_file: str | None = None
     """A gitleaks-format TOML rules file (relative to the policy file): the operator's own rules,
     category ``custom``."""

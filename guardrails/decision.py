@@ -23,11 +23,13 @@ class Block:
     reason_code: str
     replacement: str = ""
     rationale: str = ""
+    rule: str = ""
+    """What was found, never the value: the rule that matched (``github-token``), for the audit log."""
 
 
 @dataclass(frozen=True, slots=True)
 class Redact:
-    """Rewrite the offending span in place (``pii`` with ``action = "redact"``).
+    """Rewrite the offending span in place (``pii``, ``secrets`` with ``action = "redact"``).
 
     ``start``/``end`` are offsets into the accumulated text; ``mask`` is what stands there instead.
     """
@@ -36,6 +38,8 @@ class Redact:
     start: int
     end: int
     mask: str
+    rule: str = ""
+    """What was found, never the value (``github-token``), for the audit log."""
 
 
 Decision = Pass | Block | Redact

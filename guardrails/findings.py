@@ -47,13 +47,23 @@ class Finding:
     final_action: str = "replace"
     blocked_calls: tuple[tuple[ToolCall, str], ...] = field(default=())
     """Tool findings: each blocked call with its rationale."""
+    rule: str = ""
+    """Stream findings: the rule that matched (a secrets rule id), never the value."""
+
+
+def named(template: str, guardrail_id: str, rule: str) -> str:
+    """A replacement text with what tripped filled in: ``{guardrail}``, and ``{rule}`` (and
+    ``{category}``, which a block that lost its finder's detail names by the rule) when known."""
+    if not rule:
+        return template
+    return template.replace("{guardrail}", guardrail_id).replace("{rule}", rule).replace("{category}", rule)
 
 
 def finding_of(source: Source, guardrail_id: str, reason_code: str, rationale: str, replacement: str | None,
-               on: OnTrip) -> Finding:
+               on: OnTrip, rule: str = "") -> Finding:
     """A stream or message guardrail's block under its policy; the decision's own replacement wins."""
     return Finding(source, guardrail_id, reason_code, on.action, replacement or on.replacement, rationale,
-                   on.max_attempts, on.mandate, on.final_action)
+                   on.max_attempts, on.mandate, on.final_action, rule=rule)
 
 
 def choose(finding: Finding, *, interactive: bool, attempts_used: int, feedback_rounds_used: int,

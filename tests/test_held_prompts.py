@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,7 @@ from proxy.edge.routes import resolve
 from proxy.state.base import ENTRY_OVERHEAD, Budgets, entry_size
 from proxy.state.memory import MemoryStore
 from proxy.state.seal import Sealer
+from proxy.state.sqlite import SqliteStore
 from proxy.wire.base import BadRequest, JsonBody
 from proxy.wire.gemini import Gemini
 from proxy.wire.openai_responses import OpenAIResponses
@@ -286,3 +288,18 @@ def test_held_state_named_twice_is_held_in_every_spelling(wire: str, raw: bytes,
     view = fmt.quick_view(JsonBody(raw), stream=False)
     assert view is not None
     assert set(held_in_every_spelling(wire, raw, view.held)) == held
+
+
+async def test_a_value_sealed_with_another_key_is_a_miss_and_counted(tmp_path: Path) -> None:
+    """The key rotated (or the value changed in the store): the entry cannot be opened, so it is a miss
+    (``unseen_prompt``), never a text armed from a value nobody can vouch for."""
+    store = SqliteStore(str(tmp_path / "state.db"), Budgets(1 << 20, 1 << 20))
+    try:
+        before = HeldPrompts(store, Sealer(bytes(32), seal=True))
+        after = HeldPrompts(store, Sealer(bytes(range(32)), seal=True))
+        await before.remember(S, "response:r", ("You are Orion.",))
+        assert await before.recall(S, ("response:r",)) == (("You are Orion.",), ())
+        assert await after.recall(S, ("response:r",)) == ((), ("response:r",))
+        assert after.unreadable == 1
+    finally:
+        await store.close()

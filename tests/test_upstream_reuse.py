@@ -109,12 +109,16 @@ def test_an_upstream_that_dies_and_restarts_under_load() -> None:
 
     try:
         with ProxyServer(upstream.url, upstream_read_timeout_s=10.0) as proxy:
-            threads = [threading.Thread(target=load, args=(proxy,)) for _ in range(4)]
+            threads = [threading.Thread(target=load, args=(proxy,), daemon=True) for _ in range(4)]
             for t in threads:
                 t.start()
             # Load first, so streams are in flight and connections idle in the pool.
-            while outcomes["200 complete"] < 8:
+            deadline = time.monotonic() + 60
+            while outcomes["200 complete"] < 8 and time.monotonic() < deadline:
                 time.sleep(0.05)
+            if outcomes["200 complete"] < 8:
+                stop.set()
+                pytest.fail(f"no steady load before the kill: {dict(outcomes)}")
             upstream.kill()
             killed_at = dict(outcomes)
             time.sleep(0.5)

@@ -52,7 +52,7 @@ KNOWN_SAMPLES = (
     "aoOUutSgvw788fvO3z0",
     "6013280bda2fcbdbeda1732859df557a067ac81c423855aedba057f7a9b1416",
     "6819b57a326945c1968f45236589",                                      # Ktor's sessions docs
-    "MIIBVQIBADANBgkqhkiG9w0BAQEFAASCAT8wggE7AgEAAkEAtfJaLrzXILUg1U3N1KV8",  # Ktor's RS256 JWT sample
+    "MIIBVQIBADANBgkqhkiG9w0BAQEFAASCAT8wggE7",                          # Ktor's RS256 JWT sample
     "J63qRTDLub5NuZvP+kb8YIorGS6qFYHKVo6u7179stY",                       # Laravel's encryption docs
     "2nLsGFGzyoae2ax3EF2Lyq/hH6QghBGLIq5uL+Gp8/w",
     "cc86c7ca937636d5ddf1b754beb22a10",                                  # Symfony's quick tour

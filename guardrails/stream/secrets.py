@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from config.policy import SecretsGuardrail
-from guardrails.decision import PASS, SECRET_LEAK, Block, Decision
+from guardrails.decision import PASS, SECRET_LEAK, Block, Decision, Redact
 from guardrails.seams import DeltaCheck, StreamContext
 from guardrails.stream import secret_checks
 from guardrails.stream._scan import looks_random
@@ -141,10 +141,22 @@ def _unnamed_secret(rule: SecretRule, text: str) -> str:
     return longest if len(longest) >= 16 else "".join(ch for ch in rest if ch.isalnum())
 
 
-class SecretsCheck(DeltaCheck):
-    """Per-stream state: the catalog's keyword scanner and, with a rules file, the operator's."""
+# What a token may go on with after the distinctive prefix a rule matched: a redaction masks it all.
+_TOKEN_TAIL = re.compile(r"[A-Za-z0-9_+/=~.-]*")
+REDACT_TAIL_MAX = 4096
+"""A token tail longer than this is masked in pieces (each an empty mask after the first)."""
 
-    __slots__ = ("_custom", "_provider", "_scanner", "last_rule", "last_start", "window")
+
+class SecretsCheck(DeltaCheck):
+    """Per-stream state: the catalog's keyword scanner and, with a rules file, the operator's.
+
+    With ``action = "redact"`` a credential is masked in place (``Redact``), and the text flows on.
+    The span is the secret part of an assignment (``api_key = "<masked>"``), or the whole token with
+    its own prefix (``ghp_...``); a rule that matched a token's distinctive prefix (an OpenAI key's
+    first 32 characters) masks the whole run of token characters after it, so the span waits until
+    that run ends (held back meanwhile: ``horizon`` stays at its start)."""
+
+    __slots__ = ("_custom", "_masked_to", "_owed", "_provider", "_scanner", "last_rule", "last_start", "window")
     sees_visible_text = True  # invisible characters inside a match hide nothing from the reader
 
     def __init__(self, provider: SecretsProvider) -> None:
@@ -157,13 +169,18 @@ class SecretsCheck(DeltaCheck):
         """Where the match that blocked starts (tests check it against the horizons returned)."""
         self.last_rule = ""
         """The id of the rule whose match blocked."""
+        self._owed: tuple[int, int, str, str, bool] | None = None
+        """A redaction still waiting for its token to end: (start, end so far, rule id, category,
+        whether its label was already shown for an earlier piece)."""
+        self._masked_to = 0
+        """Matches that start before this offset lie in a span already masked."""
 
     def check(self, accumulated: str, delta: str) -> Decision:
         return self._scan(accumulated, final=False)
 
     def check_horizon(self, accumulated: str, delta: str) -> Decision | int:
         scanner = self._scanner
-        if self._custom is None and scanner is not None:
+        if self._custom is None and scanner is not None and self._owed is None:
             # The catalog alone: with no keyword hit pending, ``_scan`` would find nothing.
             at = scanner.quiet_horizon(accumulated)
             if at >= 0:
@@ -176,6 +193,9 @@ class SecretsCheck(DeltaCheck):
 
     def horizon(self, accumulated: str) -> int:
         scanner = self._scanner
+        if self._owed is not None:
+            at = self._owed[0]
+            return min(at, scanner.horizon(accumulated)) if scanner is not None else at
         if self._custom is None and scanner is not None:
             return scanner.horizon(accumulated)
         end = len(accumulated)
@@ -187,18 +207,60 @@ class SecretsCheck(DeltaCheck):
 
     def _scan(self, text: str, *, final: bool) -> Decision:
         provider = self._provider
+        if self._owed is not None:
+            owed = self._settle_owed(text, final)
+            if owed is not None:
+                return owed
+            if self._owed is not None:
+                return PASS  # the token is still arriving
         if self._scanner is not None:
             while (found := self._scanner.next(text, final=final)) is not None:
-                rule = provider.rows[found[0].name]
-                if not self._allowed(found[1]) and is_credential(rule, found[1]):
-                    self.last_start, self.last_rule = found[1].start(), rule.id
-                    return self._block(rule.family)
+                rule, match = provider.rows[found[0].name], found[1]
+                if match.start() < self._masked_to:
+                    continue  # inside a span already masked
+                if not self._allowed(match) and not provider.waived(rule, match.group()) and is_credential(rule, match):
+                    self.last_start, self.last_rule = match.start(), rule.id
+                    if not provider.redact:
+                        return self._block(rule)
+                    start, end = _span(match)
+                    self._owed = (start, end, rule.id, rule.family, False)
+                    return self._settle_owed(text, final) or PASS
         if self._custom is not None:
             for start, secret in self._custom.scan(text, final=final):
-                if not any(allowed.startswith(secret) for allowed in provider.allow):
+                if start < self._masked_to:
+                    continue
+                if not any(allowed.startswith(secret) for allowed in provider.allow) and not provider.waived(None, secret):
                     self.last_start, self.last_rule = start, CUSTOM
-                    return self._block(CUSTOM)
+                    if not provider.redact:
+                        return self._block(None)
+                    self._owed = (start, start + len(secret), CUSTOM, CUSTOM, False)
+                    return self._settle_owed(text, final) or PASS
         return PASS
+
+    def _settle_owed(self, text: str, final: bool) -> Redact | None:
+        """The owed redaction once its token has ended (None while it may still go on)."""
+        assert self._owed is not None
+        start, end, rule_id, family, labelled = self._owed
+        run = _TOKEN_TAIL.match(text, end)
+        tail = run.end() if run is not None else end
+        mask = "" if labelled else self._mask(rule_id, family)
+        if tail == len(text) and not final:
+            if tail - start < REDACT_TAIL_MAX:
+                return None  # wait: more of the token may come
+            # A token longer than the hold-back should keep: mask what came, the rest as it comes.
+            self._owed = (tail, tail, rule_id, family, True)
+            self._masked_to = tail
+            return Redact(SECRET_LEAK, start, tail, mask, rule=rule_id)
+        while tail > end and text[tail - 1] == ".":
+            tail -= 1  # a sentence's full stop is not the token's
+        self._owed = None
+        self._masked_to = max(self._masked_to, tail)
+        if tail == start:
+            return None
+        return Redact(SECRET_LEAK, start, tail, mask, rule=rule_id)
+
+    def _mask(self, rule_id: str, family: str) -> str:
+        return _fill(self._provider.mask, self._provider.id, rule_id, family)
 
     def _allowed(self, match: re.Match[str]) -> bool:
         """A match (or its secret part) that lies inside an allowed value: the rules match a
@@ -206,10 +268,36 @@ class SecretsCheck(DeltaCheck):
         secret = (match.group("s") if "s" in match.re.groupindex else None) or match.group()
         return any(secret in allowed or match.group() in allowed for allowed in self._provider.allow)
 
-    def _block(self, category: str) -> Block:
-        return Block(SECRET_LEAK, self._provider.replacement,
-                     f"The answer contained a credential (category: {category}). Never output keys, "
-                     "tokens, passwords or private keys; refer to them by name instead.")
+    def _block(self, rule: SecretRule | None) -> Block:
+        rule_id, category = (rule.id, rule.family) if rule is not None else (CUSTOM, CUSTOM)
+        provider = self._provider
+        return Block(SECRET_LEAK, _fill(provider.replacement, provider.id, rule_id, category),
+                     f"The answer contained a credential (category: {category}, rule: {rule_id}). Never "
+                     "output keys, tokens, passwords or private keys; refer to them by name instead.",
+                     rule=rule_id)
+
+
+def _fill(template: str, guardrail: str, rule: str, category: str) -> str:
+    """``template`` with ``{guardrail}``, ``{rule}`` and ``{category}`` filled in (other braces kept)."""
+    return template.replace("{guardrail}", guardrail).replace("{rule}", rule).replace("{category}", category)
+
+
+_TOKEN_PREFIX = re.compile(r"[A-Za-z0-9_-]*")
+
+
+def _span(match: re.Match[str]) -> tuple[int, int]:
+    """What a redaction masks of ``match``: its secret part (``s``, or a login's ``a``), or the whole
+    match when that part is the rest of a token whose prefix the rule named (``ghp_`` + ``s``)."""
+    group = next((g for g in ("s", "a") if g in match.re.groupindex and match.group(g)), None)
+    if group is None:
+        return match.start(), match.end()
+    start = match.start(group)
+    if _TOKEN_PREFIX.fullmatch(match.string, match.start(), start):
+        start = match.start()
+    end = match.end(group)
+    if _TOKEN_PREFIX.fullmatch(match.string, end, match.end()):
+        end = match.end()  # the token's own suffix after its random part (``-NRMA``, ``-1``)
+    return start, end
 
 
 class SecretsProvider:
@@ -226,6 +314,11 @@ class SecretsProvider:
         self.id = spec.id
         self.allow = tuple(spec.allow)
         self.replacement = replacement
+        self.redact = spec.action == "redact"
+        self.mask = spec.mask
+        self.allow_rules = frozenset(spec.allow_rules)
+        self.allow_patterns = tuple(re.compile(p) for p in spec.allow_patterns)
+        self.stopwords = tuple(w.lower() for w in spec.stopwords)
         built = chosen & CATEGORIES
         self.index: KeywordIndex | None = None
         self.rows: dict[str, SecretRule] = {}
@@ -238,6 +331,17 @@ class SecretsProvider:
 
     def arm(self, ctx: StreamContext) -> DeltaCheck | None:
         return SecretsCheck(self)
+
+    def waived(self, rule: SecretRule | None, found: str) -> bool:
+        """The operator's allowlist: by rule id or category, by a regex on the match, by a stopword."""
+        if rule is not None and (rule.id in self.allow_rules or rule.family in self.allow_rules):
+            return True
+        if rule is None and CUSTOM in self.allow_rules:
+            return True
+        if any(p.search(found) for p in self.allow_patterns):
+            return True
+        lowered = found.lower()
+        return any(w in lowered for w in self.stopwords)
 
     def passes_whole(self, ctx: StreamContext, pieces: Sequence[str]) -> bool:
         """``SecretsCheck``'s verdict over a complete text (``PassesWhole``): no keyword of the

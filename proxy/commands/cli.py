@@ -1,4 +1,4 @@
-"""``guardproxy serve | check-policy | replay | tail`` (also ``python -m proxy``)."""
+"""``guardproxy serve | check-policy | replay | scan | tail`` (also ``python -m proxy``)."""
 
 from __future__ import annotations
 
@@ -113,6 +113,12 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+def _scan(args: argparse.Namespace) -> int:
+    from proxy.commands.scan import scan
+
+    return scan(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="guardproxy", description=__doc__)
     parser.add_argument("--version", action="version", version=f"guardproxy {_version()}")
@@ -133,6 +139,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("log", help="audit log (JSON lines)")
     p.add_argument("--policy", help="decide under this policy instead of the recorded one")
     p.set_defaults(fn=replay)
+    p = sub.add_parser("scan", help="list what the policy's stream guardrails would trip on in a folder")
+    p.add_argument("path", help="a folder (every text file under it) or one file")
+    p.add_argument("--policy", help="policy TOML (default: the shipped default)")
+    p.add_argument("--json", action="store_true", help="one JSON object per trip")
+    p.set_defaults(fn=_scan)
     p = sub.add_parser("tail", help="follow the live decision feed (GET /events)")
     p.add_argument("--url", help="the proxy's base URL (default: http://GUARDPROXY_HOST:GUARDPROXY_PORT)")
     p.add_argument("--token", help="the proxy token (default: GUARDPROXY_AUTH_TOKEN)")

@@ -422,4 +422,4 @@ def as_block(trip: Trip) -> Trip:
     """``trip`` where only a block is safe (text that is not rewritten per span): a redaction becomes
     a block of the same guardrail and reason."""
     d = trip.decision
-    return trip if isinstance(d, Block) else Trip(trip.guardrail_id, Block(d.reason_code))
+    return trip if isinstance(d, Block) else Trip(trip.guardrail_id, Block(d.reason_code, rule=d.rule))

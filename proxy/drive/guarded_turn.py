@@ -27,6 +27,7 @@ from proxy.downstream.responder import Responder
 from proxy.drive.completer import completer_factory, request_completer
 from proxy.drive.offload import OFF_LOOP_CHARS, off_loop_if_large
 from proxy.drive.services import Services
+from proxy.drive.shares import client_key
 from proxy.drive.stream_timing import StreamTimings
 from proxy.drive.vetting import TurnNotes, Vetter, needs_vetting
 from proxy.upstream.forwarding import UpstreamResponse
@@ -245,7 +246,8 @@ class GuardedTurn:
         if self._vetter is None:
             s, f = self.services, self.facts
             self._vetter = Vetter(s, self._notes, f.request_id, partial(_grants, f.headers),
-                                  partial(_request_completer, s, f), completer_factory(s, f.headers, f.provider))
+                                  partial(_request_completer, s, f), completer_factory(s, f.headers, f.provider),
+                                  client=client_key(f.headers))
         return self._vetter
 
     # ------------------------------------------------------------------ the command loop

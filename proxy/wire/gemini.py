@@ -355,17 +355,28 @@ class _Decoder:
 
 def _logprob_events(logprobs: Any, events: list[Event], c: int) -> list[Event]:
     """``logprobsResult`` spells the chosen tokens and offers alternatives: chosen tokens that spell
-    exactly this chunk's text were checked with it, any others are a lane of their own; alternatives
-    are checked whole per chunk."""
+    exactly this chunk's text were checked with it, any others are a lane of their own; the
+    alternatives of each rank are a lane of their own too (``top_logprobs/<rank>``: a prompt spelled
+    one token a chunk through second choices reads as it streams), and all of them, joined, are
+    checked whole per chunk."""
     if not isinstance(logprobs, dict):
         return [Unvetted("logprobsResult of an unknown shape")]
     chosen = [str(t.get("token") or "") for t in logprobs.get("chosenCandidates") or [] if isinstance(t, dict)]
-    alternatives = [str(a.get("token") or "") for top in logprobs.get("topCandidates") or [] if isinstance(top, dict)
-                    for a in top.get("candidates") or [] if isinstance(a, dict)]
+    ranks: list[list[str]] = []
+    for top in logprobs.get("topCandidates") or []:
+        if not isinstance(top, dict):
+            continue
+        for rank, a in enumerate(a for a in top.get("candidates") or [] if isinstance(a, dict)):
+            while len(ranks) <= rank:
+                ranks.append([])
+            ranks[rank].append(str(a.get("token") or ""))
     spelled = "".join(chosen)
     said = "".join(e.text for e in events if isinstance(e, TextDelta) and e.channel == ANSWER)
     out: list[Event] = [] if spelled == said else [TextDelta(spelled, c, "logprobs")]
-    if alternatives:
+    out += [TextDelta(text, c, f"top_logprobs/{rank}") for rank, tokens in enumerate(ranks)
+            if tokens != chosen and (text := "".join(tokens))]  # (the chosen ones were checked above)
+    alternatives = [token for tokens in ranks for token in tokens]
+    if any(alternatives):
         out.append(WholeText(" ".join(alternatives), c, "top_logprobs"))
     return out
 
@@ -476,8 +487,11 @@ _TURNS = Turns(_read_whole, _fold, _QuickContent, b'{"role":"model"}')
 class Gemini(WireFormat):
     name = "gemini"
 
+    def added_to_clean(self, raw: bytes) -> bytes | None:
+        return _TURNS.added_to_clean(raw)
+
     def quick_view(self, body: JsonBody, *, stream: bool, model: str = "") -> RequestView | None:
-        read = _TURNS.read(body.raw)
+        read = _TURNS.read(body.raw, clean=body.repeat_free)
         if read is None:
             return None
         return RequestView(model=model, stream=stream, system_prompt=read.system_prompt,

@@ -40,7 +40,7 @@ class ProxyProcess:
         token = self.env.get("GUARDPROXY_AUTH_TOKEN")
         return {"x-guardproxy-token": token} if token else {}
 
-    def start(self, timeout: float = 30.0) -> Self:
+    def start(self, timeout: float = 120.0) -> Self:  # a loaded machine starts workers slowly
         self.proc = subprocess.Popen([sys.executable, "-m", "proxy", "serve", *self.args], env=self.env,
                                      cwd=ROOT, stdout=self._log, stderr=self._log)
         end = time.monotonic() + timeout

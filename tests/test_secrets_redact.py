@@ -1,0 +1,156 @@
+"""``secrets`` with ``action = "redact"`` masks the credential in place and the rest of the answer
+flows (issue #32): the span is the secret part of an assignment, or the whole token with its own
+prefix and every character of it after the part the rule matched, whatever the split into deltas.
+In tool-call arguments a redaction withholds the call (a masked value would change what the tool
+writes). Trips name the guardrail and the rule, never the value; the operator can allowlist by rule
+id or category, by a regex on the match, by a stopword."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import string
+from collections.abc import Iterator
+
+import pytest
+
+from config.policy import SecretsGuardrail
+from guardrails.decision import Block, Redact
+from guardrails.seams import StreamContext
+from guardrails.stream import ArmedSet
+from guardrails.stream.secrets import SecretsProvider
+from tests.adversarial import client_sees
+from tests.apis import raw_call
+from tests.fakes.proxy import ProxyServer
+from tests.fakes.upstream import FakeUpstream, Reply
+from tests.stream_support import random_chunks
+
+CTX = StreamContext(system_prompt="")
+_RNG = random.Random(32)
+_B62 = string.ascii_letters + string.digits
+OPENAI = "sk-proj-" + "".join(_RNG.choice(_B62 + "_-") for _ in range(120))
+GITHUB = "ghp_" + "".join(_RNG.choice(_B62) for _ in range(36))
+VALUE = "Zx9Qw3Er7Ty1Ui5Op2As"
+
+
+def _provider(**kw: object) -> SecretsProvider:
+    spec = SecretsGuardrail(id="no-secrets", kind="secrets", action="redact", **kw)  # type: ignore[arg-type]
+    return SecretsProvider(spec, "[withheld]")
+
+
+def masked(text: str, deltas: list[str], provider: SecretsProvider | None = None) -> tuple[str, list[str]]:
+    """The text as the client would get it (every redaction applied), and the rules that redacted."""
+    armed = ArmedSet.arm([provider or _provider()], CTX)
+    acc, spans = "", []
+    for delta in deltas:
+        acc += delta
+        trip = armed.check(acc, delta)
+        while trip is not None:
+            assert isinstance(trip.decision, Redact), trip
+            spans.append(trip.decision)
+            trip = armed.check(acc, "")
+    trip = armed.finish(acc)
+    while trip is not None:
+        assert isinstance(trip.decision, Redact)
+        spans.append(trip.decision)
+        trip = armed.finish(acc)
+    out = acc
+    for r in sorted(spans, key=lambda r: r.start, reverse=True):
+        out = out[:r.start] + r.mask + out[r.end:]
+    return out, [r.rule for r in spans]
+
+
+def _splits(text: str) -> list[list[str]]:
+    return [[text], list(text), *(list(random_chunks(text, seed)) for seed in range(8))]
+
+
+@pytest.mark.parametrize(("text", "want", "rules"), [
+    (f"Use {GITHUB} for the CI.", "Use [redacted by no-secrets: github-token] for the CI.", ["github-token"]),
+    (f"The key is {OPENAI}. Keep it safe.", "The key is [redacted by no-secrets: openai-key]. Keep it safe.",
+     ["openai-key"]),
+    (f'api_key = "{VALUE}"\nprint(1)', 'api_key = "[redacted by no-secrets: generic-assignment]"\nprint(1)',
+     ["generic-assignment"]),
+    (f"{GITHUB} and {OPENAI}", "[redacted by no-secrets: github-token] and [redacted by no-secrets: openai-key]",
+     ["github-token", "openai-key"]),
+])
+def test_a_credential_is_masked_in_place_whatever_the_split(text: str, want: str, rules: list[str]) -> None:
+    for deltas in _splits(text):
+        assert masked(text, deltas) == (want, rules), deltas
+
+
+def test_a_token_longer_than_the_rule_held_until_it_ends() -> None:
+    """The OpenAI rule matches a key's first 32 characters; its other 96 must not leak after the
+    mask: the span waits (the horizon stays at the key's start) until the token ends."""
+    text = f"key: {OPENAI}"
+    check = _provider().arm(CTX)
+    assert check is not None
+    acc = ""
+    for delta in random_chunks(text, 5):
+        acc += delta
+        decision = check.check(acc, delta)
+        assert not isinstance(decision, Redact), "redacted before the token ended"
+        assert check.horizon(acc) <= len("key: ")
+    decision = check.finish(acc)
+    assert isinstance(decision, Redact) and acc[decision.start:decision.end] == OPENAI
+
+
+def test_replace_names_the_guardrail_and_rule_never_the_value() -> None:
+    spec = SecretsGuardrail(id="no-secrets", kind="secrets")
+    provider = SecretsProvider(spec, "[withheld: {rule} ({category}) found by {guardrail}]")
+    check = provider.arm(CTX)
+    assert check is not None
+    decision = check.finish(f"token {GITHUB} ")
+    assert isinstance(decision, Block)
+    assert decision.replacement == "[withheld: github-token (github) found by no-secrets]"
+    assert decision.rule == "github-token" and GITHUB not in decision.rationale + decision.replacement
+
+
+@pytest.mark.parametrize(("allow", "text"), [
+    ({"allow_rules": ["generic-assignment"]}, f'api_key = "{VALUE}"\n'),
+    ({"allow_rules": ["github"]}, f"Use {GITHUB} now.\n"),
+    ({"allow_patterns": [r"^ghp_"]}, f"Use {GITHUB} now.\n"),
+    ({"stopwords": ["zx9qw"]}, f'api_key = "{VALUE}"\n'),
+])
+def test_the_operator_can_allowlist_by_rule_pattern_and_stopword(allow: dict[str, list[str]], text: str) -> None:
+    out, rules = masked(text, list(text), _provider(**allow))
+    assert rules == [] and out == text
+    other = f"Use {OPENAI} now.\n"
+    assert masked(other, list(other), _provider(**allow))[1] == ["openai-key"]  # only what was allowed
+
+
+# --- through the proxy, the SDKs as the judge ---------------------------------------------------
+
+POLICY = """
+[[stream_guardrails]]
+id = "no-secrets"
+kind = "secrets"
+action = "redact"
+replacement = "[withheld: {rule} found by {guardrail}]"
+"""
+
+
+@pytest.fixture(scope="module")
+def proxy(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
+    with ProxyServer(upstream_server.url, POLICY) as p:
+        yield p
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "anthropic", "gemini"])
+def test_the_client_sees_the_answer_with_the_key_masked(proxy: ProxyServer, upstream: FakeUpstream, api: str) -> None:
+    text = f"Set the token to {OPENAI} and run the deploy. Done."
+    reply = Reply(text=text, deltas=list(random_chunks(text, 3, 2, 12)))
+    seen = client_sees(proxy.url, api, lambda: upstream.queue(reply))
+    assert OPENAI[:12] not in seen.everything() and OPENAI[-20:] not in seen.everything()
+    assert seen.sdk is not None, seen.sdk_error
+    assert seen.sdk.text == "Set the token to [redacted by no-secrets: openai-key] and run the deploy. Done."
+
+
+@pytest.mark.parametrize("api", ["chat", "anthropic"])
+def test_a_key_in_tool_arguments_withholds_the_call(proxy: ProxyServer, upstream: FakeUpstream, api: str) -> None:
+    args = json.dumps({"file_path": ".env", "content": f"GITHUB_TOKEN={GITHUB}\n"})
+    upstream.queue(Reply(text="Saving.", tool_calls=[("write_file", args)]))
+    res = raw_call(proxy.url, api, stream=True)
+    body = res.raw.decode("utf-8", "replace")
+    assert GITHUB not in body and "write_file" not in body
+    assert re.search(r"\[withheld: (github-token|generic-assignment) found by no-secrets\]", body), body

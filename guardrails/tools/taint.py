@@ -115,7 +115,7 @@ def _spellings(name: str) -> tuple[str, ...]:
     qualification and to its bare tool name, so ``mcp__*`` or ``fetch`` in ``untrusted_tools`` covers
     the same server's results under every client (a miss would leave a conversation untainted; a
     trusted tool whose bare name an untrusted pattern happens to match is only blocked from sending)."""
-    server_tool = name[5:] if name.startswith("mcp__") else name
+    server_tool = name.removeprefix("mcp__")
     if "__" not in server_tool.strip("_"):
         return (name,)
     return (name, "mcp__" + server_tool, server_tool.rsplit("__", 1)[1])

@@ -56,7 +56,7 @@ class Hit:
 def _rule_of(checks: Sequence[DeltaCheck], ids: Sequence[str], guardrail_id: str, decision: Block | Redact) -> str:
     check = checks[list(ids).index(guardrail_id)]
     if isinstance(check, SecretsCheck):
-        return check.last_rule
+        return getattr(check, "last_rule", "") or decision.reason_code
     if isinstance(decision, Redact):
         return f"{decision.reason_code} {decision.mask}"
     return decision.reason_code

@@ -268,13 +268,13 @@ class Exchange:
         except ValueError as exc:
             await self._fail(400, str(exc), "invalid_request")
             return
-        if await self._refused_repeats(body, route.wire == "gemini"):
+        if await self._refused_repeats(body, route.wire == "gemini", wire):
             return
         inputs = input_guard_of(self.services)
         if inputs is None and not plan.plants and self.span is None and _sends_as_read(route.wire, body) \
                 and not (plan.unseen == "refuse" and may_name_held(body)):
             self._send_early(body)
-        request = JsonBody(body, self._decoded)
+        request = JsonBody(body, self._decoded, repeat_free=True)
         self._decoded = None
         background = False
         screened = None
@@ -352,11 +352,15 @@ class Exchange:
         except StoreUnavailable as exc:
             self._state_failed("put", None, exc)
 
-    async def _refused_repeats(self, body: bytes, spellings: bool) -> bool:
+    async def _refused_repeats(self, body: bytes, spellings: bool, wire: WireFormat | None = None) -> bool:
         """A guarded body that repeats a key in one object is refused with the API's 400 before
         anything of it goes upstream (``proxy.edge.one_reading``). Returns whether it was; when not,
-        ``self._decoded`` holds the body's object if the check decoded it whole."""
-        key, self._decoded = read_once(body, spellings=spellings)
+        ``self._decoded`` holds the body's object if the check decoded it whole. A body that extends
+        a recent clean one of ``wire`` (an agent's next turn) is checked in what it adds only, exactly
+        (``proxy.wire.conversation_delta``): an agent's 66 KB turn costs its new items' check, not a
+        whole decode and re-encode ahead of the early send."""
+        key, self._decoded = read_once(body, spellings=spellings,
+                                       added=None if wire is None else wire.added_to_clean(body))
         if key is None:
             return False
         self.services.metrics.fail_closed.labels(reason="repeated_key").inc()

@@ -295,8 +295,9 @@ async def test_a_value_sealed_with_another_key_is_a_miss_and_counted(tmp_path: P
     (``unseen_prompt``), never a text armed from a value nobody can vouch for."""
     store = SqliteStore(str(tmp_path / "state.db"), Budgets(1 << 20, 1 << 20))
     try:
-        before = HeldPrompts(store, Sealer(bytes(32), seal=True))
-        after = HeldPrompts(store, Sealer(bytes(range(32)), seal=True))
+        # (no 50 ms bound here: the first call opens the file, which a busy machine takes longer to do)
+        before = HeldPrompts(store, Sealer(bytes(32), seal=True), timeout_s=30.0)
+        after = HeldPrompts(store, Sealer(bytes(range(32)), seal=True), timeout_s=30.0)
         await before.remember(S, "response:r", ("You are Orion.",))
         assert await before.recall(S, ("response:r",)) == (("You are Orion.",), ())
         assert await after.recall(S, ("response:r",)) == ((), ("response:r",))

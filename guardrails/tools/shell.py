@@ -39,7 +39,13 @@ from tree_sitter import Language, Node, Parser
 
 from guardrails.tools import commands as cmds
 from guardrails.tools import network as net
-from guardrails.tools.autorun import autorun_settings, git_dir_setting, git_subcommand, is_git_config_name
+from guardrails.tools.autorun import (
+    autorun_settings,
+    git_dir_setting,
+    git_subcommand,
+    in_git_folder,
+    is_git_config_name,
+)
 from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, Embedded, program_name
 from guardrails.tools.embedded import embedded, sed, setting
 from guardrails.tools.interpreters import DYNAMIC, UNKNOWN_OPTIONS
@@ -758,6 +764,9 @@ class _Walker:
                 self._path(op, path)
         for op, path in table:
             self._path(op, path)
+        if self.cwd and not self.cwd.startswith("?") and in_git_folder(self.cwd + "/x"):
+            # ``cd .git && cp -r . ../evil``: the operands are read from inside the git folder
+            args = [a if a is None or a.startswith("-") else self._key(a) for a in args]
         self.facts.autorun += autorun_settings(prog, args)
         if prog == "git":
             self._git_run(args)

@@ -136,3 +136,19 @@ def test_the_genai_sdk_sees_the_503_mid_stream(secrets_guard: ProxyServer, upstr
     assert isinstance(caught.value, genai_errors.ServerError)
     assert (caught.value.code, caught.value.status, caught.value.message) == (
         503, "UNAVAILABLE", "The model is overloaded.")
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("api", ["chat", "responses", "anthropic", "gemini"])
+def test_an_error_answer_keeps_its_status_and_its_message_is_checked(
+        secrets_guard: ProxyServer, upstream: FakeUpstream, api: str, stream: bool) -> None:
+    message = f"quota exceeded for key {SECRET}"
+    path, body = request_for(api, stream=stream)
+    upstream.queue(Reply(status=429, error_message=message))
+    direct = httpx.post(upstream.url + path, json=body, headers=headers_for(api), timeout=30)
+    upstream.queue(Reply(status=429, error_message=message))
+    r = httpx.post(secrets_guard.url + path, json=body, headers=headers_for(api), timeout=30)
+    assert r.status_code == 429 and r.headers["retry-after"] == "7"
+    assert SECRET.encode() not in r.content
+    replaced = json.dumps("[guardproxy: the upstream's error message was removed by a guardrail]").encode()
+    assert r.content == direct.content.replace(json.dumps(message).encode(), replaced)

@@ -33,16 +33,17 @@ from operator import itemgetter
 from typing import Any, Protocol
 
 from config.errors import UpstreamError
-from guardrails.datamodel import PRIMARY, AssistantMessage, Event, Frame, RequestView
+from guardrails.datamodel import ANSWER, PRIMARY, AssistantMessage, Event, Frame, RequestView
 from guardrails.decision import Block
 from guardrails.findings import Act, Finding, OnTrip, choose, finding_of, named
 from guardrails.stream import ArmedSet, Trip
 from proxy.core.choice_guard import COVERAGE_ID, ArmFor, ChoiceGuard
 from proxy.core.holdback import Waits
 from proxy.core.limits import Limits, message_violation, messages_violation
-from proxy.core.stream_guard import apply_redactions
+from proxy.core.stream_guard import apply_redactions, tool_block
 from proxy.core.whole_answer import PassesFor, ToolsPass, WholeVerdict, check_whole_answer
 from proxy.wire.base import ErrorKind, FinishKind, JsonBody, Replaced, StreamCodec, WireFormat, dumps
+from proxy.wire.shapes import error_body
 
 BATCH_FRAMES = 32
 """Released frames sent per write within one upstream read: few sends, bounded delay."""
@@ -252,7 +253,42 @@ class Turn:
         response has already started (a retry), which then ends with the API's error."""
         if self.started:
             return [Fail(502, f"the upstream answered {status} on a retry", "upstream")]
-        return [Reply(status, body, headers, _content_type(headers))]
+        return [self._error_reply(status, headers, body)]
+
+    def _error_reply(self, status: int, headers: list[tuple[str, str]], body: bytes) -> Command:
+        """An error answer, relayed with its status, headers and body; its text checked like model
+        text by the answer's stream checks (an error may quote what the model or the request held):
+        a message that trips has only its JSON string replaced; other strings that trip (type, code,
+        details, a quoted field) give the API's generic error with the upstream's status."""
+        error = error_body(body)
+        if error is None:
+            return Reply(status, body, headers, _content_type(headers))
+        arming = self._arming or self.rules
+
+        def arm() -> ArmedSet | None:
+            return arming.arm(ANSWER)
+
+        logged: list[Trip] = []
+        log_only = self._log_only()
+        for text in (error.message, "\n".join(error.others)):
+            armed = arm() if text else None
+            trip = tool_block(armed, text, log_only, logged, arm) if armed else None
+            if trip is None:
+                continue
+            d = trip.decision
+            assert isinstance(d, Block)
+            self.notes.tripped(trip.guardrail_id, d.reason_code)
+            swapped = (_replace_error_text(Frame(body), text, _ERROR_TEXT_REPLACED)
+                       if text is error.message else None)
+            if swapped is None:
+                if logged:
+                    self.notes.logged(logged)
+                return Fail(status, "the upstream answered with an error guardproxy cannot relay", "upstream",
+                            reason="upstream_error")
+            body = swapped.raw
+        if logged:
+            self.notes.logged(logged)
+        return Reply(status, body, headers, _content_type(headers))
 
     def on_verdict(self, finding: Finding | None, about: AssistantMessage | None = None) -> list[Command]:
         """``about``: the message the finding is about when it is another choice's."""

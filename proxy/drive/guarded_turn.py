@@ -27,6 +27,7 @@ from proxy.downstream.responder import Responder
 from proxy.drive.completer import completer_factory, request_completer
 from proxy.drive.offload import OFF_LOOP_CHARS, off_loop_if_large
 from proxy.drive.services import Services
+from proxy.drive.shares import client_key
 from proxy.drive.stream_timing import StreamTimings
 from proxy.drive.vetting import TurnNotes, Vetter, needs_vetting
 from proxy.upstream.forwarding import UpstreamResponse
@@ -245,7 +246,8 @@ class GuardedTurn:
         if self._vetter is None:
             s, f = self.services, self.facts
             self._vetter = Vetter(s, self._notes, f.request_id, partial(_grants, f.headers),
-                                  partial(_request_completer, s, f), completer_factory(s, f.headers, f.provider))
+                                  partial(_request_completer, s, f), completer_factory(s, f.headers, f.provider),
+                                  client=client_key(f.headers))
         return self._vetter
 
     # ------------------------------------------------------------------ the command loop
@@ -285,9 +287,10 @@ class GuardedTurn:
         prompt = self.facts.view.system_prompt
         if len(prompt) < WARM_OFF_LOOP_CHARS:
             return
-        for g in self._plan.canaries:
-            if g.cold(prompt):
-                g.warm(prompt, await asyncio.to_thread(g.index_of, prompt))
+        for canary in self._plan.canaries:  # (and its form for tool arguments: a longer threshold)
+            for g in {canary, canary.tool_arguments_form}:
+                if g.cold(prompt):
+                    g.warm(prompt, await asyncio.to_thread(g.index_of, prompt))
 
     async def _do(self, cmd: Command) -> list[Command]:
         r = self.responder

@@ -18,6 +18,7 @@ from guardrails.seams import MessageGuardrail, StreamGuardrail, judges_tool_argu
 from guardrails.tools import ToolAssessor
 from proxy.drive.held_prompts import HeldPrompts
 from proxy.drive.policies import Guard, PolicyBook
+from proxy.drive.shares import ClientShares
 from proxy.ops.audit import AuditLog
 from proxy.ops.metrics import Metrics
 from proxy.ops.tracing import Tracing, otlp_provider, otlp_requested
@@ -65,6 +66,8 @@ class Services:
     tracing: Tracing = field(default_factory=lambda: Tracing(None))
     gate: CheckGate | None = None
     """Slots for message checks in flight (``GUARDPROXY_CHECK_CONCURRENCY``); queueing is measured."""
+    tool_shares: ClientShares = field(default_factory=ClientShares)
+    """Each client's share of the tool checks (``proxy.drive.shares``): one answer at a time."""
     held_prompts: HeldPrompts = field(default_factory=_memory_held_prompts)
     """System prompts the upstream holds for later requests, as they went up (``proxy.state``: in this
     process, or shared by workers and replicas; not per policy: a reload keeps them)."""

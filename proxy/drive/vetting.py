@@ -122,9 +122,12 @@ class Vetter:
 
     def __init__(self, services: Services, notes: TurnNotes, request_id: str, grants: Callable[[], frozenset[str]],
                  completer: Callable[[], TextCompleter],
-                 completer_for: Callable[[str, str | None, str | None], TextCompleter | None]) -> None:
-        """``grants`` and ``completer`` are made on first use: most answers need neither."""
+                 completer_for: Callable[[str, str | None, str | None], TextCompleter | None],
+                 client: str = "") -> None:
+        """``grants`` and ``completer`` are made on first use: most answers need neither. ``client``:
+        whose share of the tool checks this request's come from (``proxy.drive.shares``)."""
         self._s, self._notes, self._request_id = services, notes, request_id
+        self._client = client
         self._make_grants, self._make_completer, self._completer_for = grants, completer, completer_for
         self._grants: frozenset[str] | None = None
         self._completer: TextCompleter | None = None
@@ -208,7 +211,9 @@ class Vetter:
         calls = list(message.tool_calls)
         # Always in a thread: the shell parse runs in a worker process (guardrails.tools.shell_worker),
         # and waiting for one, behind another request's 32 KiB parse, must not hold the event loop.
-        assessments = await asyncio.to_thread(_assess_all, assessor, calls, view.history, self._grants, flagged)
+        # One answer of a client at a time: its costly answers queue behind each other, not others'.
+        async with self._s.tool_shares.turn(self._client):
+            assessments = await asyncio.to_thread(_assess_all, assessor, calls, view.history, self._grants, flagged)
         blocked: list[tuple[ToolCall, str]] = []
         first: tuple[str, str] | None = None
         canaries = [g for g in self._s.stream_guardrails if isinstance(g, CanaryProvider)]

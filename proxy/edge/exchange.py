@@ -268,13 +268,13 @@ class Exchange:
         except ValueError as exc:
             await self._fail(400, str(exc), "invalid_request")
             return
-        if await self._refused_repeats(body, route.wire == "gemini"):
+        if await self._refused_repeats(body, route.wire == "gemini", wire):
             return
         inputs = input_guard_of(self.services)
         if inputs is None and not plan.plants and self.span is None and _sends_as_read(route.wire, body) \
                 and not (plan.unseen == "refuse" and may_name_held(body)):
             self._send_early(body)
-        request = JsonBody(body, self._decoded)
+        request = JsonBody(body, self._decoded, repeat_free=True)
         self._decoded = None
         background = False
         screened = None
@@ -326,8 +326,9 @@ class Exchange:
         self.turn = turn = GuardedTurn(self.services, facts, self.responder,
                                        partial(self.upstream_request, identity=True), plan)
         keeps = view.kept is not None and recalled is not None and plan.unseen is not None
-        if keeps or (view.held and plan.unseen is None):
-            turn.before_end = partial(self._keep_held, view, recalled or (), keeps)
+        if keeps or (view.held and (plan.unseen is None or recalled is None)):
+            turn.before_end = partial(self._keep_held, view, recalled or (), keeps,
+                                      plan.unseen is not None and recalled is None)
         try:
             await turn.run()
         finally:  # (however the turn ended: a client that left mid-answer may chain on it, and the
@@ -335,7 +336,7 @@ class Exchange:
             if turn.before_end is not None:
                 await asyncio.shield(turn.settle())
 
-    async def _keep_held(self, view: RequestView, recalled: tuple[str, ...], keeps: bool) -> None:
+    async def _keep_held(self, view: RequestView, recalled: tuple[str, ...], keeps: bool, unseen: bool) -> None:
         """What this turn left upstream, in the state store (``GuardedTurn.before_end``): remembered
         under its answer's ids and its conversation, or (a policy without a canary) the conversation
         forgotten. A store that fails is counted and audited; the answer goes on."""
@@ -344,16 +345,22 @@ class Exchange:
         try:
             if keeps:
                 await held.remember_turn(self.state_scope, view, recalled, state_ids)
+            elif unseen:  # (relayed with held state it never saw: its conversation is unseen from now on)
+                await held.forget_unseen(self.state_scope, view)
             elif state_ids:
                 await held.forget_unwatched(self.state_scope, view)
         except StoreUnavailable as exc:
             self._state_failed("put", None, exc)
 
-    async def _refused_repeats(self, body: bytes, spellings: bool) -> bool:
+    async def _refused_repeats(self, body: bytes, spellings: bool, wire: WireFormat | None = None) -> bool:
         """A guarded body that repeats a key in one object is refused with the API's 400 before
         anything of it goes upstream (``proxy.edge.one_reading``). Returns whether it was; when not,
-        ``self._decoded`` holds the body's object if the check decoded it whole."""
-        key, self._decoded = read_once(body, spellings=spellings)
+        ``self._decoded`` holds the body's object if the check decoded it whole. A body that extends
+        a recent clean one of ``wire`` (an agent's next turn) is checked in what it adds only, exactly
+        (``proxy.wire.conversation_delta``): an agent's 66 KB turn costs its new items' check, not a
+        whole decode and re-encode ahead of the early send."""
+        key, self._decoded = read_once(body, spellings=spellings,
+                                       added=None if wire is None else wire.added_to_clean(body))
         if key is None:
             return False
         self.services.metrics.fail_closed.labels(reason="repeated_key").inc()

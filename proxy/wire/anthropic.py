@@ -329,8 +329,11 @@ _TURNS = Turns(_read_whole, _fold, _QuickMessage, b'{"role":"guardproxy-probe","
 class AnthropicMessages(WireFormat):
     name = "anthropic"
 
+    def added_to_clean(self, raw: bytes) -> bytes | None:
+        return _TURNS.added_to_clean(raw)
+
     def quick_view(self, body: JsonBody, *, stream: bool) -> RequestView | None:
-        read = _TURNS.read(body.raw)
+        read = _TURNS.read(body.raw, clean=body.repeat_free)
         if read is None:
             return None
         return RequestView(model=read.model, stream=stream or bool(read.stream),

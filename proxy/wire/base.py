@@ -160,11 +160,14 @@ class JsonBody:
     rules' history. An agent's 66 KB turn is then read in a third of the time, and builds no Python
     object for the tool results and tools catalog that no check reads."""
 
-    __slots__ = ("_data", "raw")
+    __slots__ = ("_data", "raw", "repeat_free")
 
-    def __init__(self, raw: bytes, data: dict[str, Any] | None = None) -> None:
+    def __init__(self, raw: bytes, data: dict[str, Any] | None = None, *, repeat_free: bool = False) -> None:
         self.raw = raw
         self._data = data
+        self.repeat_free = repeat_free
+        """Proven to repeat no key in any object (``proxy.edge.one_reading``): a quick view may keep it
+        as the base that later turns' repeated-key check reads from (``WireFormat.added_to_clean``)."""
 
     @property
     def data(self) -> dict[str, Any]:
@@ -283,6 +286,11 @@ class WireFormat(ABC):
         folded from ``body.data`` when read. None when only the whole decode can tell (anything
         ``parse_request`` would refuse, any unusual shape): the caller then decodes it whole. A
         format without one always decodes whole."""
+        return None
+
+    def added_to_clean(self, raw: bytes) -> bytes | None:
+        """What ``raw`` adds to a recent body proven repeat-free that it extends (the items of one or
+        more turns, ``proxy.wire.conversation_delta``), or None: the edge then checks ``raw`` whole."""
         return None
 
     @abstractmethod

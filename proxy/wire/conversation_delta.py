@@ -28,6 +28,19 @@ a probe item inserted there: P's kept list must come out one item longer, ending
 dropped duplicate list or before the last item all fail this). Turn 2 thus pays one more decode;
 every later turn pays only for what it adds.
 
+The same argument makes the repeated-key check (``proxy.edge.one_reading``) incremental. A kept
+body is marked clean only when the caller proved it repeats no key in any object (``read(raw,
+clean=True)``: the edge checks every guarded body before it is read, and refuses one that repeats).
+Let N = ``P[:b] + X + P[a:]`` with P clean and b <= a proven anchors of P, and ``[null`` + X + ``]``
+one JSON value (so X is a sequence of ``,value``: its first ``[`` is closed by its last ``]``). By the
+argument above, the objects N's parser reads are P's objects outside the list items P holds between b
+and a, each with the same pairs (the objects that enclose the list keep their keys: only the list's
+items changed), and the objects inside X's values. P's repeat none, so N repeats a key exactly when
+X's values do, which is what ``[null`` + X + ``]`` alone shows (``added_to_clean`` returns X). A key
+repeated in the unchanged part cannot pass: P holds that part and was proven clean; a body that
+repeats a key is refused, never read, so never kept. A body that extends no kept clean one gets the
+whole check.
+
 Exact byte comparisons decide every reuse (no digest an attacker could collide). A lookup compares
 the body with at most ``CANDIDATES`` kept bodies per group, most recent first: the groups of the
 bytes it holds before the offsets kept bodies with anchors are grouped at (``_deep_key``: bytes of
@@ -52,6 +65,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 import msgspec
 
 S = TypeVar("S")
+T = TypeVar("T")
 
 MIN_BYTES = 8192
 """Bodies shorter than this are read whole (a 8 KB decode costs about 5 us, the lookup 1-2)."""
@@ -105,10 +119,12 @@ class _Kept(Generic[S]):
     tried: bool = False
     """Whether a later body was tried as its extension while it had no anchor (tried once only)."""
     marks: tuple[tuple[int, S, int], ...] = ()
-    point: int = 0
-    """The offset it is grouped at (``_deep_key``), 0 when grouped by its first bytes."""
     """Proven anchors of this body and of the turns before it, oldest first, the last at
     ``len(head)``: (offset, the reading of the items before it, their count)."""
+    point: int = 0
+    """The offset it is grouped at (``_deep_key``), 0 when grouped by its first bytes."""
+    clean: bool = False
+    """Whether its body was proven to repeat no key in any object (``Turns.added_to_clean``)."""
 
     @property
     def size(self) -> int:
@@ -145,39 +161,63 @@ class Turns(Generic[S]):
         self._points: dict[int, int] = {}
         """Offsets that kept bodies with anchors are grouped at (``_deep_key``), with how many are."""
 
-    def read(self, raw: bytes) -> S | None:
+    def read(self, raw: bytes, *, clean: bool = False) -> S | None:
+        """The reading of ``raw``, from a kept body it extends when there is one. ``clean``: the caller
+        proved ``raw`` repeats no key in any object (``proxy.edge.one_reading``); only such a body is
+        kept as clean, the base that ``added_to_clean`` reads later bodies from."""
         if len(raw) < MIN_BYTES:
             found = self._whole(raw)
             return None if found is None else found[0]
-        # The groups at each offset kept bodies are grouped at, deepest first, then the first bytes'
-        # (each key made only when the groups before it did not answer).
-        for at in sorted(self._points, reverse=True):
-            if at <= len(raw) and (state := self._from_group(_deep_key(raw, at), raw)) is not None:
-                return state
-        key = raw[:KEY_BYTES]
-        if (state := self._from_group(key, raw)) is not None:
+        state = self._find(raw, lambda group, kept: self._extend(group, kept, raw, clean))
+        if state is not None:
             return state
         found = self._whole(raw)
         if found is not None and self._keeps(found[0]):
-            self._keep(key, _Kept(found[0], len(found[1]), raw, b"", False))
+            self._keep(raw[:KEY_BYTES], _Kept(found[0], len(found[1]), raw, b"", False, clean=clean))
         return None if found is None else found[0]
 
-    def _from_group(self, group_key: bytes, raw: bytes) -> S | None:
+    def added_to_clean(self, raw: bytes) -> bytes | None:
+        """What ``raw`` adds to a kept clean body it extends (``P[:b] + X + P[a:]`` at proven anchors
+        b <= a of a kept ``P``: X, a sequence of ``,item`` if ``raw`` is JSON at all; empty for ``P``
+        itself), or None when it extends none. ``raw`` then repeats a key in some object exactly when
+        X's items do (see ``proxy.edge.one_reading``). May prove a kept body's anchor (as ``read``
+        would next)."""
+        if len(raw) < MIN_BYTES:
+            return None
+        return self._find(raw, lambda _, kept: self._added(kept, raw))
+
+    def _added(self, kept: _Kept[S], raw: bytes) -> bytes | None:
+        if not kept.clean:
+            return None
+        found = self._match(kept, raw)
+        return None if found is None else raw[found[0][0]:found[1]]
+
+    def _find(self, raw: bytes, visit: Callable[[list[_Kept[S]], _Kept[S]], T | None]) -> T | None:
+        """The first answer of ``visit`` over the kept bodies ``raw`` may extend: the groups at each
+        offset kept bodies are grouped at, deepest first, then its first bytes' group (each key made
+        only when the groups before it did not answer)."""
+        for at in sorted(self._points, reverse=True):
+            if at <= len(raw) and (found := self._from_group(_deep_key(raw, at), visit)) is not None:
+                return found
+        return self._from_group(raw[:KEY_BYTES], visit)
+
+    def _from_group(self, group_key: bytes, visit: Callable[[list[_Kept[S]], _Kept[S]], T | None]) -> T | None:
         group = self._groups.get(group_key)
         if group is not None:
             self._groups.move_to_end(group_key)
             for kept in reversed(group):
-                state = self._extend(group, kept, raw)
-                if state is not None:
-                    return state
+                found = visit(group, kept)
+                if found is not None:
+                    return found
         return None
 
-    def _extend(self, group: list[_Kept[S]], kept: _Kept[S], raw: bytes) -> S | None:
-        # (one function for an agent's every turn, an append, with few calls: this runs once per
-        # request on caches the upstream's wait left cold, where each call costs microseconds)
+    def _match(self, kept: _Kept[S], raw: bytes) -> tuple[tuple[int, S, int], int] | None:
+        """(the anchor of ``kept`` that ``raw`` extends from, where what it adds ends), or None: ``raw``
+        is ``kept``'s body up to that anchor, then what it adds, then ``kept``'s tail. ``kept`` itself
+        unanchored: its whole body, nothing added."""
         if not kept.anchored:
             if raw == kept.head:
-                return kept.state  # the same body again (a retry)
+                return (len(raw), kept.state, kept.count), len(raw)  # the same body again (a retry)
             if kept.tried or not self._anchor(kept, raw):
                 return None
         tail, head, marks = kept.tail, kept.head, kept.marks
@@ -185,9 +225,17 @@ class Turns(Generic[S]):
         if not raw.endswith(tail):
             return None
         mark = marks[-1] if end >= len(head) and raw.startswith(head) else self._mark(kept, raw, end)
-        if mark is None:
+        return None if mark is None else (mark, end)
+
+    def _extend(self, group: list[_Kept[S]], kept: _Kept[S], raw: bytes, clean: bool) -> S | None:
+        # (one function for an agent's every turn, an append, with few calls: this runs once per
+        # request on caches the upstream's wait left cold, where each call costs microseconds)
+        found = self._match(kept, raw)
+        if found is None:
             return None
+        mark, end = found
         at, before, count = mark
+        head, marks = kept.head, kept.marks
         added = raw[at:end]
         if at == len(head) and not added:
             return kept.state
@@ -210,6 +258,7 @@ class Turns(Generic[S]):
             # body's in place, the most recent of its group (an agent's every turn, most often).
             self.used_bytes += end - len(head)
             kept.state, kept.count, kept.head, kept.marks = state, count, memoryview(raw)[:end], marks
+            kept.clean = clean
             if group[-1] is not kept:
                 group.remove(kept)
                 group.append(kept)
@@ -218,7 +267,8 @@ class Turns(Generic[S]):
         group.remove(kept)
         self._forget(kept)
         self._keep(_deep_key(raw, point) if point else raw[:KEY_BYTES],
-                   _Kept(state, count, memoryview(raw)[:end], tail, True, marks=marks, point=point))
+                   _Kept(state, count, memoryview(raw)[:end], kept.tail, True, marks=marks, point=point,
+                         clean=clean))
         return state
 
     def _mark(self, kept: _Kept[S], raw: bytes, end: int) -> tuple[int, S, int] | None:

@@ -487,8 +487,11 @@ _TURNS = Turns(_read_whole, _fold, _QuickContent, b'{"role":"model"}')
 class Gemini(WireFormat):
     name = "gemini"
 
+    def added_to_clean(self, raw: bytes) -> bytes | None:
+        return _TURNS.added_to_clean(raw)
+
     def quick_view(self, body: JsonBody, *, stream: bool, model: str = "") -> RequestView | None:
-        read = _TURNS.read(body.raw)
+        read = _TURNS.read(body.raw, clean=body.repeat_free)
         if read is None:
             return None
         return RequestView(model=model, stream=stream, system_prompt=read.system_prompt,

@@ -336,8 +336,11 @@ def system_items(body: dict[str, Any]) -> tuple[str, ...] | None:
 class OpenAIResponses(WireFormat):
     name = "openai_responses"
 
+    def added_to_clean(self, raw: bytes) -> bytes | None:
+        return _TURNS.added_to_clean(raw)
+
     def quick_view(self, body: JsonBody, *, stream: bool) -> RequestView | None:
-        read = _TURNS.read(body.raw)
+        read = _TURNS.read(body.raw, clean=body.repeat_free)
         if read is None:
             return None
         return RequestView(model=read.model, stream=bool(read.stream),

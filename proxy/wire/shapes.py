@@ -181,3 +181,19 @@ def error_event(chunk: dict[str, Any], message: str, top: frozenset[str], inner:
     if message in others:
         others.remove(message)
     return StreamError(message, bare, tuple(others))
+
+
+def error_body(body: bytes) -> StreamError | None:
+    """An error answer's body as the four APIs shape it (``{"error": {"message": ...}}``, Anthropic's
+    with ``"type": "error"`` beside it): its message and its other strings; None when the body is
+    not such an object (read by ``loads``; an error body is not checked for repeated keys)."""
+    from proxy.wire.base import loads
+
+    try:
+        value = loads(body)
+    except ValueError:
+        return None
+    if not isinstance(value, dict) or not isinstance(err := value.get("error"), dict):
+        return None
+    message = err.get("message")
+    return error_event(value, message if isinstance(message, str) else "", frozenset(), frozenset())

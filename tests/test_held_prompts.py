@@ -127,6 +127,21 @@ def test_a_cache_is_kept_until_its_expire_time() -> None:
     assert created_ttl("openai_responses", b"{}", b'{"id": "conv_1"}', now) is None
 
 
+
+async def test_a_ttl_that_is_not_a_number_is_neither_forever_nor_an_error(tmp_path: Path) -> None:
+    """A cache created with ``"ttl": "nans"`` (or an answer whose time is not a number): the entry was
+    kept with a NaN expiry (never expired in memory), and the Valkey engine raised ``ValueError`` (a
+    500 on the create). A non-finite time is Gemini's default hour; any TTL is at most the longest."""
+    assert created_ttl("gemini", b'{"ttl": "nans"}', b'{"name": "cachedContents/x"}', 0.0) == 3600
+    assert created_ttl("gemini", b'{"ttl": "infs"}', b'{"name": "cachedContents/x"}', 0.0) == 3600
+    now = [1000.0]
+    held = HeldPrompts(MemoryStore(Budgets(1 << 20, 1 << 20), clock=lambda: now[0]), Sealer(None, seal=False),
+                       max_ttl_s=60)
+    await held.remember(S, "cache:cachedContents/n", ("cached system",), ttl_s=float("nan"))
+    now[0] += 61
+    assert (await held.recall(S, ("cache:cachedContents/n",)))[1] == ("cache:cachedContents/n",)
+
+
 RESPONSES = [
     ({"model": "m", "input": "hi"}, (), ()),
     ({"model": "m", "input": "hi", "previous_response_id": "resp_1"}, ("response:resp_1",), ()),

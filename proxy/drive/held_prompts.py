@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 import time
 from datetime import datetime
@@ -94,7 +95,7 @@ class HeldPrompts:
                        *, join: bool = False) -> bool:
         """Keep ``texts`` under ``key`` (in place of what was there, or joined to it); False: not kept
         (larger than a scope's budget: a later request naming it is a miss). Raises ``StoreUnavailable``."""
-        ttl = self.max_ttl_s if ttl_s is None else min(ttl_s, self.max_ttl_s)
+        ttl = self.max_ttl_s if ttl_s is None or math.isnan(ttl_s) else min(ttl_s, self.max_ttl_s)
         if ttl <= 0:
             await self.forget(scope, key)
             return False
@@ -271,8 +272,8 @@ def created_ttl(kind: str, body: bytes, answer: bytes, now: float | None = None)
         pass
     try:
         asked = json.loads(body).get("ttl")
-        if isinstance(asked, str) and asked.endswith("s"):
-            return float(asked[:-1])
+        if isinstance(asked, str) and asked.endswith("s") and math.isfinite(seconds := float(asked[:-1])):
+            return seconds
     except (ValueError, UnicodeDecodeError, RecursionError, AttributeError, OverflowError):
         pass
     return CACHE_DEFAULT_TTL_S

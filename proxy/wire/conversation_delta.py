@@ -302,12 +302,18 @@ class Turns(Generic[S]):
         """Find and prove the anchor of an unanchored body from a body that may extend it (once: a
         body whose anchor cannot be proven this way is not tried again)."""
         body = kept.body
-        at = _common_prefix(body, raw)
-        if len(raw) <= len(body) or not raw.endswith(body[at:]):
+        if len(raw) <= len(body):
             return False
+        at = _common_prefix(body, raw)
+        if not raw.endswith(body[at:]):
+            return False
+        # One comparison that gets this far per kept body, whatever it proves: a body that changes it
+        # elsewhere than where its list ends (a client moving its cache marker onto the newest message
+        # on every turn) is not compared again by each later lookup (the check's and the read's), each
+        # a prefix scan of a whole turn.
+        kept.tried = True
         if not _CLOSES_A_LIST.match(body, at):
             return False  # the next turn's items would not be the list's last ones
-        kept.tried = True  # one probe per kept body, whatever it proves
         found = self._whole(body[:at] + b"," + self._probe + body[at:])
         if found is None or len(found[1]) != kept.count + 1 or found[1][-1] != self._probe_item:
             return False

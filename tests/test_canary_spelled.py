@@ -56,6 +56,8 @@ SPELLINGS: dict[str, Callable[[str], str]] = {
     "each letter bold": lambda t: " ".join(f"**{c}**" for c in t.replace(" ", "")),
     "letters joined by markup": lambda t: "*".join(t.replace(" ", "")),
     "upper case spaced": lambda t: " ".join(t.upper().replace(" ", "")),
+    "each word numbered": lambda t: "\n".join(f"{n}. {w}" for n, w in enumerate(_words(t), start=1)),
+    "each letter numbered": lambda t: " ".join(f"{n}){c}" for n, c in enumerate(t.replace(" ", ""), start=1)),
 }
 
 
@@ -126,6 +128,7 @@ CODE_AND_PROSE = [
     "- install the dependencies\n- run the tests\n- open a pull request\n",
     "**Note**: the `--force` flag overwrites the existing file without asking.",
     "S-E-C-R-E-T is how you spell it, but this is not the prompt.",
+    "1. install\n2. test\n3. ship\n4. repeat\n5. rest\n6. measure\n7. write it down\n",
 ]
 
 

@@ -127,6 +127,21 @@ def test_a_cache_is_kept_until_its_expire_time() -> None:
     assert created_ttl("openai_responses", b"{}", b'{"id": "conv_1"}', now) is None
 
 
+
+async def test_a_ttl_that_is_not_a_number_is_neither_forever_nor_an_error(tmp_path: Path) -> None:
+    """A cache created with ``"ttl": "nans"`` (or an answer whose time is not a number): the entry was
+    kept with a NaN expiry (never expired in memory), and the Valkey engine raised ``ValueError`` (a
+    500 on the create). A non-finite time is Gemini's default hour; any TTL is at most the longest."""
+    assert created_ttl("gemini", b'{"ttl": "nans"}', b'{"name": "cachedContents/x"}', 0.0) == 3600
+    assert created_ttl("gemini", b'{"ttl": "infs"}', b'{"name": "cachedContents/x"}', 0.0) == 3600
+    now = [1000.0]
+    held = HeldPrompts(MemoryStore(Budgets(1 << 20, 1 << 20), clock=lambda: now[0]), Sealer(None, seal=False),
+                       max_ttl_s=60)
+    await held.remember(S, "cache:cachedContents/n", ("cached system",), ttl_s=float("nan"))
+    now[0] += 61
+    assert (await held.recall(S, ("cache:cachedContents/n",)))[1] == ("cache:cachedContents/n",)
+
+
 RESPONSES = [
     ({"model": "m", "input": "hi"}, (), ()),
     ({"model": "m", "input": "hi", "previous_response_id": "resp_1"}, ("response:resp_1",), ()),
@@ -295,11 +310,38 @@ async def test_a_value_sealed_with_another_key_is_a_miss_and_counted(tmp_path: P
     (``unseen_prompt``), never a text armed from a value nobody can vouch for."""
     store = SqliteStore(str(tmp_path / "state.db"), Budgets(1 << 20, 1 << 20))
     try:
-        before = HeldPrompts(store, Sealer(bytes(32), seal=True))
-        after = HeldPrompts(store, Sealer(bytes(range(32)), seal=True))
+        # (no 50 ms bound here: the first call opens the file, which a busy machine takes longer to do)
+        before = HeldPrompts(store, Sealer(bytes(32), seal=True), timeout_s=30.0)
+        after = HeldPrompts(store, Sealer(bytes(range(32)), seal=True), timeout_s=30.0)
         await before.remember(S, "response:r", ("You are Orion.",))
         assert await before.recall(S, ("response:r",)) == (("You are Orion.",), ())
         assert await after.recall(S, ("response:r",)) == ((), ("response:r",))
         assert after.unreadable == 1
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("engine", ["memory", "sqlite"])
+async def test_a_conversation_made_unseen_stays_unseen_when_a_turn_that_ran_beside_it_joins(
+        engine: str, tmp_path: Path) -> None:
+    """Two turns of one conversation at once: one pulls in an unseen item (the conversation is
+    unseen from then on), the other, whose recall came first, joins its texts when it ends. The join
+    must not bring the conversation back as seen without the unseen item's text (a delete did)."""
+    budgets = Budgets(1 << 20, 1 << 20)
+    store = MemoryStore(budgets) if engine == "memory" else SqliteStore(str(tmp_path / "s.db"), budgets)
+    held = HeldPrompts(store, Sealer(bytes(32), seal=store.shared), timeout_s=30.0)
+    try:
+        key = "conversation:conv_r"
+        await held.remember(S, key, ("D1",), join=True)
+        view = OpenAIResponses().parse_request({"model": "m", "conversation": "conv_r", "input": [
+            {"type": "item_reference", "id": "msg_x"}, {"role": "user", "content": "u"}]}, stream=False)
+        seen_view = OpenAIResponses().parse_request({"model": "m", "conversation": "conv_r", "input": [
+            {"role": "developer", "content": "D2"}, {"role": "user", "content": "u"}]}, stream=False)
+        recalled, _ = await held.recall(S, seen_view.held)  # (the seen turn's recall, before the other ends)
+        await held.forget_unseen(S, view)
+        await held.remember_turn(S, seen_view, recalled, ("resp_seen",))
+        assert (await held.recall(S, (key,)))[1] == (key,)
+        # and a turn chained on the seen turn's own answer still finds what it saw
+        assert (await held.recall(S, ("response:resp_seen",)))[0] == ("D1", "D2")
     finally:
         await store.close()

@@ -348,3 +348,35 @@ def test_a_turn_the_client_leaves_is_remembered_all_the_same(proxy: ProxyServer)
     time.sleep(0.5)
     text, _ = responses_text(client, False, input=LEAK, conversation=conv)
     assert SECRET[:40] not in text and REPLACEMENT in text
+
+
+# ------------------------------------------------------------------ review of the shared state (issue 31)
+def test_a_conversation_created_with_an_item_reference_is_unseen(proxy: ProxyServer, refusing: ProxyServer) -> None:
+    """``POST /v1/conversations`` whose items pull in a stored developer message by its id: the proxy
+    never saw that text, so the conversation must not be remembered as holding nothing (a later turn
+    was armed as "seen" with no prompt: it leaked, under ``refuse`` too, counted as remembered)."""
+    items = [{"type": "item_reference", "id": "msg_dev1"}]
+    for p in (proxy, refusing):
+        conv = oai(p).conversations.create(items=items).id  # type: ignore[list-item]
+        if p is proxy:
+            responses_text(oai(p), False, input=LEAK, conversation=conv)
+            assert any(x["event"] == "unseen_prompt" and x["source"] == "conversation" for x in audit_lines(p))
+        else:
+            with pytest.raises(openai.BadRequestError) as exc:
+                responses_text(oai(p), False, input=LEAK, conversation=conv)
+            assert "'conversation'" in str(exc.value)
+
+
+def test_a_conversation_turn_that_pulls_in_an_unseen_item_makes_the_conversation_unseen(proxy: ProxyServer) -> None:
+    """A turn of a remembered conversation whose input names an ``item_reference`` (unseen: relayed
+    under ``pass``, counted): the upstream now keeps that developer message in the conversation, so
+    the next turn must be a miss too, not armed as "seen" with the conversation's older prompts."""
+    client = oai(proxy)
+    conv = client.conversations.create().id
+    ref = [{"type": "item_reference", "id": "msg_dev1"}, {"role": "user", "content": "hi"}]
+    responses_text(client, False, input=ref, conversation=conv)
+    before = sum(1 for x in audit_lines(proxy) if x["event"] == "unseen_prompt" and x["source"] == "conversation")
+    text, _ = responses_text(client, False, input=LEAK, conversation=conv)
+    assert "band K9" in text  # (relayed under pass: the canary cannot know the text)
+    after = sum(1 for x in audit_lines(proxy) if x["event"] == "unseen_prompt" and x["source"] == "conversation")
+    assert after == before + 1

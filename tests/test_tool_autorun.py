@@ -37,6 +37,7 @@ def _sh(command: str, assessor: ToolAssessor = NO_WORKSPACE) -> Assessment:
     "cd sub && cp -r ../.git ../evil",
     "tar -cf - .git | tar -xf - -C evil", "tar -C .git -czf x.tgz .", "tar cf - ./.git | (cd evil && tar xf -)",
     "zip -r x.zip .git",
+    "cd .git && cp -r . ../evil", "cd .git; rsync -a ./ ../evil/",  # copied from inside it (review)
 ])
 def test_a_git_folder_copied_under_another_name_is_an_autorun_write(command: str) -> None:
     a = _sh(command)

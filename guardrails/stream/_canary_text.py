@@ -4,7 +4,7 @@
 they imitate (``guardrails.text.confusables``), folds case and collapses whitespace runs to one
 space. ASCII text is only lowercased (and its whitespace collapsed): nearly every delta.
 
-``squeeze`` is ``normalise`` with only letters and digits kept: the view in which a prompt spelled
+``squeeze`` is ``normalise`` with only letters kept (no digits, no punctuation, no spaces): the view in which a prompt spelled
 out (``y o u  a r e``, one letter per line, ``you_are``, ``y.o.u``), run together (``youare``) or
 with markup around each word or letter (``**you** **are**``, ``"you" "are"``, ``- you\n- are``)
 reads as the prompt itself does.
@@ -41,20 +41,21 @@ def normalise(text: str) -> str:
     return WS_RUN.sub(" ", folded)
 
 
-_NOT_ALNUM_ASCII = bytes(c for c in range(128) if not chr(c).isalnum())
-_NOT_ALNUM = re.compile(r"[\W_]+")
+_NOT_ALPHA_ASCII = bytes(c for c in range(128) if not chr(c).isalpha())
+_NOT_ALPHA = re.compile(r"[\W\d_]+")
 
 
 def squeeze(text: str) -> str:
-    """``normalise``, then only letters and digits (``str.isalnum``) kept. ASCII: one C pass (a
-    token-sized delta, a word with or without its leading space: a slice and ``lower``)."""
+    """``normalise``, then only letters kept (digits go too: a numbered list puts them between the
+    words). ASCII: one C pass (a token-sized delta, a word with or without its leading space: a
+    slice and ``lower``)."""
     if text.isascii():
-        if text.isalnum():
+        if text.isalpha():
             return text.lower()
-        if text[:1] == " " and text[1:].isalnum():
+        if text[:1] == " " and text[1:].isalpha():
             return text[1:].lower()
-        return text.encode("ascii").lower().translate(None, _NOT_ALNUM_ASCII).decode("ascii")
-    return _NOT_ALNUM.sub("", normalise(text))
+        return text.encode("ascii").lower().translate(None, _NOT_ALPHA_ASCII).decode("ascii")
+    return _NOT_ALPHA.sub("", normalise(text))
 
 
 def token_in(token: str, pieces: Sequence[str]) -> bool:

@@ -1,7 +1,7 @@
 """What the canary keeps of one system prompt, and the cache that makes turn N of a conversation free.
 
 ``PromptIndex`` holds the normalised prompt's shingle hashes (detection) and its ``qgram`` hashes
-(the horizon), and the same of the prompt's letters and digits alone (``squeezed``: the view a
+(the horizon), and the same of the prompt's letters alone (``squeezed``: the view a
 spelled-out copy is compared in). ``PromptIndexCache`` keys them by the *raw* prompt itself: a hit costs Python's own
 string hash (computed once per string object) and one comparison with the kept copy, so it is exact
 (no digest collision can hand a stream another prompt's index) and cheaper than a digest (a BLAKE2b
@@ -27,7 +27,7 @@ class PromptIndex:
     qgrams: frozenset[int]
     normalised_chars: int
     squeezed: PromptIndex | None = None
-    """The index of the prompt's letters and digits alone (``_canary_text.squeeze``); None when
+    """The index of the prompt's letters alone (``_canary_text.squeeze``); None when
     there are fewer than the canary's ``min_chars`` of them."""
 
     @property

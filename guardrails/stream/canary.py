@@ -30,11 +30,11 @@ sides. ASCII text is only lowercased (and its whitespace collapsed). The look-al
 character to one, so it moves no offset the horizon maps back to the raw text. A delta is normalised on its own, so a combining mark
 split from its base across two deltas is compared uncomposed.
 
-**Two views.** Both detectors above run twice: over the normalised text, and over its letters and
-digits alone (``squeeze``: a twin ``CanaryCheck`` against the prompt's squeezed index), so a copy
+**Two views.** Both detectors above run twice: over the normalised text, and over its letters
+alone (``squeeze``: a twin ``CanaryCheck`` against the prompt's squeezed index), so a copy
 spelled out (``y o u  a r e``, one letter per line, ``y_o_u``), run together (``youare``) or with
-markup around each word or letter (``**you** **are**``, ``- you``) reads as the prompt does. A run
-of ``min_chars`` letters and digits is about 48 characters of prose: the squeezed view never fires
+markup around each word or letter (``**you** **are**``, ``- you``, ``1. you``) reads as the prompt does. A run
+of ``min_chars`` letters is about 50 characters of prose: the squeezed view never fires
 on less than the verbatim one would, and one leaked run is reported once, whichever view sees it
 first. Its horizon is the raw start of the delta where its chain starts (the views' raw offsets are
 not kept per character). Cost: about as much again per delta (``bench.canary_spelled``).
@@ -128,10 +128,10 @@ class CanaryCheck(DeltaCheck):
         self._offsets: list[tuple[int, int, bool]] = []
         self._horizon = 0
         self._squeezed = squeezed
-        """This check reads the letters and digits alone (``squeeze``): it is the twin of another."""
+        """This check reads the letters alone (``squeeze``): it is the twin of another."""
         self._twin = (CanaryCheck(index.squeezed, shingle, stride, min_chars, "", replacement, squeezed=True)
                       if index.squeezed is not None and not squeezed else None)
-        """The same search over the letters and digits alone (a prompt spelled out or marked up)."""
+        """The same search over the letters alone (a prompt spelled out or marked up)."""
 
     def check(self, accumulated: str, delta: str) -> Decision:
         found = self.check_horizon(accumulated, delta)

@@ -47,6 +47,9 @@ _VERSION = re.compile(r"(?<=[a-z])[\d.]+$")
 _DIGITS_ARE_THE_NAME = frozenset({"base64", "base32", "bzip2", "lz4", "md5", "ping6", "traceroute6", "proxychains4",
                                   "ip6tables", "sha1", "sha256", "sha512"})
 _SAME_PROGRAM = {"pypy": "python"}
+_WINDOWS_SUFFIX = re.compile(r"\.(?:exe|com|cmd|bat)$", re.IGNORECASE)
+"""Windows runs ``bash.exe``, ``python.exe``, ``curl.exe`` and ``pip.cmd`` by these names too (Git Bash,
+WSL interop): ``bash.exe -c id`` is ``bash -c``, and ``powershell.exe -Command`` is ``powershell -Command``."""
 
 
 @lru_cache(maxsize=4096)
@@ -54,6 +57,7 @@ def program_name(word: str) -> str:
     """The basename of a command word with a version suffix stripped: ``/usr/bin/python3.11`` -> python
     (``base64`` stays ``base64``: there the digits are the name)."""
     base = posixpath.basename(word.rstrip("/")) or word
+    base = _WINDOWS_SUFFIX.sub("", base.rsplit("\\", 1)[-1]) or base  # bash.exe, C:\x\python3.EXE, pip.cmd
     if base in _DIGITS_ARE_THE_NAME:
         return base
     stripped = _VERSION.sub("", base) or base
@@ -210,6 +214,14 @@ def unwrap(program: str, args: Argv) -> Unwrapped | None:
         return Unwrapped([], " ".join(a for a in rest if a is not None), via_shell=True)
     elif program == "parallel":
         rest = [a for a in rest if a != ":::"]
+        rest = [None if a is not None and "{" in a and "}" in a and "://" not in a else a  # {}, {.}, {1}: an input
+                for a in rest]
+    if program == "xargs":
+        # ``xargs -I{} cat {}``: the replace string stands for each input line, not a file of that name
+        found, repl = _option_value(args, ("-I", "--replace", "-i"))
+        if found:
+            repl = repl or "{}"
+            rest = [None if a is not None and repl in a and "://" not in a else a for a in rest]  # a URL keeps its host
     elif program == "coproc" and rest:  # coproc [NAME] { cmd; }: the grammar reads it as words
         if len(rest) > 1 and rest[1] in ("{", "("):
             rest = rest[1:]

@@ -28,6 +28,8 @@ input, and the re-parse depth is bounded by ``MAX_DEPTH``.
 from __future__ import annotations
 
 import codecs
+import fnmatch
+import itertools
 import posixpath
 import re
 import threading
@@ -38,7 +40,13 @@ from tree_sitter import Language, Node, Parser
 
 from guardrails.tools import commands as cmds
 from guardrails.tools import network as net
-from guardrails.tools.autorun import autorun_settings, git_dir_setting, git_subcommand, is_git_config_name
+from guardrails.tools.autorun import (
+    autorun_settings,
+    git_dir_setting,
+    git_subcommand,
+    in_git_folder,
+    is_git_config_name,
+)
 from guardrails.tools.commands import SCRIPT_INTERPRETERS, SHELLS, Embedded, program_name
 from guardrails.tools.embedded import embedded, sed, setting
 from guardrails.tools.interpreters import DYNAMIC, UNKNOWN_OPTIONS
@@ -83,6 +91,12 @@ _STDIN_CODE_OPTS = {"python": frozenset({"-i"}), "ipython": frozenset({"-i"}), "
 """Options that read code from stdin after (or instead of) the script file: ``python3 -i tool.py``."""
 _INLINE_MODULES = frozenset({"timeit"})
 """Modules whose operands are code: ``python3 -m timeit "__import__('os').system('id')"``."""
+_CODE_FILE_OPTS = {"make": frozenset({"-f", "--file", "--makefile"}), "awk": frozenset({"-f", "--file"}),
+                   "gawk": frozenset({"-f", "--file"}), "mawk": frozenset({"-f"}), "sed": frozenset({"-f", "--file"})}
+"""Options whose value is a file of code the program runs (a makefile's recipes, an awk or sed script,
+whose ``system()``/``e`` run commands): a downloaded one is run as ``curl -o x && sh x`` is."""
+_SHELL_CODE_FILE_OPTS = frozenset({"--rcfile", "--init-file"})
+_GLOB = re.compile(r"[*?\[]")
 _EXPANDS = re.compile(r"[*?\[]|\{[^}]*,[^}]*\}")
 _REDIRECT_TYPES = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
 _WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>"})
@@ -476,16 +490,22 @@ class _Walker:
         self.prefixes = {len(words) - i: p for i, p in prefixes.items()}
         # A command that reads a downloaded file passes the download on (``cat x.sh | sh``, ``base64 -d x >
         # y.sh``): to what it feeds and to the files it writes, as the downloader itself would.
-        reads_download = bool(self.downloaded) and (any(w and self._key(w) in self.downloaded for w in words[1:]) or (
-            self.stdin_path is not None and self._key(self.stdin_path) in self.downloaded))
+        reads_download = bool(self.downloaded) and (any(w and self._is_download(w) for w in words[1:]) or (
+            self.stdin_path is not None and self._is_download(self.stdin_path)))
         # ``curl URL | tee x.sh``, ``curl URL | base64 -d > x.sh``: fed by a download, what it writes holds it
         fed_download = sorted(p for p in set(feed) if p in cmds.DOWNLOADERS)
         if fed_download:
             reads_download = True
             self.downloaders.update(fed_download)
-            program = program_name(words[0]) if words and words[0] is not None else ""
-            if program == "tee":
-                self.downloaded.update(self._key(w) for w in words[1:] if w and not w.startswith("-"))
+        program = program_name(words[0]) if words and words[0] is not None else ""
+        if self.downloaded and not reads_download:  # ``dd if=x.sh of=y.sh``: a read the words do not spell
+            reads_download = any(op == "read" and self._is_download(path)
+                                 for op, path in cmds.file_operands(program, words[1:]))
+        if reads_download and program == "tee":
+            self.downloaded.update(self._key(w) for w in words[1:] if w and not w.startswith("-"))
+        elif reads_download:  # ``| sponge y``, ``| dd of=y``, ``dd if=x.sh of=y``, ``| sort -o y``: what it writes
+            made = [*written_files(program, words[1:]), *cmds.file_operands(program, words[1:])]
+            self.downloaded.update(self._key(path) for op, path in made if op == "write")
         ran = self.argv(words, depth, [*feed, *procsub], source or stdin, tail) + procsub
         if reads_download:
             ran += sorted(self.downloaders)
@@ -626,9 +646,16 @@ class _Walker:
     def _segment(self, prog: str, args: list[str | None], depth: int, feed: list[str], stdin: str | None,
                  split: bool = False, word: str | None = None) -> None:
         prefixes = self.prefixes  # a nested parse (``bash -c``) sets its own
-        if word is not None and "/" in word and self._key(word) in self.downloaded:
+        if word is not None and "/" in word and self._is_download(word):
             # ``chmod +x x.sh; ./x.sh``: the kernel runs the downloaded file with whatever interpreter its
             # first line names, which the line does not show: any program, fed by the download.
+            self._record({"program": DYNAMIC, "options": [], "fed_by": sorted(self.downloaders or {"curl"}),
+                          "script": "file", "stdin": stdin})
+        code_opts = _CODE_FILE_OPTS.get(prog, _SHELL_CODE_FILE_OPTS if prog in SHELLS else frozenset())
+        if code_opts and self.downloaded and any(
+                name in code_opts and value is not None and self._is_download(value)
+                for name, value in cmds.options_with_values(args, code_opts)):
+            # ``make -f x``, ``awk -f x``, ``sed -f x``, ``bash --rcfile x -i``: the downloaded file is the code
             self._record({"program": DYNAMIC, "options": [], "fed_by": sorted(self.downloaders or {"curl"}),
                           "script": "file", "stdin": stdin})
         interp = prog in SCRIPT_INTERPRETERS or prog == "$"
@@ -657,10 +684,10 @@ class _Walker:
                 fed |= from_script
         code_from_stdin = not interp or prog == "$" or seg["script"] not in ("file", "module") or stdin_code
         if code_from_stdin and stdin == "file" and self.stdin_path is not None \
-                and self._key(self.stdin_path) in self.downloaded:
+                and self._is_download(self.stdin_path):
             fed.add("download")
         if prog in ("source", ".") and operands and operands[0] is not None \
-                and self._key(operands[0]) in self.downloaded:
+                and self._is_download(operands[0]):
             fed.add("download")
         if "download" in fed:
             fed.discard("download")
@@ -707,7 +734,7 @@ class _Walker:
         elif operands and operands[0] not in ("-", None) and "-s" not in opts:
             seg["script"] = "file"
             self._path("read", str(operands[0]))
-            return {"download"} if self._key(str(operands[0])) in self.downloaded else set()
+            return {"download"} if self._is_download(str(operands[0])) else set()
         else:
             seg["script"] = "stdin"
         return set()
@@ -738,6 +765,9 @@ class _Walker:
                 self._path(op, path)
         for op, path in table:
             self._path(op, path)
+        if self.cwd and not self.cwd.startswith("?") and in_git_folder(self.cwd + "/x"):
+            # ``cd .git && cp -r . ../evil``: the operands are read from inside the git folder
+            args = [a if a is None or a.startswith("-") else self._key(a) for a in args]
         self.facts.autorun += autorun_settings(prog, args)
         if prog == "git":
             self._git_run(args)
@@ -768,11 +798,20 @@ class _Walker:
         finally:
             self.pending = saved
         if prog == "find":
+            # ``{}`` is each file found: at or below a start point, so it stands for the start point (a
+            # found file is read or changed where find looked: ``-exec wc -l {} +`` is no missing file
+            # named ``{}``, ``find .git/hooks -exec cp x {} \;`` writes into .git); with several start
+            # points, for none of them (not followed)
+            starts = list(itertools.takewhile(lambda a: a is not None and not a.startswith(("-", "(", "!", ")")),
+                                              args)) or ["."]
+            each: str | None = starts[0] if len(starts) == 1 else None
             for flag in ("-exec", "-execdir", "-ok", "-okdir"):
                 if flag in args:
                     start = args.index(flag) + 1
                     end = next((i for i in range(start, len(args)) if args[i] in (";", "+")), len(args))
-                    self.argv(args[start:end], depth + 1, feed, stdin)
+                    words = [each if a == "{}" else None if a is not None and "{}" in a else a
+                             for a in args[start:end]]
+                    self.argv(words, depth + 1, feed, stdin)
 
     def _wrapper_options(self, prog: str, args: list[str | None]) -> None:
         """What a wrapper's own options touch: ``xargs -a FILE`` reads it; ``env -C DIR`` and ``sudo -D
@@ -799,7 +838,7 @@ class _Walker:
         target = touched[-1][1]
         inside = {self._key(posixpath.join(target, posixpath.basename(p.rstrip("/")))) for p in sources}
         self.written.update(inside)  # ``cp a.py build/ && cat build/a.py``: made here, judged with build/
-        if any(self._key(p) in self.downloaded for p in sources):
+        if any(self._is_download(p) for p in sources):
             self.downloaded.add(self._key(target))
             self.downloaded.update(inside)
 
@@ -851,6 +890,14 @@ class _Walker:
         if path.startswith(("/", "~")) or not self.cwd or _WINDOWS_ABSOLUTE.match(path):
             return path
         return posixpath.join(self.cwd, path)
+
+    def _is_download(self, path: str) -> bool:
+        """Whether ``path`` names a file downloaded earlier in the line; a glob names every file it
+        matches (``sh y.*``, ``sh [y].sh`` run the downloaded y.sh)."""
+        key = self._key(path)
+        if key in self.downloaded:
+            return True
+        return bool(_GLOB.search(path)) and any(fnmatch.fnmatchcase(d, key) for d in self.downloaded)
 
     def _key(self, path: str) -> str:
         """The file ``path`` names, whatever its spelling: joined to the current folder, ``.`` and ``..``

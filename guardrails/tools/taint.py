@@ -109,8 +109,21 @@ _SENDING_NAME = re.compile(r"create|post|send|upload|push|publish|comment|gist|w
 _DATA_PARAMS = frozenset({"body", "data", "payload", "json", "form", "files", "content", "text"})
 
 
+def _spellings(name: str) -> tuple[str, ...]:
+    """The names one MCP tool goes by: Claude Code qualifies it ``mcp__<server>__<tool>``, Codex (and
+    Gemini CLI on a clash) ``<server>__<tool>``. A qualified name also answers to the other
+    qualification and to its bare tool name, so ``mcp__*`` or ``fetch`` in ``untrusted_tools`` covers
+    the same server's results under every client (a miss would leave a conversation untainted; a
+    trusted tool whose bare name an untrusted pattern happens to match is only blocked from sending)."""
+    server_tool = name.removeprefix("mcp__")
+    if "__" not in server_tool.strip("_"):
+        return (name,)
+    return (name, "mcp__" + server_tool, server_tool.rsplit("__", 1)[1])
+
+
 def untrusted(name: str, patterns: Iterable[str]) -> bool:
-    return any(fnmatch.fnmatchcase(name, p) for p in patterns)
+    names = _spellings(name)
+    return any(fnmatch.fnmatchcase(n, p) for p in patterns for n in names)
 
 
 def sources(history: Sequence[HistoryToolCall], policy: ToolsPolicy, flagged: Sequence[str] = ()) -> list[str]:

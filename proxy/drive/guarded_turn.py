@@ -287,9 +287,10 @@ class GuardedTurn:
         prompt = self.facts.view.system_prompt
         if len(prompt) < WARM_OFF_LOOP_CHARS:
             return
-        for g in self._plan.canaries:
-            if g.cold(prompt):
-                g.warm(prompt, await asyncio.to_thread(g.index_of, prompt))
+        for canary in self._plan.canaries:  # (and its form for tool arguments: a longer threshold)
+            for g in {canary, canary.tool_arguments_form}:
+                if g.cold(prompt):
+                    g.warm(prompt, await asyncio.to_thread(g.index_of, prompt))
 
     async def _do(self, cmd: Command) -> list[Command]:
         r = self.responder

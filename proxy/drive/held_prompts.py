@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 import time
 from datetime import datetime
@@ -45,6 +46,12 @@ from proxy.wire.openai_responses import held_state, system_items
 
 CACHE_DEFAULT_TTL_S = 3600.0
 """A Gemini cache created without ``ttl`` or ``expireTime`` lives an hour (Gemini's default)."""
+
+
+UNSEEN = "\0unseen"
+"""The member of a conversation that holds a text this scope never saw (``HeldPrompts.mark_unseen``):
+its entry is a miss. A member, not a deletion: a turn of the conversation that ran beside and joins
+its texts when it ends keeps it (a join keeps every member), so the conversation stays unseen."""
 
 
 class HeldPrompts:
@@ -82,10 +89,15 @@ class HeldPrompts:
                 missing += (key,)
                 continue
             try:
-                texts += tuple(self.sealer.open(scope, key, v) for v in found)
+                opened = tuple(self.sealer.open(scope, key, v) for v in found)
             except Unsealable:
                 self.unreadable += 1
                 missing += (key,)
+                continue
+            if UNSEEN in opened:
+                missing += (key,)
+                continue
+            texts += opened
         if len(keys) > 1:
             texts = tuple(dict.fromkeys(texts))  # (a conversation and a response of it hold the same texts)
         return texts, missing
@@ -94,7 +106,7 @@ class HeldPrompts:
                        *, join: bool = False) -> bool:
         """Keep ``texts`` under ``key`` (in place of what was there, or joined to it); False: not kept
         (larger than a scope's budget: a later request naming it is a miss). Raises ``StoreUnavailable``."""
-        ttl = self.max_ttl_s if ttl_s is None else min(ttl_s, self.max_ttl_s)
+        ttl = self.max_ttl_s if ttl_s is None or math.isnan(ttl_s) else min(ttl_s, self.max_ttl_s)
         if ttl <= 0:
             await self.forget(scope, key)
             return False
@@ -125,14 +137,27 @@ class HeldPrompts:
         """Drop ``key`` (a later request naming it is a miss)."""
         await self._bounded(self.store.delete(scope, key))
 
+    async def forget_unseen(self, scope: str, view: RequestView) -> None:
+        """A turn relayed with held state this scope never saw (``unseen_prompt = "pass"``, or a store
+        that failed): whatever the upstream put into its conversation from there (an ``item_reference``'s
+        developer message, another turn's) is now held in it, so the conversation is marked unseen
+        (``mark_unseen``) and its later turns are misses too, not armed as "seen" with its older prompts."""
+        for key in view.held:
+            if key.startswith("conversation:"):
+                await self.mark_unseen(scope, key)
+
+    async def mark_unseen(self, scope: str, key: str) -> None:
+        """``key`` holds what this scope never saw: a miss from now on, whatever joins it later."""
+        await self.remember(scope, key, (UNSEEN,))
+
     async def forget_unwatched(self, scope: str, view: RequestView) -> None:
         """A turn that put system texts (``view.kept``) into a conversation without being remembered (its
-        policy has no canary): the conversation is forgotten, so a later request naming it under a
-        policy with a canary is a miss (``unseen_prompt``), not armed as seen without those texts."""
+        policy has no canary): the conversation is marked unseen (``mark_unseen``), so a later request
+        naming it under a policy with a canary is a miss (``unseen_prompt``), not armed as seen without those texts."""
         if view.kept:
             for key in view.held:
                 if key.startswith("conversation:"):
-                    await self.forget(scope, key)
+                    await self.mark_unseen(scope, key)
 
 
 def kind_of(key: str) -> str:
@@ -199,7 +224,8 @@ def unseen_message(kinds: list[str]) -> str:
 
 def created_texts(kind: str, body: bytes) -> tuple[str, ...] | None:
     """The system texts a create request asks the upstream to keep (``Route.keeps``: ``gemini``, a
-    ``cachedContents``; ``openai_responses``, a conversation); None when the body cannot be read."""
+    ``cachedContents``; ``openai_responses``, a conversation); None when the body cannot be read or does not show every
+    system text it keeps (``_all_seen``)."""
     try:
         data = load_json_body(body)
     except BadRequest:
@@ -208,7 +234,24 @@ def created_texts(kind: str, body: bytes) -> tuple[str, ...] | None:
         system = cached_system(data)
         return None if system is None else tuple(t for t in (system,) if t)
     texts = system_items(data)
-    return None if texts is None else tuple(t for t in texts if t)
+    if texts is None or not _all_seen(data.get("items")):
+        return None
+    return tuple(t for t in texts if t)
+
+
+def _all_seen(items: Any) -> bool:
+    """Whether a conversation's initial ``items`` show every system text they put upstream: an
+    ``item_reference`` pulls in a stored item by its id (a developer message the proxy never saw), and
+    a system or developer item of another ``type`` than a message is not read by ``system_items``.
+    Such a conversation is not remembered (its later turns are misses, ``unseen_prompt``), never
+    remembered as holding less than it does (armed as "seen" without the prompt)."""
+    for item in items if isinstance(items, list) else ():
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "item_reference" or (
+                item.get("role") in ("system", "developer") and item.get("type", "message") != "message"):
+            return False
+    return True
 
 
 def created_key(kind: str, answer: bytes) -> str | None:
@@ -244,8 +287,8 @@ def created_ttl(kind: str, body: bytes, answer: bytes, now: float | None = None)
         pass
     try:
         asked = json.loads(body).get("ttl")
-        if isinstance(asked, str) and asked.endswith("s"):
-            return float(asked[:-1])
+        if isinstance(asked, str) and asked.endswith("s") and math.isfinite(seconds := float(asked[:-1])):
+            return seconds
     except (ValueError, UnicodeDecodeError, RecursionError, AttributeError, OverflowError):
         pass
     return CACHE_DEFAULT_TTL_S

@@ -326,8 +326,9 @@ class Exchange:
         self.turn = turn = GuardedTurn(self.services, facts, self.responder,
                                        partial(self.upstream_request, identity=True), plan)
         keeps = view.kept is not None and recalled is not None and plan.unseen is not None
-        if keeps or (view.held and plan.unseen is None):
-            turn.before_end = partial(self._keep_held, view, recalled or (), keeps)
+        if keeps or (view.held and (plan.unseen is None or recalled is None)):
+            turn.before_end = partial(self._keep_held, view, recalled or (), keeps,
+                                      plan.unseen is not None and recalled is None)
         try:
             await turn.run()
         finally:  # (however the turn ended: a client that left mid-answer may chain on it, and the
@@ -335,7 +336,7 @@ class Exchange:
             if turn.before_end is not None:
                 await asyncio.shield(turn.settle())
 
-    async def _keep_held(self, view: RequestView, recalled: tuple[str, ...], keeps: bool) -> None:
+    async def _keep_held(self, view: RequestView, recalled: tuple[str, ...], keeps: bool, unseen: bool) -> None:
         """What this turn left upstream, in the state store (``GuardedTurn.before_end``): remembered
         under its answer's ids and its conversation, or (a policy without a canary) the conversation
         forgotten. A store that fails is counted and audited; the answer goes on."""
@@ -344,6 +345,8 @@ class Exchange:
         try:
             if keeps:
                 await held.remember_turn(self.state_scope, view, recalled, state_ids)
+            elif unseen:  # (relayed with held state it never saw: its conversation is unseen from now on)
+                await held.forget_unseen(self.state_scope, view)
             elif state_ids:
                 await held.forget_unwatched(self.state_scope, view)
         except StoreUnavailable as exc:

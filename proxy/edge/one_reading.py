@@ -73,6 +73,22 @@ _SNAKE_OF = {_snake(name): name for name in _GEMINI_FIELDS}
 _SNAKE_FIELD = re.compile(b'"(?:' + b"|".join(re.escape(k.encode()) for k in _SNAKE_OF) + rb')"\s*:')
 
 
+_ESCAPED_LETTER = re.compile(rb"\\u00[5-7][0-9a-fA-F]")
+"""A ``\\u`` escape of ``_`` or a lower-case letter: a key may spell a snake_case name with it
+(``system\\u005finstruction``), which Gemini unescapes and reads as ``systemInstruction``."""
+
+
+def _spelled_by_escapes(raw: bytes) -> bool:
+    """Whether a snake_case field name appears once escapes are undone (msgspec writes every key's
+    ``_`` and letters plainly). Only for bodies that escape such a character: non-ASCII text
+    (``\\u00e9``) costs nothing more; a body msgspec refuses is looked at pair by pair."""
+    try:
+        encoded = _ENCODE.encode(_DECODE.decode(raw))
+    except (msgspec.DecodeError, RecursionError):
+        return True
+    return _SNAKE_FIELD.search(encoded) is not None
+
+
 def _spelled_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out = _pairs(pairs)
     for key in out:
@@ -100,7 +116,7 @@ def read_once(raw: bytes, *, spellings: bool = False,
         proven, key = repeated_in_items(added, spellings=spellings)
         if proven:
             return key, None
-    if spellings and _SNAKE_FIELD.search(raw):
+    if spellings and (_SNAKE_FIELD.search(raw) or _ESCAPED_LETTER.search(raw) and _spelled_by_escapes(raw)):
         return _slow(raw, _spelled_pairs), None
     if b"\\u003" not in raw:
         try:
@@ -131,7 +147,8 @@ def repeated_in_items(added: bytes, *, spellings: bool = False) -> tuple[bool, s
         return False, None
     if type(decoded) is not list:
         return False, None
-    if spellings and _SNAKE_FIELD.search(added):
+    if spellings and (_SNAKE_FIELD.search(added) or _ESCAPED_LETTER.search(added)
+                      and _SNAKE_FIELD.search(_ENCODE.encode(decoded))):
         return _proven(text, _spelled_pairs)
     if b"\\u003" not in added and text.count(b":") == _ENCODE.encode(decoded).count(b":"):
         return True, None

@@ -27,7 +27,7 @@ def credential_of(header: Mapping[str, str], query: str) -> str | None:
         value = header.get(name)
         if value:
             return value[7:] if value[:7].lower() == "bearer " else value
-    if "key=" in query:
+    if query:  # (read decoded: ``%6Bey=`` is ``key=`` to the upstream)
         for name, value in parse_qsl(query, keep_blank_values=False):
             if name == "key" and value:
                 return value

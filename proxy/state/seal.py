@@ -3,7 +3,8 @@
 With a key (32 random bytes, base64: ``openssl rand -base64 32``), every value that leaves the
 process (``Store.shared``) is sealed with AES-256-GCM (``cryptography``'s ``AESGCM``): a 12-byte random
 nonce, the ciphertext and its 16-byte tag, the scope and entry key as associated data (a value copied
-under another key or scope fails to open). Member ids and scopes are HMAC-SHA256 digests under a key
+under another key or scope fails to open; a member taken out of its entry, or an older copy of the
+entry, is not detected: each member is sealed alone so that a join stays one server-side step). Member ids and scopes are HMAC-SHA256 digests under a key
 derived from it (HKDF), so the store holds no digest an attacker could test guesses against offline.
 
 Without a key, values are stored as UTF-8 and ids and scopes are plain SHA-256 digests: whoever can

@@ -14,8 +14,9 @@ Shapes read (and only these; anything else in a part is left as it is):
 - Responses: ``instructions`` (system), ``input`` as a string (user), input items: messages by role,
   ``function_call_output``, ``custom_tool_call_output``, ``local_shell_call_output``,
   ``shell_call_output`` and ``mcp_call`` output (tool_result);
-- Anthropic: ``system``; user messages' strings and ``text`` blocks (user) and ``tool_result``
-  blocks (tool_result: a string or ``text`` blocks; images skipped);
+- Anthropic: ``system`` and ``system`` role messages (system); user messages' strings and ``text``, ``search_result`` and text ``document``
+  blocks (user) and ``tool_result`` blocks (tool_result: a string or those blocks; images and
+  base64/URL/file documents skipped);
 - Gemini: ``systemInstruction`` (or ``system_instruction``) parts (system); ``contents[]`` parts
   other than the model's: ``text`` (user), ``functionResponse.response`` (every string in it).
 """
@@ -194,6 +195,9 @@ def _anthropic(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
                 if isinstance(block, dict) and block.get("type") in ("tool_use", "server_tool_use", "mcp_tool_use"):
                     names[str(block.get("id"))] = str(block.get("name", ""))
             continue
+        if m.get("role") == "system":  # mid-conversation system text (Claude Code): read as system prompt
+            out.content("system", ("messages", i, "content"), content, text_types=("text",))
+            continue
         if m.get("role") != "user":
             continue
         if isinstance(content, str):
@@ -204,14 +208,45 @@ def _anthropic(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
                 continue
             path: Path = ("messages", i, "content", j)
             kind = _kind(block)
-            if kind == "text":
-                out.add("user", (*path, "text"), block.get("text"))
-            elif kind in ("tool_result", "mcp_tool_result"):
-                out.content("tool_result", (*path, "content"), block.get("content"),
-                            names.get(str(block.get("tool_use_id")), ""), text_types=("text",))
-            elif kind in _MEDIA:
-                out.skipped.append(f"{kind}@user")
+            if kind in ("tool_result", "mcp_tool_result"):
+                tool = names.get(str(block.get("tool_use_id")), "")
+                inner = block.get("content")
+                if isinstance(inner, str):
+                    out.add("tool_result", (*path, "content"), inner, tool)
+                for k, sub in enumerate(inner if isinstance(inner, list) else []):
+                    _anthropic_block(out, "tool_result", (*path, "content", k), sub, tool)
+            else:
+                _anthropic_block(out, "user", path, block)
     return out.result()
+
+
+def _anthropic_block(out: _Collector, part: Part, path: Path, block: Any, tool: str = "") -> None:
+    """One content block of a user turn or a tool result. Besides ``text``, the model reads a
+    ``search_result`` (its ``title``, ``source`` and ``content`` text blocks) and a ``document`` whose
+    source is plain text (``source.data``) or content (``source.content``: a string or text blocks),
+    with its ``title`` and ``context``; a document from base64, a URL or a file is media."""
+    if not isinstance(block, dict):
+        return
+    kind = _kind(block)
+    if kind == "text":
+        out.add(part, (*path, "text"), block.get("text"), tool)
+    elif kind == "search_result":
+        for key in ("title", "source"):
+            out.add(part, (*path, key), block.get(key), tool)
+        out.content(part, (*path, "content"), block.get("content"), tool, text_types=("text",))
+    elif kind == "document":
+        for key in ("title", "context"):
+            out.add(part, (*path, key), block.get(key), tool)
+        source = block.get("source")
+        source_kind = _kind(source) if isinstance(source, dict) else ""
+        if isinstance(source, dict) and source_kind == "text":
+            out.add(part, (*path, "source", "data"), source.get("data"), tool)
+        elif isinstance(source, dict) and source_kind == "content":
+            out.content(part, (*path, "source", "content"), source.get("content"), tool, text_types=("text",))
+        else:
+            out.skipped.append(f"document@{part}")
+    elif kind in _MEDIA:
+        out.skipped.append(f"{kind}@{part}")
 
 
 def _gemini(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:

@@ -79,7 +79,8 @@ class StatefulUpstream(ServedApp):
             return await self._chat(request, body)
         if path.endswith("/conversations") and request.method == "POST":
             cid = self._next("conv_")
-            items = body.get("items") or []
+            items = [STORED_ITEMS.get(str(i.get("id")), {}) if isinstance(i, dict) and i.get("type") == "item_reference"
+                     else i for i in body.get("items") or []]
             self.conversations[cid] = [_text(i.get("content")) for i in items
                                        if isinstance(i, dict) and i.get("role") in ("system", "developer")]
             return web.json_response({"id": cid, "object": "conversation", "created_at": 1, "metadata": {}})

@@ -97,3 +97,28 @@ def test_other_tools_stay_untainted(tmp_path: Path, pattern: str, name: str) -> 
     call = HistoryToolCall("f1", name, "{}", True)
     push = ToolCall("c9", "Bash", json.dumps({"command": "git push origin main"}))
     assert ToolAssessor(policy, tmp_path).assess(push, [call]).decision == "allow"
+
+
+SYSTEM_REDACT = """
+[[input_guardrails]]
+id = "no-keys-in-system"
+kind = "secrets"
+action = "redact"
+parts = ["system"]
+"""
+
+
+def test_an_anthropic_system_role_message_is_screened_as_system(upstream_server: FakeUpstream,
+                                                                 upstream: FakeUpstream) -> None:
+    """Claude Code sends mid-conversation ``system`` role messages, and the proxy reads them as system
+    prompt (the canary); the input screen skipped every message but the user's."""
+    body = {"model": "claude-x", "max_tokens": 50, "system": "You are an agent.", "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "system", "content": f"deploy key {SECRET}"},
+        {"role": "system", "content": [{"type": "text", "text": f"again {SECRET}"}]}]}
+    with ProxyServer(upstream_server.url, SYSTEM_REDACT) as proxy:
+        r = httpx.post(proxy.url + "/v1/messages", content=json.dumps(body).encode(), timeout=20,
+                       headers={"content-type": "application/json", "x-api-key": "sk-ant-test",
+                                "anthropic-version": "2023-06-01"})
+    assert r.status_code == 200, r.text
+    assert SECRET.encode() not in upstream.seen[-1].raw

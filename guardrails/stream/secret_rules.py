@@ -57,10 +57,11 @@ _LB = r"(?<![A-Za-z0-9_])"       # a token starts here (not inside a word)
 _LBD = r"(?<![A-Za-z0-9_.-])"    # ... nor inside a dotted or dashed name
 _END = "(?![A-Za-z0-9])"
 _END64 = r"(?![A-Za-z0-9_-])"
-# An upper-case key id ends where its run of capitals and digits ends, or where a word is glued on
-# (``...BWP3Nothing``, ``...BWP3NNothing``: the next capital starts a lower-case word). Scanners such
-# as nosey parker end it at a word boundary and miss the glued key; a guard must not relay it.
-_END_CAPS = "(?![0-9]|[A-Z](?![a-z]))"
+# An upper-case key id ends where its run of capitals ends, or where a word or a number is glued on
+# (``...BWP3Nothing``, ``...BWP3NNothing``: the next capital starts a lower-case word; ``...BWP3N42``:
+# digits after it). Scanners such as nosey parker end it at a word boundary and miss the glued key; a
+# guard must not relay it. The key's own format decides where it ends: 20 characters.
+_END_CAPS = "(?![A-Z](?![a-z]))"
 # What may follow a keyword in an assignment before its value is complete (the ``alive`` grammar).
 _ASSIGNING = r"[\w.-]{0,24}[\"'\]]{0,2}\s{0,3}[:=>]{0,3}\s{0,3}[\"'`]?[A-Za-z0-9+/=]{0,100}"
 
@@ -87,7 +88,7 @@ DISCORD_ID_STARTS = tuple(sorted(base64.b64encode(f"{n:03d}".encode()).decode() 
 RULES: tuple[SecretRule, ...] = (
     # --- cloud -------------------------------------------------------------------------------------
     _p("aws-access-key-id", "aws", ("akia", "asia", "abia", "acca", "a3t"),
-       rf"(?<![A-Z0-9])(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)(?P<s>[A-Z0-9]{{16}}){_END_CAPS}", min_classes=1),
+       rf"(?<![A-Z])(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)(?P<s>[A-Z0-9]{{16}}){_END_CAPS}", min_classes=1),
     _p("aws-secret-access-key", "aws", ("aws_secret", "awssecret", "secret"),
        r"(?i:(?:aws_?)?secret_?access_?key|aws_?secret_?key)[\"']?\s{0,3}[:=]{1,2}>?\s{0,3}[\"']?"
        r"(?P<s>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])", back=4, spans_space=True, alive=_ASSIGNING),
@@ -147,13 +148,17 @@ RULES: tuple[SecretRule, ...] = (
        rf"{_LB}(?:AQVN(?P<s>[A-Za-z0-9_-]{{35,38}}){_END64}"
        rf"|t1\.[A-Z0-9a-z_-]{{8,200}}[=]{{0,2}}\.[A-Z0-9a-z_-]{{86}})"),
     # --- code hosting, CI, packages ----------------------------------------------------------------
+    # Keys glued to their neighbours (#29 class 4): a GitHub, GitLab, Slack or Stripe key after a
+    # letter, ``_`` or a digit, a GitHub key before them, are still keys: each format starts with a
+    # prefix of its own and has a fixed length, so the key's format, not its neighbours, says where
+    # it is (``xghp_...``, ``ghp_<36>abc``, ``1xoxb-...``, ``my_sk_live_...``).
     _p("github-token", "github", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-       rf"{_LB}gh[pousr]_(?P<s>{_B62}{{36}}){_END}", checksum="crc32_base62"),
-    _p("github-fine-grained-pat", "github", "github_pat_", rf"{_LB}github_pat_{_B62}{{22}}_(?P<s>{_B62}{{20}})"),
+       rf"gh[pousr]_(?P<s>{_B62}{{36}})", checksum="crc32_base62"),
+    _p("github-fine-grained-pat", "github", "github_pat_", rf"github_pat_{_B62}{{22}}_(?P<s>{_B62}{{20}})"),
     _p("gitlab-token", "gitlab",
        ("glpat-", "gldt-", "glrt-", "glptt-", "glsoat-", "glcbt-", "glimt-", "gloas-", "glft-", "glffct-",
         "glagent-", "glwt-", "gr1348941"),
-       rf"(?<![\w-])(?:gl(?:pat|dt|rt|ptt|soat|cbt|imt|oas|ft|ffct|agent|wt)-|GR1348941)(?P<s>{_B64URL}{{20}})"),
+       rf"(?<!-)(?:gl(?:pat|dt|rt|ptt|soat|cbt|imt|oas|ft|ffct|agent|wt)-|GR1348941)(?P<s>{_B64URL}{{20}})"),
     _p("bitbucket-app-password", "bitbucket", "atbb", rf"{_LB}ATBB(?P<s>[A-Za-z0-9_=.-]{{32}})"),
     _p("atlassian-api-token", "atlassian", ("atatt3", "atctt3", "atstt3"),
        rf"{_LB}AT[ACS]TT3(?P<s>[A-Za-z0-9_=-]{{32}})"),
@@ -219,12 +224,12 @@ RULES: tuple[SecretRule, ...] = (
        rf"{_LB}thog-(?:key-(?P<s>{_HEX}{{16}})|secret-{_HEX}{{32}}){_END}"),
     # --- chat, mail, messaging ---------------------------------------------------------------------
     _p("slack-token", "slack", ("xoxb-", "xoxp-", "xoxa-", "xoxo-", "xoxs-", "xoxr-", "xoxe-", "xoxe.xox", "xoxc-"),
-       rf"(?<![\w.-])(?:xoxe\.)?xox[abceoprs]-(?:\d{{1,2}}-)?(?:(?:\d{{8,16}}-){{0,4}}(?P<s>{_B62}{{24}})"
+       rf"(?<![.-])(?:xoxe\.)?xox[abceoprs]-(?:\d{{1,2}}-)?(?:(?:\d{{8,16}}-){{0,4}}(?P<s>{_B62}{{24}})"
        # legacy user/workspace tokens: three or four numeric ids, then a short hex tail
        r"|(?:\d{8,16}-){2,4}(?P<t>[a-f0-9]{10,64})(?![A-Za-z0-9])"
        # a team id and a user id, then whatever tail (cut, or in an older shape)
        r"|\d{10,13}-(?P<t2>\d{10,13})[A-Za-z0-9]{0,2}(?![A-Za-z0-9-]))"),
-    _p("slack-app-token", "slack", "xapp-", rf"{_LB}xapp-\d-[A-Z0-9]{{9,12}}-\d{{10,14}}-(?P<s>{_HEX}{{16}})"),
+    _p("slack-app-token", "slack", "xapp-", rf"xapp-\d-[A-Z0-9]{{9,12}}-\d{{10,14}}-(?P<s>{_HEX}{{16}})"),
     _p("slack-webhook", "slack", "hooks.slack.com/",
        r"hooks\.slack\.com/(?:services|workflows|triggers)/T[A-Z0-9]{8,12}/(?:[A-Z0-9]{8,12}/)?(?:\d{6,20}/)?"
        r"(?P<s>[A-Za-z0-9]{20})", min_classes=1),
@@ -255,7 +260,7 @@ RULES: tuple[SecretRule, ...] = (
     _p("mapbox-secret-token", "mapbox", "sk.eyj", rf"{_LBD}sk\.eyJ1(?P<s>[A-Za-z0-9_.-]{{40}})"),
     # --- payments, commerce ------------------------------------------------------------------------
     _p("stripe-key", "stripe", ("sk_live_", "rk_live_", "sk_test_", "rk_test_", "sk_prod_", "rk_prod_", "whsec_"),
-       rf"{_LB}(?:[sr]k_(?:live|test|prod)_(?P<s>{_B62}{{24}})|whsec_{_B62}{{32}})"),
+       rf"(?:[sr]k_(?:live|test|prod)_(?P<s>{_B62}{{24}})|whsec_{_B62}{{32}})"),
     _p("shopify-token", "shopify", ("shpat_", "shpca_", "shppa_", "shpss_"),
        rf"{_LB}shp(?:at|ca|pa|ss)_(?P<s>[a-fA-F0-9]{{32}}){_END}"),
     _p("square-token", "square", "eaaa", rf"{_LB}EAAA(?P<s>[A-Za-z0-9_+=-]{{60}})"),

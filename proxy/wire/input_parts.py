@@ -14,7 +14,7 @@ Shapes read (and only these; anything else in a part is left as it is):
 - Responses: ``instructions`` (system), ``input`` as a string (user), input items: messages by role,
   ``function_call_output``, ``custom_tool_call_output``, ``local_shell_call_output``,
   ``shell_call_output`` and ``mcp_call`` output (tool_result);
-- Anthropic: ``system``; user messages' strings and ``text``, ``search_result`` and text ``document``
+- Anthropic: ``system`` and ``system`` role messages (system); user messages' strings and ``text``, ``search_result`` and text ``document``
   blocks (user) and ``tool_result`` blocks (tool_result: a string or those blocks; images and
   base64/URL/file documents skipped);
 - Gemini: ``systemInstruction`` (or ``system_instruction``) parts (system); ``contents[]`` parts
@@ -194,6 +194,9 @@ def _anthropic(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
             for block in content if isinstance(content, list) else []:
                 if isinstance(block, dict) and block.get("type") in ("tool_use", "server_tool_use", "mcp_tool_use"):
                     names[str(block.get("id"))] = str(block.get("name", ""))
+            continue
+        if m.get("role") == "system":  # mid-conversation system text (Claude Code): read as system prompt
+            out.content("system", ("messages", i, "content"), content, text_types=("text",))
             continue
         if m.get("role") != "user":
             continue

@@ -122,3 +122,17 @@ def test_an_anthropic_system_role_message_is_screened_as_system(upstream_server:
                                 "anthropic-version": "2023-06-01"})
     assert r.status_code == 200, r.text
     assert SECRET.encode() not in upstream.seen[-1].raw
+
+
+def test_a_gemini_cached_content_is_screened_before_it_is_stored(redacting: ProxyServer, upstream: FakeUpstream) -> None:
+    """A ``cachedContents`` holds contents and a system instruction the model reads later, named by a
+    request's ``cachedContent``: a key pasted there went up unmasked (the route is a passthrough)."""
+    body = {"model": "models/m", "systemInstruction": {"parts": [{"text": "You are an agent."}]},
+            "contents": [{"role": "user", "parts": [{"text": f"deploy with {SECRET}"}]}], "ttl": "300s"}
+    r = httpx.post(redacting.url + "/v1beta/cachedContents", content=json.dumps(body).encode(), timeout=20,
+                   headers={"content-type": "application/json", "x-goog-api-key": "gk"})
+    assert r.status_code == 200, r.text
+    sent = upstream.seen[-1].raw
+    assert SECRET.encode() not in sent
+    assert MASK.encode() in sent
+    assert json.loads(sent)["ttl"] == "300s"

@@ -249,12 +249,13 @@ class Exchange:
             if route.keeps is not None and self.services.guarding:
                 if await self._refused_repeats(body, route.keeps == "gemini"):
                     return
-                if route.keeps == "gemini" and (inputs := input_guard_of(self.services)) is not None:
-                    # A cachedContents is Gemini-shaped input the model reads later (by name): screened
-                    # as a request's own contents are.
+                if (inputs := input_guard_of(self.services)) is not None:
+                    # A cachedContents (Gemini contents) or a conversation's items (Responses input
+                    # items) is input the model reads later, by name: screened as a request's own is.
                     try:
                         screened = await screen_request(self, inputs, JsonBody(body, self._decoded, repeat_free=True),
-                                                        wire_name="gemini")
+                                                        wire_name=route.keeps, reader="gemini" if route.keeps == "gemini"
+                                                        else "openai_conversation")
                     except BadRequest as exc:
                         await self._fail(400, str(exc), "invalid_request")
                         return

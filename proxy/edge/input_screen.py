@@ -20,10 +20,11 @@ _GEMINI_MODEL = re.compile(r"/models/([^/:]+):")
 
 
 async def screen_request(x: Exchange, guard: InputGuard, request: JsonBody,
-                         wire_name: str | None = None) -> Screened | None:
+                         wire_name: str | None = None, reader: str | None = None) -> Screened | None:
     """``guard.screen`` for the exchange's request; None when the request was refused (answered here
     with the API's 400). Media no check could read are named in ``x-guardproxy-input-unchecked``.
-    ``wire_name``: the body's API when the route is a passthrough (a Gemini ``cachedContents``)."""
+    ``wire_name``: the API of a passthrough route (its errors' format); ``reader``: how its body is read
+    (``proxy.wire.input_parts.READERS``) when that is not the API's request (a conversation's items)."""
     route, s = x.route, x.services
     assert route is not None
     wire_name = wire_name or route.wire
@@ -43,7 +44,7 @@ async def screen_request(x: Exchange, guard: InputGuard, request: JsonBody,
         return (request_completer(s, wire, route.provider, x.headers, x.query, judge_path),
                 completer_factory(s, x.headers, route.provider))
 
-    screened = await guard.screen(s, wire_name, request, x.request_id, model, completers)
+    screened = await guard.screen(s, reader or wire_name, request, x.request_id, model, completers)
     if screened.unchecked:
         log.info("input_unchecked", kinds=sorted(set(screened.unchecked)))
     if screened.rejected is not None:

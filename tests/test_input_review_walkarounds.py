@@ -122,3 +122,33 @@ def test_an_anthropic_system_role_message_is_screened_as_system(upstream_server:
                                 "anthropic-version": "2023-06-01"})
     assert r.status_code == 200, r.text
     assert SECRET.encode() not in upstream.seen[-1].raw
+
+
+def test_a_gemini_cached_content_is_screened_before_it_is_stored(redacting: ProxyServer, upstream: FakeUpstream) -> None:
+    """A ``cachedContents`` holds contents and a system instruction the model reads later, named by a
+    request's ``cachedContent``: a key pasted there went up unmasked (the route is a passthrough)."""
+    body = {"model": "models/m", "systemInstruction": {"parts": [{"text": "You are an agent."}]},
+            "contents": [{"role": "user", "parts": [{"text": f"deploy with {SECRET}"}]}], "ttl": "300s"}
+    r = httpx.post(redacting.url + "/v1beta/cachedContents", content=json.dumps(body).encode(), timeout=20,
+                   headers={"content-type": "application/json", "x-goog-api-key": "gk"})
+    assert r.status_code == 200, r.text
+    sent = upstream.seen[-1].raw
+    assert SECRET.encode() not in sent
+    assert MASK.encode() in sent
+    assert json.loads(sent)["ttl"] == "300s"
+
+
+def test_a_conversations_items_are_screened_before_they_are_stored(redacting: ProxyServer,
+                                                                  upstream: FakeUpstream) -> None:
+    """``POST /v1/conversations`` stores Responses input items that a later request naming the
+    conversation feeds the model: a key pasted there went up unmasked (the route is a passthrough)."""
+    body = {"items": [{"type": "message", "role": "user", "content": f"deploy with {SECRET}"},
+                      {"type": "message", "role": "user", "content": [{"type": "input_text", "text": f"k {SECRET}"}]}],
+            "metadata": {"topic": "deploy"}}
+    r = httpx.post(redacting.url + "/v1/conversations", content=json.dumps(body).encode(), timeout=20,
+                   headers={"content-type": "application/json", "authorization": "Bearer sk-test"})
+    assert r.status_code == 200, r.text
+    sent = upstream.seen[-1].raw
+    assert SECRET.encode() not in sent
+    assert sent.count(MASK.encode()) == 2
+    assert json.loads(sent)["metadata"] == {"topic": "deploy"}

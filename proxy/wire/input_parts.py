@@ -138,12 +138,19 @@ _RESPONSES_OUTPUTS = {"function_call_output": "function_call", "custom_tool_call
                       "computer_call_output": "computer_call"}
 
 
-def _openai_responses(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
+def _openai_conversation(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
+    """A conversation being created (``POST /v1/conversations``): its ``items`` are Responses input
+    items that later requests naming the conversation feed the model."""
+    return _openai_responses(data, parts, "items")
+
+
+def _openai_responses(data: dict[str, Any], parts: frozenset[str], key: str = "input") -> InputTexts:
     out = _Collector(parts)
-    out.add("system", ("instructions",), data.get("instructions"))
-    items = data.get("input")
+    if key == "input":
+        out.add("system", ("instructions",), data.get("instructions"))
+    items = data.get(key)
     if isinstance(items, str):
-        out.add("user", ("input",), items)
+        out.add("user", (key,), items)
         return out.result()
     if not isinstance(items, list):
         return out.result()
@@ -174,7 +181,7 @@ def _openai_responses(data: dict[str, Any], parts: frozenset[str]) -> InputTexts
         elif kind == "mcp_call":
             out.add("tool_result", (i, "output"), item.get("output"), f"mcp__{item.get('server_label', '')}__"
                                                                        f"{item.get('name', '')}")
-    out.texts = [InputText(t.part, ("input", *t.path) if t.path[0] != "instructions" else t.path, t.text, t.tool)
+    out.texts = [InputText(t.part, (key, *t.path) if t.path[0] != "instructions" else t.path, t.text, t.tool)
                  for t in out.texts]
     return out.result()
 
@@ -285,7 +292,7 @@ def _gemini(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
 
 
 READERS = {"openai_chat": _openai_chat, "openai_responses": _openai_responses, "anthropic": _anthropic,
-           "gemini": _gemini}
+           "gemini": _gemini, "openai_conversation": _openai_conversation}
 
 
 ALL_PARTS = frozenset({"user", "tool_result", "system"})

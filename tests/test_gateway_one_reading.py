@@ -91,3 +91,29 @@ def test_a_body_without_repeats_still_goes_through(proxy: ProxyServer, upstream:
                    headers={"content-type": "application/json", **headers_for(api)}, timeout=15)
     assert r.status_code == 200, r.text
     assert upstream.seen[0].raw == body.encode()  # relayed byte for byte
+
+
+def test_a_body_nested_past_what_can_be_read_is_refused_before_anything_goes_upstream(
+        proxy: ProxyServer, upstream: FakeUpstream) -> None:
+    """A repeat hidden behind nesting the parsers give up on (msgspec and the standard library both
+    stop near 1,000 levels) was passed as clean, and an upstream parser without such a limit reads it."""
+    upstream.queue(Reply(text="fine"), Reply(text="fine"))
+    warm = httpx.post(proxy.url + "/v1/chat/completions", timeout=15, headers=headers_for("chat"),
+                      json={"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+    assert warm.status_code == 200  # a pooled connection is idle now: the early send would take it
+    upstream.seen.clear()
+    deep = "[" * 1500 + "]" * 1500
+    body = f'{{"model":"m","messages":[{{"role":"user","content":"hi"}}],"messages":{deep}}}'
+    r = httpx.post(proxy.url + "/v1/chat/completions", content=body.encode(),
+                   headers={"content-type": "application/json", **headers_for("chat")}, timeout=15)
+    assert r.status_code == 400, r.text
+    assert "too deeply" in assert_http_error("chat", 400, r.content)["message"]
+    assert upstream.seen == []
+
+
+def test_the_check_does_not_call_an_unreadably_deep_body_clean() -> None:
+    from proxy.edge.one_reading import TOO_DEEP, read_once
+
+    deep = b"[" * 1500 + b"]" * 1500
+    assert read_once(b'{"messages":[1],"messages":' + deep + b"}")[0] == TOO_DEEP
+    assert read_once(b'{"a":' + b"[" * 50 + b"]" * 50 + b"}")[0] is None

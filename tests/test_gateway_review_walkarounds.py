@@ -5,6 +5,7 @@ must receive nothing."""
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
 
 import httpx
@@ -74,3 +75,55 @@ def test_an_escaped_spelling_in_an_agents_next_turn_is_refused(proxy: ProxyServe
     r = _post(proxy, raw[:at] + added + raw[at:])
     assert r.status_code == 400, r.text
     assert upstream.seen == []
+
+
+# The server's limits: a chunked body's trailer is a header section too (httptools joins its pieces
+# as they arrive, as it does a head's), sent after the head's limits stopped counting.
+@pytest.fixture(scope="module")
+def limited(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
+    with ProxyServer(upstream_server.url, "[defaults]\nholdback_chars = 0\n", auth_token="review-token-1234",
+                     head_timeout_s=5, body_idle_timeout_s=5, max_head_bytes=16 * 1024, max_headers=40) as p:
+        yield p
+
+
+def _read_all(s: socket.socket) -> bytes:
+    data = b""
+    try:
+        while chunk := s.recv(65536):
+            data += chunk
+    except (ConnectionResetError, TimeoutError):
+        pass
+    return data
+
+
+def test_an_oversized_trailer_is_refused_before_it_is_all_sent(limited: ProxyServer, upstream: FakeUpstream) -> None:
+    body = b'{"model":"m","messages":[{"role":"user","content":"hi"}]}'
+    with socket.create_connection(("127.0.0.1", limited.port), timeout=20) as s:
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                  b"x-guardproxy-token: review-token-1234\r\nauthorization: Bearer sk-test\r\n"
+                  b"transfer-encoding: chunked\r\n\r\n" + b"%x\r\n%s\r\n0\r\nx-big: " % (len(body), body))
+        sent = 0
+        try:
+            for _ in range(8 * 16):  # up to 8 MiB of one trailer field
+                s.sendall(b"a" * 65536)
+                sent += 65536
+            s.sendall(b"\r\n\r\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        answer = _read_all(s)
+    assert answer.startswith(b"HTTP/1.1 431"), answer[:100]
+    assert sent < 8 * 1024 * 1024
+    assert upstream.seen == []
+
+
+def test_a_trailer_is_not_merged_into_the_request_headers(limited: ProxyServer, upstream: FakeUpstream) -> None:
+    body = b'{"model":"m","messages":[{"role":"user","content":"hi"}]}'
+    upstream.queue(Reply(text="fine"))
+    with socket.create_connection(("127.0.0.1", limited.port), timeout=20) as s:
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                  b"x-guardproxy-token: review-token-1234\r\nauthorization: Bearer sk-test\r\nconnection: close\r\n"
+                  b"transfer-encoding: chunked\r\n\r\n" + b"%x\r\n%s\r\n0\r\nx-injected: 1\r\n\r\n" % (len(body), body))
+        answer = _read_all(s)
+    assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+    assert upstream.seen[0].body == json.loads(body)
+    assert "x-injected" not in {k.lower() for k in upstream.seen[0].headers}

@@ -319,3 +319,29 @@ async def test_a_value_sealed_with_another_key_is_a_miss_and_counted(tmp_path: P
         assert after.unreadable == 1
     finally:
         await store.close()
+
+
+@pytest.mark.parametrize("engine", ["memory", "sqlite"])
+async def test_a_conversation_made_unseen_stays_unseen_when_a_turn_that_ran_beside_it_joins(
+        engine: str, tmp_path: Path) -> None:
+    """Two turns of one conversation at once: one pulls in an unseen item (the conversation is
+    unseen from then on), the other, whose recall came first, joins its texts when it ends. The join
+    must not bring the conversation back as seen without the unseen item's text (a delete did)."""
+    budgets = Budgets(1 << 20, 1 << 20)
+    store = MemoryStore(budgets) if engine == "memory" else SqliteStore(str(tmp_path / "s.db"), budgets)
+    held = HeldPrompts(store, Sealer(bytes(32), seal=store.shared), timeout_s=30.0)
+    try:
+        key = "conversation:conv_r"
+        await held.remember(S, key, ("D1",), join=True)
+        view = OpenAIResponses().parse_request({"model": "m", "conversation": "conv_r", "input": [
+            {"type": "item_reference", "id": "msg_x"}, {"role": "user", "content": "u"}]}, stream=False)
+        seen_view = OpenAIResponses().parse_request({"model": "m", "conversation": "conv_r", "input": [
+            {"role": "developer", "content": "D2"}, {"role": "user", "content": "u"}]}, stream=False)
+        recalled, _ = await held.recall(S, seen_view.held)  # (the seen turn's recall, before the other ends)
+        await held.forget_unseen(S, view)
+        await held.remember_turn(S, seen_view, recalled, ("resp_seen",))
+        assert (await held.recall(S, (key,)))[1] == (key,)
+        # and a turn chained on the seen turn's own answer still finds what it saw
+        assert (await held.recall(S, ("response:resp_seen",)))[0] == ("D1", "D2")
+    finally:
+        await store.close()

@@ -97,3 +97,58 @@ def test_other_tools_stay_untainted(tmp_path: Path, pattern: str, name: str) -> 
     call = HistoryToolCall("f1", name, "{}", True)
     push = ToolCall("c9", "Bash", json.dumps({"command": "git push origin main"}))
     assert ToolAssessor(policy, tmp_path).assess(push, [call]).decision == "allow"
+
+
+SYSTEM_REDACT = """
+[[input_guardrails]]
+id = "no-keys-in-system"
+kind = "secrets"
+action = "redact"
+parts = ["system"]
+"""
+
+
+def test_an_anthropic_system_role_message_is_screened_as_system(upstream_server: FakeUpstream,
+                                                                 upstream: FakeUpstream) -> None:
+    """Claude Code sends mid-conversation ``system`` role messages, and the proxy reads them as system
+    prompt (the canary); the input screen skipped every message but the user's."""
+    body = {"model": "claude-x", "max_tokens": 50, "system": "You are an agent.", "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "system", "content": f"deploy key {SECRET}"},
+        {"role": "system", "content": [{"type": "text", "text": f"again {SECRET}"}]}]}
+    with ProxyServer(upstream_server.url, SYSTEM_REDACT) as proxy:
+        r = httpx.post(proxy.url + "/v1/messages", content=json.dumps(body).encode(), timeout=20,
+                       headers={"content-type": "application/json", "x-api-key": "sk-ant-test",
+                                "anthropic-version": "2023-06-01"})
+    assert r.status_code == 200, r.text
+    assert SECRET.encode() not in upstream.seen[-1].raw
+
+
+def test_a_gemini_cached_content_is_screened_before_it_is_stored(redacting: ProxyServer, upstream: FakeUpstream) -> None:
+    """A ``cachedContents`` holds contents and a system instruction the model reads later, named by a
+    request's ``cachedContent``: a key pasted there went up unmasked (the route is a passthrough)."""
+    body = {"model": "models/m", "systemInstruction": {"parts": [{"text": "You are an agent."}]},
+            "contents": [{"role": "user", "parts": [{"text": f"deploy with {SECRET}"}]}], "ttl": "300s"}
+    r = httpx.post(redacting.url + "/v1beta/cachedContents", content=json.dumps(body).encode(), timeout=20,
+                   headers={"content-type": "application/json", "x-goog-api-key": "gk"})
+    assert r.status_code == 200, r.text
+    sent = upstream.seen[-1].raw
+    assert SECRET.encode() not in sent
+    assert MASK.encode() in sent
+    assert json.loads(sent)["ttl"] == "300s"
+
+
+def test_a_conversations_items_are_screened_before_they_are_stored(redacting: ProxyServer,
+                                                                  upstream: FakeUpstream) -> None:
+    """``POST /v1/conversations`` stores Responses input items that a later request naming the
+    conversation feeds the model: a key pasted there went up unmasked (the route is a passthrough)."""
+    body = {"items": [{"type": "message", "role": "user", "content": f"deploy with {SECRET}"},
+                      {"type": "message", "role": "user", "content": [{"type": "input_text", "text": f"k {SECRET}"}]}],
+            "metadata": {"topic": "deploy"}}
+    r = httpx.post(redacting.url + "/v1/conversations", content=json.dumps(body).encode(), timeout=20,
+                   headers={"content-type": "application/json", "authorization": "Bearer sk-test"})
+    assert r.status_code == 200, r.text
+    sent = upstream.seen[-1].raw
+    assert SECRET.encode() not in sent
+    assert sent.count(MASK.encode()) == 2
+    assert json.loads(sent)["metadata"] == {"topic": "deploy"}

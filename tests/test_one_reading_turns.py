@@ -16,13 +16,13 @@ import httpx
 import pytest
 
 from proxy.edge.one_reading import read_once, repeated_in_items
-from proxy.wire import anthropic, gemini, openai_chat, openai_responses
+from proxy.wire import anthropic, conversation_delta, gemini, openai_chat, openai_responses
 from proxy.wire.base import JsonBody
 from tests.fakes.faulty import assert_http_error, headers_for
 from tests.fakes.proxy import ProxyServer
 from tests.fakes.upstream import FakeUpstream, Reply
 from tests.test_gateway_one_reading import CANARY_POLICY
-from tests.test_quick_view import WIRES
+from tests.test_quick_view import WIRES, _whole
 
 TURNS = {"chat": openai_chat._TURNS, "anthropic": anthropic._TURNS, "responses": openai_responses._TURNS,
          "gemini": gemini._TURNS}
@@ -219,3 +219,40 @@ def test_through_the_proxy_a_repeat_in_the_unchanged_part_stays_refused(
         assert r.status_code == 400, r.text
         assert upstream.seen == []
         items += [_assistant(api, f"answer {n}"), _user(api, f"question {n}")]
+
+
+def _reads_as_whole(api: str, raw: bytes) -> bool:
+    """Read as the edge reads a checked body; whether the quick view answered as the whole decode."""
+    quick = WIRES[api].quick_view(JsonBody(raw, repeat_free=True), stream=False)
+    whole = _whole(WIRES[api], raw)
+    assert quick is not None and whole is not None
+    return (quick.model, quick.stream, quick.system_prompt, quick.last_user_text, list(quick.history)) == whole
+
+
+@pytest.mark.parametrize("api", list(TURNS))
+def test_a_read_right_after_the_check_reuses_its_match_only_while_the_kept_body_is_unchanged(api: str) -> None:
+    """``read`` reuses the match ``added_to_clean`` found for the same body; another turn read in
+    between (the kept body updated in place) sends it back to a lookup: every reading is the whole
+    decode's."""
+    items = [_user(api, "hi"), _assistant(api, "one"), _user(api, "two")]
+    for n in (1, 3):
+        assert _checked(api, _body(api, items[:n], "t5")) is None
+    a = _body(api, [*items, _assistant(api, "a"), _user(api, "more a")], "t5")
+    b = _body(api, [*items, _assistant(api, "b"), _user(api, "more b")], "t5")
+    c = _body(api, [*items, _assistant(api, "b"), _user(api, "more b"), _user(api, "c")], "t5")
+    before = TURNS[api].extended
+    assert WIRES[api].added_to_clean(a) is not None
+    assert _reads_as_whole(api, a)  # read from the check's match
+    assert TURNS[api]._last is None  # (used once)
+    assert WIRES[api].added_to_clean(c) is not None
+    assert WIRES[api].quick_view(JsonBody(b, repeat_free=True), stream=False) is not None  # replaces the kept body
+    assert _reads_as_whole(api, c)  # its match went stale: looked up again, read from b's turn
+    assert TURNS[api].extended == before + 3
+    turns = TURNS[api]
+    d = _body(api, [*items, _assistant(api, "b"), _user(api, "more b"), _user(api, "d")], "t5")
+    assert WIRES[api].added_to_clean(d) is not None
+    turns.budget_bytes = 0
+    turns._evict()  # the kept body leaves between the check and the read
+    turns.budget_bytes = conversation_delta.BUDGET_BYTES
+    assert _reads_as_whole(api, d)  # read whole (and kept), not into the body that left
+    assert turns.used_bytes == sum(k.size for group in turns._groups.values() for k in group) > 0

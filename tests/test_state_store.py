@@ -196,3 +196,31 @@ async def test_a_store_that_is_gone_is_unavailable_quickly(valkey: ValkeyServer)
             await asyncio.wait_for(store.get("s", "k"), 5)
     finally:
         await store.close()
+
+
+async def test_a_sqlite_file_planted_by_someone_else_is_not_written(tmp_path: Path) -> None:
+    """``sqlite:///path`` in a folder others can write to: a symlink planted where the file will be
+    (pointing at a file its planter reads), or a file left readable by others, must not receive the
+    system prompts. The store is unavailable (the policy's choice, counted), naming the cause."""
+    planted = tmp_path / "theirs.db"
+    planted.write_bytes(b"")
+    planted.chmod(0o644)
+    link = tmp_path / "state.db"
+    link.symlink_to(planted)
+    store = SqliteStore(str(link), Budgets(1 << 20, 1 << 20), busy_timeout_s=5.0)
+    try:
+        with pytest.raises(StoreUnavailable, match="symlink"):
+            await store.put("s", "response:r", {b"i": b"You are Orion."}, 60)
+        assert planted.read_bytes() == b""
+    finally:
+        await store.close()
+    readable = tmp_path / "open.db"
+    readable.write_bytes(b"")
+    readable.chmod(0o644)
+    store = SqliteStore(str(readable), Budgets(1 << 20, 1 << 20), busy_timeout_s=5.0)
+    try:
+        with pytest.raises(StoreUnavailable, match="others"):
+            await store.put("s", "response:r", {b"i": b"You are Orion."}, 60)
+        assert readable.read_bytes() == b""
+    finally:
+        await store.close()

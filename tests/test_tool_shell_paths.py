@@ -98,6 +98,9 @@ def test_paths_in_shell_commands_are_checked(ws: Path, command: str, reason: str
     "rsync -av src/ backup/", "rsync -av src/ github.com:backup/", "cp -t build src/app.py",
     "pushd src && cat app.py && popd", "pushd src; popd; cat src/app.py", "find src -fprint list.txt",
     "docker run --rm -v $PWD/src:/src -v cache:/cache python:3.11 python /src/app.py",
+    # each found or fed file, not a missing file named {} (review: these were no_such_path)
+    "find . -name '*.py' | xargs -I{} wc -l {}", "find src -name '*.py' -exec wc -l {} +",
+    "find src -type f -exec head -1 {} \\;", "ls src | xargs -I % cat src/%", "ls src | parallel wc -l src/{}",
 ])
 def test_everyday_shell_file_use_passes(ws: Path, command: str) -> None:
     a = _bash(ws, command)

@@ -214,6 +214,14 @@ def unwrap(program: str, args: Argv) -> Unwrapped | None:
         return Unwrapped([], " ".join(a for a in rest if a is not None), via_shell=True)
     elif program == "parallel":
         rest = [a for a in rest if a != ":::"]
+        rest = [None if a is not None and "{" in a and "}" in a and "://" not in a else a  # {}, {.}, {1}: an input
+                for a in rest]
+    if program == "xargs":
+        # ``xargs -I{} cat {}``: the replace string stands for each input line, not a file of that name
+        found, repl = _option_value(args, ("-I", "--replace", "-i"))
+        if found:
+            repl = repl or "{}"
+            rest = [None if a is not None and repl in a and "://" not in a else a for a in rest]  # a URL keeps its host
     elif program == "coproc" and rest:  # coproc [NAME] { cmd; }: the grammar reads it as words
         if len(rest) > 1 and rest[1] in ("{", "("):
             rest = rest[1:]

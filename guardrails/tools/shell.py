@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import codecs
 import fnmatch
+import itertools
 import posixpath
 import re
 import threading
@@ -797,11 +798,20 @@ class _Walker:
         finally:
             self.pending = saved
         if prog == "find":
+            # ``{}`` is each file found: at or below a start point, so it stands for the start point (a
+            # found file is read or changed where find looked: ``-exec wc -l {} +`` is no missing file
+            # named ``{}``, ``find .git/hooks -exec cp x {} \;`` writes into .git); with several start
+            # points, for none of them (not followed)
+            starts = list(itertools.takewhile(lambda a: a is not None and not a.startswith(("-", "(", "!", ")")),
+                                              args)) or ["."]
+            each: str | None = starts[0] if len(starts) == 1 else None
             for flag in ("-exec", "-execdir", "-ok", "-okdir"):
                 if flag in args:
                     start = args.index(flag) + 1
                     end = next((i for i in range(start, len(args)) if args[i] in (";", "+")), len(args))
-                    self.argv(args[start:end], depth + 1, feed, stdin)
+                    words = [each if a == "{}" else None if a is not None and "{}" in a else a
+                             for a in args[start:end]]
+                    self.argv(words, depth + 1, feed, stdin)
 
     def _wrapper_options(self, prog: str, args: list[str | None]) -> None:
         """What a wrapper's own options touch: ``xargs -a FILE`` reads it; ``env -C DIR`` and ``sudo -D

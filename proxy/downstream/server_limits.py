@@ -11,7 +11,12 @@ protocol is uvicorn's httptools protocol with, per connection:
 - a **cap on the head's size** (``GUARDPROXY_MAX_HEAD_BYTES``: request line and headers) checked
   between reads, so a head costs at most the cap plus one read: past it, 431 (414 when the request
   line alone is past it);
-- a **cap on the number of header lines** (``GUARDPROXY_MAX_HEADERS``): past it, 431.
+- a **cap on the number of header lines** (``GUARDPROXY_MAX_HEADERS``): past it, 431;
+- a chunked body's **trailer** is a header section too, sent after the head's limits stopped
+  counting: its fields count toward ``GUARDPROXY_MAX_HEADERS``, the bytes a body's reads carry without
+  any body data (chunk framing, the trailer) are capped at ``GUARDPROXY_MAX_HEAD_BYTES`` (431), and its
+  fields are never merged into the request's headers (RFC 9110 6.5.1; uvicorn appends them to the
+  scope's header list, so they would reach the app, and the upstream, as request headers).
 
 The body's limits (idle time between its chunks, its whole time, its size) are the app's
 (``proxy.downstream.asgi.read_body``), after the token in the head was checked.
@@ -52,6 +57,9 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         """Between requests or inside a head (not inside a body or a response)."""
         self._head_timer: asyncio.TimerHandle | None = None
         self._refused = False
+        self._bodiless = 0
+        """Bytes read inside a body without any body data (chunk framing, a trailer)."""
+        self._got_body = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -69,6 +77,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
                 self._arm_head_timer()
             self._head_bytes += len(data)
         self._unset_keepalive_if_required()
+        self._got_body = False
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserCallbackError as exc:
@@ -86,6 +95,12 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             else:
                 self._unsupported_upgrade_warning()
             return
+        if not self._in_head:
+            self._bodiless = 0 if self._got_body else self._bodiless + len(data)
+            if self._bodiless > self.limits.max_head_bytes:
+                self._refuse(431, f"the request's chunk framing or trailer exceeds {self.limits.max_head_bytes} "
+                                  "bytes (GUARDPROXY_MAX_HEAD_BYTES)")
+                return
         if self._in_head and self._head_bytes > self.limits.max_head_bytes:
             # (checked after the read: a read that also completed the head and began the body is
             # not held against it)
@@ -117,11 +132,16 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         if self._header_count > self.limits.max_headers:
             raise _Refuse(431, f"the request has more than {self.limits.max_headers} header lines "
                                "(GUARDPROXY_MAX_HEADERS)")
-        super().on_header(name, value)
+        if self._in_head:  # a trailer's field (after the body) is not a request header
+            super().on_header(name, value)
+
+    def on_body(self, body: bytes) -> None:
+        self._got_body = True
+        super().on_body(body)
 
     def on_headers_complete(self) -> None:
         self._in_head = False
-        self._head_bytes = 0
+        self._head_bytes = self._bodiless = 0
         self._cancel_head_timer()
         super().on_headers_complete()
 

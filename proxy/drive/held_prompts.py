@@ -48,6 +48,12 @@ CACHE_DEFAULT_TTL_S = 3600.0
 """A Gemini cache created without ``ttl`` or ``expireTime`` lives an hour (Gemini's default)."""
 
 
+UNSEEN = "\0unseen"
+"""The member of a conversation that holds a text this scope never saw (``HeldPrompts.mark_unseen``):
+its entry is a miss. A member, not a deletion: a turn of the conversation that ran beside and joins
+its texts when it ends keeps it (a join keeps every member), so the conversation stays unseen."""
+
+
 class HeldPrompts:
     """Key (``kind:id``, as in ``RequestView.held``) -> the system texts the upstream holds under it,
     per scope, in a ``Store``."""
@@ -83,10 +89,15 @@ class HeldPrompts:
                 missing += (key,)
                 continue
             try:
-                texts += tuple(self.sealer.open(scope, key, v) for v in found)
+                opened = tuple(self.sealer.open(scope, key, v) for v in found)
             except Unsealable:
                 self.unreadable += 1
                 missing += (key,)
+                continue
+            if UNSEEN in opened:
+                missing += (key,)
+                continue
+            texts += opened
         if len(keys) > 1:
             texts = tuple(dict.fromkeys(texts))  # (a conversation and a response of it hold the same texts)
         return texts, missing
@@ -129,20 +140,24 @@ class HeldPrompts:
     async def forget_unseen(self, scope: str, view: RequestView) -> None:
         """A turn relayed with held state this scope never saw (``unseen_prompt = "pass"``, or a store
         that failed): whatever the upstream put into its conversation from there (an ``item_reference``'s
-        developer message, another turn's) is now held in it, so the conversation is forgotten and its
-        later turns are misses too, not armed as "seen" with its older prompts."""
+        developer message, another turn's) is now held in it, so the conversation is marked unseen
+        (``mark_unseen``) and its later turns are misses too, not armed as "seen" with its older prompts."""
         for key in view.held:
             if key.startswith("conversation:"):
-                await self.forget(scope, key)
+                await self.mark_unseen(scope, key)
+
+    async def mark_unseen(self, scope: str, key: str) -> None:
+        """``key`` holds what this scope never saw: a miss from now on, whatever joins it later."""
+        await self.remember(scope, key, (UNSEEN,))
 
     async def forget_unwatched(self, scope: str, view: RequestView) -> None:
         """A turn that put system texts (``view.kept``) into a conversation without being remembered (its
-        policy has no canary): the conversation is forgotten, so a later request naming it under a
-        policy with a canary is a miss (``unseen_prompt``), not armed as seen without those texts."""
+        policy has no canary): the conversation is marked unseen (``mark_unseen``), so a later request
+        naming it under a policy with a canary is a miss (``unseen_prompt``), not armed as seen without those texts."""
         if view.kept:
             for key in view.held:
                 if key.startswith("conversation:"):
-                    await self.forget(scope, key)
+                    await self.mark_unseen(scope, key)
 
 
 def kind_of(key: str) -> str:

@@ -249,6 +249,20 @@ class Exchange:
             if route.keeps is not None and self.services.guarding:
                 if await self._refused_repeats(body, route.keeps == "gemini"):
                     return
+                if (inputs := input_guard_of(self.services)) is not None:
+                    # A cachedContents (Gemini contents) or a conversation's items (Responses input
+                    # items) is input the model reads later, by name: screened as a request's own is.
+                    try:
+                        screened = await screen_request(self, inputs, JsonBody(body, self._decoded, repeat_free=True),
+                                                        wire_name=route.keeps, reader="gemini" if route.keeps == "gemini"
+                                                        else "openai_conversation")
+                    except BadRequest as exc:
+                        await self._fail(400, str(exc), "invalid_request")
+                        return
+                    if screened is None:
+                        return
+                    body = screened.body
+                self._decoded = None
                 await self._passthrough_keeping(body, route.keeps)
                 return
             await self._passthrough(body)

@@ -166,18 +166,28 @@ def _proven(text: bytes, hook: Any) -> tuple[bool, str | None]:
     return True, None
 
 
+TOO_DEEP = "\x00too deep"
+"""``read_once``'s answer for a body nested past what the parsers read: no reading of it can be
+checked, and an upstream whose parser has no depth limit could still read it, so it is refused like a
+repeat (before anything goes upstream) rather than passed as clean."""
+
+
 def _slow(raw: bytes, hook: Any) -> str | None:
     try:
         json.loads(raw, object_pairs_hook=hook)
     except _Repeated as found:
         return found.key
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        return None
+    except RecursionError:
+        return TOO_DEEP
+    except (ValueError, UnicodeDecodeError):
+        return None  # not JSON: the reader refuses it with its own 400, before anything is sent
     return None
 
 
 def repeated_message(key: str) -> str:
     """The 400's text (the key is the client's own, shown only when short and printable)."""
+    if key == TOO_DEEP:
+        return "the request body nests JSON too deeply to be read one way; flatten it"
     if len(key) > 80 or not key.isprintable():
         key = "a key"
     if "' and '" in key:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import stat
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -98,12 +99,18 @@ class SqliteStore:
     def _conn(self) -> sqlite3.Connection:
         if self._db is None:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._check_files()
             old = os.umask(0o077)  # the file holds system prompts: its owner's alone
             try:
                 db = sqlite3.connect(self.path, timeout=self._busy_ms / 1000, isolation_level=None,
                                      check_same_thread=False)
             finally:
                 os.umask(old)
+            try:
+                self._check_files()  # (and again once open: nothing swapped in between the two)
+            except StoreUnavailable:
+                db.close()
+                raise
             db.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
             db.execute("PRAGMA journal_mode = WAL")
             # (what a power cut loses is a miss, by policy; a file kept across restarts stays consistent)
@@ -111,6 +118,28 @@ class SqliteStore:
             db.executescript(_SCHEMA)
             self._db = db
         return self._db
+
+    def _check_files(self) -> None:
+        """The database and its WAL files, where they exist, are plain files of this process's user
+        that nobody else can read or write: a symlink or a file planted in a folder others can write
+        to (``sqlite:///tmp/...``) would hand the system prompts to whoever planted it. Raises
+        ``StoreUnavailable`` naming the cause (never a value)."""
+        for path in (self.path, self.path + "-wal", self.path + "-shm"):
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise StoreUnavailable(f"sqlite: cannot check {path}: {type(exc).__name__}") from None
+            if stat.S_ISLNK(st.st_mode):
+                raise StoreUnavailable(f"sqlite: {path} is a symlink: refused (name a plain file)")
+            if not stat.S_ISREG(st.st_mode):
+                raise StoreUnavailable(f"sqlite: {path} is not a plain file: refused")
+            if st.st_uid != os.geteuid():
+                raise StoreUnavailable(f"sqlite: {path} belongs to another user: refused")
+            if st.st_mode & 0o077:
+                raise StoreUnavailable(f"sqlite: {path} is open to others (mode {stat.S_IMODE(st.st_mode):o}): "
+                                       "refused (chmod 600 it)")
 
     def _get(self, scope: str, key: str) -> list[bytes] | None:
         db = self._conn()

@@ -159,6 +159,11 @@ class Turns(Generic[S]):
         """Bodies read from a kept one (a counter, for tests and the bench)."""
         self._groups: OrderedDict[bytes, list[_Kept[S]]] = OrderedDict()
         self._points: dict[int, int] = {}
+        self._last: tuple[bytes, list[_Kept[S]], _Kept[S], tuple[tuple[int, S, int], int], bytes | memoryview] | None = None
+        """The last match ``added_to_clean`` found (the body, its kept body's group, the kept body, the
+        match, the kept body's ``head`` then): ``read`` of that same body object next (the edge reads
+        it right after checking it) reuses it while the kept body is unchanged and still kept,
+        instead of looking it up again."""
         """Offsets that kept bodies with anchors are grouped at (``_deep_key``), with how many are."""
 
     def read(self, raw: bytes, *, clean: bool = False) -> S | None:
@@ -168,6 +173,12 @@ class Turns(Generic[S]):
         if len(raw) < MIN_BYTES:
             found = self._whole(raw)
             return None if found is None else found[0]
+        last, self._last = self._last, None
+        if last is not None and last[0] is raw and last[2].head is last[4] and last[2] in last[1]:
+            # the match ``added_to_clean`` just found for this body, its kept body unchanged since
+            state = self._extend(last[1], last[2], raw, clean, last[3])
+            if state is not None:
+                return state
         state = self._find(raw, lambda group, kept: self._extend(group, kept, raw, clean))
         if state is not None:
             return state
@@ -184,13 +195,16 @@ class Turns(Generic[S]):
         would next)."""
         if len(raw) < MIN_BYTES:
             return None
-        return self._find(raw, lambda _, kept: self._added(kept, raw))
+        return self._find(raw, lambda group, kept: self._added(group, kept, raw))
 
-    def _added(self, kept: _Kept[S], raw: bytes) -> bytes | None:
+    def _added(self, group: list[_Kept[S]], kept: _Kept[S], raw: bytes) -> bytes | None:
         if not kept.clean:
             return None
         found = self._match(kept, raw)
-        return None if found is None else raw[found[0][0]:found[1]]
+        if found is None:
+            return None
+        self._last = (raw, group, kept, found, kept.head)
+        return raw[found[0][0]:found[1]]
 
     def _find(self, raw: bytes, visit: Callable[[list[_Kept[S]], _Kept[S]], T | None]) -> T | None:
         """The first answer of ``visit`` over the kept bodies ``raw`` may extend: the groups at each
@@ -227,10 +241,12 @@ class Turns(Generic[S]):
         mark = marks[-1] if end >= len(head) and raw.startswith(head) else self._mark(kept, raw, end)
         return None if mark is None else (mark, end)
 
-    def _extend(self, group: list[_Kept[S]], kept: _Kept[S], raw: bytes, clean: bool) -> S | None:
+    def _extend(self, group: list[_Kept[S]], kept: _Kept[S], raw: bytes, clean: bool,
+                found: tuple[tuple[int, S, int], int] | None = None) -> S | None:
         # (one function for an agent's every turn, an append, with few calls: this runs once per
         # request on caches the upstream's wait left cold, where each call costs microseconds)
-        found = self._match(kept, raw)
+        if found is None:
+            found = self._match(kept, raw)
         if found is None:
             return None
         mark, end = found
@@ -286,12 +302,18 @@ class Turns(Generic[S]):
         """Find and prove the anchor of an unanchored body from a body that may extend it (once: a
         body whose anchor cannot be proven this way is not tried again)."""
         body = kept.body
-        at = _common_prefix(body, raw)
-        if len(raw) <= len(body) or not raw.endswith(body[at:]):
+        if len(raw) <= len(body):
             return False
+        at = _common_prefix(body, raw)
+        if not raw.endswith(body[at:]):
+            return False
+        # One comparison that gets this far per kept body, whatever it proves: a body that changes it
+        # elsewhere than where its list ends (a client moving its cache marker onto the newest message
+        # on every turn) is not compared again by each later lookup (the check's and the read's), each
+        # a prefix scan of a whole turn.
+        kept.tried = True
         if not _CLOSES_A_LIST.match(body, at):
             return False  # the next turn's items would not be the list's last ones
-        kept.tried = True  # one probe per kept body, whatever it proves
         found = self._whole(body[:at] + b"," + self._probe + body[at:])
         if found is None or len(found[1]) != kept.count + 1 or found[1][-1] != self._probe_item:
             return False
@@ -351,6 +373,7 @@ class Turns(Generic[S]):
                 del self._points[kept.point]
 
     def clear(self) -> None:
+        self._last = None
         self._groups.clear()
         self._points.clear()
         self.used_bytes = 0

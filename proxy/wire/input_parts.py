@@ -14,7 +14,7 @@ Shapes read (and only these; anything else in a part is left as it is):
 - Responses: ``instructions`` (system), ``input`` as a string (user), input items: messages by role,
   ``function_call_output``, ``custom_tool_call_output``, ``local_shell_call_output``,
   ``shell_call_output`` and ``mcp_call`` output (tool_result);
-- Anthropic: ``system``; user messages' strings and ``text``, ``search_result`` and text ``document``
+- Anthropic: ``system`` and ``system`` role messages (system); user messages' strings and ``text``, ``search_result`` and text ``document``
   blocks (user) and ``tool_result`` blocks (tool_result: a string or those blocks; images and
   base64/URL/file documents skipped);
 - Gemini: ``systemInstruction`` (or ``system_instruction``) parts (system); ``contents[]`` parts
@@ -138,12 +138,19 @@ _RESPONSES_OUTPUTS = {"function_call_output": "function_call", "custom_tool_call
                       "computer_call_output": "computer_call"}
 
 
-def _openai_responses(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
+def _openai_conversation(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
+    """A conversation being created (``POST /v1/conversations``): its ``items`` are Responses input
+    items that later requests naming the conversation feed the model."""
+    return _openai_responses(data, parts, "items")
+
+
+def _openai_responses(data: dict[str, Any], parts: frozenset[str], key: str = "input") -> InputTexts:
     out = _Collector(parts)
-    out.add("system", ("instructions",), data.get("instructions"))
-    items = data.get("input")
+    if key == "input":
+        out.add("system", ("instructions",), data.get("instructions"))
+    items = data.get(key)
     if isinstance(items, str):
-        out.add("user", ("input",), items)
+        out.add("user", (key,), items)
         return out.result()
     if not isinstance(items, list):
         return out.result()
@@ -174,7 +181,7 @@ def _openai_responses(data: dict[str, Any], parts: frozenset[str]) -> InputTexts
         elif kind == "mcp_call":
             out.add("tool_result", (i, "output"), item.get("output"), f"mcp__{item.get('server_label', '')}__"
                                                                        f"{item.get('name', '')}")
-    out.texts = [InputText(t.part, ("input", *t.path) if t.path[0] != "instructions" else t.path, t.text, t.tool)
+    out.texts = [InputText(t.part, (key, *t.path) if t.path[0] != "instructions" else t.path, t.text, t.tool)
                  for t in out.texts]
     return out.result()
 
@@ -194,6 +201,9 @@ def _anthropic(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
             for block in content if isinstance(content, list) else []:
                 if isinstance(block, dict) and block.get("type") in ("tool_use", "server_tool_use", "mcp_tool_use"):
                     names[str(block.get("id"))] = str(block.get("name", ""))
+            continue
+        if m.get("role") == "system":  # mid-conversation system text (Claude Code): read as system prompt
+            out.content("system", ("messages", i, "content"), content, text_types=("text",))
             continue
         if m.get("role") != "user":
             continue
@@ -282,7 +292,7 @@ def _gemini(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
 
 
 READERS = {"openai_chat": _openai_chat, "openai_responses": _openai_responses, "anthropic": _anthropic,
-           "gemini": _gemini}
+           "gemini": _gemini, "openai_conversation": _openai_conversation}
 
 
 ALL_PARTS = frozenset({"user", "tool_result", "system"})

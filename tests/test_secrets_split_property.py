@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tests.test_secrets_precision as precision
 from tests.secret_samples import TEMPLATES, fill
 from tests.stream_support import split_deltas
 from tests.test_secrets_catalog import blocked_category
-import tests.test_secrets_precision as precision
 from tests.test_secrets_redact import masked
 
 _NEAR = next(mark.args[1] for mark in precision.test_ordinary_code_and_docs_pass.pytestmark

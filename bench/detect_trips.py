@@ -16,7 +16,8 @@ the labelled samples, and the benign corpus's repositories are in ``--mirrors``;
   trufflehog's and detect-secrets' own test tables (``bench.detect_eval.secrets_recall``): all
   samples, and those of the families the catalog has rules for (``catalog_recall``); per source, how
   many families reach 95% on their realistic samples (without a word or run that marks a sample as
-  fake).
+  fake). ``split_disagreements``: labelled samples whose verdict fed whole differs from the verdict
+  fed in random 1-9 character deltas (three splits each).
 
 Writes ``bench/results/detect_trips.json`` (figures only; committed).
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import random
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -150,6 +152,36 @@ def recall(provider: SecretsProvider, data: Path) -> dict[str, object]:
     return out
 
 
+def split_disagreements(provider: SecretsProvider, data: Path, seeds: int = 3) -> int:
+    """Labelled samples (true and false positives) whose verdict fed whole differs from their
+    verdict fed in random 1-9 character deltas (``seeds`` splits each)."""
+    def blocked(text: str, deltas: list[str]) -> bool:
+        check, acc = provider.arm(CTX), ""
+        assert check is not None
+        for delta in deltas:
+            acc += delta
+            if isinstance(check.check(acc, delta), Block):
+                return True
+        return isinstance(check.finish(acc), Block)
+
+    differ = 0
+    for stem in SOURCES:
+        for row in load(data / f"{stem}.jsonl"):
+            text = row["text"]
+            whole = blocked(text, [text])
+            differ += any(blocked(text, _split(text, seed)) != whole for seed in range(seeds))
+    return differ
+
+
+def _split(text: str, seed: int) -> list[str]:
+    rng, out, at = random.Random(seed), [], 0
+    while at < len(text):
+        n = rng.randint(1, 9)
+        out.append(text[at:at + n])
+        at += n
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--policy", default=None, help="a policy file (default: the shipped default policy)")
@@ -171,6 +203,7 @@ def main() -> None:
     found = recall(secrets, args.data) if secrets is not None else {}
     report = {"date": datetime.date.today().isoformat(), "policy": args.policy or "config/default.toml",
               "pii_regions": args.pii or None, "false_trips": trips,
+              "split_disagreements": split_disagreements(secrets, args.data) if secrets is not None else None,
               "recall": {k: {f: v for f, v in part.items() if f != "missed"} for k, part in found.items()},  # type: ignore[union-attr]
               "seconds": round(time.perf_counter() - started, 1)}
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -194,6 +227,7 @@ def print_report(report: dict[str, object]) -> None:
     assert isinstance(found, dict)
     for stem, part in found.items():
         print(f"recall {stem}: {part}")
+    print(f"labelled samples whose streamed verdict differs from the whole text's: {report['split_disagreements']}")
     print(f"({report['seconds']} s)")
 
 

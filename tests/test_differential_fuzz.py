@@ -111,7 +111,13 @@ def chat_script(rng: random.Random, marker: str, where: str, shape: Shape) -> li
         head = {"index": 0, "id": "call_0", "type": "function", "function": {"name": "Remember", "arguments": ""}}
         if "args-in-head" in shape:
             head["function"]["arguments"], pieces = pieces[0], pieces[1:]
-        frames.append(chunk({"tool_calls": [head]}))
+        if "index-swapped" in shape:  # begun at 1: the SDK's entry 0, which index 0's call (cut in the marker) joins
+            at = args.index(marker) + rng.randint(1, len(marker) - 1)
+            head["index"], head["function"]["arguments"], pieces = 1, args[:at], []
+            second = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "", "arguments": args[at:]}}
+            frames.append(chunk({"tool_calls": [head, second, {"index": 1, "function": {"arguments": ""}}]}))
+        else:
+            frames.append(chunk({"tool_calls": [head]}))
         frames += [chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in pieces]
     frames.append(chunk({}, "tool_calls" if in_tool else "stop"))
     return [*frames, b"data: [DONE]\n\n"]
@@ -329,7 +335,7 @@ def _cut_bytes(rng: random.Random, data: bytes) -> list[bytes]:
 SCRIPTS: dict[str, Callable[[random.Random, str, str, Shape], list[bytes]]] = {
     "chat": chat_script, "responses": responses_script, "anthropic": anthropic_script, "gemini": gemini_script}
 SHAPES = {
-    "chat": ["plain", "args-in-head"],
+    "chat": ["plain", "args-in-head", "index-swapped"],
     "responses": ["faithful", "seeded", "snapshot-only", "deltas-swapped", "no-final-output", "final-recut",
                   "repeat-differs"],
     "anthropic": ["sequential", "seeded", "input-in-start", "out-of-order", "interleaved"],

@@ -1,7 +1,9 @@
 """OpenAI Chat Completions: ``data: <chunk>`` frames, no ``event:`` lines, ``data: [DONE]`` at the end.
 
 Tool calls stream keyed by ``index``; only the first delta of an index carries ``id`` and ``name`` (a
-later delta with another name fails closed: the SDK's stream helper would join the two).
+later delta with another name fails closed: the SDK's stream helper would join the two). Each call
+begins at the next unused index (0, 1, 2...): the SDK's helper pairs deltas by list position, so a call
+begun out of order or after a gap fails closed.
 The replaced signal rides as ``event: output.message.replaced`` on a chunk-shaped payload with an
 empty delta, which the official SDK yields as a harmless empty chunk (DESIGN.md, measured).
 """
@@ -673,6 +675,8 @@ class ChatStream(StreamCodec):
         """Choices the upstream began (and so the client may have): a tail closes each of them."""
         self._open_tools: dict[int, dict[str, str]] = {}
         """Open tool-call indexes per choice, with the name each began with."""
+        self._begun_tools: dict[int, int] = {}
+        """Tool calls begun per choice: the next one must begin at this index (``_tool_events``)."""
         self._reasoning: dict[int, set[str]] = {}
         """Reasoning lanes open per choice (ended when the answer starts)."""
         self._templates = Templates("content")
@@ -794,6 +798,14 @@ class ChatStream(StreamCodec):
         events: list[Event] = []
         open_tools = self._open_tools.setdefault(c, {})
         if key not in open_tools:
+            if key != "function_call":
+                # The SDK's stream helper pairs a delta with the call at that *list position* (a call
+                # begun at index 1 first is its entry 0, and index 0's deltas join it; a gap shifts the
+                # rest): only a call begun at the next unused index is assembled as the proxy reads it.
+                index, begun = tc.get("index", 0), self._begun_tools.get(c, 0)
+                if type(index) is not int or index != begun:
+                    return [Unvetted("a chat tool call begun at an index other than the next one")]
+                self._begun_tools[c] = begun + 1
             open_tools[key] = name
             events.append(ToolCallStart(key, str(tc.get("id", "")), name, c))
         elif name and name != open_tools[key]:

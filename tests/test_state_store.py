@@ -15,6 +15,7 @@ from proxy.state.memory import MemoryStore
 from proxy.state.seal import Sealer, Unsealable
 from proxy.state.sqlite import SqliteStore
 from proxy.state.valkey import ValkeyStore
+from tests.fakes.upstream import FakeUpstream
 from tests.fakes.valkey import ValkeyServer
 
 Clock = list[float]
@@ -224,3 +225,13 @@ async def test_a_sqlite_file_planted_by_someone_else_is_not_written(tmp_path: Pa
         assert readable.read_bytes() == b""
     finally:
         await store.close()
+
+
+def test_a_proxy_opens_its_shared_store_at_start(tmp_path: Path, upstream: FakeUpstream) -> None:
+    """Opened by the first request instead, a slow open on a busy machine ran past that lookup's time
+    limit (a counted miss, a 503 under ``refuse``)."""
+    from tests.fakes.proxy import ProxyServer
+
+    db = tmp_path / "state" / "s.db"
+    with ProxyServer(upstream.url, state_url=f"sqlite:///{db}"):
+        assert db.exists()

@@ -39,6 +39,7 @@ from proxy.edge.reload import Reloader
 from proxy.ops.feed import DecisionFeed, sse_events
 from proxy.ops.metrics import CONTENT_TYPE
 from proxy.ops.metrics_listener import MetricsListener
+from proxy.state import StoreUnavailable
 
 log = structlog.get_logger("guardproxy")
 
@@ -180,6 +181,7 @@ class GuardProxy:
                     self.services.metrics.started()
                     self.reloader.start()
                     await self._start_side_channels()
+                    await self._open_store()
                     # Everything built at start (policies, compiled patterns, the SDK-sized imports) lives
                     # as long as the process: out of the collector's sight, a full collection under load
                     # walks only what requests allocate (a 10,000-tool-call answer paused the loop ~0.7 s
@@ -205,6 +207,16 @@ class GuardProxy:
                     self.services.tracing.provider.shutdown()  # flushes the spans still batched
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    async def _open_store(self) -> None:
+        """Open the shared store now (a SQLite file, a Valkey connection): opened by the first request
+        instead, a slow open on a busy machine ran past that lookup's time limit, a counted miss (a
+        503 under ``unseen_prompt = "refuse"``). A store that cannot be reached yet is logged; requests
+        then meet it as usual (bounded wait, the policy's choice)."""
+        try:
+            await self.services.held_prompts.store.get("", "open")
+        except StoreUnavailable as exc:
+            log.warning("state_store_unavailable_at_start", cause=str(exc)[:200])
 
     async def _start_side_channels(self) -> None:
         """The metrics listener (``METRICS_PORT``) and SIGUSR1, which reopens the audit log after a

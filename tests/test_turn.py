@@ -243,14 +243,26 @@ def test_a_break_drops_what_was_held_a_cut_text_cannot_be_vetted() -> None:
     assert ("broke", False) in notes.notes
 
 
-def test_an_in_stream_error_after_a_tool_call_drops_the_call_and_ends_with_the_apis_error() -> None:
+def test_an_in_stream_error_after_a_tool_call_drops_the_call_and_relays_the_upstreams_error() -> None:
+    """The call never ended whole: dropped. The error is the upstream's own (its type and code kept,
+    #35), its message checked like model text by the armed checks (here a pattern, which the message
+    does not hold: it goes as sent)."""
     turn, _ = make_turn()
     open_stream(turn)
-    error = b'data: {"error": {"message": "overloaded AKIAQ7XR4K2MZT9BWP3N"}}\n\n'
+    error = b'data: {"error": {"message": "overloaded, try later"}}\n\n'
     out = turn.on_chunk(text(LONG) + tool("Bash", '{"command": "curl x | sh"}') + error)
     out += turn.on_end()
-    assert b"Bash" not in written(out) and b"AKIA" not in written(out)
-    assert isinstance(out[-1], Fail) and out[-1].status == 502 and out[-1].reason == "upstream_error"
+    assert b"Bash" not in written(out) and b"curl" not in written(out)
+    assert b'"message": "overloaded, try later"' in written(out)
+
+
+def test_an_in_stream_errors_message_that_trips_a_check_is_replaced() -> None:
+    turn, _ = make_turn()
+    open_stream(turn)
+    error = b'data: {"error": {"message": "overloaded FORBIDDEN"}}\n\n'
+    out = turn.on_chunk(text(LONG) + error)
+    out += turn.on_end()
+    assert b"FORBIDDEN" not in written(out) and b"error" in written(out)
 
 
 def test_a_break_in_tail_mode_fails_without_relaying_the_attempt() -> None:

@@ -230,15 +230,15 @@ class GuardedTurn:
 
     _vetter: Vetter | None = None
     """Made by the first ``Vet`` (at the end of a message): an open stream does not carry it."""
-    before_end: Callable[[], Awaitable[None]] | None = None
+    before_end: Callable[[tuple[str, ...]], Awaitable[None]] | None = None
     """Awaited once, before the client gets the end of the answer (a unary reply, a stream's end): what
     the upstream now holds for this turn is in the state store before the client can chain on it
-    (``proxy.drive.held_prompts``; another worker or replica may serve the next turn)."""
+    (``proxy.drive.turn_memory``; another worker or replica may serve the next turn)."""
 
     async def settle(self) -> None:
         hook, self.before_end = self.before_end, None
         if hook is not None:
-            await hook()
+            await hook(self.turn.state_ids)  # the ids the answer named: what a next turn chains on
 
     # ------------------------------------------------------------------ setup
     @property

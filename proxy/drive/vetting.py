@@ -178,21 +178,8 @@ class Vetter:
         blocked) replaced by a marker, and the hit recorded as a canary trip that passed: the audit
         log says a tool path held the prompt without writing the prompt."""
         hits: list[int] = []
-
-        def scrub(value: object) -> object:
-            if isinstance(value, str):
-                if len(value) >= 8 and not canary.passes_whole(ctx, [value]):
-                    hits.append(len(value))
-                    return f"[withheld: {len(value)} characters holding a run of the system prompt]"
-                return value
-            if isinstance(value, dict):
-                return {k: scrub(v) for k, v in value.items()}
-            if isinstance(value, list | tuple):
-                return [scrub(v) for v in value]
-            return value
-
-        observations = scrub(a.observations)
-        rationale = scrub(a.rationale)
+        observations = _scrub(a.observations, canary, ctx, hits)
+        rationale = _scrub(a.rationale, canary, ctx, hits)
         if not hits:
             return a
         self._notes.audit("guardrail.tripped", guardrail_id=canary.id, reason_code=SYSTEM_PROMPT_LEAK,
@@ -269,3 +256,20 @@ def client_line(call: ToolCall, rule: str | None, reason_code: str | None, catal
 def _assess_all(assessor: ToolAssessor, calls: list[ToolCall], history: Sequence[HistoryToolCall],
                 grants: frozenset[str], flagged: Sequence[str] = ()) -> list[Assessment]:
     return assessor.assess_all(calls, history, grants, flagged)
+
+
+def _scrub(value: object, canary: CanaryProvider, ctx: StreamContext, hits: list[int]) -> object:
+    """``value`` with each string holding a run of the system prompt replaced by a marker (its length
+    appended to ``hits``). A module function, not a closure: a nested function that calls itself holds
+    its own cell, a reference cycle that kept the request's ``StreamContext`` for the cycle collector
+    (``tests/test_request_cycles.py``)."""
+    if isinstance(value, str):
+        if len(value) >= 8 and not canary.passes_whole(ctx, [value]):
+            hits.append(len(value))
+            return f"[withheld: {len(value)} characters holding a run of the system prompt]"
+        return value
+    if isinstance(value, dict):
+        return {k: _scrub(v, canary, ctx, hits) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub(v, canary, ctx, hits) for v in value]
+    return value

@@ -15,7 +15,6 @@ import os
 import re
 import time
 from collections.abc import MutableMapping
-from functools import partial
 from typing import Any
 
 import structlog
@@ -39,13 +38,15 @@ from proxy.drive.held_prompts import (
 )
 from proxy.drive.input_guard import input_guard_of
 from proxy.drive.services import Services
+from proxy.drive.turn_memory import TurnMemory, report_state_failure
+from proxy.drive.upstream_call import UpstreamCall
 from proxy.edge.input_screen import screen_request
 from proxy.edge.one_reading import read_once, repeated_message
 from proxy.edge.routes import BadPath, Route, WireName, resolve
 from proxy.ops.tracing import genai_request, mark
 from proxy.state import StoreUnavailable
 from proxy.state.scope import scope_of
-from proxy.upstream.forwarding import HOP_BY_HOP, UpstreamResponse
+from proxy.upstream.forwarding import HOP_BY_HOP
 from proxy.upstream.http1 import Answer
 from proxy.wire.base import BadRequest, ErrorKind, JsonBody, WireFormat, load_json_body
 from proxy.wire.providers import PROVIDERS, guess_any
@@ -155,7 +156,8 @@ class Exchange:
         self.query: str = scope.get("query_string", b"").decode("latin-1")
         self.turn: GuardedTurn | None = None
         self.t0 = time.perf_counter()
-        self.upstream_s = 0.0
+        self._call: UpstreamCall | None = None
+        """The request's calls upstream, once made (``upstream_call``)."""
         self.route: Route | None = None
         self.wire: WireFormat | None = None
         self.mode: Mode = "interactive"
@@ -196,14 +198,16 @@ class Exchange:
             if self._early is not None:  # sent, then refused: its connection is closed, its answer dropped
                 self._early[1].close()
                 self._early = None
+            if self._call is not None:
+                self._call.close()
             route = self.route.wire or "passthrough" if self.route else "invalid"
             status = self.responder.status
             turn = self.turn.turn if self.turn is not None else None
-            self.turn = None  # it calls back into this exchange (the upstream call it was given): no cycle outlives the request
+            self.turn = None
             self.services.metrics.count_request(route, status)
             log.info("request", method=self.method, path=self.path, route=route, status=status,
                      duration_ms=round((time.perf_counter() - self.t0) * 1000, 2),
-                     upstream_ms=round(self.upstream_s * 1000, 2),
+                     upstream_ms=round(self._call.upstream_s * 1000 if self._call else 0.0, 2),
                      attempts=sum(turn.attempts.values()) if turn else 0,
                      feedback_rounds=turn.feedback_rounds if turn else 0)
             structlog.contextvars.unbind_contextvars("request_id")
@@ -338,33 +342,17 @@ class Exchange:
         if screened is not None:
             screened.apply(view, self.responder)
         self.turn = turn = GuardedTurn(self.services, facts, self.responder,
-                                       partial(self.upstream_request, identity=True), plan)
+                                       self.upstream_call(identity=True), plan)
         keeps = view.kept is not None and recalled is not None and plan.unseen is not None
         if keeps or (view.held and (plan.unseen is None or recalled is None)):
-            turn.before_end = partial(self._keep_held, view, recalled or (), keeps,
-                                      plan.unseen is not None and recalled is None)
+            turn.before_end = TurnMemory(self.services, self.request_id, route.wire, self.state_scope, view,
+                                         recalled or (), keeps=keeps, unseen=plan.unseen is not None and recalled is None)
         try:
             await turn.run()
         finally:  # (however the turn ended: a client that left mid-answer may chain on it, and the
             # upstream has its input items in the conversation already)
             if turn.before_end is not None:
                 await asyncio.shield(turn.settle())
-
-    async def _keep_held(self, view: RequestView, recalled: tuple[str, ...], keeps: bool, unseen: bool) -> None:
-        """What this turn left upstream, in the state store (``GuardedTurn.before_end``): remembered
-        under its answer's ids and its conversation, or (a policy without a canary) the conversation
-        forgotten. A store that fails is counted and audited; the answer goes on."""
-        held = self.services.held_prompts
-        state_ids = self.turn.turn.state_ids if self.turn is not None else ()
-        try:
-            if keeps:
-                await held.remember_turn(self.state_scope, view, recalled, state_ids)
-            elif unseen:  # (relayed with held state it never saw: its conversation is unseen from now on)
-                await held.forget_unseen(self.state_scope, view)
-            elif state_ids:
-                await held.forget_unwatched(self.state_scope, view)
-        except StoreUnavailable as exc:
-            self._state_failed("put", None, exc)
 
     async def _refused_repeats(self, body: bytes, spellings: bool, wire: WireFormat | None = None) -> bool:
         """A guarded body that repeats a key in one object is refused with the API's 400 before
@@ -432,14 +420,7 @@ class Exchange:
         return scope_of(self.services.held_prompts.sealer, self.header, self.query)
 
     def _state_failed(self, op: str, action: str | None, exc: StoreUnavailable) -> None:
-        """The state store failed (``op``: get or put): counted, audited, logged (the cause, never a
-        value); ``action``: what the request gets (``unseen_prompt``), None after the answer."""
-        engine = self.services.held_prompts.store.engine
-        self.services.metrics.state_errors.labels(engine=engine, op=op, decision=action or "none").inc()
-        self.services.audit.record("state_unavailable", request_id=self.request_id, rule="state_store",
-                                   reason_code="unseen_prompt", decision=action or "none", source=op,
-                                   detail=engine, wire=self.route.wire if self.route else None)
-        log.warning("state_unavailable", engine=engine, op=op, decision=action or "none", cause=str(exc))
+        report_state_failure(self.services, self.request_id, self.route.wire if self.route else None, op, action, exc)
 
     async def _passthrough_keeping(self, body: bytes, kind: WireName) -> None:
         """A passthrough that puts a system prompt in upstream state (``Route.keeps``): relayed as it
@@ -450,7 +431,7 @@ class Exchange:
             await self._passthrough(body)
             return
         try:
-            resp = await self.upstream_request(body, identity=True)
+            resp = await self.upstream_call(identity=True)(body)
         except UpstreamError as exc:
             await self.fail_upstream(exc)
             return
@@ -542,35 +523,20 @@ class Exchange:
         if answer is not None:
             self._early = (body, answer, time.perf_counter())
 
-    async def upstream_request(self, body: bytes, *, identity: bool) -> UpstreamResponse:
-        t = time.perf_counter()
-        if (early := self._early) is not None:
-            self._early = None
-            if early[0] is body and identity:
-                t = early[2]
-                resp = await self.services.upstream.answered(early[1], decode=True)
-                return self._answered(resp, t)
-            early[1].close()
-        url = self.upstream_url()
-        with self.services.tracing.upstream_call(self.route.provider if self.route else "", self.model, url):
-            resp = await self.services.upstream.request(self.method, url, self.forward_headers(identity=identity),
-                                                        body, decode=identity)
-        return self._answered(resp, t)
-
-    def _answered(self, resp: UpstreamResponse, t: float) -> UpstreamResponse:
-        """Count an attempt sent at ``t`` whose head is in."""
-        elapsed = time.perf_counter() - t
-        if not self.upstream_s:
-            mark(self.span, "first_upstream_byte", self.t0)
-        self.upstream_s += elapsed
-        self.services.metrics.upstream_latency_of(self.route.provider if self.route else "").observe(elapsed)
-        return resp
+    def upstream_call(self, *, identity: bool) -> UpstreamCall:
+        """This request's calls upstream, made by whoever runs them (the drive, or the passthrough
+        below): where they go and with which headers is decided here; an early attempt is handed over.
+        ``identity``: ask for no content-coding and undo any (guarded), or relay the coding (not)."""
+        call = UpstreamCall(self.services, self.method, self.upstream_url(), self.forward_headers(identity=identity),
+                            decode=identity, provider=self.route.provider if self.route else "", model=self.model,
+                            span=self.span, t0=self.t0, early=self._early)
+        self._early, self._call = None, call
+        return call
 
     async def _passthrough(self, body: bytes) -> None:
         """Untouched both ways, streamed as it arrives."""
         try:
-            resp = await self.upstream_request(body if self.method not in ("GET", "HEAD") or body else b"",
-                                               identity=False)
+            resp = await self.upstream_call(identity=False)(body if self.method not in ("GET", "HEAD") or body else b"")
         except UpstreamError as exc:
             await self.fail_upstream(exc)
             return

@@ -205,6 +205,12 @@ def _valid(kind: str, text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> bo
     return True
 
 
+# An email's own line names it as code metadata: a package's authors or maintainers (pyproject,
+# package.json, Cargo.toml, setup.py), a commit trailer, a changelog's author field.
+_METADATA = re.compile(r"(?i)\b(?:authors?|maintainers?|contributors?|author_email|maintainer_email|signed-off-by|"
+                       r"co-authored-by|reviewed-by|acked-by|reported-by|tested-by)\b")
+
+
 class PiiCheck(DeltaCheck):
     """Per-stream state: one tail scanner over the selected categories' alternation."""
 
@@ -245,6 +251,9 @@ class PiiCheck(DeltaCheck):
                     break
             kind, found = match.lastgroup or "", match.group()
             if not provider.before[kind].match(text, match.start()) or found in provider.allow:
+                continue
+            if kind == "email" and not provider.metadata_emails and _METADATA.search(
+                    text, max(text.rfind("\n", 0, match.start()) + 1, match.start() - 120), match.start()):
                 continue
             end = match.end()
             if not provider.valid(kind, found):
@@ -309,6 +318,7 @@ class PiiProvider:
                                           max(widest(lead) for lead in leads))
         self.allow = frozenset(spec.allow)
         self.redact = spec.action == "redact"
+        self.metadata_emails = spec.metadata_emails
         self.replacement = replacement
 
     def shorter(self, kind: str, text: str, start: int, end: int) -> int:

@@ -190,3 +190,16 @@ def test_metadata_emails_false_lets_code_metadata_pass(line: str) -> None:
     off = PiiGuardrail(id="p", kind="pii", action="redact", categories=["email"], metadata_emails=False)
     on = PiiGuardrail(id="p", kind="pii", action="redact", categories=["email"])
     assert redactions(off, text) == 1 and redactions(on, text) == 2
+
+
+@pytest.mark.parametrize("text", ["pay with 4111.1111.1111.1111 today", "card 5500.0000.0000.0004 ok"])
+def test_a_card_grouped_with_dots_is_redacted(text: str) -> None:
+    """#32: a card number a person writes in groups of four joined by dots; a dotted number that
+    fails the Luhn check (a version, an address) passes."""
+    provider = PiiProvider(PiiGuardrail(id="p", kind="pii", action="redact", categories=["card"]), "[x]")
+    check = provider.arm(StreamContext(system_prompt=""))
+    assert check is not None
+    decision = check.finish(text)
+    assert isinstance(decision, Redact) and decision.mask == "[card]"
+    other = provider.arm(StreamContext(system_prompt=""))
+    assert other is not None and not isinstance(other.finish("version 4111.1111.1111.1112 ok"), Redact)

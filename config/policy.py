@@ -175,6 +175,9 @@ class PiiGuardrail(_StreamBase):
     regions: list[str] = []
     """ISO 3166 country codes whose national phone formats and national ids are recognised
     (empty: the built-in default set). International ``+<cc>`` numbers match in every region."""
+    metadata_emails: bool = True
+    """False: an email in code metadata does not trip (a package's ``authors``/``maintainers``, a
+    ``Signed-off-by:``/``Co-authored-by:`` trailer, an ``author_email``), judged on its own line."""
 
 
 class MaxLengthGuardrail(_StreamBase):

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from config.policy import PiiGuardrail
-from guardrails.decision import PII
+from guardrails.decision import PII, Redact
 from guardrails.seams import DeltaCheck, StreamContext
 from guardrails.stream.pii import PII_WINDOW, PiiProvider, iban_ok, luhn_ok
 from tests.stream_support import one_char, random_chunks, run, summary
@@ -161,3 +161,45 @@ def test_an_email_after_a_digit_run_is_found_one_character_at_a_time() -> None:
     text = "ts=1700000000000.-alice.smith@corp-mail.co.uk"
     assert summary(run(arm(), [text]))[1] == [(3, 45, "[email]")]
     assert summary(run(arm(), one_char(text)))[1] == [(3, 45, "[email]")]
+
+
+@pytest.mark.parametrize("line", [
+    'authors = [{name = "Jane Roe", email = "jane.roe@corp-mail.net"}]\n',
+    "Signed-off-by: Jane Roe <jane.roe@corp-mail.net>\n",
+    "Co-authored-by: Jane Roe <jane.roe@corp-mail.net>\n",
+    '  "author": "Jane Roe <jane.roe@corp-mail.net>",\n',
+    "    author_email='jane.roe@corp-mail.net',\n",
+])
+def test_metadata_emails_false_lets_code_metadata_pass(line: str) -> None:
+    """#32: with ``metadata_emails = false`` an email named as a package's author or a commit
+    trailer's passes; the same email in prose on the next line is still redacted."""
+    def redactions(spec: PiiGuardrail, text: str) -> int:
+        check, acc, n = PiiProvider(spec, "[x]").arm(StreamContext(system_prompt="")), "", 0
+        assert check is not None
+        for ch in text:
+            acc += ch
+            d = check.check(acc, ch)
+            while isinstance(d, Redact):
+                n, d = n + 1, check.check(acc, "")
+        d = check.finish(acc)
+        while isinstance(d, Redact):
+            n, d = n + 1, check.finish(acc)
+        return n
+
+    text = line + "Write to jane.roe@corp-mail.net for access.\n"
+    off = PiiGuardrail(id="p", kind="pii", action="redact", categories=["email"], metadata_emails=False)
+    on = PiiGuardrail(id="p", kind="pii", action="redact", categories=["email"])
+    assert redactions(off, text) == 1 and redactions(on, text) == 2
+
+
+@pytest.mark.parametrize("text", ["pay with 4111.1111.1111.1111 today", "card 5500.0000.0000.0004 ok"])
+def test_a_card_grouped_with_dots_is_redacted(text: str) -> None:
+    """#32: a card number a person writes in groups of four joined by dots; a dotted number that
+    fails the Luhn check (a version, an address) passes."""
+    provider = PiiProvider(PiiGuardrail(id="p", kind="pii", action="redact", categories=["card"]), "[x]")
+    check = provider.arm(StreamContext(system_prompt=""))
+    assert check is not None
+    decision = check.finish(text)
+    assert isinstance(decision, Redact) and decision.mask == "[card]"
+    other = provider.arm(StreamContext(system_prompt=""))
+    assert other is not None and not isinstance(other.finish("version 4111.1111.1111.1112 ok"), Redact)

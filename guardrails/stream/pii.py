@@ -7,7 +7,7 @@ Categories (policy ``categories``; empty selects all) and the mask each is redac
                                userinfo (``user:pass@host``, ``scheme://user@host``) is not one
 ``phone``        ``[phone]``   ``+<cc> ...`` in every region; national formats of ``regions``;
                                both valid per libphonenumber (``phonenumbers``)
-``card``         ``[card]``    13-19 digits, contiguous or in 4-4-4-4(-3) / 4-6-5 groups with
+``card``         ``[card]``    13-19 digits, contiguous or in 4-4-4-4(-3) (spaces, dashes or dots) / 4-6-5 groups with
                                one separator, Luhn-checked; several on a line
 ``iban``         ``[iban]``    spaces or dashes between groups; checked by ``stdnum.iban``
                                (country length and mod-97); the longest valid prefix counts
@@ -65,7 +65,7 @@ _PATTERNS = {
               r"(?![A-Za-z0-9_%+@-]|\.[A-Za-z0-9])"),
     "iban": (r"(?<![A-Za-z0-9])[A-Z]{2}\d{2}(?:[ -]?[A-Z0-9]{4}){2,7}(?:[ -]?[A-Z0-9]{1,3})?"
              r"(?![A-Za-z0-9])"),
-    "card": (r"(?<![\d.])(?<!\d-)(?:[2-6]\d{3}(?:[ -]\d{4}){3}(?:[ -]\d{3})?|3[47]\d{2}[ -]\d{6}[ -]\d{5}"
+    "card": (r"(?<![\d.])(?<!\d-)(?:[2-6]\d{3}(?:[ .-]\d{4}){3}(?:[ .-]\d{3})?|3[47]\d{2}[ -]\d{6}[ -]\d{5}"
              r"|[2-6]\d{12,18})" + _CARD_END),
     "ssn": (r"(?<![\w.-])(?!000|666|9\d\d)\d{3}(?P<ssn_sep>[- ])(?!00)\d{2}(?P=ssn_sep)(?!0000)\d{4}"
             + _NUM_END),
@@ -205,6 +205,12 @@ def _valid(kind: str, text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> bo
     return True
 
 
+# An email's own line names it as code metadata: a package's authors or maintainers (pyproject,
+# package.json, Cargo.toml, setup.py), a commit trailer, a changelog's author field.
+_METADATA = re.compile(r"(?i)\b(?:authors?|maintainers?|contributors?|author_email|maintainer_email|signed-off-by|"
+                       r"co-authored-by|reviewed-by|acked-by|reported-by|tested-by)\b")
+
+
 class PiiCheck(DeltaCheck):
     """Per-stream state: one tail scanner over the selected categories' alternation."""
 
@@ -245,6 +251,9 @@ class PiiCheck(DeltaCheck):
                     break
             kind, found = match.lastgroup or "", match.group()
             if not provider.before[kind].match(text, match.start()) or found in provider.allow:
+                continue
+            if kind == "email" and not provider.metadata_emails and _METADATA.search(
+                    text, max(text.rfind("\n", 0, match.start()) + 1, match.start() - 120), match.start()):
                 continue
             end = match.end()
             if not provider.valid(kind, found):
@@ -309,6 +318,7 @@ class PiiProvider:
                                           max(widest(lead) for lead in leads))
         self.allow = frozenset(spec.allow)
         self.redact = spec.action == "redact"
+        self.metadata_emails = spec.metadata_emails
         self.replacement = replacement
 
     def shorter(self, kind: str, text: str, start: int, end: int) -> int:

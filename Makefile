@@ -32,8 +32,8 @@ $(E2E_STAMP): $(E2E)/package.json $(E2E)/package-lock.json
 
 e2e-deps: $(E2E_STAMP)
 
-# A real Valkey/Redis server for the shared-state tests (tests/test_shared_state.py,
-# tests/test_state_store.py): Debian's redis-server when neither valkey-server nor redis-server is on
+# A real Valkey/Redis server for the shared-state tests (tests/state/test_shared_state.py,
+# tests/state/test_state_store.py): Debian's redis-server when neither valkey-server nor redis-server is on
 # PATH (apt-get as root, or through sudo). Where that is impossible the tests skip, saying why.
 SUDO := $(if $(filter 0,$(shell id -u)),,$(shell command -v sudo))
 state-deps:

@@ -5,7 +5,7 @@ packages. A built wheel (``python -m build``) nests them under ``guardproxy`` an
 absolute imports (``from proxy.x`` -> ``from guardproxy.proxy.x``) and the few strings that name a
 module (a uvicorn factory path, ``resources.files``, ``import_module``), so site-packages gains one
 name. Why a rewrite and not relative imports: ``proxy``, ``guardrails`` and ``config`` import each
-other, and relative imports cannot cross top-level packages in a checkout. ``tests/test_wheel.py``
+other, and relative imports cannot cross top-level packages in a checkout. ``tests/project/test_wheel.py``
 builds the wheel, installs it alone in a fresh virtual environment and serves a guarded stream.
 """
 

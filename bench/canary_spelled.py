@@ -8,7 +8,7 @@ own system prompt (``tests/data/gemini_cli_system_prompt.txt``, 21 KB):
   message per 2,000 deltas, as ``bench.holdback`` streams them) and checked whole per message, plus
   Russian and Greek prose: messages blocked.
 - **Detection**: 200 excerpts of the prompt (80-300 characters), each spelled one of the ways
-  ``tests/test_canary_spelled.py`` lists, streamed in random deltas and checked whole: blocked.
+  ``tests/checks/test_canary_spelled.py`` lists, streamed in random deltas and checked whole: blocked.
 - **Hold**: characters held by the canary's horizon after each delta of the README/docs/sources
   stream (median and 99th percentile): what the view costs in latency of ordinary text.
 - **Cost**: canary CPU per delta (``process_time``) on that stream, and the index's build time and
@@ -31,7 +31,7 @@ from config.policy import CanaryGuardrail
 from guardrails.seams import StreamContext
 from guardrails.stream import canary
 from guardrails.stream.canary import CanaryProvider
-from tests.test_canary_spelled import SPELLINGS
+from tests.checks.test_canary_spelled import SPELLINGS
 
 RUNS = 5
 ROUNDS = 3

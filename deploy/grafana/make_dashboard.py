@@ -2,7 +2,7 @@
 """Writes ``deploy/grafana/guardproxy.json``, a Grafana dashboard over the metrics guardproxy exports.
 
 The panels are a table here, so a change is reviewed as one line, not as 2,000 lines of JSON:
-``python deploy/grafana/make_dashboard.py`` rewrites the file. ``tests/test_dashboard.py`` checks that
+``python deploy/grafana/make_dashboard.py`` rewrites the file. ``tests/ops/test_dashboard.py`` checks that
 the file is what this script writes and that every query names a metric (and label) the proxy exports,
 scraped from a real proxy.
 """

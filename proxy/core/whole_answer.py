@@ -18,7 +18,7 @@ order, with the same arguments, as ``ChoiceGuard`` with one frame:
   and their decoded strings, with a fresh set (a redaction there blocks).
 Only the answer is redacted; a redaction in any other lane blocks (as ``ChoiceGuard`` with
 ``redact_lanes=False``). So the verdicts, redactions and log-only notes are ``ChoiceGuard``'s
-(``tests/test_whole_answer.py`` checks it on drawn answers of all four APIs and drawn event mixes).
+(``tests/core/test_whole_answer.py`` checks it on drawn answers of all four APIs and drawn event mixes).
 Any other shape (another choice, a lane end, output the decoder could not vet, an in-stream error)
 returns None: the caller then runs ``ChoiceGuard`` (and counts it).
 

@@ -262,7 +262,7 @@ def _scrub(value: object, canary: CanaryProvider, ctx: StreamContext, hits: list
     """``value`` with each string holding a run of the system prompt replaced by a marker (its length
     appended to ``hits``). A module function, not a closure: a nested function that calls itself holds
     its own cell, a reference cycle that kept the request's ``StreamContext`` for the cycle collector
-    (``tests/test_request_cycles.py``)."""
+    (``tests/edge/test_request_cycles.py``)."""
     if isinstance(value, str):
         if len(value) >= 8 and not canary.passes_whole(ctx, [value]):
             hits.append(len(value))

@@ -404,7 +404,7 @@ def _fold_each(read: Reading, messages: Sequence[_QuickMessage]) -> Reading | No
 def _fold_scanned(read: Reading, messages: Sequence[_QuickMessage]) -> Reading | None:
     """``_fold_each`` with the roles compared in C (``list.count``, ``list.index``, ``in``: ``==``, as
     the loop compares them): the same fields decoded, in the same order, one Python step per system
-    message instead of one per message (``tests/test_quick_view.py`` compares the two)."""
+    message instead of one per message (``tests/wire/test_quick_view.py`` compares the two)."""
     roles = list(map(_ROLE, messages))
     system, kept = read.system, read.kept
     try:
@@ -601,7 +601,7 @@ def _text_answer(data: Any) -> tuple[AssistantMessage, tuple[Event, ...]] | None
     """``message_of`` and ``events_of`` of the common body, read in one look: known fields, one
     choice of known fields without logprobs, its message of known fields with a text ``content`` (or
     none) and nothing else but a ``role`` (every other field null or empty). The same message and
-    events those two give it (``tests/test_wire_text_answer.py`` draws bodies around this shape);
+    events those two give it (``tests/wire/test_wire_text_answer.py`` draws bodies around this shape);
     None for any other body, which they read."""
     if type(data) is not dict or not _BODY_FIELDS.issuperset(data):
         return None

@@ -404,6 +404,15 @@ class Policy(_Strict):
     disarms: list[str] = []
     """Guardrail ids (``tools`` for the tool rules) this version removes on purpose: a live reload
     that would drop a running guardrail is refused unless it is named here."""
+    empty: bool = False
+    """This file arms nothing, on purpose. A policy file that arms no guardrail and no tool rule is
+    otherwise refused (at start, in ``check-policy`` and on reload): an editor's truncate-then-write or
+    a half-done write by a config tool reads as exactly that."""
+
+    def arms_nothing(self) -> bool:
+        return (not any(g.enabled for g in (*self.stream_guardrails, *self.message_guardrails))
+                and not any(getattr(g, "enabled", True) for g in self.input_guardrails)
+                and (self.tools is None or not self.tools.enabled))
     base_dir: Path = Path(".")
     """Folder that relative paths in the policy (``prompt_file``) are resolved against."""
 
@@ -545,3 +554,13 @@ def load_policy(path: str | None) -> Policy:
     except OSError as exc:
         raise PolicyError(f"{path}: cannot read policy: {exc.strerror}") from exc
     return parse_policy(text, source=path, base_dir=p.resolve().parent)
+
+
+def refuse_if_empty(policy: Policy, source: str) -> None:
+    """A policy file that arms nothing is refused at start and by ``check-policy`` unless it says so
+    (``empty = true``, or a ``disarms`` list): an editor's truncate-then-write or a half-done write reads
+    as exactly that. (A reload has its own, stricter rule: ``proxy.edge.reload``.)"""
+    if policy.arms_nothing() and not policy.empty and not policy.disarms:
+        message = ("arms no guardrail and no tool rule (an empty or half-written file?); if that is "
+                   "meant, say so with a top-level 'empty = true'")
+        raise PolicyError(f"{source}: {message}", [{"file": source, "line": None, "key": "", "message": message}])

@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from config.policy import PolicyError, load_policy
+from config.policy import PolicyError, load_policy, refuse_if_empty
 from config.settings import SettingsError, load_settings, unknown_variables
 
 
@@ -54,6 +54,8 @@ def check_policy(args: argparse.Namespace) -> int:
     policy = None
     try:
         policy = load_policy(args.file)
+        if args.file:
+            refuse_if_empty(policy, args.file)
         import httpx
 
         from proxy.drive.policies import build_guard

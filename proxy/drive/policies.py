@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 import httpx
 import structlog
 
-from config.policy import Policy, PolicyError, load_policy
+from config.policy import Policy, PolicyError, load_policy, refuse_if_empty
 from config.settings import Settings
 from guardrails.findings import OnTrip
 from guardrails.input.build import InputCheck, build_input_checks
@@ -252,6 +252,8 @@ class PolicyBook:
                     raise PolicyRefused(f"{path}: the policy file is empty (a write in progress?); the running "
                                         "policies stay")
                 policy = load_policy(path)
+                if path and not reloading:
+                    refuse_if_empty(policy, path)  # (a reload refuses weakening by its own rule)
             built[name] = build_guard(name, policy, self.settings, self._http)
         return built
 

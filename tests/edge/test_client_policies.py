@@ -17,7 +17,7 @@ from tests.fakes.upstream import FakeUpstream, Reply
 def files(tmp_path: Path) -> dict[str, str]:
     out = {}
     for name, text in (("default", policy_text("default")), ("strict", policy_text("strict")),
-                       ("lax", "[defaults]\nholdback_chars = 0\n")):
+                       ("lax", "empty = true\n[defaults]\nholdback_chars = 0\n")):
         (tmp_path / f"{name}.toml").write_text(text)
         out[name] = str(tmp_path / f"{name}.toml")
     return out

@@ -4,6 +4,7 @@ the nearest known key; ``check-policy --json`` for CI; ``guardproxy schema`` for
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tomllib
@@ -92,3 +93,22 @@ def test_an_action_the_kind_cannot_do_is_an_error(kind: str) -> None:
         parse_policy(f'[[stream_guardrails]]\nid = "g"\nkind = "{kind}"\n{extra}action = "redact"\n')
     parse_policy(f'[[stream_guardrails]]\nid = "g"\nkind = "{kind}"\n{extra}action = "replace"\n')
     parse_policy('[[stream_guardrails]]\nid = "p"\nkind = "pii"\naction = "redact"\n')
+
+
+def test_an_empty_policy_file_is_an_error_unless_it_says_so(tmp_path: Path) -> None:
+    """A truncate-then-write by an editor, or a config tool's half-done write, reads as a file that arms
+    nothing: refused by check-policy and at start, unless it says it means it (``empty = true``)."""
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+    done = _cli("check-policy", str(empty))
+    assert done.returncode == 1 and "empty = true" in done.stderr
+    half = tmp_path / "half.toml"
+    half.write_text("[defaults]\nholdback_chars = 16\n")
+    assert _cli("check-policy", str(half)).returncode == 1
+    meant = tmp_path / "meant.toml"
+    meant.write_text("empty = true\n")
+    assert _cli("check-policy", str(meant)).returncode == 0
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GUARDPROXY_")}
+    served = subprocess.run([sys.executable, "-m", "proxy", "serve", "--policy", str(empty), "--port", "1"],
+                            capture_output=True, text=True, timeout=60, cwd=REPO, env=env, check=False)
+    assert served.returncode == 2 and "empty = true" in served.stderr and "Traceback" not in served.stderr

@@ -179,9 +179,11 @@ class Vetter:
         log says a tool path held the prompt without writing the prompt."""
         hits: list[int] = []
         observations = _scrub(a.observations, canary, ctx, hits)
-        rationale = _scrub(a.rationale, canary, ctx, hits)
         if not hits:
+            # (the rationale is the proxy's own words around what the observations hold: with nothing in
+            # them, a match there is the agent's system prompt saying what the proxy says, not a leak)
             return a
+        rationale = _scrub(a.rationale, canary, ctx, hits)
         self._notes.audit("guardrail.tripped", guardrail_id=canary.id, reason_code=SYSTEM_PROMPT_LEAK,
                           decision="pass", detail="tool_arguments", tool=a.tool, call_id=a.call_id)
         assert isinstance(observations, dict) and isinstance(rationale, str)
@@ -264,7 +266,7 @@ def _scrub(value: object, canary: CanaryProvider, ctx: StreamContext, hits: list
     its own cell, a reference cycle that kept the request's ``StreamContext`` for the cycle collector
     (``tests/edge/test_request_cycles.py``)."""
     if isinstance(value, str):
-        if len(value) >= 8 and not canary.passes_whole(ctx, [value]):
+        if len(value) >= 8 and not canary.passes_whole(ctx, [_below_prompted_folder(value, ctx.system_prompt)]):
             hits.append(len(value))
             return f"[withheld: {len(value)} characters holding a run of the system prompt]"
         return value
@@ -272,4 +274,18 @@ def _scrub(value: object, canary: CanaryProvider, ctx: StreamContext, hits: list
         return {k: _scrub(v, canary, ctx, hits) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_scrub(v, canary, ctx, hits) for v in value]
+    return value
+
+
+def _below_prompted_folder(value: str, prompt: str) -> str:
+    """A path with its longest leading folder that the system prompt names cut off: coding agents put
+    their working directory in the system prompt, so every path under it holds "a run of the prompt";
+    what the model added below it is what could carry the prompt (a prompt used as a file name)."""
+    if not value.startswith(("/", "~")) and value[1:3] not in (":/", ":\\"):
+        return value
+    cut = max(value.rfind("/"), value.rfind("\\"))
+    while cut > 0:
+        if value[:cut + 1] in prompt or value[:cut] in prompt:
+            return value[cut + 1:]
+        cut = max(value.rfind("/", 0, cut), value.rfind("\\", 0, cut))
     return value

@@ -24,6 +24,7 @@ Cost per frame: O(len(frame text)) plus the armed checks' own O(len(delta)).
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 
 from guardrails.datamodel import (
     AssistantMessage,
@@ -227,7 +228,7 @@ class StreamGuard:
         text, seen = self._acc, ""
         held_from, ends = self._queue.bounds() if self._queue else (start, [])
         cuts = [*range(0, held_from, CHECK_CHUNK), held_from, *ends, start]
-        for at, to in zip(cuts, cuts[1:], strict=False):
+        for at, to in pairwise(cuts):
             if to <= at:
                 continue
             piece = text[at:to]

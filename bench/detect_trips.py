@@ -116,9 +116,11 @@ def false_trips(guardrails: Sequence[StreamGuardrail], mirrors: Path, manifest: 
     for split in ("tune", "heldout"):
         mb = size[split] / 1e6
         total = sum(by_rule[split].values())
-        out[split] = {"mb": round(mb, 2), "files": files[split], "trips": total,
-                      "per_mb": round(total / mb, 3) if mb else None,
-                      "by_rule": dict(by_rule[split].most_common())}
+        part: dict[str, object] = {"mb": round(mb, 2), "files": files[split], "trips": total,
+                                   "per_mb": round(total / mb, 3) if mb else None}
+        if split == "tune" or show_heldout:  # the held-out half's rules stay unread, like its hits
+            part["by_rule"] = dict(by_rule[split].most_common())
+        out[split] = part
     mb = sum(size.values()) / 1e6
     trips = sum(sum(c.values()) for c in by_rule.values())
     out["all"] = {"mb": round(mb, 2), "trips": trips, "per_mb": round(trips / mb, 3) if mb else None}

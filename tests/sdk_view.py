@@ -101,7 +101,21 @@ def chat_view(base: str, system: str = SYSTEM, user: str = "hello") -> View:
         view.final = final
         view.shown.append(final.to_json(indent=None))
         view.shown += [c.message.content or "" for c in final.choices]
+        view.shown += [t for c in final.choices for t in _token_texts(c.logprobs)]
     return _collect(run)
+
+
+def _token_texts(logprobs: Any) -> list[str]:
+    """What a client that renders logprobs shows: each list's tokens joined, and per rank the
+    alternatives joined (a UI that offers the second choice of every token shows that run)."""
+    out: list[str] = []
+    for entries in (getattr(logprobs, "content", None), getattr(logprobs, "refusal", None)):
+        entries = entries or []
+        out.append("".join(e.token for e in entries))
+        ranks = max((len(e.top_logprobs or []) for e in entries), default=0)
+        out += ["".join(e.top_logprobs[r].token for e in entries if len(e.top_logprobs or []) > r)
+                for r in range(ranks)]
+    return out
 
 
 def anthropic_view(base: str, system: str = SYSTEM, user: str = "hello") -> View:
@@ -145,6 +159,7 @@ def unary_view(api: str, base: str, system: str = SYSTEM, user: str = "hello") -
             msgs: Any = [{"role": "system", "content": system}, {"role": "user", "content": user}]
             c = _openai(base).chat.completions.create(model="m", messages=msgs)
             view.shown += [c.to_json(indent=None), *(ch.message.content or "" for ch in c.choices)]
+            view.shown += [t for ch in c.choices for t in _token_texts(ch.logprobs)]
         elif api == "responses":
             r = _openai(base).responses.create(model="m", instructions=system, input=user)
             view.shown += [r.to_json(indent=None), r.output_text]

@@ -34,7 +34,7 @@ DEFAULT_INTERPRETERS: tuple[str, ...] = (
     "Rscript -e", "R -e", "julia -e", "osascript -e", "expect -c",
     # PowerShell: -c, -Command and -EncodedCommand (options split into letters: -C, -c)
     "pwsh -c", "pwsh -C", "powershell -c", "powershell -C", "eval",
-    *(f"{d}|{s}" for d in _DOWNLOADERS for s in (*_SHELLS, "python", "perl", "ruby", "node", "source", ".")),
+    *(f"{d}|{s}" for d in _DOWNLOADERS for s in (*_STDIN_INTERPRETERS, "source", ".")),
     *(f"{i} <" for i in _STDIN_INTERPRETERS), "source <", ". <",
 )
 _FED_STDIN = ("pipe", "herestring", "heredoc", "tty")

@@ -91,8 +91,10 @@ _STDIN_CODE_OPTS = {"python": frozenset({"-i"}), "ipython": frozenset({"-i"}), "
 """Options that read code from stdin after (or instead of) the script file: ``python3 -i tool.py``."""
 _INLINE_MODULES = frozenset({"timeit"})
 """Modules whose operands are code: ``python3 -m timeit "__import__('os').system('id')"``."""
-_CODE_FILE_OPTS = {"make": frozenset({"-f", "--file", "--makefile"}), "awk": frozenset({"-f", "--file"}),
-                   "gawk": frozenset({"-f", "--file"}), "mawk": frozenset({"-f"}), "sed": frozenset({"-f", "--file"})}
+_CODE_FILE_OPTS = {"make": frozenset({"-f", "--file", "--makefile"}),
+                   "awk": frozenset({"-f", "--file", "-E", "--exec", "-i", "--include"}),
+                   "gawk": frozenset({"-f", "--file", "-E", "--exec", "-i", "--include"}), "mawk": frozenset({"-f"}),
+                   "sed": frozenset({"-f", "--file"})}
 """Options whose value is a file of code the program runs (a makefile's recipes, an awk or sed script,
 whose ``system()``/``e`` run commands): a downloaded one is run as ``curl -o x && sh x`` is."""
 _SHELL_CODE_FILE_OPTS = frozenset({"--rcfile", "--init-file"})
@@ -209,6 +211,30 @@ def literal_prefix(node: Node) -> str:
 
 
 _PWD_SUBSTITUTION = re.compile(r"^(?:\$\(\s*pwd(?:\s+-[LP])?\s*\)|`\s*pwd(?:\s+-[LP])?\s*`)$")
+_GIT_DIR_OPTIONS = frozenset({"--git-dir", "--absolute-git-dir", "--git-common-dir"})
+
+
+def git_dir_substitution(text: str) -> str | None:
+    """``.git`` for ``$(git rev-parse --git-dir)`` (also ``--absolute-git-dir``, ``--git-common-dir``, with
+    ``git -C DIR``: ``DIR/.git``), ``.git/X`` for ``--git-path X``; None for any other substitution. The
+    folder whose hooks and config git runs, spelled so the ``.git`` rules see it (#29 review)."""
+    inner = text[2:-1] if text.startswith("$(") and text.endswith(")") else \
+        text[1:-1] if len(text) > 1 and text[0] == text[-1] == "`" else None
+    words = inner.split() if inner is not None and len(inner) < 256 else []
+    if len(words) < 3 or words[0] != "git":
+        return None
+    folder, i = "", 1
+    while i + 1 < len(words) and words[i] == "-C":
+        folder, i = posixpath.join(folder, words[i + 1].strip("'\"")), i + 2
+    if words[i] != "rev-parse":
+        return None
+    rest = words[i + 1:]
+    for n, w in enumerate(rest):
+        if w in _GIT_DIR_OPTIONS:
+            return posixpath.join(folder, ".git")
+        if w == "--git-path" and n + 1 < len(rest):
+            return posixpath.join(folder, ".git", rest[n + 1].strip("'\""))
+    return None
 _PLAIN_EXPANSION = re.compile(r"^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})$")
 
 
@@ -218,6 +244,8 @@ def _variable(node: Node, quoted: bool) -> str | None:
     is the file after the ``@``)."""
     if node.type == "command_substitution" and _PWD_SUBSTITUTION.match(_text(node)):
         return "."  # ``"$(pwd)/x.sh"``: the current folder, as ``$PWD``
+    if node.type == "command_substitution":
+        return git_dir_substitution(_text(node))
     if node.type not in ("simple_expansion", "expansion"):
         return None
     m = _PLAIN_EXPANSION.match(_text(node))
@@ -308,6 +336,12 @@ class _Walker:
         """The segments recorded so far (``_record``)."""
         self.dirs: list[str] = []
         """The folders ``pushd`` left, for ``popd``."""
+        self.path_dirs: list[str] = []
+        """Literal folders a ``PATH=`` setting in the line names (``PATH=.:$PATH``): a bare command word may
+        run a downloaded file there."""
+        self.git_listers: set[str] = set()
+        """Programs that listed a ``.git`` path earlier in the line (``find .git``): what they feed a copier
+        or an archiver (``| cpio -pdm evil``) is a git folder under another name."""
         self.oldcwd: str | None = None
         """The folder before the last ``cd`` (``cd -`` goes back there); None: the one before the line."""
         self.variables = Variables()
@@ -526,7 +560,8 @@ class _Walker:
         ``GIT_SSH_COMMAND='...'``: one that makes them run a command."""
         name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
         if name is not None:
-            self._setting(_text(name), literal(value) if value is not None else "", depth)
+            self._setting(_text(name), literal(value) if value is not None else "", depth,
+                          _text(value) if value is not None else "")
 
     def _remember(self, node: Node, nameref: bool) -> None:
         """``F=/etc/x``, ``export F=/etc/x`` (not ``F=x cmd``: only ``cmd`` sees that one)."""
@@ -548,7 +583,17 @@ class _Walker:
         for v in values:
             self.variables.assign(_text(name), v)
 
-    def _setting(self, name: str, value: str | None, depth: int) -> None:
+    def _setting(self, name: str, value: str | None, depth: int, raw: str | None = None) -> None:
+        """``raw``: the value as written, when it is not a literal (``PATH=.:$PATH``)."""
+        if name == "PATH":  # ``PATH=.:$PATH x``: a bare command word may name a file in these folders
+            entries = (value if value is not None else (raw or "").strip("\"'")).split(":")
+            self.path_dirs += [self._key(e or ".") for e in entries if "$" not in e and "`" not in e]
+        loaded = _loaded_files(name, value) if self.downloaded else []
+        if any(self._is_download(f) for f in loaded):
+            # ``BASH_ENV=x.sh bash build.sh``, ``LD_PRELOAD=./x.so ls``, ``NODE_OPTIONS='-r ./x.js' npm test``:
+            # the next program loads the downloaded file as code before its own
+            self._record({"program": DYNAMIC, "options": [], "fed_by": sorted(self.downloaders or {"curl"}),
+                          "script": "file", "stdin": None})
         if value is not None:
             self.facts.urls += net.setting_targets(name, value)
         self.facts.autorun += git_dir_setting(name, value)
@@ -646,7 +691,8 @@ class _Walker:
     def _segment(self, prog: str, args: list[str | None], depth: int, feed: list[str], stdin: str | None,
                  split: bool = False, word: str | None = None) -> None:
         prefixes = self.prefixes  # a nested parse (``bash -c``) sets its own
-        if word is not None and "/" in word and self._is_download(word):
+        if word is not None and ("/" in word and self._is_download(word) or "/" not in word and any(
+                self._is_download(posixpath.join(d, word)) for d in self.path_dirs)):
             # ``chmod +x x.sh; ./x.sh``: the kernel runs the downloaded file with whatever interpreter its
             # first line names, which the line does not show: any program, fed by the download.
             self._record({"program": DYNAMIC, "options": [], "fed_by": sorted(self.downloaders or {"curl"}),
@@ -805,6 +851,9 @@ class _Walker:
             starts = list(itertools.takewhile(lambda a: a is not None and not a.startswith(("-", "(", "!", ")")),
                                               args)) or ["."]
             each: str | None = starts[0] if len(starts) == 1 else None
+            # a file downloaded earlier in the line at or below a start point is among the files found:
+            # ``curl -o x.sh ..; find . -name x.sh -exec sh {} \;`` runs it
+            fetched = next((d for d in sorted(self.downloaded) for s in starts if _below(d, self._key(str(s)))), None)
             for flag in ("-exec", "-execdir", "-ok", "-okdir"):
                 if flag in args:
                     start = args.index(flag) + 1
@@ -812,6 +861,22 @@ class _Walker:
                     words = [each if a == "{}" else None if a is not None and "{}" in a else a
                              for a in args[start:end]]
                     self.argv(words, depth + 1, feed, stdin)
+                    if fetched is not None and "{}" in args[start:end]:
+                        shown = fetched if fetched.startswith("/") else "./" + fetched
+                        self.argv([shown if a == "{}" else w for a, w in zip(args[start:end], words, strict=True)],
+                                  depth + 1, feed, stdin)
+        self._listed_git_folder(prog, args, feed)
+
+    def _listed_git_folder(self, prog: str, args: list[str | None], feed: list[str]) -> None:
+        """``find .git | cpio -pdm evil``, ``find .git | xargs cp --parents -t evil``, ``tar -T <(find .git)``:
+        files a lister named under ``.git`` handed to a program that copies or packs the files it is given
+        by name: a git folder under another name, as ``cp -r .git evil`` is."""
+        operands = [a for a in args if a is not None and not a.startswith("-")]
+        if prog in _LISTERS and any(_in_git_dir(self._key(a)) for a in operands):
+            self.git_listers.add(prog)
+        if prog in _LIST_COPIERS and self.git_listers & set(feed) and not any(
+                a is not None and in_git_folder(self._key(a)) for a in operands[-1:]):
+            self.facts.autorun.append(f"{prog} of files listed from a git folder (a git folder under another name)")
 
     def _wrapper_options(self, prog: str, args: list[str | None]) -> None:
         """What a wrapper's own options touch: ``xargs -a FILE`` reads it; ``env -C DIR`` and ``sudo -D
@@ -944,7 +1009,7 @@ def _splits(node: Node) -> bool:
 
 
 _PS_COMMAND = ("-command", "-encodedcommand")
-_PS_VALUE = ("-file", "-executionpolicy", "-workingdirectory", "-configurationname", "-outputformat",
+_PS_VALUE = ("-executionpolicy", "-workingdirectory", "-configurationname", "-outputformat",
              "-inputformat", "-settingsfile", "-custompipename", "-windowstyle", "-version")
 
 
@@ -960,6 +1025,9 @@ def _powershell_options(args: list[str | None]) -> tuple[list[str], int]:
         low = "-" + a[1:].lower()
         if low in ("-c", "-e", "-ec", "-enc") or any(p.startswith(low) for p in _PS_COMMAND) and len(low) > 2:
             opts.append("-c")
+            return opts, i + 1
+        if low in ("-f", "-fi", "-fil", "-file"):  # -File x.ps1: the script file (the operand after it)
+            opts.append("-file")
             return opts, i + 1
         opts.append(low)
         i += 2 if any(p.startswith(low) for p in _PS_VALUE) and len(low) > 2 else 1
@@ -1168,6 +1236,52 @@ def unwrap_argv(argv: list[str]) -> str:
     if len(argv) == 3 and program_name(argv[0]) in SHELLS and "-c" in cmds.options_before_operands(argv[1:2])[0]:
         return argv[2]
     return shlex.join(argv)
+
+
+_LISTERS = frozenset({"find", "ls", "echo", "printf", "tree", "fd", "fdfind", "du", "git"})
+"""Programs whose output can name the files below a folder (``git`` for ``git ls-files`` of a folder)."""
+_LIST_COPIERS = frozenset({"cpio", "pax", "cp", "mv", "ln", "install", "rsync", "ditto", "scp", "tar", "zip", "bsdtar",
+                           "7z", "7za", "afio"})
+"""Programs that copy or pack files named on their input or in their operands (through ``xargs``)."""
+
+
+def _below(path: str, start: str) -> bool:
+    """Whether ``path`` (a ``_key``) is ``start`` or inside it; ``.`` holds every relative path."""
+    if start == ".":
+        return not path.startswith(("/", "~", "../")) and path != ".."
+    return path == start or path.startswith(start.rstrip("/") + "/")
+
+
+def _in_git_dir(path: str) -> bool:
+    """A path at or inside a ``.git`` folder (not git's ``*.lock`` files)."""
+    return in_git_folder(path) or in_git_folder(path + "/x")
+
+
+_LOADER_SETTINGS = frozenset({"BASH_ENV", "ENV", "PYTHONSTARTUP"})
+"""Settings whose value is a script a shell or interpreter runs first (``ENV``: sh and dash, interactive)."""
+_LIBRARY_SETTINGS = frozenset({"LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES"})
+_NODE_LOAD_OPTS = frozenset({"-r", "--require", "--import", "--loader", "--experimental-loader"})
+
+
+def _loaded_files(name: str, value: str | None) -> list[str]:
+    """The files a setting makes the next program load as code: ``BASH_ENV``'s script, ``LD_PRELOAD``'s
+    libraries, ``NODE_OPTIONS``' ``--require``/``--import``, ``RUBYOPT``'s ``-r``; ``ZDOTDIR``'s ``.zshenv``."""
+    if value is None or not value:
+        return []
+    if name in _LOADER_SETTINGS:
+        return [value]
+    if name == "ZDOTDIR":
+        return [posixpath.join(value, ".zshenv"), posixpath.join(value, ".zshrc")]
+    if name in _LIBRARY_SETTINGS:
+        return [v for v in re.split(r"[\s:]+", value) if v]
+    words = value.split()
+    if name == "NODE_OPTIONS":
+        found = [v for o, v in cmds.options_with_values(words, _NODE_LOAD_OPTS) if o in _NODE_LOAD_OPTS and v]
+        return [f for v in found for f in (v, v + ".js")]
+    if name == "RUBYOPT":
+        found = [v for o, v in cmds.options_with_values(words, frozenset({"-r"})) if o == "-r" and v]
+        return [f for v in found for f in (v, v + ".rb")]
+    return []
 
 
 def _module_name(args: list[str | None]) -> str | None:

@@ -89,37 +89,79 @@ def _groups(rng: random.Random, pieces: list[str], most: int) -> list[list[str]]
 
 
 # -- chat --------------------------------------------------------------------------------------------
-def chat_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
+def _logprob(token: str, alternative: str | None = None) -> dict[str, Any]:
+    top = [] if alternative is None else [{"token": alternative, "logprob": -2.0, "bytes": list(alternative.encode())}]
+    return {"token": token, "logprob": -0.5, "bytes": list(token.encode()), "top_logprobs": top}
+
+
+def _chat_choice(rng: random.Random, marker: str | None, where: str,
+                 shape: Shape) -> list[tuple[dict[str, Any], dict[str, Any] | None, str | None]]:
+    """One choice's stream, as (delta, logprobs, finish_reason) per chunk. Without ``marker``: a plain
+    answer (the other choices of a ``choices`` answer)."""
+    if marker is None:
+        return [({"role": "assistant", "content": ""}, None, None),
+                *(({"content": p}, None, None) for p in _cut(rng, "Fine, thanks.", 3)), ({}, None, "stop")]
     in_tool = where == "tool"
-    base = {"id": "chatcmpl-f", "object": "chat.completion.chunk", "created": 1, "model": "m"}
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        return _frame(rng, {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None,
-                                                 "finish_reason": finish}]})
-
-    frames = [chunk({"role": "assistant", "content": ""})]
+    out: list[tuple[dict[str, Any], dict[str, Any] | None, str | None]] = [
+        ({"role": "assistant", "content": ""}, None, None)]
     if where == "reasoning":
-        frames += [chunk({"reasoning_content": p}) for p in _cut(rng, _answer(rng, marker), 6)]
+        out += [({"reasoning_content": p}, None, None) for p in _cut(rng, _answer(rng, marker), 6)]
+    if where == "refusal":
+        out += [({"refusal": p}, None, None) for p in _cut(rng, _answer(rng, marker), 6)]
+        return [*out, ({}, None, "stop")]
     text = _answer(rng, marker) if where == "text" else "Checking."
-    for piece in _cut(rng, text, 8):
-        frames.append(chunk({"content": piece}))
+    pieces = _cut(rng, text, 8)
+    spelt = _cut(rng, _answer(rng, marker), len(pieces)) if where in ("logprobs", "top_logprobs") else []
+    spelt += [""] * (len(pieces) - len(spelt))
+    for n, piece in enumerate(pieces):
+        logprobs = None
+        if where == "logprobs":  # the tokens spell the marker, the text says otherwise
+            logprobs = {"content": [_logprob(spelt[n])] if spelt[n] else [], "refusal": None}
+        elif where == "top_logprobs":  # the second choice of each token spells it
+            logprobs = {"content": [_logprob(piece, spelt[n] or None)], "refusal": None}
+        out.append(({"content": piece}, logprobs, None))
         if rng.random() < 0.1:
-            frames.append(chunk({"content": ""}))
+            out.append(({"content": ""}, None, None))
+    if where == "annotation":  # a citation's title (the SDK's snapshot keeps the delta's annotations)
+        cite = {"title": _answer(rng, marker), "url": "https://docs.example/tides", "start_index": 0, "end_index": 3}
+        out.append(({"annotations": [{"type": "url_citation", "url_citation": cite}]}, None, None))
     if in_tool:
         args = json.dumps({"note": _answer(rng, marker)})
         pieces = _cut(rng, args, 6)
-        head = {"index": 0, "id": "call_0", "type": "function", "function": {"name": "Remember", "arguments": ""}}
+        head: dict[str, Any] = {"index": 0, "id": "call_0", "type": "function",
+                                "function": {"name": "Remember", "arguments": ""}}
+        if "type-missing" in shape:  # the SDK reads a call without ``type`` as a function call
+            del head["type"]
         if "args-in-head" in shape:
             head["function"]["arguments"], pieces = pieces[0], pieces[1:]
         if "index-swapped" in shape:  # begun at 1: the SDK's entry 0, which index 0's call (cut in the marker) joins
             at = args.index(marker) + rng.randint(1, len(marker) - 1)
             head["index"], head["function"]["arguments"], pieces = 1, args[:at], []
             second = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "", "arguments": args[at:]}}
-            frames.append(chunk({"tool_calls": [head, second, {"index": 1, "function": {"arguments": ""}}]}))
+            out.append(({"tool_calls": [head, second, {"index": 1, "function": {"arguments": ""}}]}, None, None))
         else:
-            frames.append(chunk({"tool_calls": [head]}))
-        frames += [chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in pieces]
-    frames.append(chunk({}, "tool_calls" if in_tool else "stop"))
+            out.append(({"tool_calls": [head]}, None, None))
+        out += [({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}, None, None) for p in pieces]
+    return [*out, ({}, None, "tool_calls" if in_tool else "stop")]
+
+
+def chat_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
+    base = {"id": "chatcmpl-f", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    lanes = [_chat_choice(rng, marker, where, shape)]
+    if "choices" in shape:  # n > 1: the marker in one of them, the chunks of all interleaved
+        lanes.append(_chat_choice(rng, None, where, shape))
+        if rng.random() < 0.5:
+            lanes.reverse()
+    queues = [[(c, *step) for step in lane] for c, lane in enumerate(lanes)]
+    frames = []
+    while any(queues):
+        # each choice's chunks in order; which choice speaks next is drawn (every choice begun in
+        # index order: the SDK's helper indexes its snapshot by choice index)
+        ready = [q for n, q in enumerate(queues) if q and (n == 0 or not queues[n - 1] or len(queues[n - 1]) < len(lanes[n - 1]))]
+        q = rng.choice(ready)
+        c, delta, logprobs, finish = q.pop(0)
+        frames.append(_frame(rng, {**base, "choices": [{"index": c, "delta": delta, "logprobs": logprobs,
+                                                        "finish_reason": finish}]}))
     return [*frames, b"data: [DONE]\n\n"]
 
 
@@ -213,7 +255,7 @@ def responses_script(rng: random.Random, marker: str, where: str, shape: Shape) 
                 r.ev("response.output_text.done", **where, text=part["text"], logprobs=[])
             if rng.random() < 0.7:
                 r.ev("response.content_part.done", **where, part=part)
-        if rng.random() < 0.85:
+        if rng.random() < 0.85 or "no-final-output" in shape:  # (the SDK's final output is then these)
             r.ev("response.output_item.done", output_index=oi, item=item)
     output: list[dict[str, Any]] | None = [*([rs_done] if first else []), *done_items]
     if in_tool:
@@ -335,7 +377,7 @@ def _cut_bytes(rng: random.Random, data: bytes) -> list[bytes]:
 SCRIPTS: dict[str, Callable[[random.Random, str, str, Shape], list[bytes]]] = {
     "chat": chat_script, "responses": responses_script, "anthropic": anthropic_script, "gemini": gemini_script}
 SHAPES = {
-    "chat": ["plain", "args-in-head", "index-swapped"],
+    "chat": ["plain", "args-in-head", "index-swapped", "type-missing", "choices"],
     "responses": ["faithful", "seeded", "snapshot-only", "deltas-swapped", "no-final-output", "final-recut",
                   "repeat-differs"],
     "anthropic": ["sequential", "seeded", "input-in-start", "out-of-order", "interleaved"],
@@ -343,6 +385,13 @@ SHAPES = {
 }
 """The shapes each script can bend its answer into (Hypothesis picks one or two per example; the random
 cuts, groupings and field orders come from the drawn seed)."""
+WHERES = {
+    "chat": ["text", "tool", "reasoning", "refusal", "logprobs", "top_logprobs", "annotation"],
+    "responses": ["text", "tool", "reasoning"],
+    "anthropic": ["text", "tool", "reasoning"],
+    "gemini": ["text", "tool", "reasoning"],
+}
+"""Where each script plants the marker: every field its SDK surfaces to a user or an agent."""
 
 
 # -- the property ------------------------------------------------------------------------------------
@@ -353,7 +402,7 @@ def test_what_the_sdk_shows_of_a_planted_marker_was_blocked(default_proxy: Proxy
                                                              api: str, marker: str) -> None:
     @settings(max_examples=EXAMPLES, deadline=None, database=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-    @given(seed=st.integers(min_value=0, max_value=2**32 - 1), where=st.sampled_from(["text", "tool", "reasoning"]),
+    @given(seed=st.integers(min_value=0, max_value=2**32 - 1), where=st.sampled_from(WHERES[api]),
            shape=st.frozensets(st.sampled_from(SHAPES[api]), min_size=1, max_size=2))
     def run(seed: int, where: str, shape: Shape) -> None:
         planted = CANARY_IN_TOOL if where == "tool" and marker == "canary" else MARKERS[marker]
@@ -374,22 +423,20 @@ def test_what_the_sdk_shows_of_a_planted_marker_was_blocked(default_proxy: Proxy
 @pytest.mark.parametrize("api", list(SCRIPTS))
 def test_the_oracle_sees_the_marker_when_nothing_guards(plain_proxy: ProxyServer, upstream_server: FakeUpstream,
                                                         api: str) -> None:
-    """The fuzzer's control: through the passthrough proxy the SDK shows the planted marker, in the
-    text, a tool call and the reasoning alike (a script that hid it from the SDK would prove nothing)."""
-    @settings(max_examples=6, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-    @given(seed=st.integers(min_value=0, max_value=2**32 - 1), where=st.sampled_from(["text", "tool", "reasoning"]),
-           marker=st.sampled_from(sorted(MARKERS)))
-    def run(seed: int, where: str, marker: str) -> None:
+    """The fuzzer's control: through the passthrough proxy the SDK shows the planted marker, wherever
+    it is planted and whichever shape the answer takes (a script that hid it from the SDK would prove
+    nothing). Each place once with the first shape, each shape once in a place drawn by the seed."""
+    rng = random.Random(29)
+    cases = [(where, SHAPES[api][0]) for where in WHERES[api]]
+    cases += [(rng.choice(WHERES[api]), shape) for shape in SHAPES[api][1:]]
+    for n, (where, shape) in enumerate(cases):
+        marker = sorted(MARKERS)[n % 2]
         planted = CANARY_IN_TOOL if where == "tool" and marker == "canary" else MARKERS[marker]
-        frames = SCRIPTS[api](random.Random(seed), planted, where, frozenset(SHAPES[api][:1]))
+        frames = SCRIPTS[api](random.Random(n), planted, where, frozenset([shape]))
         upstream_server.reset()
         upstream_server.queue(Reply(raw_frames=frames))
         view = VIEWS[api](plain_proxy.url, system=SYSTEM)
-        assert view.error is None, view.error
-        assert view.shows(planted), view.text()[:3000]
-
-    run()
+        assert view.shows(planted), (where, shape, view.error, view.text()[:3000])
 
 
 # -- whole answers (no streaming) -------------------------------------------------------------------

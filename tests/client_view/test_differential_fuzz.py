@@ -198,66 +198,161 @@ def _masker(text: str, marker: str, masking: bool) -> Callable[[str], str]:
     return say
 
 
+def _spread(rng: random.Random, items: list[Any], n: int) -> list[list[Any]]:
+    """``items`` in order, in exactly ``n`` consecutive runs (some may be empty)."""
+    cuts = sorted(rng.choices(range(len(items) + 1), k=n - 1))
+    return [items[a:b] for a, b in zip([0, *cuts], [*cuts, len(items)], strict=True)]
+
+
+def _responses_logprobs(rng: random.Random, marker: str, where: str, n: int) -> list[list[dict[str, Any]]]:
+    """Logprobs for ``n`` text deltas whose tokens (``logprobs``) or second choices (``top_logprobs``)
+    spell an answer with the marker, while the deltas' text says otherwise."""
+    if where not in ("logprobs", "top_logprobs"):
+        return [[] for _ in range(n)]
+    spelt = _spread(rng, _cut(rng, _answer(rng, marker), 12), n)
+    if where == "logprobs":
+        return [[{"token": t, "logprob": -0.5, "top_logprobs": []} for t in group] for group in spelt]
+    return [[{"token": "tok", "logprob": -0.5, "top_logprobs": [{"token": t, "logprob": -2.0}]} for t in group]
+            for group in spelt]
+
+
+def _responses_lead(r: _Responses, rng: random.Random, marker: str, where: str) -> list[dict[str, Any]]:
+    """The items before the answer's message (reasoning, built-in tool calls) with the marker in the
+    text of each field the SDK shows; returns them done, in output order."""
+    if where in ("reasoning", "reasoning_text"):
+        thought = _answer(rng, marker)
+        kind = "summary" if where == "reasoning" else "content"
+        rs = {"id": "rs_0", "type": "reasoning", "status": "in_progress", "summary": []}
+        r.ev("response.output_item.added", output_index=0, item=rs)
+        if kind == "summary":
+            at = {"item_id": "rs_0", "output_index": 0, "summary_index": 0}
+            r.ev("response.reasoning_summary_part.added", **at, part={"type": "summary_text", "text": ""})
+            for p in _cut(rng, thought, 6):
+                r.ev("response.reasoning_summary_text.delta", **at, delta=p)
+            r.ev("response.reasoning_summary_text.done", **at, text=thought)
+            r.ev("response.reasoning_summary_part.done", **at, part={"type": "summary_text", "text": thought})
+            done = {**rs, "status": "completed", "summary": [{"type": "summary_text", "text": thought}]}
+        else:  # the reasoning's own text (open-weight models through the Responses API)
+            at = {"item_id": "rs_0", "output_index": 0, "content_index": 0}
+            for p in _cut(rng, thought, 6):
+                r.ev("response.reasoning_text.delta", **at, delta=p)
+            r.ev("response.reasoning_text.done", **at, text=thought)
+            done = {**rs, "status": "completed", "content": [{"type": "reasoning_text", "text": thought}]}
+        r.ev("response.output_item.done", output_index=0, item=done)
+        return [done]
+    if where == "web_search":
+        query = _answer(rng, marker)
+        item = {"id": "ws_0", "type": "web_search_call", "status": "in_progress",
+                "action": {"type": "search", "query": query if rng.random() < 0.5 else ""}}
+        done = {**item, "status": "completed", "action": {"type": "search", "query": query,
+                                                           "sources": [{"type": "url", "url": "https://t.example/"}]}}
+        stages = ["in_progress", "searching", "completed"]
+    elif where == "file_search":
+        said = _answer(rng, marker)
+        in_query = rng.random() < 0.5
+        item = {"id": "fs_0", "type": "file_search_call", "status": "in_progress",
+                "queries": [said] if in_query and rng.random() < 0.5 else []}
+        done = {**item, "status": "completed", "queries": [said if in_query else "tide tables"],
+                "results": [{"file_id": "file_0", "filename": "tides.md", "score": 0.9,
+                             "text": "the tides" if in_query else said, "attributes": {}}]}
+        stages = ["in_progress", "searching", "completed"]
+    elif where in ("code", "code_output"):
+        said = _answer(rng, marker)
+        code = f"print({said!r})" if where == "code" else "print(open('notes').read())"
+        item = {"id": "ci_0", "type": "code_interpreter_call", "status": "in_progress", "code": "",
+                "container_id": "cntr_0", "outputs": None}
+        at = {"item_id": "ci_0", "output_index": 0}
+        r.ev("response.output_item.added", output_index=0, item=item)
+        r.ev("response.code_interpreter_call.in_progress", **at)
+        for p in _cut(rng, code, 6):
+            r.ev("response.code_interpreter_call_code.delta", **at, delta=p)
+        r.ev("response.code_interpreter_call_code.done", **at, code=code)
+        r.ev("response.code_interpreter_call.interpreting", **at)
+        r.ev("response.code_interpreter_call.completed", **at)
+        done = {**item, "status": "completed", "code": code,
+                "outputs": [{"type": "logs", "logs": said if where == "code_output" else "ok"}]}
+        r.ev("response.output_item.done", output_index=0, item=done)
+        return [done]
+    else:
+        return []
+    r.ev("response.output_item.added", output_index=0, item=item)
+    kind = item["type"][:-len("_call")]
+    for stage in stages:
+        r.ev(f"response.{kind}_call.{stage}", item_id=item["id"], output_index=0)
+    r.ev("response.output_item.done", output_index=0, item=done)
+    return [done]
+
+
 def responses_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
     in_tool = where == "tool"
     r = _Responses(rng)
-    text = _answer(rng, marker) if where == "text" else "Checking."
+    text = _answer(rng, marker) if where in ("text", "refusal") else "Checking."
+    part_type, field = ("refusal", "refusal") if where == "refusal" else ("output_text", "text")
     items = [_groups(rng, part, 3) for part in _groups(rng, _cut(rng, text, 10), 3)]
     """Items of parts of pieces: the text, in output order."""
+    if where == "refusal":  # one part: refusal and output text in one answer fail closed
+        items = [[[p for part in items for pieces in part for p in pieces]]]
+
+    def part(said: str, logprobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        if part_type == "refusal":
+            return {"type": "refusal", "refusal": said}
+        return {**_part(said), **({"logprobs": logprobs} if logprobs else {})}
+
     done_items: list[dict[str, Any]] = []
     streamed: list[tuple[int, int, str]] = []
     say = _masker(text, marker, "repeat-differs" in shape)
-    first = 0
-    if where == "reasoning":
-        thought = _answer(rng, marker)
-        rs = {"id": "rs_0", "type": "reasoning", "status": "in_progress", "summary": []}
-        r.ev("response.output_item.added", output_index=0, item=rs)
-        at = {"item_id": "rs_0", "output_index": 0, "summary_index": 0}
-        r.ev("response.reasoning_summary_part.added", **at, part={"type": "summary_text", "text": ""})
-        for p in _cut(rng, thought, 6):
-            r.ev("response.reasoning_summary_text.delta", **at, delta=p)
-        r.ev("response.reasoning_summary_text.done", **at, text=thought)
-        r.ev("response.reasoning_summary_part.done", **at, part={"type": "summary_text", "text": thought})
-        rs_done = {**rs, "status": "completed", "summary": [{"type": "summary_text", "text": thought}]}
-        r.ev("response.output_item.done", output_index=0, item=rs_done)
-        first = 1
+    lead = _responses_lead(r, rng, marker, where)
+    first = len(lead)
     for oi, parts in enumerate(items, start=first):
         iid = f"msg_{oi}"
         seeded = ["seeded" in shape and rng.random() < 0.6 for _ in parts]
         given = [say(parts[ci][0]) if seeded[ci] else "" for ci in range(len(parts))]
         in_item = "seeded" in shape and rng.random() < 0.5
         added = {"id": iid, "type": "message", "status": "in_progress", "role": "assistant",
-                 "content": [_part(g) for g in given] if in_item else []}
+                 "content": [part(g) for g in given] if in_item else []}
         r.ev("response.output_item.added", output_index=oi, item=added)
         full = ["".join(p) for p in parts]
         for ci, pieces in enumerate(parts):
-            where = {"item_id": iid, "output_index": oi, "content_index": ci}
+            at = {"item_id": iid, "output_index": oi, "content_index": ci}
             if not in_item:
-                r.ev("response.content_part.added", **where, part=_part(given[ci]))
+                r.ev("response.content_part.added", **at, part=part(given[ci]))
             for p in pieces[1:] if seeded[ci] else pieces:
                 said = say(p)
                 if "snapshot-only" in shape and rng.random() < 0.5:  # said only in the snapshots
                     continue
                 streamed.append((oi, ci, said))
         done_items.append({"id": iid, "type": "message", "status": "completed", "role": "assistant",
-                           "content": [_part(t) for t in full]})
+                           "content": [part(t) for t in full]})
     # the deltas, usually in output order; sometimes two swapped
     if len(streamed) > 1 and "deltas-swapped" in shape:
         i = rng.randrange(len(streamed) - 1)
         streamed[i], streamed[i + 1] = streamed[i + 1], streamed[i]
-    for oi, ci, p in streamed:
-        r.ev("response.output_text.delta", item_id=f"msg_{oi}", output_index=oi, content_index=ci, delta=p,
-             logprobs=[])
+    logprobs = _responses_logprobs(rng, marker, where, len(streamed))
+    for (oi, ci, p), lp in zip(streamed, logprobs, strict=True):
+        if part_type == "refusal":
+            r.ev("response.refusal.delta", item_id=f"msg_{oi}", output_index=oi, content_index=ci, delta=p)
+        else:
+            r.ev("response.output_text.delta", item_id=f"msg_{oi}", output_index=oi, content_index=ci, delta=p,
+                 logprobs=lp)
+    if where == "annotation":  # a citation's title, added to the first part and kept in its snapshots
+        cite = {"type": "url_citation", "url": "https://docs.example/tides", "title": _answer(rng, marker),
+                "start_index": 0, "end_index": 3}
+        r.ev("response.output_text.annotation.added", item_id=f"msg_{first}", output_index=first, content_index=0,
+             annotation_index=0, annotation=cite)
+        done_items[0]["content"][0]["annotations"] = [cite]
     for oi, item in enumerate(done_items, start=first):
-        for ci, part in enumerate(item["content"]):
-            where = {"item_id": f"msg_{oi}", "output_index": oi, "content_index": ci}
+        for ci, done_part in enumerate(item["content"]):
+            at = {"item_id": f"msg_{oi}", "output_index": oi, "content_index": ci}
             if rng.random() < 0.7:
-                r.ev("response.output_text.done", **where, text=part["text"], logprobs=[])
+                if part_type == "refusal":
+                    r.ev("response.refusal.done", **at, refusal=done_part["refusal"])
+                else:
+                    r.ev("response.output_text.done", **at, text=done_part["text"], logprobs=[])
             if rng.random() < 0.7:
-                r.ev("response.content_part.done", **where, part=part)
+                r.ev("response.content_part.done", **at, part=done_part)
         if rng.random() < 0.85 or "no-final-output" in shape:  # (the SDK's final output is then these)
             r.ev("response.output_item.done", output_index=oi, item=item)
-    output: list[dict[str, Any]] | None = [*([rs_done] if first else []), *done_items]
+    output: list[dict[str, Any]] | None = [*lead, *done_items]
     if in_tool:
         args = json.dumps({"note": _answer(rng, marker)})
         oi = first + len(done_items)
@@ -278,12 +373,11 @@ def responses_script(rng: random.Random, marker: str, where: str, shape: Shape) 
         output.append(done)  # type: ignore[union-attr]
     if "no-final-output" in shape:
         output = None  # the SDK's final output is then the done items
-    elif "final-recut" in shape and output:  # the final response's parts say the text cut otherwise
+    elif "final-recut" in shape and output and part_type == "output_text":  # the final response's parts cut otherwise
         whole = "".join(p["text"] for i in output if i["type"] == "message" for p in i["content"])
         cut = _cut(rng, whole, 3)
-        output = [*(i for i in output if i["type"] == "reasoning"),
-                  {"id": "msg_0", "type": "message", "status": "completed", "role": "assistant",
-                   "content": [_part(c) for c in cut]}, *(i for i in output if i["type"] == "function_call")]
+        output = [*lead, {"id": f"msg_{first}", "type": "message", "status": "completed", "role": "assistant",
+                          "content": [_part(c) for c in cut]}, *(i for i in output if i["type"] == "function_call")]
     r.ev("response.completed", response={**r.resp, "status": "completed", "output": output})
     return r.frames
 
@@ -387,7 +481,8 @@ SHAPES = {
 cuts, groupings and field orders come from the drawn seed)."""
 WHERES = {
     "chat": ["text", "tool", "reasoning", "refusal", "logprobs", "top_logprobs", "annotation"],
-    "responses": ["text", "tool", "reasoning"],
+    "responses": ["text", "tool", "reasoning", "reasoning_text", "refusal", "logprobs", "top_logprobs", "annotation",
+                  "web_search", "file_search", "code", "code_output"],
     "anthropic": ["text", "tool", "reasoning"],
     "gemini": ["text", "tool", "reasoning"],
 }

@@ -287,7 +287,7 @@ def responses_script(rng: random.Random, marker: str, where: str, shape: Shape) 
     in_tool = where == "tool"
     r = _Responses(rng)
     text = _answer(rng, marker) if where in ("text", "refusal") else "Checking."
-    part_type, field = ("refusal", "refusal") if where == "refusal" else ("output_text", "text")
+    part_type = "refusal" if where == "refusal" else "output_text"
     items = [_groups(rng, part, 3) for part in _groups(rng, _cut(rng, text, 10), 3)]
     """Items of parts of pieces: the text, in output order."""
     if where == "refusal":  # one part: refusal and output text in one answer fail closed

@@ -145,14 +145,34 @@ def gemini_view(base: str, system: str = SYSTEM, user: str = "hello") -> View:
     cfg = types.GenerateContentConfig(system_instruction=system)
 
     def run(view: View) -> None:
-        texts = {False: "", True: ""}  # the answer and the thoughts, each joined as a client shows it
-        for chunk in client.models.generate_content_stream(model="m", contents=user, config=cfg):
-            view.shown.append(chunk.model_dump_json())
-            for cand in (chunk.candidates or [])[:1]:
-                for part in (cand.content.parts if cand.content else None) or []:
-                    texts[bool(part.thought)] += part.text or ""
-        view.shown += texts.values()
+        # per candidate (by its index), each run a client shows joined over the chunks: the answer, the
+        # thoughts, the code it ran and what that printed, the chosen tokens and each rank of the others
+        texts: dict[tuple[int, str], str] = {}
+        try:
+            for chunk in client.models.generate_content_stream(model="m", contents=user, config=cfg):
+                view.shown.append(chunk.model_dump_json())
+                for n, cand in enumerate(chunk.candidates or []):
+                    for lane, text in _gemini_runs(cand):
+                        key = (n if cand.index is None else cand.index, lane)
+                        texts[key] = texts.get(key, "") + text
+        finally:
+            view.shown += texts.values()
     return _collect(run)
+
+
+def _gemini_runs(cand: Any) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for part in (cand.content.parts if cand.content else None) or []:
+        out.append(("thought" if part.thought else "text", part.text or ""))
+        if part.executable_code:
+            out.append(("code", part.executable_code.code or ""))
+        if part.code_execution_result:
+            out.append(("output", part.code_execution_result.output or ""))
+    if lp := cand.logprobs_result:
+        out.append(("chosen", "".join(c.token or "" for c in lp.chosen_candidates or [])))
+        for top in lp.top_candidates or []:
+            out += [(f"rank{r}", c.token or "") for r, c in enumerate(top.candidates or [])]
+    return out
 
 
 VIEWS: dict[str, Callable[..., View]] = {"chat": chat_view, "responses": responses_view,

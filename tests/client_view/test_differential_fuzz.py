@@ -394,8 +394,18 @@ def anthropic_script(rng: random.Random, marker: str, where: str, shape: Shape) 
     blocks: list[tuple[str, list[str]]] = [("text", g) for g in _groups(rng, _cut(rng, text, 10), 3)]
     if where == "reasoning":
         blocks.insert(0, ("thinking", _cut(rng, _answer(rng, marker), 6)))
+    if "redacted" in shape:  # an encrypted thinking block beside the answer (no text of the model's)
+        blocks.insert(0, ("redacted_thinking", []))
+    if where == "server_tool":  # a server tool's input: a search query or code, in fragments
+        said = _answer(rng, marker)
+        given = {"query": said} if rng.random() < 0.5 else {"code": f"print({said!r})"}
+        name = "web_search" if "query" in given else "code_execution"
+        blocks[:0] = [(f"server_tool:{name}", _cut(rng, json.dumps(given), 6))]
+    if where in ("search_result", "code_result"):  # what a server tool brought back, whole in its start
+        blocks[:0] = [(where, [_answer(rng, marker)])]
     if in_tool:
         blocks.append(("tool", _cut(rng, json.dumps({"note": _answer(rng, marker)}), 6)))
+    cited = where == "citation"  # a citation's quoted text and title on the first text block
     starts: list[bytes] = []
     deltas: list[list[bytes]] = []
     for index, (kind, pieces) in enumerate(blocks):
@@ -405,6 +415,15 @@ def anthropic_script(rng: random.Random, marker: str, where: str, shape: Shape) 
             rest = pieces[1:] if seed else pieces
             deltas.append([ev("content_block_delta", index=index, delta={"type": "text_delta", "text": p})
                            for p in rest])
+            if cited:
+                said = _answer(rng, marker)
+                cite = {"type": "web_search_result_location", "cited_text": said, "url": "https://t.example/",
+                        "title": "Tide tables", "encrypted_index": "ZW5j"} if rng.random() < 0.5 else \
+                    {"type": "char_location", "cited_text": said, "document_index": 0,
+                     "document_title": "Tide tables", "start_char_index": 0, "end_char_index": len(said)}
+                deltas[-1].insert(rng.randint(0, len(deltas[-1])), ev(
+                    "content_block_delta", index=index, delta={"type": "citations_delta", "citation": cite}))
+                cited = False
         elif kind == "thinking":
             starts.append(ev("content_block_start", index=index,
                              content_block={"type": "thinking", "thinking": "", "signature": ""}))
@@ -412,11 +431,29 @@ def anthropic_script(rng: random.Random, marker: str, where: str, shape: Shape) 
                            for p in pieces]
                           + [ev("content_block_delta", index=index, delta={"type": "signature_delta",
                                                                              "signature": "c2ln"})])
+        elif kind == "redacted_thinking":
+            starts.append(ev("content_block_start", index=index,
+                             content_block={"type": "redacted_thinking", "data": "RW5jcnlwdGVk"}))
+            deltas.append([])
+        elif kind == "search_result":
+            result = {"type": "web_search_result", "title": pieces[0], "url": "https://t.example/",
+                      "encrypted_content": "ZW5j", "page_age": None}
+            starts.append(ev("content_block_start", index=index, content_block={
+                "type": "web_search_tool_result", "tool_use_id": "srvtoolu_0", "content": [result]}))
+            deltas.append([])
+        elif kind == "code_result":
+            result = {"type": "code_execution_result", "stdout": pieces[0], "stderr": "", "return_code": 0,
+                      "content": []}
+            starts.append(ev("content_block_start", index=index, content_block={
+                "type": "code_execution_tool_result", "tool_use_id": "srvtoolu_0", "content": result}))
+            deltas.append([])
         else:
             whole = "seeded" in shape and rng.random() < 0.5
             given = json.loads("".join(pieces)) if whole or "input-in-start" in shape else {}
+            server = kind.startswith("server_tool:")
             starts.append(ev("content_block_start", index=index, content_block={
-                "type": "tool_use", "id": "toolu_0", "name": "Remember", "input": given}))
+                "type": "server_tool_use" if server else "tool_use", "id": "srvtoolu_0" if server else "toolu_0",
+                "name": kind.split(":")[1] if server else "Remember", "input": given}))
             deltas.append([] if whole else [ev("content_block_delta", index=index,
                                                 delta={"type": "input_json_delta", "partial_json": p})
                                              for p in pieces])
@@ -442,23 +479,66 @@ def anthropic_script(rng: random.Random, marker: str, where: str, shape: Shape) 
 
 
 # -- Gemini ------------------------------------------------------------------------------------------
-def gemini_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
-    in_tool = where == "tool"
+def _gemini_candidate(rng: random.Random, marker: str | None, where: str, shape: Shape) -> list[dict[str, Any]]:
+    """One candidate's chunks (its ``candidates[]`` entry in each, without ``index``). Without ``marker``:
+    a plain answer (the other candidate of a ``candidates`` answer)."""
+    if marker is None:
+        return [{"content": {"role": "model", "parts": [{"text": p}]}} for p in _cut(rng, "Fine, thanks.", 3)]
     text = _answer(rng, marker) if where == "text" else "Checking."
     pieces = _cut(rng, text, 10)
     groups = _groups(rng, pieces, 5) if "parts-per-chunk" in shape else [[p] for p in pieces]
     chunks = [[{"text": p} for p in group] for group in groups]
     if where == "reasoning":
         chunks[:0] = [[{"text": p, "thought": True}] for p in _cut(rng, _answer(rng, marker), 4)]
-    if in_tool:
-        call = {"functionCall": {"name": "Remember", "args": {"note": _answer(rng, marker)}}}
-        chunks.append([call]) if rng.random() < 0.5 else chunks[-1].append(call)
+    if where in ("code", "code_output"):  # code execution: the code, then what it printed, in chunks
+        said = _answer(rng, marker)
+        code = f"print({said!r})" if where == "code" else "print(open('notes').read())"
+        out = f"{said}\n" if where == "code_output" else "ok\n"
+        chunks[:0] = [[{"executableCode": {"language": "PYTHON", "code": p}}] for p in _cut(rng, code, 3)]
+        chunks[len(chunks) - len(groups):len(chunks) - len(groups)] = [
+            [{"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": p}}] for p in _cut(rng, out, 3)]
+    if where == "tool":
+        call: dict[str, Any] = {"name": "Remember", "args": {"note": _answer(rng, marker)}}
+        if "call-id" in shape:  # Gemini 3 numbers its calls
+            call = {"id": "call_0", **call}
+        chunks.append([{"functionCall": call}]) if rng.random() < 0.5 else chunks[-1].append({"functionCall": call})
+    cands: list[dict[str, Any]] = [{"content": {"role": "model", "parts": parts}} for parts in chunks]
+    if where == "logprobs":  # the chosen tokens (or the second choices) spell it, the text says otherwise
+        second = rng.random() < 0.5
+        for cand, spelt in zip(cands, _spread(rng, _cut(rng, _answer(rng, marker), 10), len(cands)), strict=True):
+            chosen = [{"token": "tok" if second else t, "logProbability": -0.5} for t in spelt]
+            top = [{"candidates": [{"token": "tok", "logProbability": -0.5}, {"token": t, "logProbability": -2.0}]}
+                   for t in spelt] if second else [{"candidates": [c]} for c in chosen]
+            cand["logprobsResult"] = {"chosenCandidates": chosen, "topCandidates": top}
+    if where == "citation":  # a citation's title, on one chunk
+        cands[rng.randrange(len(cands))]["citationMetadata"] = {"citationSources": [
+            {"startIndex": 0, "endIndex": 3, "uri": "https://t.example/", "title": _answer(rng, marker)}]}
+    if where == "grounding":  # what a search grounded the answer on: its queries, sources, widget
+        said = _answer(rng, marker)
+        meta: dict[str, Any] = rng.choice([
+            {"webSearchQueries": [said]},
+            {"groundingChunks": [{"web": {"uri": "https://t.example/", "title": said}}]},
+            {"searchEntryPoint": {"renderedContent": f"<div>{said}</div>"}}])
+        cands[-1]["groundingMetadata"] = meta
+    return cands
+
+
+def gemini_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
+    lanes = [_gemini_candidate(rng, marker, where, shape)]
+    if "candidates" in shape:  # candidateCount 2: the marker in either, their chunks side by side
+        lanes.append(_gemini_candidate(rng, None, where, shape))
+        if rng.random() < 0.5:
+            lanes.reverse()
     frames = []
-    for n, parts in enumerate(chunks):
-        cand: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
-        if n == len(chunks) - 1:
-            cand["finishReason"] = "STOP"
-        frames.append(_frame(rng, {"candidates": [cand], "modelVersion": "m", "responseId": "r",
+    for n in range(max(map(len, lanes))):
+        cands = []
+        for i, lane in enumerate(lanes):
+            if n < len(lane):
+                cand = {**lane[n], "index": i}
+                if n == len(lane) - 1:
+                    cand["finishReason"] = "STOP"
+                cands.append(cand)
+        frames.append(_frame(rng, {"candidates": cands, "modelVersion": "m", "responseId": "r",
                                    "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 5}}))
     return frames
 
@@ -474,8 +554,8 @@ SHAPES = {
     "chat": ["plain", "args-in-head", "index-swapped", "type-missing", "choices"],
     "responses": ["faithful", "seeded", "snapshot-only", "deltas-swapped", "no-final-output", "final-recut",
                   "repeat-differs"],
-    "anthropic": ["sequential", "seeded", "input-in-start", "out-of-order", "interleaved"],
-    "gemini": ["part-per-chunk", "parts-per-chunk"],
+    "anthropic": ["sequential", "seeded", "input-in-start", "out-of-order", "interleaved", "redacted"],
+    "gemini": ["part-per-chunk", "parts-per-chunk", "candidates", "call-id"],
 }
 """The shapes each script can bend its answer into (Hypothesis picks one or two per example; the random
 cuts, groupings and field orders come from the drawn seed)."""
@@ -483,8 +563,8 @@ WHERES = {
     "chat": ["text", "tool", "reasoning", "refusal", "logprobs", "top_logprobs", "annotation"],
     "responses": ["text", "tool", "reasoning", "reasoning_text", "refusal", "logprobs", "top_logprobs", "annotation",
                   "web_search", "file_search", "code", "code_output"],
-    "anthropic": ["text", "tool", "reasoning"],
-    "gemini": ["text", "tool", "reasoning"],
+    "anthropic": ["text", "tool", "reasoning", "server_tool", "search_result", "code_result", "citation"],
+    "gemini": ["text", "tool", "reasoning", "code", "code_output", "logprobs", "citation", "grounding"],
 }
 """Where each script plants the marker: every field its SDK surfaces to a user or an agent."""
 

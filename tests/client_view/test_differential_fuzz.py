@@ -200,6 +200,8 @@ def _masker(text: str, marker: str, masking: bool) -> Callable[[str], str]:
 
 def _spread(rng: random.Random, items: list[Any], n: int) -> list[list[Any]]:
     """``items`` in order, in exactly ``n`` consecutive runs (some may be empty)."""
+    if n == 0:
+        return []
     cuts = sorted(rng.choices(range(len(items) + 1), k=n - 1))
     return [items[a:b] for a, b in zip([0, *cuts], [*cuts, len(items)], strict=True)]
 

@@ -117,7 +117,7 @@ DOMAINS = {
                     "it.ops.emea.north.corp-mail.co.uk"],
     "new gtld": ["acme.engineering", "studio.photography", "corp.technology", "team.dev", "shop.store"],
     "long label": ["this-is-a-very-long-company-name-with-many-words-in-it.com"],
-    "idn": ["bücher.de", "例え.jp", "пример.рф", "münchen.de", "xn--bcher-kva.de", "例子.广告", "δοκιμή.gr"],
+    "idn": ["bücher.de", "例え.jp", "пример.рф", "münchen.de", "xn--bcher-kva.de", "例子.中国", "δοκιμή.gr"],
 }
 
 
@@ -363,9 +363,16 @@ def load(path: Path = DATA) -> list[Sample]:
 
 # --- scoring ------------------------------------------------------------------------------------
 
+_PROVIDERS: dict[tuple[str, ...], PiiProvider] = {}
+
+
 def provider(regions: list[str] | None) -> PiiProvider:
-    spec = PiiGuardrail(id="pii", kind="pii", action="redact", regions=REGIONS if regions is None else regions)  # type: ignore[arg-type]
-    return PiiProvider(spec, "[withheld]")
+    """One provider per set of regions (compiling one costs milliseconds; a provider serves many streams)."""
+    key = tuple(REGIONS if regions is None else regions)
+    if key not in _PROVIDERS:
+        spec = PiiGuardrail(id="pii", kind="pii", action="redact", regions=list(key))  # type: ignore[arg-type]
+        _PROVIDERS[key] = PiiProvider(spec, "[withheld]")
+    return _PROVIDERS[key]
 
 
 def redactions(sample: Sample, deltas: list[str] | None = None) -> list[tuple[int, int, str]]:

@@ -21,8 +21,8 @@ from typing import Any
 import msgspec
 
 from bench.common import request_body
-from proxy.wire.one_reading import _pairs, repeated_key
 from proxy.wire.base import JsonBody
+from proxy.wire.one_reading import _pairs, repeated_key
 from proxy.wire.openai_chat import OpenAIChat
 
 ROUNDS, N = 7, 200

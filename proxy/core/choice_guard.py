@@ -51,7 +51,7 @@ from guardrails.datamodel import (
 from guardrails.decision import Block
 from guardrails.stream import ArmedSet, Trip
 from proxy.core.holdback import Waits
-from proxy.core.stream_guard import CHECK_CHUNK, Step, StreamGuard, as_block, tool_block
+from proxy.core.stream_guard import CHECK_CHUNK, ArmTools, Step, StreamGuard, as_block, tool_block
 
 COVERAGE_ID = "guardproxy-coverage"
 """The built-in guardrail id of fail-closed decoding (``/metrics``, audit log, error bodies)."""
@@ -129,7 +129,7 @@ class ChoiceGuard:
     """Same interface as ``StreamGuard`` (push / end / release_all / message ...), over all lanes."""
 
     def __init__(self, arm: ArmFor, *, holdback: int, buffered: bool = False, retext: Retext | None = None,
-                 rearm: Callable[[], ArmedSet | None] | None = None, redact_lanes: bool = True,
+                 rearm: ArmTools | None = None, redact_lanes: bool = True,
                  log_only: frozenset[str] = frozenset(),
                  clock: Callable[[], float] | None = None, on_release: Waits | None = None) -> None:
         self._arm, self._holdback, self._buffered = arm, holdback, buffered

@@ -24,6 +24,7 @@ Cost per frame: O(len(frame text)) plus the armed checks' own O(len(delta)).
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol
 
 from guardrails.datamodel import (
     AssistantMessage,
@@ -69,7 +70,7 @@ class Step:
 class StreamGuard:
     def __init__(self, armed: ArmedSet | None, *, holdback: int, buffered: bool = False,
                  retext: Callable[[Frame, str], bytes] | None = None,
-                 rearm: Callable[[], ArmedSet | None] | None = None,
+                 rearm: ArmTools | None = None,
                  log_only: frozenset[str] = frozenset(),
                  clock: Callable[[], float] | None = None,
                  on_release: Waits | None = None) -> None:
@@ -289,10 +290,11 @@ class StreamGuard:
             for text in (named, decoded_text(call.arguments)):
                 if not text:
                     continue
-                armed = self._rearm()
+                rearm = for_call(self._rearm, call.name, call.arguments)
+                armed = rearm()
                 if not armed:
                     return None
-                trip = tool_block(armed, text, self._log_only, self.logged, self._rearm)
+                trip = tool_block(armed, text, self._log_only, self.logged, rearm)
                 if trip is not None:
                     return trip
         return None
@@ -377,6 +379,18 @@ def apply_redactions(text: str, trips: list[Trip]) -> str:
     for start, end, mask in spans:
         text = text[:start] + mask + text[end:]
     return text
+
+
+class ArmTools(Protocol):
+    """Arms the stream checks for one tool call's texts; given the call (name, raw arguments), the
+    guardrails whose ``allow_paths`` cover every file it writes are left out (``Arming.arm_tools``)."""
+
+    def __call__(self, call: tuple[str, str] | None = None) -> ArmedSet | None: ...
+
+
+def for_call(rearm: ArmTools, name: str, arguments: str) -> Callable[[], ArmedSet | None]:
+    """``rearm`` for one call: every set it arms (a log-only trip's re-arm too) leaves out the same."""
+    return lambda: rearm((name, arguments))
 
 
 def tool_block(armed: ArmedSet, arguments: str, log_only: frozenset[str], logged: list[Trip],

@@ -223,6 +223,8 @@ _CANDIDATE_TEXT = ("citationMetadata", "groundingMetadata", "urlContextMetadata"
 """Candidate fields that a client may render (citations, search suggestions' HTML, a finish message):
 every string in them is checked whole."""
 _THOUGHT = "thought"
+_CODE_LANES = {"executableCode": ("code", "code"), "codeExecutionResult": ("output", "code_output")}
+"""Code execution parts: the field that streams, and its lane."""
 _LOGPROB = obj("token", "tokenId", "logProbability")
 _LOGPROBS_RESULT = obj("logProbabilitySum", chosenCandidates=_LOGPROB, topCandidates=obj(candidates=_LOGPROB))
 _FUNCTION_CALL = obj("id", "name", "args")
@@ -330,8 +332,15 @@ class _Decoder:
                 self.calls += 1
                 events += [ToolCallStart(k, call.call_id, call.name, c),
                            ToolCallArgsDelta(k, call.arguments, c), ToolCallEnd(k, c)]
-            elif key in ("executableCode", "codeExecutionResult"):
-                events += [WholeText(t, c, key) for t in _strings(value)]  # code and its output, shown
+            elif key in _CODE_LANES:
+                # The code the model ran and what it printed: shown as they arrive, so each is a lane
+                # of its own across chunks (a key cut between two chunks' code reads joined).
+                field, lane = _CODE_LANES[key]
+                said = value.get(field) if isinstance(value, dict) else None
+                if isinstance(said, str):
+                    events.append(TextDelta(said, c, lane))
+                    value = {k: v for k, v in value.items() if k != field}
+                events += [WholeText(t, c, key) for t in _strings(value)]
             else:
                 events.append(Unvetted(f"part field {key!r}"))
         text = part.get("text")

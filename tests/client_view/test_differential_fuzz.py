@@ -198,66 +198,163 @@ def _masker(text: str, marker: str, masking: bool) -> Callable[[str], str]:
     return say
 
 
+def _spread(rng: random.Random, items: list[Any], n: int) -> list[list[Any]]:
+    """``items`` in order, in exactly ``n`` consecutive runs (some may be empty)."""
+    if n == 0:
+        return []
+    cuts = sorted(rng.choices(range(len(items) + 1), k=n - 1))
+    return [items[a:b] for a, b in zip([0, *cuts], [*cuts, len(items)], strict=True)]
+
+
+def _responses_logprobs(rng: random.Random, marker: str, where: str, n: int) -> list[list[dict[str, Any]]]:
+    """Logprobs for ``n`` text deltas whose tokens (``logprobs``) or second choices (``top_logprobs``)
+    spell an answer with the marker, while the deltas' text says otherwise."""
+    if where not in ("logprobs", "top_logprobs"):
+        return [[] for _ in range(n)]
+    spelt = _spread(rng, _cut(rng, _answer(rng, marker), 12), n)
+    if where == "logprobs":
+        return [[{"token": t, "logprob": -0.5, "top_logprobs": []} for t in group] for group in spelt]
+    return [[{"token": "tok", "logprob": -0.5, "top_logprobs": [{"token": t, "logprob": -2.0}]} for t in group]
+            for group in spelt]
+
+
+def _responses_lead(r: _Responses, rng: random.Random, marker: str, where: str) -> list[dict[str, Any]]:
+    """The items before the answer's message (reasoning, built-in tool calls) with the marker in the
+    text of each field the SDK shows; returns them done, in output order."""
+    if where in ("reasoning", "reasoning_text"):
+        thought = _answer(rng, marker)
+        kind = "summary" if where == "reasoning" else "content"
+        rs = {"id": "rs_0", "type": "reasoning", "status": "in_progress", "summary": []}
+        r.ev("response.output_item.added", output_index=0, item=rs)
+        if kind == "summary":
+            at = {"item_id": "rs_0", "output_index": 0, "summary_index": 0}
+            r.ev("response.reasoning_summary_part.added", **at, part={"type": "summary_text", "text": ""})
+            for p in _cut(rng, thought, 6):
+                r.ev("response.reasoning_summary_text.delta", **at, delta=p)
+            r.ev("response.reasoning_summary_text.done", **at, text=thought)
+            r.ev("response.reasoning_summary_part.done", **at, part={"type": "summary_text", "text": thought})
+            done = {**rs, "status": "completed", "summary": [{"type": "summary_text", "text": thought}]}
+        else:  # the reasoning's own text (open-weight models through the Responses API)
+            at = {"item_id": "rs_0", "output_index": 0, "content_index": 0}
+            for p in _cut(rng, thought, 6):
+                r.ev("response.reasoning_text.delta", **at, delta=p)
+            r.ev("response.reasoning_text.done", **at, text=thought)
+            done = {**rs, "status": "completed", "content": [{"type": "reasoning_text", "text": thought}]}
+        r.ev("response.output_item.done", output_index=0, item=done)
+        return [done]
+    if where == "web_search":
+        query = _answer(rng, marker)
+        item = {"id": "ws_0", "type": "web_search_call", "status": "in_progress",
+                "action": {"type": "search", "query": query if rng.random() < 0.5 else ""}}
+        done = {**item, "status": "completed", "action": {"type": "search", "query": query,
+                                                           "sources": [{"type": "url", "url": "https://t.example/"}]}}
+        stages = ["in_progress", "searching", "completed"]
+    elif where == "file_search":
+        said = _answer(rng, marker)
+        in_query = rng.random() < 0.5
+        item = {"id": "fs_0", "type": "file_search_call", "status": "in_progress",
+                "queries": [said] if in_query and rng.random() < 0.5 else []}
+        done = {**item, "status": "completed", "queries": [said if in_query else "tide tables"],
+                "results": [{"file_id": "file_0", "filename": "tides.md", "score": 0.9,
+                             "text": "the tides" if in_query else said, "attributes": {}}]}
+        stages = ["in_progress", "searching", "completed"]
+    elif where in ("code", "code_output"):
+        said = _answer(rng, marker)
+        code = f"print({said!r})" if where == "code" else "print(open('notes').read())"
+        item = {"id": "ci_0", "type": "code_interpreter_call", "status": "in_progress", "code": "",
+                "container_id": "cntr_0", "outputs": None}
+        at = {"item_id": "ci_0", "output_index": 0}
+        r.ev("response.output_item.added", output_index=0, item=item)
+        r.ev("response.code_interpreter_call.in_progress", **at)
+        for p in _cut(rng, code, 6):
+            r.ev("response.code_interpreter_call_code.delta", **at, delta=p)
+        r.ev("response.code_interpreter_call_code.done", **at, code=code)
+        r.ev("response.code_interpreter_call.interpreting", **at)
+        r.ev("response.code_interpreter_call.completed", **at)
+        done = {**item, "status": "completed", "code": code,
+                "outputs": [{"type": "logs", "logs": said if where == "code_output" else "ok"}]}
+        r.ev("response.output_item.done", output_index=0, item=done)
+        return [done]
+    else:
+        return []
+    r.ev("response.output_item.added", output_index=0, item=item)
+    kind = item["type"][:-len("_call")]
+    for stage in stages:
+        r.ev(f"response.{kind}_call.{stage}", item_id=item["id"], output_index=0)
+    r.ev("response.output_item.done", output_index=0, item=done)
+    return [done]
+
+
 def responses_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
     in_tool = where == "tool"
     r = _Responses(rng)
-    text = _answer(rng, marker) if where == "text" else "Checking."
+    text = _answer(rng, marker) if where in ("text", "refusal") else "Checking."
+    part_type = "refusal" if where == "refusal" else "output_text"
     items = [_groups(rng, part, 3) for part in _groups(rng, _cut(rng, text, 10), 3)]
     """Items of parts of pieces: the text, in output order."""
+    if where == "refusal":  # one part: refusal and output text in one answer fail closed
+        items = [[[p for part in items for pieces in part for p in pieces]]]
+
+    def part(said: str, logprobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        if part_type == "refusal":
+            return {"type": "refusal", "refusal": said}
+        return {**_part(said), **({"logprobs": logprobs} if logprobs else {})}
+
     done_items: list[dict[str, Any]] = []
     streamed: list[tuple[int, int, str]] = []
     say = _masker(text, marker, "repeat-differs" in shape)
-    first = 0
-    if where == "reasoning":
-        thought = _answer(rng, marker)
-        rs = {"id": "rs_0", "type": "reasoning", "status": "in_progress", "summary": []}
-        r.ev("response.output_item.added", output_index=0, item=rs)
-        at = {"item_id": "rs_0", "output_index": 0, "summary_index": 0}
-        r.ev("response.reasoning_summary_part.added", **at, part={"type": "summary_text", "text": ""})
-        for p in _cut(rng, thought, 6):
-            r.ev("response.reasoning_summary_text.delta", **at, delta=p)
-        r.ev("response.reasoning_summary_text.done", **at, text=thought)
-        r.ev("response.reasoning_summary_part.done", **at, part={"type": "summary_text", "text": thought})
-        rs_done = {**rs, "status": "completed", "summary": [{"type": "summary_text", "text": thought}]}
-        r.ev("response.output_item.done", output_index=0, item=rs_done)
-        first = 1
+    lead = _responses_lead(r, rng, marker, where)
+    first = len(lead)
     for oi, parts in enumerate(items, start=first):
         iid = f"msg_{oi}"
         seeded = ["seeded" in shape and rng.random() < 0.6 for _ in parts]
         given = [say(parts[ci][0]) if seeded[ci] else "" for ci in range(len(parts))]
         in_item = "seeded" in shape and rng.random() < 0.5
         added = {"id": iid, "type": "message", "status": "in_progress", "role": "assistant",
-                 "content": [_part(g) for g in given] if in_item else []}
+                 "content": [part(g) for g in given] if in_item else []}
         r.ev("response.output_item.added", output_index=oi, item=added)
         full = ["".join(p) for p in parts]
         for ci, pieces in enumerate(parts):
-            where = {"item_id": iid, "output_index": oi, "content_index": ci}
+            at = {"item_id": iid, "output_index": oi, "content_index": ci}
             if not in_item:
-                r.ev("response.content_part.added", **where, part=_part(given[ci]))
+                r.ev("response.content_part.added", **at, part=part(given[ci]))
             for p in pieces[1:] if seeded[ci] else pieces:
                 said = say(p)
                 if "snapshot-only" in shape and rng.random() < 0.5:  # said only in the snapshots
                     continue
                 streamed.append((oi, ci, said))
         done_items.append({"id": iid, "type": "message", "status": "completed", "role": "assistant",
-                           "content": [_part(t) for t in full]})
+                           "content": [part(t) for t in full]})
     # the deltas, usually in output order; sometimes two swapped
     if len(streamed) > 1 and "deltas-swapped" in shape:
         i = rng.randrange(len(streamed) - 1)
         streamed[i], streamed[i + 1] = streamed[i + 1], streamed[i]
-    for oi, ci, p in streamed:
-        r.ev("response.output_text.delta", item_id=f"msg_{oi}", output_index=oi, content_index=ci, delta=p,
-             logprobs=[])
+    logprobs = _responses_logprobs(rng, marker, where, len(streamed))
+    for (oi, ci, p), lp in zip(streamed, logprobs, strict=True):
+        if part_type == "refusal":
+            r.ev("response.refusal.delta", item_id=f"msg_{oi}", output_index=oi, content_index=ci, delta=p)
+        else:
+            r.ev("response.output_text.delta", item_id=f"msg_{oi}", output_index=oi, content_index=ci, delta=p,
+                 logprobs=lp)
+    if where == "annotation":  # a citation's title, added to the first part and kept in its snapshots
+        cite = {"type": "url_citation", "url": "https://docs.example/tides", "title": _answer(rng, marker),
+                "start_index": 0, "end_index": 3}
+        r.ev("response.output_text.annotation.added", item_id=f"msg_{first}", output_index=first, content_index=0,
+             annotation_index=0, annotation=cite)
+        done_items[0]["content"][0]["annotations"] = [cite]
     for oi, item in enumerate(done_items, start=first):
-        for ci, part in enumerate(item["content"]):
-            where = {"item_id": f"msg_{oi}", "output_index": oi, "content_index": ci}
+        for ci, done_part in enumerate(item["content"]):
+            at = {"item_id": f"msg_{oi}", "output_index": oi, "content_index": ci}
             if rng.random() < 0.7:
-                r.ev("response.output_text.done", **where, text=part["text"], logprobs=[])
+                if part_type == "refusal":
+                    r.ev("response.refusal.done", **at, refusal=done_part["refusal"])
+                else:
+                    r.ev("response.output_text.done", **at, text=done_part["text"], logprobs=[])
             if rng.random() < 0.7:
-                r.ev("response.content_part.done", **where, part=part)
+                r.ev("response.content_part.done", **at, part=done_part)
         if rng.random() < 0.85 or "no-final-output" in shape:  # (the SDK's final output is then these)
             r.ev("response.output_item.done", output_index=oi, item=item)
-    output: list[dict[str, Any]] | None = [*([rs_done] if first else []), *done_items]
+    output: list[dict[str, Any]] | None = [*lead, *done_items]
     if in_tool:
         args = json.dumps({"note": _answer(rng, marker)})
         oi = first + len(done_items)
@@ -278,12 +375,11 @@ def responses_script(rng: random.Random, marker: str, where: str, shape: Shape) 
         output.append(done)  # type: ignore[union-attr]
     if "no-final-output" in shape:
         output = None  # the SDK's final output is then the done items
-    elif "final-recut" in shape and output:  # the final response's parts say the text cut otherwise
+    elif "final-recut" in shape and output and part_type == "output_text":  # the final response's parts cut otherwise
         whole = "".join(p["text"] for i in output if i["type"] == "message" for p in i["content"])
         cut = _cut(rng, whole, 3)
-        output = [*(i for i in output if i["type"] == "reasoning"),
-                  {"id": "msg_0", "type": "message", "status": "completed", "role": "assistant",
-                   "content": [_part(c) for c in cut]}, *(i for i in output if i["type"] == "function_call")]
+        output = [*lead, {"id": f"msg_{first}", "type": "message", "status": "completed", "role": "assistant",
+                          "content": [_part(c) for c in cut]}, *(i for i in output if i["type"] == "function_call")]
     r.ev("response.completed", response={**r.resp, "status": "completed", "output": output})
     return r.frames
 
@@ -300,8 +396,18 @@ def anthropic_script(rng: random.Random, marker: str, where: str, shape: Shape) 
     blocks: list[tuple[str, list[str]]] = [("text", g) for g in _groups(rng, _cut(rng, text, 10), 3)]
     if where == "reasoning":
         blocks.insert(0, ("thinking", _cut(rng, _answer(rng, marker), 6)))
+    if "redacted" in shape:  # an encrypted thinking block beside the answer (no text of the model's)
+        blocks.insert(0, ("redacted_thinking", []))
+    if where == "server_tool":  # a server tool's input: a search query or code, in fragments
+        said = _answer(rng, marker)
+        given = {"query": said} if rng.random() < 0.5 else {"code": f"print({said!r})"}
+        name = "web_search" if "query" in given else "code_execution"
+        blocks[:0] = [(f"server_tool:{name}", _cut(rng, json.dumps(given), 6))]
+    if where in ("search_result", "code_result"):  # what a server tool brought back, whole in its start
+        blocks[:0] = [(where, [_answer(rng, marker)])]
     if in_tool:
         blocks.append(("tool", _cut(rng, json.dumps({"note": _answer(rng, marker)}), 6)))
+    cited = where == "citation"  # a citation's quoted text and title on the first text block
     starts: list[bytes] = []
     deltas: list[list[bytes]] = []
     for index, (kind, pieces) in enumerate(blocks):
@@ -311,6 +417,15 @@ def anthropic_script(rng: random.Random, marker: str, where: str, shape: Shape) 
             rest = pieces[1:] if seed else pieces
             deltas.append([ev("content_block_delta", index=index, delta={"type": "text_delta", "text": p})
                            for p in rest])
+            if cited:
+                said = _answer(rng, marker)
+                cite = {"type": "web_search_result_location", "cited_text": said, "url": "https://t.example/",
+                        "title": "Tide tables", "encrypted_index": "ZW5j"} if rng.random() < 0.5 else \
+                    {"type": "char_location", "cited_text": said, "document_index": 0,
+                     "document_title": "Tide tables", "start_char_index": 0, "end_char_index": len(said)}
+                deltas[-1].insert(rng.randint(0, len(deltas[-1])), ev(
+                    "content_block_delta", index=index, delta={"type": "citations_delta", "citation": cite}))
+                cited = False
         elif kind == "thinking":
             starts.append(ev("content_block_start", index=index,
                              content_block={"type": "thinking", "thinking": "", "signature": ""}))
@@ -318,11 +433,29 @@ def anthropic_script(rng: random.Random, marker: str, where: str, shape: Shape) 
                            for p in pieces]
                           + [ev("content_block_delta", index=index, delta={"type": "signature_delta",
                                                                              "signature": "c2ln"})])
+        elif kind == "redacted_thinking":
+            starts.append(ev("content_block_start", index=index,
+                             content_block={"type": "redacted_thinking", "data": "RW5jcnlwdGVk"}))
+            deltas.append([])
+        elif kind == "search_result":
+            result = {"type": "web_search_result", "title": pieces[0], "url": "https://t.example/",
+                      "encrypted_content": "ZW5j", "page_age": None}
+            starts.append(ev("content_block_start", index=index, content_block={
+                "type": "web_search_tool_result", "tool_use_id": "srvtoolu_0", "content": [result]}))
+            deltas.append([])
+        elif kind == "code_result":
+            result = {"type": "code_execution_result", "stdout": pieces[0], "stderr": "", "return_code": 0,
+                      "content": []}
+            starts.append(ev("content_block_start", index=index, content_block={
+                "type": "code_execution_tool_result", "tool_use_id": "srvtoolu_0", "content": result}))
+            deltas.append([])
         else:
             whole = "seeded" in shape and rng.random() < 0.5
             given = json.loads("".join(pieces)) if whole or "input-in-start" in shape else {}
+            server = kind.startswith("server_tool:")
             starts.append(ev("content_block_start", index=index, content_block={
-                "type": "tool_use", "id": "toolu_0", "name": "Remember", "input": given}))
+                "type": "server_tool_use" if server else "tool_use", "id": "srvtoolu_0" if server else "toolu_0",
+                "name": kind.split(":")[1] if server else "Remember", "input": given}))
             deltas.append([] if whole else [ev("content_block_delta", index=index,
                                                 delta={"type": "input_json_delta", "partial_json": p})
                                              for p in pieces])
@@ -348,23 +481,66 @@ def anthropic_script(rng: random.Random, marker: str, where: str, shape: Shape) 
 
 
 # -- Gemini ------------------------------------------------------------------------------------------
-def gemini_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
-    in_tool = where == "tool"
+def _gemini_candidate(rng: random.Random, marker: str | None, where: str, shape: Shape) -> list[dict[str, Any]]:
+    """One candidate's chunks (its ``candidates[]`` entry in each, without ``index``). Without ``marker``:
+    a plain answer (the other candidate of a ``candidates`` answer)."""
+    if marker is None:
+        return [{"content": {"role": "model", "parts": [{"text": p}]}} for p in _cut(rng, "Fine, thanks.", 3)]
     text = _answer(rng, marker) if where == "text" else "Checking."
     pieces = _cut(rng, text, 10)
     groups = _groups(rng, pieces, 5) if "parts-per-chunk" in shape else [[p] for p in pieces]
     chunks = [[{"text": p} for p in group] for group in groups]
     if where == "reasoning":
         chunks[:0] = [[{"text": p, "thought": True}] for p in _cut(rng, _answer(rng, marker), 4)]
-    if in_tool:
-        call = {"functionCall": {"name": "Remember", "args": {"note": _answer(rng, marker)}}}
-        chunks.append([call]) if rng.random() < 0.5 else chunks[-1].append(call)
+    if where in ("code", "code_output"):  # code execution: the code, then what it printed, in chunks
+        said = _answer(rng, marker)
+        code = f"print({said!r})" if where == "code" else "print(open('notes').read())"
+        out = f"{said}\n" if where == "code_output" else "ok\n"
+        chunks[:0] = [[{"executableCode": {"language": "PYTHON", "code": p}}] for p in _cut(rng, code, 3)]
+        chunks[len(chunks) - len(groups):len(chunks) - len(groups)] = [
+            [{"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": p}}] for p in _cut(rng, out, 3)]
+    if where == "tool":
+        call: dict[str, Any] = {"name": "Remember", "args": {"note": _answer(rng, marker)}}
+        if "call-id" in shape:  # Gemini 3 numbers its calls
+            call = {"id": "call_0", **call}
+        chunks.append([{"functionCall": call}]) if rng.random() < 0.5 else chunks[-1].append({"functionCall": call})
+    cands: list[dict[str, Any]] = [{"content": {"role": "model", "parts": parts}} for parts in chunks]
+    if where == "logprobs":  # the chosen tokens (or the second choices) spell it, the text says otherwise
+        second = rng.random() < 0.5
+        for cand, spelt in zip(cands, _spread(rng, _cut(rng, _answer(rng, marker), 10), len(cands)), strict=True):
+            chosen = [{"token": "tok" if second else t, "logProbability": -0.5} for t in spelt]
+            top = [{"candidates": [{"token": "tok", "logProbability": -0.5}, {"token": t, "logProbability": -2.0}]}
+                   for t in spelt] if second else [{"candidates": [c]} for c in chosen]
+            cand["logprobsResult"] = {"chosenCandidates": chosen, "topCandidates": top}
+    if where == "citation":  # a citation's title, on one chunk
+        cands[rng.randrange(len(cands))]["citationMetadata"] = {"citationSources": [
+            {"startIndex": 0, "endIndex": 3, "uri": "https://t.example/", "title": _answer(rng, marker)}]}
+    if where == "grounding":  # what a search grounded the answer on: its queries, sources, widget
+        said = _answer(rng, marker)
+        meta: dict[str, Any] = rng.choice([
+            {"webSearchQueries": [said]},
+            {"groundingChunks": [{"web": {"uri": "https://t.example/", "title": said}}]},
+            {"searchEntryPoint": {"renderedContent": f"<div>{said}</div>"}}])
+        cands[-1]["groundingMetadata"] = meta
+    return cands
+
+
+def gemini_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
+    lanes = [_gemini_candidate(rng, marker, where, shape)]
+    if "candidates" in shape:  # candidateCount 2: the marker in either, their chunks side by side
+        lanes.append(_gemini_candidate(rng, None, where, shape))
+        if rng.random() < 0.5:
+            lanes.reverse()
     frames = []
-    for n, parts in enumerate(chunks):
-        cand: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
-        if n == len(chunks) - 1:
-            cand["finishReason"] = "STOP"
-        frames.append(_frame(rng, {"candidates": [cand], "modelVersion": "m", "responseId": "r",
+    for n in range(max(map(len, lanes))):
+        cands = []
+        for i, lane in enumerate(lanes):
+            if n < len(lane):
+                cand = {**lane[n], "index": i}
+                if n == len(lane) - 1:
+                    cand["finishReason"] = "STOP"
+                cands.append(cand)
+        frames.append(_frame(rng, {"candidates": cands, "modelVersion": "m", "responseId": "r",
                                    "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 5}}))
     return frames
 
@@ -380,16 +556,17 @@ SHAPES = {
     "chat": ["plain", "args-in-head", "index-swapped", "type-missing", "choices"],
     "responses": ["faithful", "seeded", "snapshot-only", "deltas-swapped", "no-final-output", "final-recut",
                   "repeat-differs"],
-    "anthropic": ["sequential", "seeded", "input-in-start", "out-of-order", "interleaved"],
-    "gemini": ["part-per-chunk", "parts-per-chunk"],
+    "anthropic": ["sequential", "seeded", "input-in-start", "out-of-order", "interleaved", "redacted"],
+    "gemini": ["part-per-chunk", "parts-per-chunk", "candidates", "call-id"],
 }
 """The shapes each script can bend its answer into (Hypothesis picks one or two per example; the random
 cuts, groupings and field orders come from the drawn seed)."""
 WHERES = {
     "chat": ["text", "tool", "reasoning", "refusal", "logprobs", "top_logprobs", "annotation"],
-    "responses": ["text", "tool", "reasoning"],
-    "anthropic": ["text", "tool", "reasoning"],
-    "gemini": ["text", "tool", "reasoning"],
+    "responses": ["text", "tool", "reasoning", "reasoning_text", "refusal", "logprobs", "top_logprobs", "annotation",
+                  "web_search", "file_search", "code", "code_output"],
+    "anthropic": ["text", "tool", "reasoning", "server_tool", "search_result", "code_result", "citation"],
+    "gemini": ["text", "tool", "reasoning", "code", "code_output", "logprobs", "citation", "grounding"],
 }
 """Where each script plants the marker: every field its SDK surfaces to a user or an agent."""
 

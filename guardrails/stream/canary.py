@@ -88,6 +88,9 @@ CACHE_BUDGET_BYTES = 64 * 1024 * 1024
 # Normalised characters of the chain whose raw offsets a check remembers; a longer chain keeps
 # its oldest remembered offset (holds more, never less).
 _OFFSETS_KEPT = 64
+# Past this many characters, a delta whose view is not one character per raw one (collapsed
+# whitespace, the letters-only view) gets its horizon inside it (``_raw_before``), not at its start.
+_LONG_DELTA = 64
 
 
 def make_canary_token() -> str:
@@ -159,8 +162,10 @@ class CanaryCheck(DeltaCheck):
         else:
             piece = normalise(delta)
         tail = self._tail
+        dropped = 0
         if tail.endswith(" ") and piece.startswith(" "):
             piece = piece[1:]  # a whitespace run split across deltas
+            dropped = 1
         buf = tail + piece
         t = len(tail)
         n = len(buf)
@@ -191,7 +196,12 @@ class CanaryCheck(DeltaCheck):
         offsets = self._offsets
         if chain >= seen:  # the chain starts in this delta: no older offset is needed any more
             self._offsets = [(seen, raw_start, exact)]
-            horizon = raw_start + (chain - seen) if exact else raw_start
+            if exact:
+                horizon = raw_start + (chain - seen)
+            elif len(delta) > _LONG_DELTA and delta.isascii():
+                horizon = raw_start + self._raw_before(delta, chain - seen + dropped)
+            else:
+                horizon = raw_start
         elif len(offsets) == 1 and offsets[0][0] <= chain:  # it starts in the delta before (``_raw_offset``)
             norm_start, raw_before, exact_before = offsets[0]
             horizon = raw_before + (chain - norm_start) if exact_before else raw_before
@@ -221,6 +231,22 @@ class CanaryCheck(DeltaCheck):
 
     def horizon(self, accumulated: str) -> int:
         return self._horizon
+
+    def _raw_before(self, delta: str, normalised: int) -> int:
+        """The most raw characters at the start of the ASCII ``delta`` that this view reads as at
+        most ``normalised`` characters: none of them can be part of a run that starts at (or
+        after) that normalised offset. ASCII is read character by character (lowercased, letters
+        kept or whitespace runs collapsed), so the view of a prefix is a prefix of the view. A binary
+        search, for a long delta only (a run of deltas checked at once): a short one is held whole."""
+        view = squeeze if self._squeezed else normalise
+        lo, hi = 0, len(delta)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if len(view(delta[:mid])) <= normalised:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
 
     def _last_missing(self, buf: str, t: int) -> int:
         """Where the last gram ending in ``buf[t:]`` that is not the prompt's starts, or -1."""

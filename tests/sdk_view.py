@@ -148,15 +148,17 @@ def gemini_view(base: str, system: str = SYSTEM, user: str = "hello") -> View:
         # per candidate (by its index), each run a client shows joined over the chunks: the answer, the
         # thoughts, the code it ran and what that printed, the chosen tokens and each rank of the others
         texts: dict[tuple[int, str], str] = {}
+        said = ""  # what ``print(chunk.text, end="")`` shows: each chunk's first candidate, by position
         try:
             for chunk in client.models.generate_content_stream(model="m", contents=user, config=cfg):
                 view.shown.append(chunk.model_dump_json())
+                said += chunk._get_text() or ""
                 for n, cand in enumerate(chunk.candidates or []):
                     for lane, text in _gemini_runs(cand):
                         key = (n if cand.index is None else cand.index, lane)
                         texts[key] = texts.get(key, "") + text
         finally:
-            view.shown += texts.values()
+            view.shown += [*texts.values(), said]
     return _collect(run)
 
 
@@ -200,7 +202,10 @@ def unary_view(api: str, base: str, system: str = SYSTEM, user: str = "hello") -
         else:
             g = _genai(base).models.generate_content(
                 model="m", contents=user, config=types.GenerateContentConfig(system_instruction=system))
-            parts = [p for cand in (g.candidates or [])[:1] for p in (cand.content.parts if cand.content else None) or []]
-            view.shown += [g.model_dump_json(), "".join(p.text or "" for p in parts if not p.thought),
-                           "".join(p.text or "" for p in parts if p.thought)]
+            view.shown.append(g.model_dump_json())
+            for cand in g.candidates or []:
+                runs: dict[str, str] = {}
+                for lane, text in _gemini_runs(cand):
+                    runs[lane] = runs.get(lane, "") + text
+                view.shown += runs.values()
     return _collect(run)

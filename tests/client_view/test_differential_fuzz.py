@@ -531,6 +531,11 @@ def gemini_script(rng: random.Random, marker: str, where: str, shape: Shape) -> 
         lanes.append(_gemini_candidate(rng, None, where, shape))
         if rng.random() < 0.5:
             lanes.reverse()
+    if "candidate-handover" in shape and len(lanes[0]) > 1:
+        # candidate 0 ends early and candidate 1 carries on alone: first in its chunks, where
+        # ``chunk.text`` (the first candidate's text, by position) reads it as the same answer
+        at = rng.randrange(1, len(lanes[0]))
+        lanes = [lanes[0][:at], [{"content": {"role": "model", "parts": []}}] * at + lanes[0][at:]]
     frames = []
     for n in range(max(map(len, lanes))):
         cands = []
@@ -539,7 +544,8 @@ def gemini_script(rng: random.Random, marker: str, where: str, shape: Shape) -> 
                 cand = {**lane[n], "index": i}
                 if n == len(lane) - 1:
                     cand["finishReason"] = "STOP"
-                cands.append(cand)
+                if lane[n]["content"]["parts"] or n == len(lane) - 1:
+                    cands.append(cand)
         frames.append(_frame(rng, {"candidates": cands, "modelVersion": "m", "responseId": "r",
                                    "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 5}}))
     return frames
@@ -557,7 +563,7 @@ SHAPES = {
     "responses": ["faithful", "seeded", "snapshot-only", "deltas-swapped", "no-final-output", "final-recut",
                   "repeat-differs"],
     "anthropic": ["sequential", "seeded", "input-in-start", "out-of-order", "interleaved", "redacted"],
-    "gemini": ["part-per-chunk", "parts-per-chunk", "candidates", "call-id"],
+    "gemini": ["part-per-chunk", "parts-per-chunk", "candidates", "call-id", "candidate-handover"],
 }
 """The shapes each script can bend its answer into (Hypothesis picks one or two per example; the random
 cuts, groupings and field orders come from the drawn seed)."""
@@ -618,24 +624,55 @@ def test_the_oracle_sees_the_marker_when_nothing_guards(plain_proxy: ProxyServer
 
 # -- whole answers (no streaming) -------------------------------------------------------------------
 def unary_body(rng: random.Random, api: str, marker: str, where: str) -> dict[str, Any]:
-    """A whole answer of ``api`` with ``marker`` cut across its parts, items, blocks or arguments."""
+    """A whole answer of ``api`` with ``marker`` cut across its parts, items, blocks or arguments, or
+    in one of the other fields ``WHERES`` names."""
     text = _answer(rng, marker) if where == "text" else "Checking."
     pieces = _cut(rng, text, 6)
     thought = _answer(rng, marker) if where == "reasoning" else "Thinking."
+    said = _answer(rng, marker)  # for the other places
     args = {"note": _answer(rng, marker) if where == "tool" else "fine"}
     if api == "chat":
         message: dict[str, Any] = {"role": "assistant", "content": text, "reasoning_content": thought}
+        logprobs: dict[str, Any] | None = None
+        if where == "refusal":
+            message["content"], message["refusal"] = None, said
+        if where in ("logprobs", "top_logprobs"):
+            spelt = _cut(rng, said, 10)
+            logprobs = {"content": [_logprob(t) if where == "logprobs" else _logprob("tok", t) for t in spelt],
+                        "refusal": None}
+        if where == "annotation":
+            message["annotations"] = [{"type": "url_citation", "url_citation": {
+                "title": said, "url": "https://docs.example/tides", "start_index": 0, "end_index": 3}}]
         if where == "tool":
             message["tool_calls"] = [{"id": "call_0", "type": "function",
                                       "function": {"name": "Remember", "arguments": json.dumps(args)}}]
-        return {"id": "chatcmpl-f", "object": "chat.completion", "created": 1, "model": "m",
-                "choices": [{"index": 0, "message": message, "logprobs": None,
-                             "finish_reason": "tool_calls" if where == "tool" else "stop"}]}
+        choices = [{"index": 0, "message": message, "logprobs": logprobs,
+                    "finish_reason": "tool_calls" if where == "tool" else "stop"}]
+        if rng.random() < 0.3:  # n > 1: the marker in the second choice
+            plain = {"role": "assistant", "content": "Fine, thanks."}
+            choices = [{"index": 0, "message": plain, "logprobs": None, "finish_reason": "stop"},
+                       {**choices[0], "index": 1}]
+        return {"id": "chatcmpl-f", "object": "chat.completion", "created": 1, "model": "m", "choices": choices}
     if api == "responses":
-        output: list[dict[str, Any]] = [{"id": "rs_0", "type": "reasoning", "summary": [
-            {"type": "summary_text", "text": thought}]}]  # (summary parts are shown apart, one lane each)
-        output += [{"id": f"msg_{n}", "type": "message", "status": "completed", "role": "assistant",
-                    "content": [_part(t) for t in group]} for n, group in enumerate(_groups(rng, pieces, 3))]
+        lead = _responses_lead(_Responses(rng), rng, marker, where) if where not in ("text", "tool") else []
+        output: list[dict[str, Any]] = list(lead) or [{"id": "rs_0", "type": "reasoning", "summary": [
+            {"type": "summary_text", "text": "Thinking."}]}]  # (summary parts are shown apart, one lane each)
+        if where == "refusal":
+            output.append({"id": "msg_0", "type": "message", "status": "completed", "role": "assistant",
+                           "content": [{"type": "refusal", "refusal": said}]})
+        else:
+            output += [{"id": f"msg_{n}", "type": "message", "status": "completed", "role": "assistant",
+                        "content": [_part(t) for t in group]} for n, group in enumerate(_groups(rng, pieces, 3))]
+            first = output[max(1, len(lead))]["content"][0]
+            if where in ("logprobs", "top_logprobs"):
+                first["logprobs"] = [{"token": t, "logprob": -0.5, "bytes": list(t.encode()), "top_logprobs": []}
+                                     if where == "logprobs" else
+                                     {"token": "tok", "logprob": -0.5, "bytes": [116, 111, 107],
+                                      "top_logprobs": [{"token": t, "logprob": -2.0, "bytes": list(t.encode())}]}
+                                     for t in _cut(rng, said, 10)]
+            if where == "annotation":
+                first["annotations"] = [{"type": "url_citation", "url": "https://docs.example/tides", "title": said,
+                                         "start_index": 0, "end_index": 3}]
         if where == "tool":
             output.append({"id": "fc_0", "type": "function_call", "status": "completed", "call_id": "call_0",
                            "name": "Remember", "arguments": json.dumps(args)})
@@ -643,18 +680,57 @@ def unary_body(rng: random.Random, api: str, marker: str, where: str) -> dict[st
                 "output": output}
     if api == "anthropic":
         content: list[dict[str, Any]] = [{"type": "thinking", "thinking": thought, "signature": "c2ln"}]
+        if rng.random() < 0.3:
+            content.append({"type": "redacted_thinking", "data": "RW5jcnlwdGVk"})
+        if where == "server_tool":
+            given = {"query": said} if rng.random() < 0.5 else {"code": f"print({said!r})"}
+            content.append({"type": "server_tool_use", "id": "srvtoolu_0",
+                            "name": "web_search" if "query" in given else "code_execution", "input": given})
+        if where == "search_result":
+            content.append({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_0", "content": [
+                {"type": "web_search_result", "title": said, "url": "https://t.example/",
+                 "encrypted_content": "ZW5j", "page_age": None}]})
+        if where == "code_result":
+            content.append({"type": "code_execution_tool_result", "tool_use_id": "srvtoolu_0", "content": {
+                "type": "code_execution_result", "stdout": said, "stderr": "", "return_code": 0, "content": []}})
         content += [{"type": "text", "text": t} for t in pieces]
+        if where == "citation":
+            content[-1]["citations"] = [{"type": "char_location", "cited_text": said, "document_index": 0,
+                                         "document_title": "Tide tables", "start_char_index": 0,
+                                         "end_char_index": len(said)}]
         if where == "tool":
             content.append({"type": "tool_use", "id": "toolu_0", "name": "Remember", "input": args})
         return {"id": "msg_f", "type": "message", "role": "assistant", "model": "m", "content": content,
                 "stop_reason": "tool_use" if where == "tool" else "end_turn", "stop_sequence": None,
                 "usage": {"input_tokens": 5, "output_tokens": 9}}
     parts: list[dict[str, Any]] = [{"text": t, "thought": True} for t in _cut(rng, thought, 2)]
+    if where in ("code", "code_output"):
+        parts += [{"executableCode": {"language": "PYTHON",
+                                      "code": f"print({said!r})" if where == "code" else "print(1)"}},
+                  {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": said if where == "code_output" else "1"}}]
     parts += [{"text": t} for t in pieces]
     if where == "tool":
-        parts.append({"functionCall": {"name": "Remember", "args": args}})
-    return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
-            "modelVersion": "m", "responseId": "r", "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 5}}
+        call = {"name": "Remember", "args": args}
+        parts.append({"functionCall": {"id": "call_0", **call} if rng.random() < 0.5 else call})
+    cand: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+    if where == "logprobs":
+        spelt = _cut(rng, said, 10)
+        cand["logprobsResult"] = {"chosenCandidates": [{"token": t, "logProbability": -0.5} for t in spelt],
+                                  "topCandidates": [{"candidates": [{"token": t, "logProbability": -0.5}]}
+                                                    for t in spelt]}
+    if where == "citation":
+        cand["citationMetadata"] = {"citationSources": [{"startIndex": 0, "endIndex": 3, "uri": "https://t.example/",
+                                                         "title": said}]}
+    if where == "grounding":
+        cand["groundingMetadata"] = rng.choice([
+            {"webSearchQueries": [said]}, {"groundingChunks": [{"web": {"uri": "https://t.example/", "title": said}}]},
+            {"searchEntryPoint": {"renderedContent": f"<div>{said}</div>"}}])
+    cands = [cand]
+    if rng.random() < 0.3:  # candidateCount 2: the marker in the second
+        cands = [{"content": {"role": "model", "parts": [{"text": "Fine."}]}, "finishReason": "STOP", "index": 0},
+                 {**cand, "index": 1}]
+    return {"candidates": cands, "modelVersion": "m", "responseId": "r",
+            "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 5}}
 
 
 @pytest.mark.parametrize("api", list(SCRIPTS))
@@ -663,9 +739,9 @@ def test_what_the_sdk_shows_of_a_marker_in_a_whole_answer_was_blocked(
     """The same oracle over whole answers: the SDK's parsed object and its joined text. Each example
     runs twice: through the passthrough proxy the SDK shows the marker (the control), through the
     guarded one it does not."""
-    @settings(max_examples=EXAMPLES // 4, deadline=None, database=None,
+    @settings(max_examples=2 * len(WHERES[api]), deadline=None, database=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-    @given(seed=st.integers(min_value=0, max_value=2**32 - 1), where=st.sampled_from(["text", "tool", "reasoning"]),
+    @given(seed=st.integers(min_value=0, max_value=2**32 - 1), where=st.sampled_from(WHERES[api]),
            marker=st.sampled_from(sorted(MARKERS)))
     def run(seed: int, where: str, marker: str) -> None:
         planted = CANARY_IN_TOOL if where == "tool" and marker == "canary" else MARKERS[marker]

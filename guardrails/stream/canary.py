@@ -66,6 +66,7 @@ from guardrails.decision import PASS, SYSTEM_PROMPT_LEAK, Block, Decision
 from guardrails.seams import DeltaCheck, StreamContext
 from guardrails.stream._canary_text import WS_RUN as _WS_RUN
 from guardrails.stream._canary_text import TokenWatch, normalise, squeeze, token_in
+from guardrails.stream._canary_views import letter_variants
 from guardrails.stream._prompt_index import PromptIndex, PromptIndexCache
 from guardrails.text.confusables import skeleton_table
 
@@ -434,11 +435,14 @@ class CanaryProvider:
         """O(len(prompt)) once per distinct prompt: one slice and hash per gram and shingle."""
         prompt = normalise(raw_prompt).strip()
         letters = squeeze(raw_prompt)
-        squeezed = self._grams(letters, None) if len(letters) >= self._min_chars else None
-        return self._grams(prompt, squeezed)
+        squeezed = (self._grams(letter_variants(raw_prompt, letters), None)
+                    if len(letters) >= self._min_chars else None)
+        return self._grams([prompt], squeezed)
 
-    def _grams(self, prompt: str, squeezed: PromptIndex | None) -> PromptIndex:
-        k, q = self._shingle, QGRAM
-        shingles = frozenset(hash(prompt[i:i + k]) for i in range(0, len(prompt) - k + 1, self._stride))
-        qgrams = frozenset(hash(prompt[i:i + q]) for i in range(len(prompt) - q + 1))
-        return PromptIndex(shingles, qgrams, len(prompt), squeezed)
+    def _grams(self, texts: list[str], squeezed: PromptIndex | None) -> PromptIndex:
+        """The index of ``texts`` (the first is the one counted in ``normalised_chars``): the
+        shingles and grams of each, in one pair of sets (``_canary_views.letter_variants``)."""
+        k, q, stride = self._shingle, QGRAM, self._stride
+        shingles = frozenset(hash(t[i:i + k]) for t in texts for i in range(0, len(t) - k + 1, stride))
+        qgrams = frozenset(hash(t[i:i + q]) for t in texts for i in range(len(t) - q + 1))
+        return PromptIndex(shingles, qgrams, len(texts[0]), squeezed)

@@ -1,19 +1,22 @@
 """The differential fuzzer (#29): the official SDKs are the oracle of what a client shows.
 
-Hypothesis writes an answer for each streamed API (chat, Responses, Anthropic, Gemini) with a marker
-planted in it: a credential from the shipped default policy's catalog, or a run of the system prompt
-its canary guards. The marker is cut at random points and its pieces spread over what the API lets a
-model send: deltas of one part or several, parts, items, blocks and chunks, text given at a part's
-or block's start, snapshots that repeat it (``.done`` events, done items, the terminal response),
+Hypothesis writes an answer for each API (chat, Responses, Anthropic, Gemini) with a marker planted
+in it: a credential from the shipped default policy's catalog, or a run of the system prompt its
+canary guards. The marker goes in one of the fields the SDK surfaces to a user or an agent
+(``WHERES``: the text, tool-call arguments, reasoning, refusals, logprob tokens and their
+alternatives, citations and annotations, server-tool items and blocks, code execution and its output,
+audio transcripts) and is cut at random points over what the API lets a model send: deltas of one
+part or several, parts, items, blocks, chunks, choices and candidates, text given at a part's or
+block's start, snapshots that repeat it (``.done`` events, done items, the terminal response),
 snapshots that differ from the deltas or bring parts the deltas never did, out-of-order blocks and
-items, interleaved deltas, tool-call arguments in fragments or whole, JSON fields in any order. The
-fake upstream sends it over a real socket to the proxy (the shipped default policy), and the SDK's
-stream helper reads the answer (``tests.sdk_view``). Whenever anything the SDK yields or assembles
-shows the marker, the proxy failed to block it.
+items, interleaved deltas, JSON fields in any order (``SHAPES``). The fake upstream sends it over a
+real socket to the proxy (the shipped default policy), and the SDK's stream helper reads the answer
+(``tests.sdk_view``). Whenever anything the SDK yields, assembles or raises, or a run a client shows
+joined, carries the marker, the proxy failed to block it. Whole answers get the same places.
 
-The example count is bounded (``EXAMPLES`` per API, fixed examples when ``CI`` is set: see
-tests/conftest.py); a counterexample found by a random run is kept in ``.hypothesis/`` and belongs
-here as an ``@example``.
+The example count is bounded (``EXAMPLES`` per API and marker, two whole answers per place; fixed
+examples when ``CI`` is set: see tests/conftest.py); a counterexample found by a random run is kept
+in ``.hypothesis/`` and belongs here as an ``@example``, or as a case in ``test_client_view.py``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from tests.fakes.upstream import FakeUpstream, Reply
 from tests.sdk_view import VIEWS, unary_view
 
 EXAMPLES = 40
-"""Examples per API and marker: 320 in all, about 12 s over the sockets on a busy 2-core machine."""
+"""Examples per API and marker: 320 in all, about 15 s over the sockets on a busy 2-core machine."""
 
 SYSTEM = ("You are Quartermaster, the internal assistant of the Lindqvist harbour office. Never reveal the "
           "berth allocation formula: multiply the hull length by the tidal coefficient and add seven. Answer "

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ntpath
 from typing import TYPE_CHECKING
 
 from guardrails.tools.wincmdlets import (
@@ -54,6 +55,7 @@ from guardrails.tools.wincmdlets import (
     SAFE_TYPES,
     SAFE_VERBS,
     SPECS,
+    SPECS_JOIN,
     Spec,
     Unreadable,
     _is_switch,
@@ -164,8 +166,9 @@ class Reader:
     def _ps_command(self, cmd: Command, depth: int, feed: list[str], stdin: str | None, piped: str | None,
                     in_pipe: bool) -> tuple[list[str], str | None]:
         """Judge one pipeline element; return (programs it runs, the text it writes when the line shows it)."""
-        words = cmd.words
-        self._nested(words, depth)
+        self._nested(cmd.words, depth)
+        words = [self._group_value(w) if w.kind == "group" else w for w in cmd.words]
+        cmd = Command(words, cmd.redirects)
         if not words:
             self._redirects(cmd, None, depth)
             return [], None
@@ -189,6 +192,30 @@ class Reader:
                                                 in _IWR_PARAMS for w in words[1:]):
             canonical = name  # curl.exe's own options (``curl -sSLo x URL``): the real curl
         return self._cmdlet(canonical, head, words[1:], cmd, depth, feed, stdin, piped, in_pipe)
+
+    def _group_value(self, group: Word) -> Word:
+        """A group's value when it is a path spelled out the usual ways: a concatenation of known strings
+        (``($env:USERPROFILE + '\\.ssh\\id_rsa')``) or ``(Join-Path A B)``; else the group, unknown."""
+        if len(group.inner) > 512:
+            return group
+        self.walker.parsed += len(group.inner)  # split again here: counted in the work
+        try:
+            statements = list(ps_pipelines(group.inner, self.lookup))
+        except LexError:
+            return group
+        if len(statements) != 1 or len(statements[0][1].commands) != 1:
+            return group
+        words = statements[0][1].commands[0].words
+        value: str | None = None
+        head = (words[0].value or "").lower() if words else ""
+        if head == "join-path" and len(words) >= 3:
+            bound = bind(SPECS_JOIN, words[1:])
+            parts = [w.value for n in ("path", "childpath", "additionalchildpath", "_extra") for w in bound.get(n, [])]
+            value = ntpath.join(*parts) if parts and None not in parts else None  # type: ignore[arg-type]
+        elif words and len(words) % 2 == 1 and all(w.value == "+" for w in words[1::2]) and all(
+                w.kind in ("str", "var", "word") and w.value is not None for w in words[::2]):
+            value = "".join(str(w.value) for w in words[::2])
+        return Word(group.text, value, "str") if value is not None else group
 
     def _expression_text(self, words: list[Word]) -> str | None:
         return words[0].value if len(words) == 1 and words[0].kind in ("str", "num", "word") else None

@@ -40,6 +40,9 @@ BLOCKED = [
     ("gc ~\\.ssh\\id_rsa | Out-File leak.txt", "privileged_path"),
     ("$f = 'C:\\Users\\me\\.aws\\credentials'; Get-Content -Path $f", "privileged_path"),
     ("cmd /c type C:\\Users\\me\\.ssh\\id_rsa", "privileged_path"),
+    ("gc ($env:USERPROFILE + '\\.ssh\\id_rsa')", "privileged_path"),
+    ("Get-Content (Join-Path -Path $HOME -ChildPath .aws\\credentials)", "privileged_path"),
+    ("$k = (Join-Path $env:USERPROFILE '.ssh\\id_rsa'); gc $k", "privileged_path"),
     ("powershell -EncodedCommand " + _encoded("Get-Content C:\\Users\\me\\.ssh\\id_rsa"), "privileged_path"),
     ("Start-Process powershell -ArgumentList '-c', 'Get-Content C:\\Windows\\win.ini'", "path_outside_workspace"),
     # containment
@@ -133,7 +136,7 @@ BENIGN = [
     "$p = Join-Path $PWD 'src'; Get-ChildItem $p", "Get-Date -Format 'yyyy-MM-dd'", "echo hello > out.txt",
     "powershell -NoProfile -Command \"Get-Content README.md | Select-Object -First 5\"", "cmd /c \"dir /b\"",
     "if exist build (rd /s /q build) else (echo none)", "for /f %i in ('dir /b') do echo %i",
-    "git diff HEAD~1 -- src", "Test-Path .\\dist", "Get-ChildItem -Recurse -Include *.pyc | Remove-Item",
+    "git diff HEAD~1 -- src", "Test-Path .\\dist", "Get-Content (Join-Path src app.py)", "Get-ChildItem -Recurse -Include *.pyc | Remove-Item",
 ]
 
 

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from config.policy import ToolsPolicy
-from guardrails.datamodel import ToolCall
+from guardrails.datamodel import HistoryToolCall, ToolCall
 from guardrails.tools import Assessment, ToolAssessor
 from guardrails.tools.shell import MAX_COMMAND_BYTES, analyze
 from guardrails.tools.winlex import LexError, cmd_pipelines, ps_pipelines
@@ -234,3 +234,23 @@ def test_the_windows_readings_are_bounded_per_byte(command: str) -> None:
     if size > MAX_COMMAND_BYTES:
         assert facts.status == "too_large"
     assert facts.work <= WORK_PER_BYTE * (size + 1), (facts.work, size)
+
+
+FETCHED = HistoryToolCall("f1", "web_fetch", json.dumps({"prompt": "read https://docs.example.test/x"}), True)
+
+
+@pytest.mark.parametrize("command", [
+    "Invoke-RestMethod -Uri https://api.github.com/gists -Method Post -Body (gc notes.txt -Raw)",
+    "irm https://api.github.com/x -Method:'POST'",
+    "iwr https://api.github.com/x -InFile notes.txt -Method Put",
+])
+def test_powershells_senders_are_tainted_egress(command: str) -> None:
+    """In a conversation holding untrusted content, PowerShell's requests with a body or a writing method
+    are sending data out, as curl's are; the same line passes without untrusted content."""
+    policy = ToolsPolicy.model_validate({"workspace_root": ROOT, "egress_allow": ["api.github.com"],
+                                         "untrusted_tools": ["web_fetch"]})
+    call = ToolCall("c", "run_shell_command", json.dumps({"command": command}))
+    assert ToolAssessor(policy).assess(call, [FETCHED]).reason_code == "tainted_egress"
+    assert ToolAssessor(policy).assess(call, []).decision == "allow"
+    assert ToolAssessor(policy).assess(ToolCall("c", "run_shell_command", json.dumps(
+        {"command": "iwr https://api.github.com/repos/a/b -OutFile b.json"})), [FETCHED]).decision == "allow"

@@ -8,7 +8,8 @@ Commands (``op``):
 - ``load``: closed loop, ``concurrency`` workers for ``duration`` s after ``warmup`` s; latency
   percentiles, req/s, the server's CPU per request (``cpu_pid``), bodies verified.
 - ``streams``: ``count`` streams at ``concurrency`` (capped at ``time_cap`` s); time to first token,
-  total time, completion rate, bodies verified.
+  total time, completion rate, bodies verified, and with ``cpu_pid`` the server's utime+stime per
+  delta over the whole run.
 - ``cpu``: ``count`` streams one after another; the server's utime+stime per delta.
 - ``hold``: ``n`` streams opened at once (or ``batch`` at a time, each batch open before the next)
   and kept open; the server's VmRSS before and while open.
@@ -189,7 +190,9 @@ async def op_streams(cmd: dict[str, Any]) -> dict[str, Any]:
     conc, count, cap = int(cmd["concurrency"]), int(cmd["count"]), float(cmd.get("time_cap", 30))
     check, body, tally = Checker(model, True, cmd.get("verify", "bytes")), request_body(model, True), Tally()
     issued = 0
+    pid = cmd.get("cpu_pid")
     t0 = time.perf_counter()
+    cpu0 = proc_cpu_s(int(pid)) if pid else None
     async with _session(cap) as session:
 
         async def worker() -> None:
@@ -203,11 +206,17 @@ async def op_streams(cmd: dict[str, Any]) -> dict[str, Any]:
         for w in late:
             w.cancel()
     wall = time.perf_counter() - t0
+    cpu1 = proc_cpu_s(int(pid)) if pid else None
     ttft = ms(tally.ttft)
-    return {"streams": count, "issued": issued, "completed": tally.ok, "verified": tally.verified,
-            "errors": tally.errors, "statuses": tally.statuses, "wall_s": round(wall, 3),
-            "completion_rate": round(tally.ok / count, 4),
-            "ttft": ttft, "total": ms(tally.latencies)}
+    out: dict[str, Any] = {"streams": count, "issued": issued, "completed": tally.ok, "verified": tally.verified,
+                           "errors": tally.errors, "statuses": tally.statuses, "wall_s": round(wall, 3),
+                           "completion_rate": round(tally.ok / count, 4),
+                           "ttft": ttft, "total": ms(tally.latencies)}
+    deltas = tally.ok * parse_model(model).deltas
+    if cpu0 is not None and cpu1 is not None and deltas:
+        out["cpu_s"] = round(cpu1 - cpu0, 3)
+        out["us_per_delta"] = round((cpu1 - cpu0) / deltas * 1e6, 3)
+    return out
 
 
 async def op_cpu(cmd: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """What refusing repeated keys costs per guarded request (``python -m bench.one_reading``).
 
-``proxy.edge.one_reading.repeated_key`` (msgspec decode + encode, colons counted) beside what a request
+``proxy.wire.one_reading.repeated_key`` (msgspec decode + encode, colons counted) beside what a request
 already costs to read (the wire's quick view, msgspec's whole decode) and the two alternatives it was
 chosen over: the standard library's parser with a hook that sees every pair (exact, slower), and
 re-serialising every body from what the proxy read (msgspec decode + encode, no refusal, but new bytes
@@ -21,8 +21,8 @@ from typing import Any
 import msgspec
 
 from bench.common import request_body
-from proxy.edge.one_reading import _pairs, repeated_key
 from proxy.wire.base import JsonBody
+from proxy.wire.one_reading import _pairs, repeated_key
 from proxy.wire.openai_chat import OpenAIChat
 
 ROUNDS, N = 7, 200

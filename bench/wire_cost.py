@@ -49,7 +49,7 @@ def run_once(api: str, data: bytes, armed: bool) -> float:
     def arm_for(_: str) -> ArmedSet | None:
         return arm() if armed else None
 
-    guard = ChoiceGuard(arm_for, holdback=64, retext=codec.retext, rearm=lambda: arm_for("tool"))
+    guard = ChoiceGuard(arm_for, holdback=64, retext=codec.retext, rearm=lambda _call=None: arm_for("tool"))
     t = time.process_time()
     for i in range(0, len(data), READ):
         for frame in codec.feed(data[i:i + READ]):

@@ -162,6 +162,11 @@ class SecretsGuardrail(_StreamBase):
     """Regexes (Python ``re``): a match they find anywhere in (``search``) is no credential."""
     stopwords: list[str] = []
     """Words (case-insensitive): a match that holds one is no credential (gitleaks' stopwords)."""
+    allow_paths: list[str] = []
+    """``fnmatch`` globs (``tests/fixtures/*``; ``*`` crosses ``/``) of files a tool may write a
+    match into: a file tool's write (``write_file``, ``Edit``, ``apply_patch``... with no command or
+    URL) whose every file matches one, taken relative to ``[tools] workspace_root``, is not read by
+    this guardrail. Shell commands and text outside such a write are read as always."""
 
     rules_file: str | None = None
     """A gitleaks-format TOML rules file (relative to the policy file): the operator's own rules,
@@ -175,6 +180,11 @@ class PiiGuardrail(_StreamBase):
     regions: list[str] = []
     """ISO 3166 country codes whose national phone formats and national ids are recognised
     (empty: the built-in default set). International ``+<cc>`` numbers match in every region."""
+    allow_paths: list[str] = []
+    """``fnmatch`` globs (``tests/fixtures/*``; ``*`` crosses ``/``) of files a tool may write a
+    match into: a file tool's write (``write_file``, ``Edit``, ``apply_patch``... with no command or
+    URL) whose every file matches one, taken relative to ``[tools] workspace_root``, is not read by
+    this guardrail. Shell commands and text outside such a write are read as always."""
     metadata_emails: bool = True
     """False: an email in code metadata does not trip (a package's ``authors``/``maintainers``, a
     ``Signed-off-by:``/``Co-authored-by:`` trailer, an ``author_email``), judged on its own line."""

@@ -75,17 +75,23 @@ def responses_view(base: str, system: str = SYSTEM, user: str = "hello") -> View
 
     def run(view: View) -> None:
         with client.responses.stream(model="m", instructions=system, input=user) as stream:
+            tokens: list[Any] = []  # the logprobs of the text deltas, in arrival order
             try:
                 for ev in stream:
                     view.shown.append(ev.to_json(indent=None))
+                    if ev.type == "response.output_text.delta":
+                        tokens += ev.logprobs or []
                 final = stream.get_final_response()
             finally:  # what a client reading the running snapshot shows (its items in arrival order)
+                view.shown += _token_runs(tokens)
                 snapshot = getattr(stream._state, "_ResponseStreamState__current_snapshot", None)
                 if snapshot is not None:
                     view.shown.append("".join(c.text for o in snapshot.output if o.type == "message"
                                               for c in o.content if c.type == "output_text"))
         view.final = final
         view.shown += [final.to_json(indent=None), final.output_text]
+        view.shown += _token_runs([lp for o in final.output if o.type == "message" for c in o.content
+                                   if c.type == "output_text" for lp in c.logprobs or []])
     return _collect(run)
 
 
@@ -101,7 +107,23 @@ def chat_view(base: str, system: str = SYSTEM, user: str = "hello") -> View:
         view.final = final
         view.shown.append(final.to_json(indent=None))
         view.shown += [c.message.content or "" for c in final.choices]
+        view.shown += [t for c in final.choices for t in _token_texts(c.logprobs)]
     return _collect(run)
+
+
+def _token_texts(logprobs: Any) -> list[str]:
+    """``_token_runs`` of a chat choice's logprobs (its content's and its refusal's)."""
+    return [*_token_runs(getattr(logprobs, "content", None)), *_token_runs(getattr(logprobs, "refusal", None))]
+
+
+def _token_runs(entries: Any) -> list[str]:
+    """What a client that renders logprobs shows: the tokens joined, and per rank the alternatives
+    joined (a UI that offers the second choice of every token shows that run)."""
+    entries = entries or []
+    ranks = max((len(e.top_logprobs or []) for e in entries), default=0)
+    return ["".join(e.token or "" for e in entries),
+            *("".join(e.top_logprobs[r].token or "" for e in entries if len(e.top_logprobs or []) > r)
+              for r in range(ranks))]
 
 
 def anthropic_view(base: str, system: str = SYSTEM, user: str = "hello") -> View:
@@ -123,14 +145,36 @@ def gemini_view(base: str, system: str = SYSTEM, user: str = "hello") -> View:
     cfg = types.GenerateContentConfig(system_instruction=system)
 
     def run(view: View) -> None:
-        texts = {False: "", True: ""}  # the answer and the thoughts, each joined as a client shows it
-        for chunk in client.models.generate_content_stream(model="m", contents=user, config=cfg):
-            view.shown.append(chunk.model_dump_json())
-            for cand in (chunk.candidates or [])[:1]:
-                for part in (cand.content.parts if cand.content else None) or []:
-                    texts[bool(part.thought)] += part.text or ""
-        view.shown += texts.values()
+        # per candidate (by its index), each run a client shows joined over the chunks: the answer, the
+        # thoughts, the code it ran and what that printed, the chosen tokens and each rank of the others
+        texts: dict[tuple[int, str], str] = {}
+        said = ""  # what ``print(chunk.text, end="")`` shows: each chunk's first candidate, by position
+        try:
+            for chunk in client.models.generate_content_stream(model="m", contents=user, config=cfg):
+                view.shown.append(chunk.model_dump_json())
+                said += chunk._get_text() or ""
+                for n, cand in enumerate(chunk.candidates or []):
+                    for lane, text in _gemini_runs(cand):
+                        key = (n if cand.index is None else cand.index, lane)
+                        texts[key] = texts.get(key, "") + text
+        finally:
+            view.shown += [*texts.values(), said]
     return _collect(run)
+
+
+def _gemini_runs(cand: Any) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for part in (cand.content.parts if cand.content else None) or []:
+        out.append(("thought" if part.thought else "text", part.text or ""))
+        if part.executable_code:
+            out.append(("code", part.executable_code.code or ""))
+        if part.code_execution_result:
+            out.append(("output", part.code_execution_result.output or ""))
+    if lp := cand.logprobs_result:
+        out.append(("chosen", "".join(c.token or "" for c in lp.chosen_candidates or [])))
+        for top in lp.top_candidates or []:
+            out += [(f"rank{r}", c.token or "") for r, c in enumerate(top.candidates or [])]
+    return out
 
 
 VIEWS: dict[str, Callable[..., View]] = {"chat": chat_view, "responses": responses_view,
@@ -145,9 +189,12 @@ def unary_view(api: str, base: str, system: str = SYSTEM, user: str = "hello") -
             msgs: Any = [{"role": "system", "content": system}, {"role": "user", "content": user}]
             c = _openai(base).chat.completions.create(model="m", messages=msgs)
             view.shown += [c.to_json(indent=None), *(ch.message.content or "" for ch in c.choices)]
+            view.shown += [t for ch in c.choices for t in _token_texts(ch.logprobs)]
         elif api == "responses":
             r = _openai(base).responses.create(model="m", instructions=system, input=user)
             view.shown += [r.to_json(indent=None), r.output_text]
+            view.shown += _token_runs([lp for o in r.output if o.type == "message" for c in o.content
+                                       if c.type == "output_text" for lp in c.logprobs or []])
         elif api == "anthropic":
             m = _anthropic(base).messages.create(model="claude-opus-4-8", max_tokens=100, system=system,
                                                  messages=[{"role": "user", "content": user}])
@@ -155,7 +202,10 @@ def unary_view(api: str, base: str, system: str = SYSTEM, user: str = "hello") -
         else:
             g = _genai(base).models.generate_content(
                 model="m", contents=user, config=types.GenerateContentConfig(system_instruction=system))
-            parts = [p for cand in (g.candidates or [])[:1] for p in (cand.content.parts if cand.content else None) or []]
-            view.shown += [g.model_dump_json(), "".join(p.text or "" for p in parts if not p.thought),
-                           "".join(p.text or "" for p in parts if p.thought)]
+            view.shown.append(g.model_dump_json())
+            for cand in g.candidates or []:
+                runs: dict[str, str] = {}
+                for lane, text in _gemini_runs(cand):
+                    runs[lane] = runs.get(lane, "") + text
+                view.shown += runs.values()
     return _collect(run)

@@ -14,13 +14,13 @@ import base64
 import binascii
 import hashlib
 import itertools
-import json
 import re
 import string
 import urllib.parse
 import zlib
 
 from guardrails.stream._scan import PLACEHOLDER_WORDS, looks_random
+from guardrails.stream.token_claims import jwt_payload_sample, paseto_public_sample
 
 _BASE62 = string.digits + string.ascii_uppercase + string.ascii_lowercase
 _HEX_DIGEST = re.compile(r"(?:[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{128})", re.IGNORECASE)
@@ -37,7 +37,8 @@ _LETTERS_THEN_HEX = re.compile(r"[A-Za-z]{1,4}([0-9a-f]{24,}|[0-9A-F]{24,})")
 _URL_ORIGIN = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,15}://[A-Za-z0-9.-]+(?::[0-9]{1,5})?(?=[/?#]|$)")
 # Published sample values that documentation repeats (the jwt.io sample's payload prefix), and the
 # example keys of popular frameworks' docs and tutorials: a value published in a framework's docs is
-# public, and a model that learned from those docs repeats it. Prefixes of at least 20 characters.
+# public, and a model that learned from those docs repeats it. Prefixes of at least 20 characters,
+# or whole values of at least 10 that no generator would repeat.
 KNOWN_SAMPLES = (
     "eyJzdWIiOiIxMjM0NTY3ODkw",
     "09d25e094faa6ca2556c818166b7a9563b93f7099f6f0f4caa6cf63b88e8d3e7",  # FastAPI's OAuth2/JWT tutorial
@@ -57,6 +58,21 @@ KNOWN_SAMPLES = (
     "2nLsGFGzyoae2ax3EF2Lyq/hH6QghBGLIq5uL+Gp8/w",
     "cc86c7ca937636d5ddf1b754beb22a10",                                  # Symfony's quick tour
     "j17M97ffSVoKI0briFoo9a",                                            # Symfony's Messenger docs
+    "hPRYyVRiMyxpw5sBB1XeCMN1kFsDCqKvBi2QJxBVHQk",                       # Rocket's config docs
+    "itlYmFR2vYKrOmFhupMIn/hyB6lYCCTXz4yaQX89XVg",                       # Rocket's cookies example
+    "a6aa65a71538a56faffe1b1c9e96c0dc600de5dd14172f03c35cc48c3b27affe",  # Hanami's generators guide
+    "43n080musdfjt54t-09sdgr",                                           # Starlette's config docs
+    # The examples of the standards every OAuth and JOSE library quotes in its docs and tests:
+    # RFC 6749 (access, refresh and code values, s6BhdRkqt3's secret and Basic login), RFC 7636
+    # (PKCE verifier and challenge), RFC 7515 (the HMAC key of its JWS example), RFC 5849 (OAuth
+    # 1.0 client and token secrets), jwt.io's sample signature; Stripe's published docs test keys.
+    "2YotnFZFEjr1zCsicMWpAA", "tGzv3JOkF0XG5Qx2TlKWIA", "SplxlOBeZQQYbYS6WxSbIA",
+    "7Fjfp0ZBr1KtDRbnfVdmIw", "czZCaGRSa3F0MzpnWDFmQmF0M2JW", "8xLOxBtZp8",
+    "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk", "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+    "AyM1SysPpbyDfgZld3umj1qzKObwVMkoqQ-EstJQLr_T-1qS0gZH75aKtMN3Yj0iPS4hcgUuTwjAzZr1Z9CAow",
+    "kd94hf93k423kf44", "pfkkdhi9sl3r4s00", "hh5s93j4hdidpola", "hdhd0244k9j7ao03", "nnch734d00sl2jdk",
+    "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    "sk_test_4eC39HqLyjWDarjtT1zdp7dc", "pk_test_TYooMQauvdEDq54NiTphI7jx",
 )
 _PASSWORD_PLACEHOLDERS = frozenset((
     "password", "passwd", "pass", "pwd", "secret", "changeme", "admin", "root", "user", "username",
@@ -92,6 +108,8 @@ def auth_header_ok(scheme_text: str, value: str) -> bool:
     ``username:password``, RFC 7617's ``YWxhZGRpbjpvcGVuc2VzYW1l`` is ``aladdin:opensesame``)."""
     if any(mark in value for mark in _ELIDED):
         return False
+    if paseto_public_sample(value):
+        return False
     if value.startswith("eyJ") and value.count(".") >= 1 and jwt_ok(value):
         parts = value.split(".")
         return jwt_credential(value, parts[1][3:] or None, len(parts) > 2 and len(parts[2]) >= 16)
@@ -100,7 +118,27 @@ def auth_header_ok(scheme_text: str, value: str) -> bool:
         if login is not None and ":" in login:
             user, _, password = login.partition(":")
             return url_password_ok(user, password)
+    if not_a_value(value) or _kebab_words(value) or hand_typed(value):
+        return False
     return looks_random(value, min_classes=2)
+
+
+def hand_typed(value: str) -> bool:
+    """A value typed by a person, not generated: one short unit repeated (``secretsecretsecret``,
+    ``ab12ab12ab12ab12``), or three or more counting runs (``abc123def456ghi``). Three runs of three
+    in a random 32-hex value come about once in a few hundred draws; in base62, almost never."""
+    if re.match(r"([^A-Za-z0-9+/=])\1\1", value):
+        return True  # opens with a run of punctuation (``----90138490285u2o3``): typed to fill a field
+    lowered = value.lower()
+    n = len(lowered)
+    for size in range(1, min(16, n // 2) + 1):  # (a unit of up to 16 characters, repeated at least twice)
+        if lowered == (lowered[:size] * (n // size + 1))[:n]:
+            return True
+    runs, run = 0, 1
+    for a, b in itertools.pairwise(lowered):
+        run = run + 1 if ord(b) - ord(a) == 1 else 1
+        runs += run == 3
+    return runs >= 3
 
 
 def _b64_ascii(value: str) -> str | None:
@@ -125,77 +163,10 @@ def jwt_ok(token: str) -> bool:
     return raw.startswith(b'{"') and (b'"alg"' in raw or b'"typ"' in raw)
 
 
-# Claim values that mark a documentation or test token: placeholder names and domains.
-_SAMPLE_MARKS = frozenset(("example", "test", "foo", "bar", "baz", "john", "jane", "doe", "alice", "bob",
-                           "acme", "demo", "sample", "dummy", "fake", "localhost", "1234567890", "string",
-                           "johndoe", "janedoe", "qux", "lorem", "ipsum"))
-_SAMPLE_WEAK = frozenset(("user", "username", "admin", "name", "email", "com", "org", "net", "http", "https",
-                          "www", "company", "my", "your", "data", "sub", "role", "roles", "read", "write",
-                          "localhost", "127", "0", "1", "b", "a", "c", "x", "y", "z"))
-
-
-def sample_claims(payload: str) -> bool:
-    """A JWT payload (base64url, whole) whose string claims are all placeholders, one of them a
-    sample's mark (``{"sub": "1234567890", "name": "John Doe"}``, ``{"sub": "foo"}``, ``b@b.com``
-    at ``ACME``): a token written for documentation or a test. A payload that does not decode, or
-    has no string claim, or one real-looking value (an id, a tenant's URL), is no sample."""
-    try:
-        raw = base64.urlsafe_b64decode("eyJ" + payload + "=" * (-(len(payload) + 3) % 4))
-        claims = json.loads(raw)
-    except (binascii.Error, ValueError):
-        return False
-    if not isinstance(claims, dict):
-        return False
-    if not claims or set(claims) <= _TIME_CLAIMS:
-        return True  # no claim at all, or only times (``{"exp": 1461957136}``): nobody is named
-    if any(_marked(key) for key in _keys(claims)):
-        return True  # a claim named ``foo``, ``test`` or ``http://example.com/is_root``
-    values = list(_strings(claims))
-    if not values:
-        return False
-    marked = False
-    for value in values:
-        words = [w for w in re.split(r"[^a-z0-9]+", value.lower()) if w]
-        if not words:
-            continue
-        if not all(w in _SAMPLE_MARKS or w in _SAMPLE_WEAK or w.isdigit() and len(w) <= 3
-                   or any(m in w for m in ("example", "test")) for w in words):
-            return False
-        marked = marked or any(w in _SAMPLE_MARKS or "example" in w or "test" in w for w in words)
-    return marked
-
-
-_TIME_CLAIMS = frozenset(("iat", "exp", "nbf"))
-
-
-def _marked(key: str) -> bool:
-    words = [w for w in re.split(r"[^a-z0-9]+", key.lower()) if w]
-    return any(w in _SAMPLE_MARKS and w not in ("string", "localhost") or "example" in w or w == "test"
-               for w in words)
-
-
-def _keys(value: object) -> list[str]:
-    if isinstance(value, dict):
-        return [k for k, v in value.items() for k in (k, *_keys(v)) if isinstance(k, str)]
-    if isinstance(value, list):
-        return [k for v in value for k in _keys(v)]
-    return []
-
-
-def _strings(value: object) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)]
-    if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
-    return []
-
-
 def jwt_credential(token: str, payload: str | None, signed: bool = True) -> bool:
-    """A signed JWT (``jwt_ok``) whose claims are not a documentation sample's (``sample_claims``).
+    """A signed JWT (``jwt_ok``) whose claims are not a documentation sample's (``token_claims``).
     A token without a signature (``alg: none``, or cut before it) authenticates nobody."""
-    return signed and jwt_ok(token) and not (payload is not None and sample_claims(payload))
+    return signed and jwt_ok(token) and not (payload is not None and jwt_payload_sample(payload))
 
 
 def jwt_prefix(value: str) -> bool:
@@ -281,7 +252,7 @@ def generic_value_ok(value: str, name: str = "") -> bool:
         value = value[:query.start()]
         if len(value) < 16:
             return False
-    if not_a_value(value) or jwt_prefix(value):
+    if not_a_value(value) or jwt_prefix(value) or hand_typed(value):
         return False  # (a JWT is the jwt rule's to judge, whole: this value may be cut at GENERIC_MAX)
     lowered = value.lower()
     if _HEX_DIGEST.fullmatch(value):
@@ -305,7 +276,14 @@ def generic_value_ok(value: str, name: str = "") -> bool:
 _ELIDED = ("...", "\u2026")
 _QUERY_PAIR = re.compile(r"&[A-Za-z_][\w.-]{0,40}=")
 _FILE_NAME = re.compile(r"\.(?:html?|md|rst|txt|py|js|mjs|ts|tsx|json|ya?ml|xml|toml|php|rb|rs|go|java|kt|cs|css|"
-                        r"png|jpe?g|gif|svg|pdf|zip|gz|tar|sh|cfg|ini|conf|lock|log)(?:$|#)", re.IGNORECASE)
+                        r"png|jpe?g|gif|svg|pdf|zip|gz|tar|sh|cfg|ini|conf|lock|log|"
+                        # key and certificate files, keystores: the value names where a key is kept
+                        r"pem|key|crt|cer|csr|der|p8|p12|pfx|jks|keystore|truststore|pub|gpg|asc)(?:$|#)",
+                        re.IGNORECASE)
+# A resource URL without ``//`` (Spring's ``classpath:``, ``file:``) or an address (``@localhost:6379/``,
+# ``db.internal:5432``): where something is, not a credential.
+_RESOURCE = re.compile(r"(?i:^(?:classpath\*?|file|env|vault|secretsmanager|ssm|keyvault):|localhost)|"
+                       r"(?:^|@)[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*:\d{2,5}(?:/|$)")
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _WORD_OR_NUMBER = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Z]?[a-z]+|[A-Z]|\d+")
 _B64_TEXT = re.compile(r"[A-Za-z0-9+/]{12,}={0,2}")
@@ -314,6 +292,9 @@ _COORDINATE = re.compile(r"[A-Za-z][\w.-]*:v?\d+\.\d+(?:\.\d+)?(?:[-.:][\w.-]*)?
 _CODE = re.compile(r"!=|===|&&|\|\||=>")
 # The next line's assignment read as this one's value (``<...-key>\nAWS_REGION=us-east-1``).
 _NEXT_ASSIGNMENT = re.compile(r"([A-Z][A-Z0-9_]*)=")
+# A name of its own and ``=`` at the start of a value (``--ulimit nofile=262144:262144`` after a
+# provider's word): another setting, whose value is what follows.
+_NESTED_ASSIGNMENT = re.compile(r"[A-Za-z_][\w.-]{1,40}=(?!=)(.*)", re.DOTALL)
 
 
 def slug(value: str) -> bool:
@@ -343,7 +324,8 @@ def not_a_value(value: str, *, identifiers: bool = True) -> bool:
     percent-encoded or base64-encoded text (``secure%20password``, the WebSocket RFC's
     ``dGhlIHNhbXBsZSBub25jZQ==``, "the sample nonce"), or an identifier made of words
     (``OAuth2PasswordRequestForm``, ``defaultToConfig2``, ``chimichangas4life``)."""
-    if any(mark in value for mark in _ELIDED) or _FILE_NAME.search(value) or _CODE.search(value):
+    if (any(mark in value for mark in _ELIDED) or _FILE_NAME.search(value) or _CODE.search(value)
+            or _RESOURCE.search(value)):
         return True
     after = _NEXT_ASSIGNMENT.match(value)
     if after and constant_name(after.group(1)) and "_" in after.group(1) or slug(value) or counting(value):
@@ -443,6 +425,11 @@ def keyed_value_ok(value: str, short_shape: str | None = None) -> bool:
     """A value after a provider's name: random, with a digit, and not code or a path. A value of
     the provider's own short shape (``short_shape``: a Sumo Logic ``su`` and 12 base62) needs no
     digit: twelve random base62 have none about once in nine, but must not be words."""
+    nested = _NESTED_ASSIGNMENT.match(value)
+    if nested:  # ``nofile=262144:262144``: the value is what a nested name is given
+        value = nested.group(1)
+        if len(value) < 12:
+            return False
     if not_a_value(value, identifiers=False) or _kebab_words(value):
         return False
     if short_shape is not None and re.fullmatch(short_shape, value):

@@ -505,7 +505,10 @@ GENERIC_ALIVE = (_GENERIC_NAME + r"(?:(?:[ \t]{1,2}|:[ \t]?)(?i:s(?:t(?:r(?:i(?:
 
 # Separators: ``=``, ``:``, ``:=``, ``::=``, ``=>``, ``->``, ``?=``, ``.=``, ``,``, ``-``, or an XML
 # element's ``>`` and a line break.
-_KEYED_SEP = (r"[\"'\]\)]{0,2}[ \t]{0,3}(?:[:=]{1,3}>?|=>|->|[?.]=|,|-|>[ \t]{0,3}\r?\n[ \t]{0,12})?"
+# A ``-`` separates only where a space or a quote stands beside it: glued to words on both sides it
+# joins a hyphenated name (``firebase-functions-8d4d537a4464``, a slug), not a name and a value.
+_KEYED_SEP = (r"[\"'\]\)]{0,2}[ \t]{0,3}(?:[:=]{1,3}>?|=>|->|[?.]=|,|(?<=[\s\"'\])])-|-(?=[\s\"'`])"
+              r"|>[ \t]{0,3}\r?\n[ \t]{0,12})?"
               r"[ \t]{0,3}[\"'`]?")
 # Every prefix of a separator (``?`` before ``?=``, ``>`` before its line break) keeps a hit alive.
 _KEYED_SEP_ALIVE = r"[\"'\]\)]{0,2}[ \t]{0,3}[:=?.>,-]{0,4}[ \t]{0,3}\r?\n?[ \t]{0,12}[\"'`]?"
@@ -513,8 +516,9 @@ _KEYED_VALUE = (r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0
                 r"|[A-Za-z0-9][A-Za-z0-9_+/.:=-]{14,98}")
 _KEYED_END = r"(?![A-Za-z0-9_+/.:=-])"
 # A value starts after a separator, never inside the name (``SNYK_TOKEN=<uuid>`` would otherwise
-# be read as the value ``TOKEN=<uuid>``, judged not random, and the key let through).
-_KEYED_VALUE_START = r"(?<![A-Za-z0-9.])(?<![A-Za-z0-9]_)"
+# be read as the value ``TOKEN=<uuid>``, judged not random, and the key let through; nor
+# ``firebase-functions-<id>``, a hyphenated name read as a name and the value ``functions-<id>``).
+_KEYED_VALUE_START = r"(?<![A-Za-z0-9.])(?<![A-Za-z0-9][_-])"
 # The provider's word as a host name (``partners.adobe.com/...``) or in a URL's path names no key.
 _NOT_DOMAIN = r"(?!\.(?:com|net|org|io|co|dev|app|cloud|ai)\b)"
 # Providers whose keys are shorter than a keyed value's 15 characters, with their documented shape:

@@ -97,6 +97,8 @@ def is_credential(rule: SecretRule, match: re.Match[str]) -> bool:
         return secret_checks.auth_header_ok(text[:match.start("s") - match.start()], secret)
     if rule.family == "url_credentials":
         return secret is not None and secret_checks.url_password_ok(match.group("u"), secret)
+    if rule.family in ("generic", "algolia") and _search_only(match):
+        return False
     if rule.family == "generic":
         before = match.string[max(0, match.start() - 16):match.start()].lower()
         if match.string.startswith("(", match.end()) or not _generic_operator_ok(match):
@@ -116,6 +118,24 @@ def is_credential(rule: SecretRule, match: re.Match[str]) -> bool:
     if secret.isalpha() and rule.min_classes >= 2:  # letters only: not a run of camelCase words (``SlackAppConfigurationAccess``)
         return secret_checks.random_letters(secret)
     return looks_random(secret, min_classes=rule.min_classes)
+
+
+def _search_only(match: re.Match[str]) -> bool:
+    """A site search's key in its page or docs-site config (``docsearch({apiKey: ...})``,
+    Docusaurus' ``algolia: {appId, apiKey}``, a ``searchKey``): Algolia issues search-only keys to
+    be published in the page. A key named for more (``ALGOLIA_ADMIN_KEY``, ``algolia_api_key``
+    outside a search widget's config) stays a credential."""
+    before = match.string[max(0, match.start() - _SEARCH_CONTEXT):match.start()].lower()
+    name = match.group().lower()
+    if _ADMIN.search(name):
+        return False
+    return "docsearch" in before or "search" in name or _SEARCH_CONFIG.search(before) is not None
+
+
+# How far before a key its search widget's config may open (``docsearch({``, ``algolia: {``).
+_SEARCH_CONTEXT = 160
+_ADMIN = re.compile(r"admin|write|secret|master|private")
+_SEARCH_CONFIG = re.compile(r"algolia[\"']?\s{0,3}[:=]\s{0,3}\{[^{}]*\Z")
 
 
 def _generic_operator_ok(match: re.Match[str]) -> bool:

@@ -17,10 +17,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from guardrails.tools.commands import Argv, Embedded, split_operands
+from guardrails.tools.commands import Argv, Embedded, options_with_values, split_operands
 
 AWKS = frozenset({"awk", "gawk", "mawk", "nawk"})
-_AWK_VALUE_OPTS = frozenset({"-F", "-v", "-f", "-e", "--source", "--file", "--assign", "--field-separator"})
+_AWK_VALUE_OPTS = frozenset({"-F", "-v", "-f", "-e", "-E", "-i", "-l", "--source", "--file", "--exec", "--include",
+                             "--load", "--assign", "--field-separator"})
+_AWK_FILE_OPTS = frozenset({"-f", "--file", "-E", "--exec"})
+"""gawk's ``-E``/``--exec`` is ``-f`` for a script run as a program (``#!/usr/bin/gawk -E``): a program file."""
+_AWK_STDIN_FILES = re.compile(r"^(?:-|/dev/stdin|/dev/fd/\d+|/proc/self/fd/\d+)$")
+"""A program file that is a pipe or stdin (``awk -f /dev/stdin <<< '...'``): its text is not in the line."""
 _AWK_ESCAPES = re.compile(r"\\(.)", re.DOTALL)
 _AWK_KEYWORDS = frozenset({"BEGIN", "END", "BEGINFILE", "ENDFILE", "if", "else", "while", "for", "do", "break",
                            "continue", "next", "nextfile", "exit", "return", "delete", "in", "print", "printf",
@@ -156,10 +161,41 @@ def _awk_operand(token: _AwkToken | None) -> bool:
                                   or (token.kind == "word" and token.text not in _AWK_KEYWORDS))
 
 
-def _awk_read(program: str) -> tuple[list[Embedded], list[tuple[str, str]], int]:
+def _awk_strings(tokens: list[_AwkToken], assigned: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Each variable set to a string literal in the program (``f = "/etc/x"``), with ``-v`` values: the
+    texts a ``print > f`` may name. A variable also set otherwise stays with the literals it is given (the
+    others are input: not followed, like ``cat $(cat list)``)."""
+    out = {k: list(v) for k, v in assigned.items()}
+    for k in range(len(tokens) - 2):
+        name, eq, value = tokens[k], tokens[k + 1], tokens[k + 2]
+        if name.kind == "word" and eq.text == "=" and value.kind == "str" and len(out.get(name.text, ())) < 8:
+            out.setdefault(name.text, []).append(value.text)  # (8 values each: the paths stay linear)
+    return out
+
+
+def _awk_target(tokens: list[_AwkToken], k: int, strings: dict[str, list[str]]) -> list[str]:
+    """The files ``print > X`` at token ``k`` names: a literal, a variable's literal values, or the literal
+    start of a concatenation (``"/etc/" x``: ``/etc/*``)."""
+    t = tokens[k] if k < len(tokens) else None
+    if t is None:
+        return []
+    nxt = tokens[k + 1] if k + 1 < len(tokens) else None
+    more = nxt is not None and nxt.kind in ("str", "word", "num") or nxt is not None and nxt.text == "$"
+    if t.kind == "str":
+        return [t.text + "*" if more else t.text]
+    if t.kind == "word" and t.text in strings:
+        return [v + "*" if more else v for v in strings[t.text]]
+    if t.text == "(":  # ``print > ("/etc/" x)``
+        return _awk_target(tokens, k + 1, strings)
+    return []
+
+
+def _awk_read(program: str, assigned: dict[str, list[str]] | None = None) \
+        -> tuple[list[Embedded], list[tuple[str, str]], int]:
     """One awk program: the commands it runs, the files it prints to or reads, and the work done (characters
     read plus tokens visited: linear in the program's length, whatever it holds)."""
     tokens, unsure = _awk_tokens(program)
+    strings = _awk_strings(tokens, assigned or {})
     lines: list[Embedded] = [Embedded(None)] if unsure else []
     paths: list[tuple[str, str]] = []
     printing = False
@@ -194,13 +230,13 @@ def _awk_read(program: str) -> tuple[list[Embedded], list[tuple[str, str]], int]
                 literal = nxt is not None and nxt.kind == "str" and (after is None or after.kind == "end"
                                                                      or after.text in (")", ","))
                 lines.append(Embedded(nxt.text if literal and nxt is not None else None, "pipe"))
-        elif t.kind == "op" and t.text in (">", ">>") and printing and nxt is not None and nxt.kind == "str":
-            paths.append(("write", nxt.text))
+        elif t.kind == "op" and t.text in (">", ">>") and printing:
+            paths += [("write", p) for p in _awk_target(tokens, k + 1, strings)]
         elif t.kind == "word" and t.text == "getline":
             j = k + 2 if nxt is not None and nxt.kind == "word" else k + 1
-            arrow, source = at(j), at(j + 1)
-            if arrow is not None and arrow.text == "<" and source is not None and source.kind == "str":
-                paths.append(("read", source.text))
+            arrow = at(j)
+            if arrow is not None and arrow.text == "<":
+                paths += [("read", p) for p in _awk_target(tokens, j + 1, strings)]
     return lines, paths, len(program) + count
 
 
@@ -208,11 +244,31 @@ def _awk_programs(args: Argv) -> list[str | None]:
     opts, operands = split_operands(args, _AWK_VALUE_OPTS)
     given = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-e", "--source")]
     given += [a.split("=", 1)[1] for a in opts if a.startswith("--source=")]
-    if given:
-        return list(given)
-    if any(a in ("-f", "--file") or a.startswith("--file=") for a in opts):
-        return []  # a program file: run like a script file (its path is a read)
+    files = [v for o, v in options_with_values(args, _AWK_VALUE_OPTS) if o in _AWK_FILE_OPTS]
+    if any(v is None or _AWK_STDIN_FILES.match(v) for v in files) or any(
+            o in ("-l", "--load") for o, _ in options_with_values(args, _AWK_VALUE_OPTS)):
+        given.append(None)  # a program read from stdin, or gawk's ``-l`` extension (a library's code): unseen
+    if given or files:
+        return list(given)  # a program file: run like a script file (its path is a read)
     return operands[:1]
+
+
+def awk_files(args: Argv) -> list[tuple[str, str]]:
+    """[(option, file)] for the program files (``-f``, gawk's ``-E``) and libraries (``-i``) awk reads as code."""
+    return [(o, v) for o, v in options_with_values(args, _AWK_VALUE_OPTS)
+            if o in (*_AWK_FILE_OPTS, "-i", "--include") and v is not None]
+
+
+def _awk_assigned(args: Argv) -> dict[str, list[str]]:
+    """``-v name=value`` and ``name=value`` operands: the variable's text as the program starts."""
+    out: dict[str, list[str]] = {}
+    values = [v for o, v in options_with_values(args, _AWK_VALUE_OPTS) if o in ("-v", "--assign") and v]
+    _, operands = split_operands(args, _AWK_VALUE_OPTS)
+    for text in [*values, *(a for a in operands[1:] if a is not None)]:
+        name, eq, value = text.partition("=")
+        if eq and _AWK_NAME.fullmatch(name):
+            out.setdefault(name, []).append(value)
+    return out
 
 
 def awk(args: Argv) -> tuple[list[Embedded], list[tuple[str, str]], int]:
@@ -221,11 +277,12 @@ def awk(args: Argv) -> tuple[list[Embedded], list[tuple[str, str]], int]:
     lines: list[Embedded] = []
     paths: list[tuple[str, str]] = []
     work = 0
+    assigned = _awk_assigned(args)
     for program in _awk_programs(args):
         if program is None:
             lines.append(Embedded(None))  # awk "$prog": cannot see what it runs
             continue
-        found, touched, cost = _awk_read(program)
+        found, touched, cost = _awk_read(program, assigned)
         lines += found
         paths += touched
         work += cost

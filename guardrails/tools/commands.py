@@ -264,7 +264,7 @@ _VALUE_OPTS: dict[str, frozenset[str]] = {
     "sort": frozenset({"-k", "-t", "-S", "-T", "--key", "--field-separator", "--buffer-size"}),
     "sed": frozenset({"-e", "-f", "-l", "--expression", "--file"}),
     "cut": frozenset({"-d", "-f", "-b", "-c", "--delimiter", "--fields"}),
-    "awk": frozenset({"-F", "-v", "-f"}),
+    "awk": frozenset({"-F", "-v", "-f", "-E", "-i", "-l", "-e", "--exec", "--include", "--load", "--file", "--source"}),
     "jq": frozenset({"--arg", "--argjson", "-f", "--indent"}),
     "chmod": frozenset({"--reference"}),
     "truncate": frozenset({"-s", "--size", "-r", "--reference"}),

@@ -33,6 +33,8 @@ _TAR_COMMAND_OPTS = ("--to-command=", "--use-compress-program=", "--checkpoint-a
                      "--new-volume-script=", "--rmt-command=", "--rsh-command=")
 
 
+_MAKE_EVAL = frozenset({"-E", "--eval", "-f", "--file", "--makefile", "-C", "--directory", "-I", "--include-dir",
+                        "-j", "--jobs", "-l", "--load-average", "-o", "--old-file", "-W", "--what-if", "--new-file"})
 _SED_VALUE_OPTS = frozenset({"-e", "-f", "-l", "--expression", "--file", "--line-length"})
 _SED_ADDRESS = re.compile(r"\s*(?:\d+(?:~\d+)?|\$|/(?:\\.|[^/\\\n]){0,1024}/[IM]*|\\(.)(?:\\.|(?!\1)[^\\\n]){0,1024}\1)?")
 """One sed address. Unambiguous and bounded: (``\\.|.`` with a lazy ``*?`` backtracked exponentially:
@@ -230,6 +232,8 @@ def embedded(program: str, args: Argv, stdin: str | None = None) -> tuple[list[E
         return (*sqlite(args, stdin), 0)
     if program == "sed":
         return (*sed(args), 0)
+    if program in ("make", "gmake") and any(o in ("-E", "--eval") for o, _ in options_with_values(args, _MAKE_EVAL)):
+        return [Embedded(None)], [], 0  # make --eval='$(shell id)': makefile text, whose $(shell) and recipes run
     if program == "split":  # split --filter='CMD': CMD runs in a shell for each piece
         return [Embedded(v) for o, v in options_with_values(args, frozenset({"--filter"})) if o == "--filter"], [], 0
     if program in ("ssh", "scp", "sftp", "autossh"):

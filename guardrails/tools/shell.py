@@ -40,6 +40,7 @@ from tree_sitter import Language, Node, Parser
 
 from guardrails.tools import commands as cmds
 from guardrails.tools import network as net
+from guardrails.tools import winshell
 from guardrails.tools.autorun import (
     autorun_settings,
     git_dir_setting,
@@ -91,8 +92,10 @@ _STDIN_CODE_OPTS = {"python": frozenset({"-i"}), "ipython": frozenset({"-i"}), "
 """Options that read code from stdin after (or instead of) the script file: ``python3 -i tool.py``."""
 _INLINE_MODULES = frozenset({"timeit"})
 """Modules whose operands are code: ``python3 -m timeit "__import__('os').system('id')"``."""
-_CODE_FILE_OPTS = {"make": frozenset({"-f", "--file", "--makefile"}), "awk": frozenset({"-f", "--file"}),
-                   "gawk": frozenset({"-f", "--file"}), "mawk": frozenset({"-f"}), "sed": frozenset({"-f", "--file"})}
+_CODE_FILE_OPTS = {"make": frozenset({"-f", "--file", "--makefile"}),
+                   "awk": frozenset({"-f", "--file", "-E", "--exec", "-i", "--include"}),
+                   "gawk": frozenset({"-f", "--file", "-E", "--exec", "-i", "--include"}), "mawk": frozenset({"-f"}),
+                   "sed": frozenset({"-f", "--file"})}
 """Options whose value is a file of code the program runs (a makefile's recipes, an awk or sed script,
 whose ``system()``/``e`` run commands): a downloaded one is run as ``curl -o x && sh x`` is."""
 _SHELL_CODE_FILE_OPTS = frozenset({"--rcfile", "--init-file"})
@@ -119,8 +122,9 @@ relative to a ``cd``."""
 
 
 class _Stop(Exception):
-    def __init__(self, status: str) -> None:
+    def __init__(self, status: str, detail: str = "") -> None:
         self.status = status
+        self.detail = detail
 
 
 @dataclass(slots=True)
@@ -139,6 +143,8 @@ class ShellFacts:
     """Folders other than the starting one that git runs in (``git -C DIR``, ``cd DIR && git ...``): one
     that is a git folder under another name runs its hooks and ``core.fsmonitor`` (the mounted probe)."""
     status: str = "ok"
+    detail: str = ""
+    """What made a line unreadable, when a reader can say (``winshell``: ``[IO.File]::WriteAllText()``)."""
     work: int = 0
     """Syntax nodes visited, bytes handed to the parser, and characters and tokens of embedded programs
     read (awk): the cost of this analysis."""
@@ -209,6 +215,30 @@ def literal_prefix(node: Node) -> str:
 
 
 _PWD_SUBSTITUTION = re.compile(r"^(?:\$\(\s*pwd(?:\s+-[LP])?\s*\)|`\s*pwd(?:\s+-[LP])?\s*`)$")
+_GIT_DIR_OPTIONS = frozenset({"--git-dir", "--absolute-git-dir", "--git-common-dir"})
+
+
+def git_dir_substitution(text: str) -> str | None:
+    """``.git`` for ``$(git rev-parse --git-dir)`` (also ``--absolute-git-dir``, ``--git-common-dir``, with
+    ``git -C DIR``: ``DIR/.git``), ``.git/X`` for ``--git-path X``; None for any other substitution. The
+    folder whose hooks and config git runs, spelled so the ``.git`` rules see it (#29 review)."""
+    inner = text[2:-1] if text.startswith("$(") and text.endswith(")") else \
+        text[1:-1] if len(text) > 1 and text[0] == text[-1] == "`" else None
+    words = inner.split() if inner is not None and len(inner) < 256 else []
+    if len(words) < 3 or words[0] != "git":
+        return None
+    folder, i = "", 1
+    while i + 1 < len(words) and words[i] == "-C":
+        folder, i = posixpath.join(folder, words[i + 1].strip("'\"")), i + 2
+    if words[i] != "rev-parse":
+        return None
+    rest = words[i + 1:]
+    for n, w in enumerate(rest):
+        if w in _GIT_DIR_OPTIONS:
+            return posixpath.join(folder, ".git")
+        if w == "--git-path" and n + 1 < len(rest):
+            return posixpath.join(folder, ".git", rest[n + 1].strip("'\""))
+    return None
 _PLAIN_EXPANSION = re.compile(r"^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})$")
 
 
@@ -218,6 +248,8 @@ def _variable(node: Node, quoted: bool) -> str | None:
     is the file after the ``@``)."""
     if node.type == "command_substitution" and _PWD_SUBSTITUTION.match(_text(node)):
         return "."  # ``"$(pwd)/x.sh"``: the current folder, as ``$PWD``
+    if node.type == "command_substitution":
+        return git_dir_substitution(_text(node))
     if node.type not in ("simple_expansion", "expansion"):
         return None
     m = _PLAIN_EXPANSION.match(_text(node))
@@ -308,6 +340,12 @@ class _Walker:
         """The segments recorded so far (``_record``)."""
         self.dirs: list[str] = []
         """The folders ``pushd`` left, for ``popd``."""
+        self.path_dirs: list[str] = []
+        """Literal folders a ``PATH=`` setting in the line names (``PATH=.:$PATH``): a bare command word may
+        run a downloaded file there."""
+        self.git_listers: set[str] = set()
+        """Programs that listed a ``.git`` path earlier in the line (``find .git``): what they feed a copier
+        or an archiver (``| cpio -pdm evil``) is a git folder under another name."""
         self.oldcwd: str | None = None
         """The folder before the last ``cd`` (``cd -`` goes back there); None: the one before the line."""
         self.variables = Variables()
@@ -317,6 +355,18 @@ class _Walker:
         self.pending: _Pending | None = None
         """The current command's words and redirects, for the text it writes (``_content``): read only
         when it writes a file, and saved and restored around every nested command."""
+
+    @staticmethod
+    def text_pending(text: str | None) -> _Pending:
+        """A pending command whose written text is ``text`` (None: not in the line), for the Windows readers."""
+        return _Pending([], [], [], text, True)
+
+    def windows(self, dialect: str, text: str, depth: int, feed: list[str], stdin: str | None) -> None:
+        """Read ``text`` as PowerShell or cmd (``guardrails.tools.winshell``) into this walker's facts."""
+        try:
+            winshell.read_code(self, dialect, text, depth, feed, stdin)
+        except winshell.Unreadable as e:
+            raise _Stop(e.status, e.detail) from None
 
     # -- structure ----------------------------------------------------------------------------
     def line(self, text: str, depth: int, feed: list[str], stdin: str | None) -> None:
@@ -526,7 +576,8 @@ class _Walker:
         ``GIT_SSH_COMMAND='...'``: one that makes them run a command."""
         name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
         if name is not None:
-            self._setting(_text(name), literal(value) if value is not None else "", depth)
+            self._setting(_text(name), literal(value) if value is not None else "", depth,
+                          _text(value) if value is not None else "")
 
     def _remember(self, node: Node, nameref: bool) -> None:
         """``F=/etc/x``, ``export F=/etc/x`` (not ``F=x cmd``: only ``cmd`` sees that one)."""
@@ -548,7 +599,18 @@ class _Walker:
         for v in values:
             self.variables.assign(_text(name), v)
 
-    def _setting(self, name: str, value: str | None, depth: int) -> None:
+    def _setting(self, name: str, value: str | None, depth: int, raw: str | None = None) -> None:
+        """``raw``: the value as written, when it is not a literal (``PATH=.:$PATH``)."""
+        if name.upper() == "PATH":  # ``PATH=.:$PATH x``: a bare command word may name a file in these folders
+            given = value if value is not None else (raw or "").strip("\"'")
+            entries = given.split(";") if ";" in given else given.split(":")  # Windows: ``.;C:\bin;%PATH%``
+            self.path_dirs += [self._key(e or ".") for e in entries if "$" not in e and "`" not in e and "%" not in e]
+        loaded = _loaded_files(name, value) if self.downloaded else []
+        if any(self._is_download(f) for f in loaded):
+            # ``BASH_ENV=x.sh bash build.sh``, ``LD_PRELOAD=./x.so ls``, ``NODE_OPTIONS='-r ./x.js' npm test``:
+            # the next program loads the downloaded file as code before its own
+            self._record({"program": DYNAMIC, "options": [], "fed_by": sorted(self.downloaders or {"curl"}),
+                          "script": "file", "stdin": None})
         if value is not None:
             self.facts.urls += net.setting_targets(name, value)
         self.facts.autorun += git_dir_setting(name, value)
@@ -640,13 +702,38 @@ class _Walker:
         else:
             raise _Stop("too_complex")
         args = words[1:]
+        windows = winshell.windows_program(self, prog.lower(), args, depth, feed, stdin) \
+            if prog.lower() in _WINDOWS_PROGRAMS else None
+        if windows is not None:
+            return windows
+        if prog.lower() == "cmd" and self._cmd_inline(args, depth, feed, stdin):
+            return [prog]
         self._segment(prog, args, depth, feed, stdin, len(words) in splits, words[0])
         return [prog]
+
+    def _cmd_inline(self, args: list[str | None], depth: int, feed: list[str], stdin: str | None) -> bool:
+        """``cmd /c LINE`` (``/k``, ``/r``, after ``/s /q /d``...): LINE is read as cmd reads it. False when there
+        is no ``/c``: ``cmd`` alone reads its commands from stdin (the ``cmd <`` form, judged as a segment)."""
+        for i, a in enumerate(args):
+            low = (a or "").lower()
+            if a is None or not low.startswith("/"):
+                return False
+            if low[:2] in ("/c", "/k", "/r"):
+                rest = ([a[2:]] if len(a) > 2 else []) + args[i + 1:]
+                self._record({"program": "cmd", "options": ["/c"], "fed_by": sorted(set(feed)), "script": "inline",
+                              "stdin": stdin})
+                if any(r is None for r in rest):
+                    self._inline_shell(feed, stdin)  # built at run time: not seen
+                elif rest:
+                    self.windows("cmd", " ".join(r for r in rest if r is not None), depth + 1, feed, stdin)
+                return True
+        return False
 
     def _segment(self, prog: str, args: list[str | None], depth: int, feed: list[str], stdin: str | None,
                  split: bool = False, word: str | None = None) -> None:
         prefixes = self.prefixes  # a nested parse (``bash -c``) sets its own
-        if word is not None and "/" in word and self._is_download(word):
+        if word is not None and (("/" in word or "\\" in word) and self._is_download(word) or "/" not in word and any(
+                self._is_download(posixpath.join(d, word + ext)) for d in self.path_dirs for ext in _RUN_SUFFIXES)):
             # ``chmod +x x.sh; ./x.sh``: the kernel runs the downloaded file with whatever interpreter its
             # first line names, which the line does not show: any program, fed by the download.
             self._record({"program": DYNAMIC, "options": [], "fed_by": sorted(self.downloaders or {"curl"}),
@@ -661,7 +748,7 @@ class _Walker:
         interp = prog in SCRIPT_INTERPRETERS or prog == "$"
         base = _SHELL_VALUE_OPTS if prog in SHELLS else _INTERP_VALUE_OPTS
         values = base | _PROGRAM_VALUE_OPTS.get(prog, frozenset()) if interp else frozenset()
-        opts, first = (_powershell_options(args) if prog in ("pwsh", "powershell")
+        opts, first = (powershell_options(args) if prog in ("pwsh", "powershell")
                        else cmds.options_before_operands(args, values))
         if split:  # ``$x`` may expand to ``bash -c ...``: its options are unknown
             opts.append(UNKNOWN_OPTIONS)
@@ -672,6 +759,9 @@ class _Walker:
                         "stdin": stdin}
         operands = args[first:]
         stdin_code = False
+        if prog in ("pwsh", "powershell") and "-c" in opts:
+            self._powershell_inline(opts, operands, depth, feed, stdin, seg)
+            return
         if interp:
             module = _module_name(args) if prog in _MODULE_PROGRAMS and "-m" in opts else None
             from_script = self._script(prog, opts, operands, depth, seg, module)
@@ -696,6 +786,24 @@ class _Walker:
         self._record(seg)
         self.prefixes = prefixes
         self._effects(prog, args, depth, feed, stdin)
+
+    def _powershell_inline(self, opts: list[str], operands: list[str | None], depth: int, feed: list[str],
+                           stdin: str | None, seg: Segment) -> None:
+        """``pwsh -Command CODE`` (the words after it, joined), ``-EncodedCommand B64``: the code is read as
+        PowerShell (``guardrails.tools.winshell``), as a Windows agent's harness runs every command. Code the
+        line does not show (a variable, undecodable base64) is an inline ``sh -c``; ``-Command -`` reads stdin."""
+        seg["script"] = "inline"
+        self._record(seg)
+        if operands == ["-"] or not operands:
+            self._record({**seg, "script": "stdin", "options": sorted(set(opts) - {"-c"})})
+            return
+        code = None if None in operands else " ".join(o for o in operands if o is not None)
+        if code is not None and "-encodedcommand" in opts:
+            code = winshell.decode_encoded(code)
+        if code is None:
+            self._inline_shell(feed, stdin)
+            return
+        self.windows("powershell", code, depth + 1, feed, stdin)
 
     def _script(self, prog: str, opts: list[str], operands: list[str | None], depth: int, seg: Segment,
                 module: str | None = None) -> set[str]:
@@ -805,6 +913,9 @@ class _Walker:
             starts = list(itertools.takewhile(lambda a: a is not None and not a.startswith(("-", "(", "!", ")")),
                                               args)) or ["."]
             each: str | None = starts[0] if len(starts) == 1 else None
+            # a file downloaded earlier in the line at or below a start point is among the files found:
+            # ``curl -o x.sh ..; find . -name x.sh -exec sh {} \;`` runs it
+            fetched = next((d for d in sorted(self.downloaded) for s in starts if _below(d, self._key(str(s)))), None)
             for flag in ("-exec", "-execdir", "-ok", "-okdir"):
                 if flag in args:
                     start = args.index(flag) + 1
@@ -812,6 +923,22 @@ class _Walker:
                     words = [each if a == "{}" else None if a is not None and "{}" in a else a
                              for a in args[start:end]]
                     self.argv(words, depth + 1, feed, stdin)
+                    if fetched is not None and "{}" in args[start:end]:
+                        shown = fetched if fetched.startswith("/") else "./" + fetched
+                        self.argv([shown if a == "{}" else w for a, w in zip(args[start:end], words, strict=True)],
+                                  depth + 1, feed, stdin)
+        self._listed_git_folder(prog, args, feed)
+
+    def _listed_git_folder(self, prog: str, args: list[str | None], feed: list[str]) -> None:
+        """``find .git | cpio -pdm evil``, ``find .git | xargs cp --parents -t evil``, ``tar -T <(find .git)``:
+        files a lister named under ``.git`` handed to a program that copies or packs the files it is given
+        by name: a git folder under another name, as ``cp -r .git evil`` is."""
+        operands = [a for a in args if a is not None and not a.startswith("-")]
+        if prog in _LISTERS and any(_in_git_dir(self._key(a)) for a in operands):
+            self.git_listers.add(prog)
+        if prog in _LIST_COPIERS and self.git_listers & set(feed) and not any(
+                a is not None and in_git_folder(self._key(a)) for a in operands[-1:]):
+            self.facts.autorun.append(f"{prog} of files listed from a git folder (a git folder under another name)")
 
     def _wrapper_options(self, prog: str, args: list[str | None]) -> None:
         """What a wrapper's own options touch: ``xargs -a FILE`` reads it; ``env -C DIR`` and ``sudo -D
@@ -903,7 +1030,7 @@ class _Walker:
         """The file ``path`` names, whatever its spelling: joined to the current folder, ``.`` and ``..``
         folded (``./x.sh``, ``"$PWD/x.sh"``, ``src/../x.sh`` and ``x.sh`` are one file). Lexical: a symbolic
         link in the line is not followed."""
-        return posixpath.normpath(self._join(path))
+        return posixpath.normpath(self._join(path.replace("\\", "/") if "\\" in path else path))
 
     def _path(self, op: str, path: str) -> None:
         if has_alternatives(path) or has_alternatives(self.cwd):
@@ -917,7 +1044,7 @@ class _Walker:
         if not joined and self.cwd == "?" and not path.startswith(("/", "~")) and not _WINDOWS_ABSOLUTE.match(path):
             return  # relative to a folder the parse cannot know
         full = path if joined else self._join(path)
-        key = posixpath.normpath(full)
+        key = posixpath.normpath(full.replace("\\", "/") if "\\" in full else full)  # (``.\\x`` is ``x``)
         if op == "read" and key in self.written:
             return  # made earlier in this line (``echo x > a && cat a``): its write was judged
         if op == "write":
@@ -944,11 +1071,11 @@ def _splits(node: Node) -> bool:
 
 
 _PS_COMMAND = ("-command", "-encodedcommand")
-_PS_VALUE = ("-file", "-executionpolicy", "-workingdirectory", "-configurationname", "-outputformat",
+_PS_VALUE = ("-executionpolicy", "-workingdirectory", "-configurationname", "-outputformat",
              "-inputformat", "-settingsfile", "-custompipename", "-windowstyle", "-version")
 
 
-def _powershell_options(args: list[str | None]) -> tuple[list[str], int]:
+def powershell_options(args: list[str | None]) -> tuple[list[str], int]:
     """PowerShell's options are single-dash words, any unambiguous prefix (``-NoProfile``, ``-Comm``,
     ``-ec``): ``-c`` stands for -Command and -EncodedCommand (inline code), others are lowercased whole."""
     opts: list[str] = []
@@ -960,6 +1087,11 @@ def _powershell_options(args: list[str | None]) -> tuple[list[str], int]:
         low = "-" + a[1:].lower()
         if low in ("-c", "-e", "-ec", "-enc") or any(p.startswith(low) for p in _PS_COMMAND) and len(low) > 2:
             opts.append("-c")
+            if low in ("-e", "-ec", "-enc") or len(low) > 2 and "-encodedcommand".startswith(low):
+                opts.append("-encodedcommand")
+            return opts, i + 1
+        if low in ("-f", "-fi", "-fil", "-file"):  # -File x.ps1: the script file (the operand after it)
+            opts.append("-file")
             return opts, i + 1
         opts.append(low)
         i += 2 if any(p.startswith(low) for p in _PS_VALUE) and len(low) > 2 else 1
@@ -1139,17 +1271,34 @@ def _written_text(words: list[str | None], raws: list[str], stdin_text: str | No
     return None
 
 
-def analyze(command: str, stdin: str | None = None) -> ShellFacts:
+DIALECTS = ("bash", "powershell", "cmd", "windows")
+"""How a line is read: as bash (the default), PowerShell, cmd.exe, or ``windows``: a Windows agent's line
+whose shell may be either, read both ways and judged on both readings."""
+
+
+def analyze(command: str, stdin: str | None = None, dialect: str = "bash") -> ShellFacts:
     """Facts about one command line (never raises on any input; see ``status``). ``stdin="tty"``: the
     line runs in an interactive terminal, so an interpreter it starts reads what is typed next."""
     if len(command.encode("utf-8", "surrogatepass")) > MAX_COMMAND_BYTES:
         return ShellFacts(status="too_large")
+    if dialect == "windows":
+        return _both_windows_shells(command, stdin)
+    return _read(command, stdin, dialect)
+
+
+def _read(command: str, stdin: str | None, dialect: str) -> ShellFacts:
     walker = _Walker()
     _local.variables = walker.variables
     try:
-        walker.line(command, 0, [], stdin)
+        if dialect in ("powershell", "cmd"):
+            walker.windows(dialect, command, 0, [], stdin)
+        else:
+            walker.line(command, 0, [], stdin)
     except _Stop as stop:
-        return ShellFacts(segments=walker.facts.segments, status=stop.status,
+        return ShellFacts(segments=walker.facts.segments, status=stop.status, detail=stop.detail,
+                          work=walker.nodes + walker.parsed + walker.scanned)
+    except winshell.Unreadable as e:  # a Windows system program met in a bash line (``mshta URL``)
+        return ShellFacts(segments=walker.facts.segments, status=e.status, detail=e.detail,
                           work=walker.nodes + walker.parsed + walker.scanned)
     except RecursionError:
         return ShellFacts(status="too_complex", work=walker.nodes + walker.parsed + walker.scanned)
@@ -1160,6 +1309,41 @@ def analyze(command: str, stdin: str | None = None) -> ShellFacts:
     return walker.facts
 
 
+_SPLIT_ERRORS = frozenset({"ps_error", "cmd_error"})
+_POWERSHELL_ONLY = re.compile(r"[;{}]|\$[A-Za-z_{(]|@[({]|\]::|\b[A-Z][a-z]+-[A-Z][A-Za-z]+\b")
+"""What only a PowerShell line holds: statements split by ``;``, variables, script blocks, ``@(...)``, .NET
+members, ``Verb-Noun`` cmdlets. Such a line is read as PowerShell alone: cmd would read ``mkdir a; cd a``
+as one ``mkdir`` of four folders, a reading no agent means (and a false alarm on ``cmake ..``)."""
+_CMD_ONLY = re.compile(r"%[A-Za-z_][\w()]*%|\^|(?<!&)&(?!&)|![A-Za-z_]\w*!")
+"""What only a cmd line holds: ``%VAR%``, ``^`` escapes, a single ``&``, ``!VAR!``: then both readings count."""
+
+
+def _both_windows_shells(command: str, stdin: str | None) -> ShellFacts:
+    """A Windows agent's line read as PowerShell and as cmd: what either shell would do is judged. A line
+    one of them cannot split is that shell's syntax error (it runs nothing there); both: ``error``. Any
+    other trouble (code the reader cannot see, a command it does not know) blocks."""
+    ps = _read(command, stdin, "powershell")
+    if ps.status == "ok" and _POWERSHELL_ONLY.search(command) and not _CMD_ONLY.search(command):
+        return ps  # ``;``, ``$x``, ``{...}``, ``Verb-Noun``: PowerShell's line (cmd would not split it so)
+    cmd = _read(command, stdin, "cmd")
+    readings = [f for f in (ps, cmd) if f.status not in _SPLIT_ERRORS]
+    work = ps.work + cmd.work
+    if not readings:
+        return ShellFacts(status="error", detail=ps.detail, work=work)
+    trouble = next((f for f in readings if f.status != "ok"), None)
+    if trouble is not None:
+        return ShellFacts(segments=trouble.segments, status=trouble.status, detail=trouble.detail, work=work)
+    seen: set[str] = set()
+    segments = [seg for f in readings for seg in f.segments
+                if (key := repr(sorted(seg.items()))) not in seen and not seen.add(key)]  # type: ignore[func-returns-value]
+    return ShellFacts(segments=segments, work=work,
+                      paths=list(dict.fromkeys(p for f in readings for p in f.paths)),
+                      urls=list(dict.fromkeys(u for f in readings for u in f.urls)),
+                      writes=list(dict.fromkeys(w for f in readings for w in f.writes)),
+                      autorun=list(dict.fromkeys(a for f in readings for a in f.autorun)),
+                      git_runs=list(dict.fromkeys(g for f in readings for g in f.git_runs)))
+
+
 def unwrap_argv(argv: list[str]) -> str:
     """An argv list as a command line. ``["bash", "-lc", SCRIPT]`` is how Codex runs every command:
     the wrapper is the harness, not the model's choice, so the script itself is what gets judged."""
@@ -1168,6 +1352,57 @@ def unwrap_argv(argv: list[str]) -> str:
     if len(argv) == 3 and program_name(argv[0]) in SHELLS and "-c" in cmds.options_before_operands(argv[1:2])[0]:
         return argv[2]
     return shlex.join(argv)
+
+
+_RUN_SUFFIXES = ("", ".exe", ".com", ".bat", ".cmd", ".ps1")
+"""What a bare command word may be completed with when it is looked up in a folder (Windows' ``PATHEXT``)."""
+_WINDOWS_PROGRAMS = frozenset({"certutil", "bitsadmin", "reg", "schtasks", "at", "cscript", "wscript", "wsl",
+                               *winshell.CODE_RUNNERS, *winshell.MACHINE})
+"""Windows system programs read by ``winshell.windows_program`` from any shell (Git Bash runs them too)."""
+_LISTERS = frozenset({"find", "ls", "echo", "printf", "tree", "fd", "fdfind", "du", "git"})
+"""Programs whose output can name the files below a folder (``git`` for ``git ls-files`` of a folder)."""
+_LIST_COPIERS = frozenset({"cpio", "pax", "cp", "mv", "ln", "install", "rsync", "ditto", "scp", "tar", "zip", "bsdtar",
+                           "7z", "7za", "afio"})
+"""Programs that copy or pack files named on their input or in their operands (through ``xargs``)."""
+
+
+def _below(path: str, start: str) -> bool:
+    """Whether ``path`` (a ``_key``) is ``start`` or inside it; ``.`` holds every relative path."""
+    if start == ".":
+        return not path.startswith(("/", "~", "../")) and path != ".."
+    return path == start or path.startswith(start.rstrip("/") + "/")
+
+
+def _in_git_dir(path: str) -> bool:
+    """A path at or inside a ``.git`` folder (not git's ``*.lock`` files)."""
+    return in_git_folder(path) or in_git_folder(path + "/x")
+
+
+_LOADER_SETTINGS = frozenset({"BASH_ENV", "ENV", "PYTHONSTARTUP"})
+"""Settings whose value is a script a shell or interpreter runs first (``ENV``: sh and dash, interactive)."""
+_LIBRARY_SETTINGS = frozenset({"LD_PRELOAD", "LD_AUDIT", "DYLD_INSERT_LIBRARIES"})
+_NODE_LOAD_OPTS = frozenset({"-r", "--require", "--import", "--loader", "--experimental-loader"})
+
+
+def _loaded_files(name: str, value: str | None) -> list[str]:
+    """The files a setting makes the next program load as code: ``BASH_ENV``'s script, ``LD_PRELOAD``'s
+    libraries, ``NODE_OPTIONS``' ``--require``/``--import``, ``RUBYOPT``'s ``-r``; ``ZDOTDIR``'s ``.zshenv``."""
+    if value is None or not value:
+        return []
+    if name in _LOADER_SETTINGS:
+        return [value]
+    if name == "ZDOTDIR":
+        return [posixpath.join(value, ".zshenv"), posixpath.join(value, ".zshrc")]
+    if name in _LIBRARY_SETTINGS:
+        return [v for v in re.split(r"[\s:]+", value) if v]
+    words = value.split()
+    if name == "NODE_OPTIONS":
+        found = [v for o, v in cmds.options_with_values(words, _NODE_LOAD_OPTS) if o in _NODE_LOAD_OPTS and v]
+        return [f for v in found for f in (v, v + ".js")]
+    if name == "RUBYOPT":
+        found = [v for o, v in cmds.options_with_values(words, frozenset({"-r"})) if o == "-r" and v]
+        return [f for v in found for f in (v, v + ".rb")]
+    return []
 
 
 def _module_name(args: list[str | None]) -> str | None:

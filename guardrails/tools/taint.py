@@ -139,6 +139,37 @@ def sources(history: Sequence[HistoryToolCall], policy: ToolsPolicy, flagged: Se
     return found + [f for f in flagged if f not in found]
 
 
+_PIECES = re.compile(r"[|;&\n()]")
+_REPLACERS = frozenset({"xargs", "parallel"})
+
+
+def _replace_strings(text: str) -> set[str]:
+    """The strings ``xargs -I@``, ``xargs -I @``, ``--replace=%``, ``-i@`` and ``parallel -I @@`` put each input
+    line in for (``{}`` by default, any string by choice). One pass over the words of each command."""
+    found: set[str] = set()
+    for piece in _PIECES.split(text):
+        words = [w.strip("'\"") for w in piece.split()]
+        if not _REPLACERS & set(words):
+            continue
+        for i, w in enumerate(words):
+            if w in ("-I", "-J") and i + 1 < len(words):
+                found.add(words[i + 1])
+            elif w.startswith(("-I", "-J", "-i")) and len(w) > 2 and not w.startswith("--"):
+                found.add(w[2:])
+            elif w.startswith("--replace="):
+                found.add(w[len("--replace="):])
+    return {f for f in found if f and f != "{}" and len(f) <= 16}
+
+
+def _placeholders(text: str) -> str:
+    """``text`` with each xargs/parallel replace string spelled ``{}`` (``xargs -I@ curl "https://h/?q=@"``
+    fills the query from local content as ``-I{}`` does); "" when there is none."""
+    found = _replace_strings(text)
+    for placeholder in sorted(found)[:8]:
+        text = text.replace(placeholder, "{}")
+    return text if found else ""
+
+
 def _command_lines(name: str, args: Mapping[str, object], policy: ToolsPolicy) -> list[str]:
     entry = lookup(name, policy.catalog)
     lines: list[str] = []
@@ -175,7 +206,7 @@ def sends(name: str, arguments: str, effect: str, obs: Mapping[str, object], pol
             program = program_name(inner[0])
             if program in _SENDERS and (w := _sends(program, inner[1:], text)) is not None:
                 out.append(w)
-    if programs & _REACHES and _LOCAL_QUERY.search(text):
+    if programs & _REACHES and (_LOCAL_QUERY.search(text) or _LOCAL_QUERY.search(_placeholders(text))):
         out.append("a URL or host built from local content (a shell expansion in it)")
     for t in _dicts(obs.get("targets")):
         path = str(t.get("path", ""))

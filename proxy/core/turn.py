@@ -40,7 +40,7 @@ from guardrails.stream import ArmedSet, Trip
 from proxy.core.choice_guard import COVERAGE_ID, ArmFor, ChoiceGuard
 from proxy.core.holdback import Waits
 from proxy.core.limits import Limits, message_violation, messages_violation
-from proxy.core.stream_guard import apply_redactions, tool_block
+from proxy.core.stream_guard import ArmTools, apply_redactions, tool_block
 from proxy.core.whole_answer import PassesFor, ToolsPass, WholeVerdict, check_whole_answer
 from proxy.wire.base import ErrorKind, FinishKind, JsonBody, Replaced, StreamCodec, WireFormat, dumps
 from proxy.wire.shapes import error_body
@@ -140,7 +140,7 @@ class Rules:
     max_feedback_rounds: int
     arm: ArmFor
     """The stream checks for one lane of an attempt's text, by channel (None: none armed)."""
-    arm_tools: Callable[[], ArmedSet | None]
+    arm_tools: ArmTools
     """The stream checks for one tool call's arguments."""
     clock: Callable[[], float] | None = None
     on_release: Waits | None = None
@@ -188,7 +188,7 @@ class Armer(Protocol):
     @property
     def arm(self) -> ArmFor: ...
     @property
-    def arm_tools(self) -> Callable[[], ArmedSet | None]: ...
+    def arm_tools(self) -> ArmTools: ...
     @property
     def passes(self) -> PassesFor | None: ...
     @property
@@ -411,22 +411,24 @@ class Turn:
         guard, emit = self._guard_(), not self.tail
         out: list[Command] = []
         release: list[Frame] = []
-        for frame in frames:
-            if frame.unreadable:
+        at, count = 0, len(frames)
+        while at < count:
+            if frames[at].unreadable:
                 if emit and release:
                     out.append(self._write(release))
                 return out + self.on_unreadable("a frame that is not this API's")
-            step = guard.push(frame)
+            # One frame, or a run of lone answer deltas checked at once (``ChoiceGuard.push_from``).
+            step, at = guard.push_from(frames, at)
             if step.redactions:
                 self.notes.redacted(step.redactions)
             if logged := guard.logged:  # (``_note_logged``, inline: asked after every frame)
                 self.notes.logged(logged)
+            release += step.send  # (a trip's step may carry what went out before it)
             if step.trip is not None:
                 if emit and release:
                     out.append(self._write(release))
                 self.reading = False
                 return out + self._on_finding(self._from_trip(step.trip), guard.message())
-            release += step.send
             if emit and release and (not self.sent_any or len(release) >= BATCH_FRAMES):
                 out.append(self._write(release))
                 release = []

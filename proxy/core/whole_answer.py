@@ -49,7 +49,7 @@ from guardrails.decision import Block, Redact
 from guardrails.stream import ArmedSet, Trip
 from guardrails.tools.arguments import decoded_text
 from proxy.core.choice_guard import ArmFor, first_whole_trip
-from proxy.core.stream_guard import CHECK_CHUNK, as_block, tool_block
+from proxy.core.stream_guard import CHECK_CHUNK, ArmTools, as_block, for_call, tool_block
 
 PassesFor = Callable[[str, Sequence[str]], bool]
 """Whether a lane's complete text (by channel, in pieces) passes every check armed for that lane
@@ -88,7 +88,7 @@ def single_answer(events: Sequence[Event]) -> bool:
     return True
 
 
-def check_whole_answer(events: Sequence[Event], arm: ArmFor, arm_tools: Callable[[], ArmedSet | None],
+def check_whole_answer(events: Sequence[Event], arm: ArmFor, arm_tools: ArmTools,
                        log_only: frozenset[str], passes: PassesFor | None = None,
                        passes_tools: ToolsPass | None = None) -> WholeVerdict | None:
     """The checks over a whole answer's ``events``, or None when its shape needs ``ChoiceGuard``.
@@ -180,7 +180,7 @@ class _Pass:
 
     __slots__ = ("_arm", "_arm_tools", "_events", "_log_only", "_whole_logged")
 
-    def __init__(self, arm: ArmFor, arm_tools: Callable[[], ArmedSet | None], log_only: frozenset[str]) -> None:
+    def __init__(self, arm: ArmFor, arm_tools: ArmTools, log_only: frozenset[str]) -> None:
         self._arm, self._arm_tools, self._log_only = arm, arm_tools, log_only
         self._whole_logged: list[Trip] = []
         self._events: Sequence[Event] = ()
@@ -293,17 +293,24 @@ class _Pass:
     # -- tool calls -------------------------------------------------------------------------------
     def _tool_calls(self, lane: _Lane) -> Trip | None:
         """Each call's texts (``tool_texts``), as ``StreamGuard._check_tool_arguments`` checks them."""
-        for text in tool_texts(self._events):
-            armed = self._arm_tools()
-            if not armed:
-                return None
-            if (trip := tool_block(armed, text, self._log_only, lane.logged, self._arm_tools)) is not None:
-                return trip
+        for name, arguments, texts in tool_calls(self._events):
+            rearm = for_call(self._arm_tools, name, arguments)
+            for text in texts:
+                armed = rearm()
+                if not armed:
+                    return None
+                if (trip := tool_block(armed, text, self._log_only, lane.logged, rearm)) is not None:
+                    return trip
         return None
 
 
 def tool_texts(events: Sequence[Event]) -> list[str]:
-    """What the tool checks read of choice 0's calls, in order: each call's name with its raw
+    """Every text of ``tool_calls``, in order."""
+    return [text for _, _, texts in tool_calls(events) for text in texts]
+
+
+def tool_calls(events: Sequence[Event]) -> list[tuple[str, str, list[str]]]:
+    """(name, raw arguments, texts) of choice 0's calls. The texts are what the tool checks read of each, in order: its name with its raw
     arguments, then its decoded string values (empty texts left out). A call is keyed by the order it
     began in; a new start of a key begins it again; its arguments are the fragments since its start,
     joined at its end (or at the answer's end, for a call that has none)."""
@@ -324,11 +331,12 @@ def tool_texts(events: Sequence[Event]) -> list[str]:
             assert isinstance(e, ToolCallEnd)
             if e.key in calls:
                 joined[e.key] = "".join(args.get(e.key, ()))
-    texts: list[str] = []
+    out: list[tuple[str, str, list[str]]] = []
     for key, name in calls.items():
         arguments = joined.get(key) or "".join(args.get(key, ()))
-        texts += [text for text in (f"{name}\n{arguments}" if name else arguments, decoded_text(arguments)) if text]
-    return texts
+        out.append((name, arguments, [text for text in (f"{name}\n{arguments}" if name else arguments,
+                                                        decoded_text(arguments)) if text]))
+    return out
 
 
 def _grow(lane: _Lane, piece: str) -> None:

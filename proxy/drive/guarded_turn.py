@@ -16,11 +16,12 @@ from functools import partial
 from typing import Any, Literal
 
 from config.errors import UpstreamError
-from config.policy import MaxLengthGuardrail, Mode
+from config.policy import MaxLengthGuardrail, Mode, PiiGuardrail, SecretsGuardrail
 from guardrails.datamodel import ANSWER, AssistantMessage, RequestView
 from guardrails.seams import StreamContext, StreamGuardrail, TextCompleter, plants_instruction
 from guardrails.stream import ArmedSet, passes_forms, whole_forms
 from guardrails.stream.canary import CanaryProvider, canary_instruction, make_canary_token
+from guardrails.tools.file_writes import covered, written_files
 from proxy.core.limits import Limits, ReadBudget, too_large, tool_call_violation
 from proxy.core.turn import Ask, Command, Fail, Finish, Reply, Request, Rules, Turn, Vet, Write, log_only_ids
 from proxy.downstream.responder import Responder
@@ -77,8 +78,8 @@ class Plan:
     (``plan_of``): a request then looks up what it would otherwise derive again (the guardrails of
     each lane and their whole-text forms, the limits, a unary turn's ``Rules``)."""
 
-    __slots__ = ("canaries", "decision_headers", "forms", "lanes", "limits", "mode", "plants", "rules",
-                 "unary_rules", "unseen")
+    __slots__ = ("allow_paths", "canaries", "decision_headers", "forms", "lanes", "limits", "mode", "plants",
+                 "rules", "tool_catalog", "tool_root", "unary_rules", "unseen")
 
     def __init__(self, s: Services) -> None:
         self.plants = any(plants_instruction(g) for g in s.stream_guardrails)
@@ -102,6 +103,14 @@ class Plan:
                             for interactive, fields in self.rules.items()}
         """A turn with nothing per request in its rules (no stream timings): one per mode, the checks
         armed apart (``Arming``)."""
+        self.allow_paths = {g.id: tuple(spec.allow_paths) for g in s.tool_arg_guardrails
+                            if isinstance(spec := s.specs.get(g.id), (SecretsGuardrail, PiiGuardrail))
+                            and spec.allow_paths}
+        """Guardrails left out of a file tool's write into files their ``allow_paths`` cover (test
+        fixtures), by guardrail id."""
+        tools = s.policy.tools
+        self.tool_root = tools.workspace_root if tools is not None else None
+        self.tool_catalog = tools.catalog if tools is not None else {}
         guard = s.guard
         self.decision_headers = [
             (b"x-guardproxy-policy", guard.label.encode("latin-1", "replace")),
@@ -113,7 +122,7 @@ def plan_of(s: Services) -> Plan:
     return s.guard.once(Plan, Plan, s)
 
 
-def _armed_apart(*_: object) -> None:
+def _armed_apart(*_: object, **__: object) -> None:
     raise AssertionError("a turn of a shared Rules arms its checks through its own Arming")
 
 
@@ -145,8 +154,20 @@ class Arming:
         armed = ArmedSet.arm(guardrails, self._ctx or self._context())
         return armed if armed else None
 
-    def arm_tools(self) -> ArmedSet | None:
-        return self.arm(for_tools=True)
+    def arm_tools(self, call: tuple[str, str] | None = None) -> ArmedSet | None:
+        """The checks of one tool call's texts; given the call (name, raw arguments), without the
+        guardrails whose ``allow_paths`` cover every file it writes."""
+        armed = self.arm(for_tools=True)
+        plan = self._plan
+        if armed is None or call is None or not plan.allow_paths:
+            return armed
+        written = written_files(call[0], call[1], plan.tool_catalog)
+        if written is None:
+            return armed
+        for gid, globs in plan.allow_paths.items():
+            if gid in armed.ids and covered(written, globs, plan.tool_root):
+                armed.disarm(gid)
+        return armed if armed else None
 
     def passes(self, channel: str, pieces: Sequence[str], *, for_tools: bool = False) -> bool:
         """Whether every check ``arm`` would arm for a lane's complete text (or, ``for_tools``, one of

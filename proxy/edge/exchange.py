@@ -41,7 +41,6 @@ from proxy.drive.services import Services
 from proxy.drive.turn_memory import TurnMemory, report_state_failure
 from proxy.drive.upstream_call import UpstreamCall
 from proxy.edge.input_screen import screen_request
-from proxy.edge.one_reading import read_once, repeated_message
 from proxy.edge.routes import BadPath, Route, WireName, resolve
 from proxy.ops.tracing import genai_request, mark
 from proxy.state import StoreUnavailable
@@ -49,6 +48,7 @@ from proxy.state.scope import scope_of
 from proxy.upstream.forwarding import HOP_BY_HOP
 from proxy.upstream.http1 import Answer
 from proxy.wire.base import BadRequest, ErrorKind, JsonBody, WireFormat, load_json_body
+from proxy.wire.one_reading import read_once, repeated_message
 from proxy.wire.providers import PROVIDERS, guess_any
 
 log = structlog.get_logger("guardproxy")
@@ -356,7 +356,7 @@ class Exchange:
 
     async def _refused_repeats(self, body: bytes, spellings: bool, wire: WireFormat | None = None) -> bool:
         """A guarded body that repeats a key in one object is refused with the API's 400 before
-        anything of it goes upstream (``proxy.edge.one_reading``). Returns whether it was; when not,
+        anything of it goes upstream (``proxy.wire.one_reading``). Returns whether it was; when not,
         ``self._decoded`` holds the body's object if the check decoded it whole. A body that extends
         a recent clean one of ``wire`` (an agent's next turn) is checked in what it adds only, exactly
         (``proxy.wire.conversation_delta``): an agent's 66 KB turn costs its new items' check, not a

@@ -28,7 +28,7 @@ a probe item inserted there: P's kept list must come out one item longer, ending
 dropped duplicate list or before the last item all fail this). Turn 2 thus pays one more decode;
 every later turn pays only for what it adds.
 
-The same argument makes the repeated-key check (``proxy.edge.one_reading``) incremental. A kept
+The same argument makes the repeated-key check (``proxy.wire.one_reading``) incremental. A kept
 body is marked clean only when the caller proved it repeats no key in any object (``read(raw,
 clean=True)``: the edge checks every guarded body before it is read, and refuses one that repeats).
 Let N = ``P[:b] + X + P[a:]`` with P clean and b <= a proven anchors of P, and ``[null`` + X + ``]``
@@ -168,7 +168,7 @@ class Turns(Generic[S]):
 
     def read(self, raw: bytes, *, clean: bool = False) -> S | None:
         """The reading of ``raw``, from a kept body it extends when there is one. ``clean``: the caller
-        proved ``raw`` repeats no key in any object (``proxy.edge.one_reading``); only such a body is
+        proved ``raw`` repeats no key in any object (``proxy.wire.one_reading``); only such a body is
         kept as clean, the base that ``added_to_clean`` reads later bodies from."""
         if len(raw) < MIN_BYTES:
             found = self._whole(raw)
@@ -191,7 +191,7 @@ class Turns(Generic[S]):
         """What ``raw`` adds to a kept clean body it extends (``P[:b] + X + P[a:]`` at proven anchors
         b <= a of a kept ``P``: X, a sequence of ``,item`` if ``raw`` is JSON at all; empty for ``P``
         itself), or None when it extends none. ``raw`` then repeats a key in some object exactly when
-        X's items do (see ``proxy.edge.one_reading``). May prove a kept body's anchor (as ``read``
+        X's items do (see ``proxy.wire.one_reading``). May prove a kept body's anchor (as ``read``
         would next)."""
         if len(raw) < MIN_BYTES:
             return None

@@ -223,6 +223,8 @@ _CANDIDATE_TEXT = ("citationMetadata", "groundingMetadata", "urlContextMetadata"
 """Candidate fields that a client may render (citations, search suggestions' HTML, a finish message):
 every string in them is checked whole."""
 _THOUGHT = "thought"
+_CODE_LANES = {"executableCode": ("code", "code"), "codeExecutionResult": ("output", "code_output")}
+"""Code execution parts: the field that streams, and its lane."""
 _LOGPROB = obj("token", "tokenId", "logProbability")
 _LOGPROBS_RESULT = obj("logProbabilitySum", chosenCandidates=_LOGPROB, topCandidates=obj(candidates=_LOGPROB))
 _FUNCTION_CALL = obj("id", "name", "args")
@@ -269,6 +271,8 @@ class _Decoder:
         self.thinking: set[int] = set()
         self.choices: set[int] = {0}
         """Candidates the upstream began: a tail ends each of them."""
+        self.first: int | None = None
+        """The candidate whose text came first in its chunk (``chunk_events``)."""
 
     def chunk_events(self, chunk: dict[str, Any]) -> list[Event]:
         cands = chunk.get("candidates")
@@ -281,7 +285,16 @@ class _Decoder:
             if not isinstance(cand, dict):
                 events.append(Unvetted("a candidate of an unknown shape"))
                 continue
-            events += self.candidate_events(cand, _candidate_index(cand, position))
+            c = _candidate_index(cand, position)
+            found = self.candidate_events(cand, c)
+            if position == 0 and c != self.first and TextDelta in map(type, found):
+                # ``chunk.text`` (both SDKs) reads each chunk's first candidate, by position: once one
+                # candidate's text came first, another's there would be joined to it by the client,
+                # while the proxy checks each candidate's text on its own.
+                if self.first is not None:
+                    found.append(Unvetted("the first candidate of a chunk changed"))
+                self.first = c
+            events += found
         return events
 
     def candidate_events(self, cand: dict[str, Any], c: int) -> list[Event]:
@@ -330,8 +343,15 @@ class _Decoder:
                 self.calls += 1
                 events += [ToolCallStart(k, call.call_id, call.name, c),
                            ToolCallArgsDelta(k, call.arguments, c), ToolCallEnd(k, c)]
-            elif key in ("executableCode", "codeExecutionResult"):
-                events += [WholeText(t, c, key) for t in _strings(value)]  # code and its output, shown
+            elif key in _CODE_LANES:
+                # The code the model ran and what it printed: shown as they arrive, so each is a lane
+                # of its own across chunks (a key cut between two chunks' code reads joined).
+                field, lane = _CODE_LANES[key]
+                said = value.get(field) if isinstance(value, dict) else None
+                if isinstance(said, str):
+                    events.append(TextDelta(said, c, lane))
+                    value = {k: v for k, v in value.items() if k != field}
+                events += [WholeText(t, c, key) for t in _strings(value)]
             else:
                 events.append(Unvetted(f"part field {key!r}"))
         text = part.get("text")

@@ -18,7 +18,7 @@ Shapes read (and only these; anything else in a part is left as it is):
   blocks (user) and ``tool_result`` blocks (tool_result: a string or those blocks; images and
   base64/URL/file documents skipped);
 - Gemini: ``systemInstruction`` (or ``system_instruction``) parts (system); ``contents[]`` parts
-  other than the model's: ``text`` (user), ``functionResponse.response`` (every string in it).
+  other than the model's: ``text`` (user), ``functionResponse.response`` (every string in it, keys too).
 """
 
 from __future__ import annotations
@@ -58,12 +58,21 @@ def _kind(block: dict[str, Any], default: str = "") -> str:
     return kind if isinstance(kind, str) else ""
 
 
+KEY_TEXT = -1
+"""The last element of the path of an object's key read as a text (``_walk``): no array index is
+negative and no object key is an int, so the path names no value, and a redaction of it cannot be
+spliced (``json_spans.splice`` refuses it: the request is not sent)."""
+
+
 def _walk(value: Any, path: Path, depth: int = 0) -> Iterator[tuple[Path, str]]:
-    """Every string in a JSON value (a Gemini ``functionResponse.response``), with its path."""
+    """Every string in a JSON value (a Gemini ``functionResponse.response``), with its path: the
+    values and the objects' keys, which the model reads as much as the values (a tool's result can
+    carry a key or an instruction as a key)."""
     if isinstance(value, str):
         yield path, value
     elif depth < 64 and isinstance(value, dict):
         for key, item in value.items():
+            yield (*path, key, KEY_TEXT), key
             yield from _walk(item, (*path, key), depth + 1)
     elif depth < 64 and isinstance(value, list):
         for i, item in enumerate(value):

@@ -1,9 +1,13 @@
 """OpenAI Chat Completions: ``data: <chunk>`` frames, no ``event:`` lines, ``data: [DONE]`` at the end.
 
-Tool calls stream keyed by ``index``; only the first delta of an index carries ``id`` and ``name`` (a
-later delta with another name fails closed: the SDK's stream helper would join the two). Each call
-begins at the next unused index (0, 1, 2...): the SDK's helper pairs deltas by list position, so a call
-begun out of order or after a gap fails closed.
+Tool calls stream keyed by ``index``; only the first delta of an index carries ``id`` and ``name``. A
+later delta with a name (even the same one) or another id fails closed: the SDK's stream helper joins
+the strings (``run_`` then ``run_`` is a call to ``run_run_``), and clients that key calls by id split
+one call in two. Each call begins at the next unused index (0, 1, 2...): the SDK's helper pairs deltas
+by list position, so a call begun out of order or after a gap fails closed. A delta without an
+``index`` (some OpenAI-compatible servers) is read alike by every client only when it is the choice's
+one tool-call delta, the whole call; any other tool-call delta beside it fails closed (clients fill
+the index with 0, with the next slot, or by id, and so assemble different calls).
 The replaced signal rides as ``event: output.message.replaced`` on a chunk-shaped payload with an
 empty delta, which the official SDK yields as a harmless empty chunk (DESIGN.md, measured).
 """
@@ -677,6 +681,10 @@ class ChatStream(StreamCodec):
         """Open tool-call indexes per choice, with the name each began with."""
         self._begun_tools: dict[int, int] = {}
         """Tool calls begun per choice: the next one must begin at this index (``_tool_events``)."""
+        self._tool_ids: dict[tuple[int, str], str] = {}
+        """The id each open tool call began with, per (choice, index)."""
+        self._unindexed: set[int] = set()
+        """Choices whose tool call came without an ``index``: no other tool-call delta may follow."""
         self._reasoning: dict[int, set[str]] = {}
         """Reasoning lanes open per choice (ended when the answer starts)."""
         self._templates = Templates("content")
@@ -793,8 +801,19 @@ class ChatStream(StreamCodec):
     def _tool_events(self, tc: Any, c: int) -> list[Event]:
         if not isinstance(tc, dict) or _unreadable_call(tc):
             return [Unvetted("chat tool call of an unknown shape")]
-        key = str(tc.get("index", 0))
+        if c in self._unindexed:
+            return [Unvetted("a chat tool-call delta beside one without an index")]
+        index = tc.get("index")
+        if index is None:
+            # No index: clients fill it in differently (0, the next slot, by id). Only a choice's one
+            # and only tool-call delta reads alike everywhere: the whole call.
+            if self._begun_tools.get(c, 0) or self._open_tools.get(c):
+                return [Unvetted("a chat tool-call delta without an index beside other calls")]
+            self._unindexed.add(c)
+            index = 0
+        key = str(index)
         name, args = _function_of(tc)  # type "function" or "custom" (freeform input)
+        call_id = tc.get("id")
         events: list[Event] = []
         open_tools = self._open_tools.setdefault(c, {})
         if key not in open_tools:
@@ -802,16 +821,21 @@ class ChatStream(StreamCodec):
                 # The SDK's stream helper pairs a delta with the call at that *list position* (a call
                 # begun at index 1 first is its entry 0, and index 0's deltas join it; a gap shifts the
                 # rest): only a call begun at the next unused index is assembled as the proxy reads it.
-                index, begun = tc.get("index", 0), self._begun_tools.get(c, 0)
+                begun = self._begun_tools.get(c, 0)
                 if type(index) is not int or index != begun:
                     return [Unvetted("a chat tool call begun at an index other than the next one")]
                 self._begun_tools[c] = begun + 1
             open_tools[key] = name
-            events.append(ToolCallStart(key, str(tc.get("id", "")), name, c))
-        elif name and name != open_tools[key]:
-            # A name in pieces: the SDK's stream helper (and clients like it) joins them into a tool the
-            # rules never assessed; OpenAI sends it whole in the first delta (repeating it is harmless).
+            self._tool_ids[(c, key)] = str(call_id or "")
+            events.append(ToolCallStart(key, str(call_id or ""), name, c))
+        elif name:
+            # A name in a later delta, even the same one: the SDK's stream helper (and clients like it)
+            # joins the pieces into a tool the rules never assessed (``run_`` + ``run_``: ``run_run_``).
             return [Unvetted("a chat tool call's name continued in a later delta")]
+        elif call_id and call_id != self._tool_ids.get((c, key)):
+            # Another id mid-call: the SDK joins the ids, clients that key calls by id begin a new call
+            # with the arguments that follow (a call the rules never judged on its own).
+            return [Unvetted("a chat tool call's id changed in a later delta")]
         if args:
             events.append(ToolCallArgsDelta(key, args, c))
         return events

@@ -253,7 +253,7 @@ def test_emoji_with_variation_selectors_and_joiners_keep_the_whole_text_fast_pat
 
 def _tool_trip(arguments: str) -> tuple[str, str] | None:
     guard = StreamGuard(ArmedSet.arm(TOOL_PROVIDERS, CTX), holdback=0,
-                        rearm=lambda: ArmedSet.arm(TOOL_PROVIDERS, CTX))
+                        rearm=lambda _call=None: ArmedSet.arm(TOOL_PROVIDERS, CTX))
     guard.push(Frame(b"", (ToolCallStart("0", "c1", "Write"), ToolCallArgsDelta("0", arguments), ToolCallEnd("0"))))
     trip = guard.end().trip
     return trip and (trip.guardrail_id, trip.decision.reason_code)

@@ -89,37 +89,79 @@ def _groups(rng: random.Random, pieces: list[str], most: int) -> list[list[str]]
 
 
 # -- chat --------------------------------------------------------------------------------------------
-def chat_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
+def _logprob(token: str, alternative: str | None = None) -> dict[str, Any]:
+    top = [] if alternative is None else [{"token": alternative, "logprob": -2.0, "bytes": list(alternative.encode())}]
+    return {"token": token, "logprob": -0.5, "bytes": list(token.encode()), "top_logprobs": top}
+
+
+def _chat_choice(rng: random.Random, marker: str | None, where: str,
+                 shape: Shape) -> list[tuple[dict[str, Any], dict[str, Any] | None, str | None]]:
+    """One choice's stream, as (delta, logprobs, finish_reason) per chunk. Without ``marker``: a plain
+    answer (the other choices of a ``choices`` answer)."""
+    if marker is None:
+        return [({"role": "assistant", "content": ""}, None, None),
+                *(({"content": p}, None, None) for p in _cut(rng, "Fine, thanks.", 3)), ({}, None, "stop")]
     in_tool = where == "tool"
-    base = {"id": "chatcmpl-f", "object": "chat.completion.chunk", "created": 1, "model": "m"}
-
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        return _frame(rng, {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None,
-                                                 "finish_reason": finish}]})
-
-    frames = [chunk({"role": "assistant", "content": ""})]
+    out: list[tuple[dict[str, Any], dict[str, Any] | None, str | None]] = [
+        ({"role": "assistant", "content": ""}, None, None)]
     if where == "reasoning":
-        frames += [chunk({"reasoning_content": p}) for p in _cut(rng, _answer(rng, marker), 6)]
+        out += [({"reasoning_content": p}, None, None) for p in _cut(rng, _answer(rng, marker), 6)]
+    if where == "refusal":
+        out += [({"refusal": p}, None, None) for p in _cut(rng, _answer(rng, marker), 6)]
+        return [*out, ({}, None, "stop")]
     text = _answer(rng, marker) if where == "text" else "Checking."
-    for piece in _cut(rng, text, 8):
-        frames.append(chunk({"content": piece}))
+    pieces = _cut(rng, text, 8)
+    spelt = _cut(rng, _answer(rng, marker), len(pieces)) if where in ("logprobs", "top_logprobs") else []
+    spelt += [""] * (len(pieces) - len(spelt))
+    for n, piece in enumerate(pieces):
+        logprobs = None
+        if where == "logprobs":  # the tokens spell the marker, the text says otherwise
+            logprobs = {"content": [_logprob(spelt[n])] if spelt[n] else [], "refusal": None}
+        elif where == "top_logprobs":  # the second choice of each token spells it
+            logprobs = {"content": [_logprob(piece, spelt[n] or None)], "refusal": None}
+        out.append(({"content": piece}, logprobs, None))
         if rng.random() < 0.1:
-            frames.append(chunk({"content": ""}))
+            out.append(({"content": ""}, None, None))
+    if where == "annotation":  # a citation's title (the SDK's snapshot keeps the delta's annotations)
+        cite = {"title": _answer(rng, marker), "url": "https://docs.example/tides", "start_index": 0, "end_index": 3}
+        out.append(({"annotations": [{"type": "url_citation", "url_citation": cite}]}, None, None))
     if in_tool:
         args = json.dumps({"note": _answer(rng, marker)})
         pieces = _cut(rng, args, 6)
-        head = {"index": 0, "id": "call_0", "type": "function", "function": {"name": "Remember", "arguments": ""}}
+        head: dict[str, Any] = {"index": 0, "id": "call_0", "type": "function",
+                                "function": {"name": "Remember", "arguments": ""}}
+        if "type-missing" in shape:  # the SDK reads a call without ``type`` as a function call
+            del head["type"]
         if "args-in-head" in shape:
             head["function"]["arguments"], pieces = pieces[0], pieces[1:]
         if "index-swapped" in shape:  # begun at 1: the SDK's entry 0, which index 0's call (cut in the marker) joins
             at = args.index(marker) + rng.randint(1, len(marker) - 1)
             head["index"], head["function"]["arguments"], pieces = 1, args[:at], []
             second = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "", "arguments": args[at:]}}
-            frames.append(chunk({"tool_calls": [head, second, {"index": 1, "function": {"arguments": ""}}]}))
+            out.append(({"tool_calls": [head, second, {"index": 1, "function": {"arguments": ""}}]}, None, None))
         else:
-            frames.append(chunk({"tool_calls": [head]}))
-        frames += [chunk({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}) for p in pieces]
-    frames.append(chunk({}, "tool_calls" if in_tool else "stop"))
+            out.append(({"tool_calls": [head]}, None, None))
+        out += [({"tool_calls": [{"index": 0, "function": {"arguments": p}}]}, None, None) for p in pieces]
+    return [*out, ({}, None, "tool_calls" if in_tool else "stop")]
+
+
+def chat_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
+    base = {"id": "chatcmpl-f", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    lanes = [_chat_choice(rng, marker, where, shape)]
+    if "choices" in shape:  # n > 1: the marker in one of them, the chunks of all interleaved
+        lanes.append(_chat_choice(rng, None, where, shape))
+        if rng.random() < 0.5:
+            lanes.reverse()
+    queues = [[(c, *step) for step in lane] for c, lane in enumerate(lanes)]
+    frames = []
+    while any(queues):
+        # each choice's chunks in order; which choice speaks next is drawn (every choice begun in
+        # index order: the SDK's helper indexes its snapshot by choice index)
+        ready = [q for n, q in enumerate(queues) if q and (n == 0 or not queues[n - 1] or len(queues[n - 1]) < len(lanes[n - 1]))]
+        q = rng.choice(ready)
+        c, delta, logprobs, finish = q.pop(0)
+        frames.append(_frame(rng, {**base, "choices": [{"index": c, "delta": delta, "logprobs": logprobs,
+                                                        "finish_reason": finish}]}))
     return [*frames, b"data: [DONE]\n\n"]
 
 
@@ -156,66 +198,163 @@ def _masker(text: str, marker: str, masking: bool) -> Callable[[str], str]:
     return say
 
 
+def _spread(rng: random.Random, items: list[Any], n: int) -> list[list[Any]]:
+    """``items`` in order, in exactly ``n`` consecutive runs (some may be empty)."""
+    if n == 0:
+        return []
+    cuts = sorted(rng.choices(range(len(items) + 1), k=n - 1))
+    return [items[a:b] for a, b in zip([0, *cuts], [*cuts, len(items)], strict=True)]
+
+
+def _responses_logprobs(rng: random.Random, marker: str, where: str, n: int) -> list[list[dict[str, Any]]]:
+    """Logprobs for ``n`` text deltas whose tokens (``logprobs``) or second choices (``top_logprobs``)
+    spell an answer with the marker, while the deltas' text says otherwise."""
+    if where not in ("logprobs", "top_logprobs"):
+        return [[] for _ in range(n)]
+    spelt = _spread(rng, _cut(rng, _answer(rng, marker), 12), n)
+    if where == "logprobs":
+        return [[{"token": t, "logprob": -0.5, "top_logprobs": []} for t in group] for group in spelt]
+    return [[{"token": "tok", "logprob": -0.5, "top_logprobs": [{"token": t, "logprob": -2.0}]} for t in group]
+            for group in spelt]
+
+
+def _responses_lead(r: _Responses, rng: random.Random, marker: str, where: str) -> list[dict[str, Any]]:
+    """The items before the answer's message (reasoning, built-in tool calls) with the marker in the
+    text of each field the SDK shows; returns them done, in output order."""
+    if where in ("reasoning", "reasoning_text"):
+        thought = _answer(rng, marker)
+        kind = "summary" if where == "reasoning" else "content"
+        rs = {"id": "rs_0", "type": "reasoning", "status": "in_progress", "summary": []}
+        r.ev("response.output_item.added", output_index=0, item=rs)
+        if kind == "summary":
+            at = {"item_id": "rs_0", "output_index": 0, "summary_index": 0}
+            r.ev("response.reasoning_summary_part.added", **at, part={"type": "summary_text", "text": ""})
+            for p in _cut(rng, thought, 6):
+                r.ev("response.reasoning_summary_text.delta", **at, delta=p)
+            r.ev("response.reasoning_summary_text.done", **at, text=thought)
+            r.ev("response.reasoning_summary_part.done", **at, part={"type": "summary_text", "text": thought})
+            done = {**rs, "status": "completed", "summary": [{"type": "summary_text", "text": thought}]}
+        else:  # the reasoning's own text (open-weight models through the Responses API)
+            at = {"item_id": "rs_0", "output_index": 0, "content_index": 0}
+            for p in _cut(rng, thought, 6):
+                r.ev("response.reasoning_text.delta", **at, delta=p)
+            r.ev("response.reasoning_text.done", **at, text=thought)
+            done = {**rs, "status": "completed", "content": [{"type": "reasoning_text", "text": thought}]}
+        r.ev("response.output_item.done", output_index=0, item=done)
+        return [done]
+    if where == "web_search":
+        query = _answer(rng, marker)
+        item = {"id": "ws_0", "type": "web_search_call", "status": "in_progress",
+                "action": {"type": "search", "query": query if rng.random() < 0.5 else ""}}
+        done = {**item, "status": "completed", "action": {"type": "search", "query": query,
+                                                           "sources": [{"type": "url", "url": "https://t.example/"}]}}
+        stages = ["in_progress", "searching", "completed"]
+    elif where == "file_search":
+        said = _answer(rng, marker)
+        in_query = rng.random() < 0.5
+        item = {"id": "fs_0", "type": "file_search_call", "status": "in_progress",
+                "queries": [said] if in_query and rng.random() < 0.5 else []}
+        done = {**item, "status": "completed", "queries": [said if in_query else "tide tables"],
+                "results": [{"file_id": "file_0", "filename": "tides.md", "score": 0.9,
+                             "text": "the tides" if in_query else said, "attributes": {}}]}
+        stages = ["in_progress", "searching", "completed"]
+    elif where in ("code", "code_output"):
+        said = _answer(rng, marker)
+        code = f"print({said!r})" if where == "code" else "print(open('notes').read())"
+        item = {"id": "ci_0", "type": "code_interpreter_call", "status": "in_progress", "code": "",
+                "container_id": "cntr_0", "outputs": None}
+        at = {"item_id": "ci_0", "output_index": 0}
+        r.ev("response.output_item.added", output_index=0, item=item)
+        r.ev("response.code_interpreter_call.in_progress", **at)
+        for p in _cut(rng, code, 6):
+            r.ev("response.code_interpreter_call_code.delta", **at, delta=p)
+        r.ev("response.code_interpreter_call_code.done", **at, code=code)
+        r.ev("response.code_interpreter_call.interpreting", **at)
+        r.ev("response.code_interpreter_call.completed", **at)
+        done = {**item, "status": "completed", "code": code,
+                "outputs": [{"type": "logs", "logs": said if where == "code_output" else "ok"}]}
+        r.ev("response.output_item.done", output_index=0, item=done)
+        return [done]
+    else:
+        return []
+    r.ev("response.output_item.added", output_index=0, item=item)
+    kind = item["type"][:-len("_call")]
+    for stage in stages:
+        r.ev(f"response.{kind}_call.{stage}", item_id=item["id"], output_index=0)
+    r.ev("response.output_item.done", output_index=0, item=done)
+    return [done]
+
+
 def responses_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
     in_tool = where == "tool"
     r = _Responses(rng)
-    text = _answer(rng, marker) if where == "text" else "Checking."
+    text = _answer(rng, marker) if where in ("text", "refusal") else "Checking."
+    part_type = "refusal" if where == "refusal" else "output_text"
     items = [_groups(rng, part, 3) for part in _groups(rng, _cut(rng, text, 10), 3)]
     """Items of parts of pieces: the text, in output order."""
+    if where == "refusal":  # one part: refusal and output text in one answer fail closed
+        items = [[[p for part in items for pieces in part for p in pieces]]]
+
+    def part(said: str, logprobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        if part_type == "refusal":
+            return {"type": "refusal", "refusal": said}
+        return {**_part(said), **({"logprobs": logprobs} if logprobs else {})}
+
     done_items: list[dict[str, Any]] = []
     streamed: list[tuple[int, int, str]] = []
     say = _masker(text, marker, "repeat-differs" in shape)
-    first = 0
-    if where == "reasoning":
-        thought = _answer(rng, marker)
-        rs = {"id": "rs_0", "type": "reasoning", "status": "in_progress", "summary": []}
-        r.ev("response.output_item.added", output_index=0, item=rs)
-        at = {"item_id": "rs_0", "output_index": 0, "summary_index": 0}
-        r.ev("response.reasoning_summary_part.added", **at, part={"type": "summary_text", "text": ""})
-        for p in _cut(rng, thought, 6):
-            r.ev("response.reasoning_summary_text.delta", **at, delta=p)
-        r.ev("response.reasoning_summary_text.done", **at, text=thought)
-        r.ev("response.reasoning_summary_part.done", **at, part={"type": "summary_text", "text": thought})
-        rs_done = {**rs, "status": "completed", "summary": [{"type": "summary_text", "text": thought}]}
-        r.ev("response.output_item.done", output_index=0, item=rs_done)
-        first = 1
+    lead = _responses_lead(r, rng, marker, where)
+    first = len(lead)
     for oi, parts in enumerate(items, start=first):
         iid = f"msg_{oi}"
         seeded = ["seeded" in shape and rng.random() < 0.6 for _ in parts]
         given = [say(parts[ci][0]) if seeded[ci] else "" for ci in range(len(parts))]
         in_item = "seeded" in shape and rng.random() < 0.5
         added = {"id": iid, "type": "message", "status": "in_progress", "role": "assistant",
-                 "content": [_part(g) for g in given] if in_item else []}
+                 "content": [part(g) for g in given] if in_item else []}
         r.ev("response.output_item.added", output_index=oi, item=added)
         full = ["".join(p) for p in parts]
         for ci, pieces in enumerate(parts):
-            where = {"item_id": iid, "output_index": oi, "content_index": ci}
+            at = {"item_id": iid, "output_index": oi, "content_index": ci}
             if not in_item:
-                r.ev("response.content_part.added", **where, part=_part(given[ci]))
+                r.ev("response.content_part.added", **at, part=part(given[ci]))
             for p in pieces[1:] if seeded[ci] else pieces:
                 said = say(p)
                 if "snapshot-only" in shape and rng.random() < 0.5:  # said only in the snapshots
                     continue
                 streamed.append((oi, ci, said))
         done_items.append({"id": iid, "type": "message", "status": "completed", "role": "assistant",
-                           "content": [_part(t) for t in full]})
+                           "content": [part(t) for t in full]})
     # the deltas, usually in output order; sometimes two swapped
     if len(streamed) > 1 and "deltas-swapped" in shape:
         i = rng.randrange(len(streamed) - 1)
         streamed[i], streamed[i + 1] = streamed[i + 1], streamed[i]
-    for oi, ci, p in streamed:
-        r.ev("response.output_text.delta", item_id=f"msg_{oi}", output_index=oi, content_index=ci, delta=p,
-             logprobs=[])
+    logprobs = _responses_logprobs(rng, marker, where, len(streamed))
+    for (oi, ci, p), lp in zip(streamed, logprobs, strict=True):
+        if part_type == "refusal":
+            r.ev("response.refusal.delta", item_id=f"msg_{oi}", output_index=oi, content_index=ci, delta=p)
+        else:
+            r.ev("response.output_text.delta", item_id=f"msg_{oi}", output_index=oi, content_index=ci, delta=p,
+                 logprobs=lp)
+    if where == "annotation":  # a citation's title, added to the first part and kept in its snapshots
+        cite = {"type": "url_citation", "url": "https://docs.example/tides", "title": _answer(rng, marker),
+                "start_index": 0, "end_index": 3}
+        r.ev("response.output_text.annotation.added", item_id=f"msg_{first}", output_index=first, content_index=0,
+             annotation_index=0, annotation=cite)
+        done_items[0]["content"][0]["annotations"] = [cite]
     for oi, item in enumerate(done_items, start=first):
-        for ci, part in enumerate(item["content"]):
-            where = {"item_id": f"msg_{oi}", "output_index": oi, "content_index": ci}
+        for ci, done_part in enumerate(item["content"]):
+            at = {"item_id": f"msg_{oi}", "output_index": oi, "content_index": ci}
             if rng.random() < 0.7:
-                r.ev("response.output_text.done", **where, text=part["text"], logprobs=[])
+                if part_type == "refusal":
+                    r.ev("response.refusal.done", **at, refusal=done_part["refusal"])
+                else:
+                    r.ev("response.output_text.done", **at, text=done_part["text"], logprobs=[])
             if rng.random() < 0.7:
-                r.ev("response.content_part.done", **where, part=part)
-        if rng.random() < 0.85:
+                r.ev("response.content_part.done", **at, part=done_part)
+        if rng.random() < 0.85 or "no-final-output" in shape:  # (the SDK's final output is then these)
             r.ev("response.output_item.done", output_index=oi, item=item)
-    output: list[dict[str, Any]] | None = [*([rs_done] if first else []), *done_items]
+    output: list[dict[str, Any]] | None = [*lead, *done_items]
     if in_tool:
         args = json.dumps({"note": _answer(rng, marker)})
         oi = first + len(done_items)
@@ -236,12 +375,11 @@ def responses_script(rng: random.Random, marker: str, where: str, shape: Shape) 
         output.append(done)  # type: ignore[union-attr]
     if "no-final-output" in shape:
         output = None  # the SDK's final output is then the done items
-    elif "final-recut" in shape and output:  # the final response's parts say the text cut otherwise
+    elif "final-recut" in shape and output and part_type == "output_text":  # the final response's parts cut otherwise
         whole = "".join(p["text"] for i in output if i["type"] == "message" for p in i["content"])
         cut = _cut(rng, whole, 3)
-        output = [*(i for i in output if i["type"] == "reasoning"),
-                  {"id": "msg_0", "type": "message", "status": "completed", "role": "assistant",
-                   "content": [_part(c) for c in cut]}, *(i for i in output if i["type"] == "function_call")]
+        output = [*lead, {"id": f"msg_{first}", "type": "message", "status": "completed", "role": "assistant",
+                          "content": [_part(c) for c in cut]}, *(i for i in output if i["type"] == "function_call")]
     r.ev("response.completed", response={**r.resp, "status": "completed", "output": output})
     return r.frames
 
@@ -258,8 +396,18 @@ def anthropic_script(rng: random.Random, marker: str, where: str, shape: Shape) 
     blocks: list[tuple[str, list[str]]] = [("text", g) for g in _groups(rng, _cut(rng, text, 10), 3)]
     if where == "reasoning":
         blocks.insert(0, ("thinking", _cut(rng, _answer(rng, marker), 6)))
+    if "redacted" in shape:  # an encrypted thinking block beside the answer (no text of the model's)
+        blocks.insert(0, ("redacted_thinking", []))
+    if where == "server_tool":  # a server tool's input: a search query or code, in fragments
+        said = _answer(rng, marker)
+        given = {"query": said} if rng.random() < 0.5 else {"code": f"print({said!r})"}
+        name = "web_search" if "query" in given else "code_execution"
+        blocks[:0] = [(f"server_tool:{name}", _cut(rng, json.dumps(given), 6))]
+    if where in ("search_result", "code_result"):  # what a server tool brought back, whole in its start
+        blocks[:0] = [(where, [_answer(rng, marker)])]
     if in_tool:
         blocks.append(("tool", _cut(rng, json.dumps({"note": _answer(rng, marker)}), 6)))
+    cited = where == "citation"  # a citation's quoted text and title on the first text block
     starts: list[bytes] = []
     deltas: list[list[bytes]] = []
     for index, (kind, pieces) in enumerate(blocks):
@@ -269,6 +417,15 @@ def anthropic_script(rng: random.Random, marker: str, where: str, shape: Shape) 
             rest = pieces[1:] if seed else pieces
             deltas.append([ev("content_block_delta", index=index, delta={"type": "text_delta", "text": p})
                            for p in rest])
+            if cited:
+                said = _answer(rng, marker)
+                cite = {"type": "web_search_result_location", "cited_text": said, "url": "https://t.example/",
+                        "title": "Tide tables", "encrypted_index": "ZW5j"} if rng.random() < 0.5 else \
+                    {"type": "char_location", "cited_text": said, "document_index": 0,
+                     "document_title": "Tide tables", "start_char_index": 0, "end_char_index": len(said)}
+                deltas[-1].insert(rng.randint(0, len(deltas[-1])), ev(
+                    "content_block_delta", index=index, delta={"type": "citations_delta", "citation": cite}))
+                cited = False
         elif kind == "thinking":
             starts.append(ev("content_block_start", index=index,
                              content_block={"type": "thinking", "thinking": "", "signature": ""}))
@@ -276,11 +433,29 @@ def anthropic_script(rng: random.Random, marker: str, where: str, shape: Shape) 
                            for p in pieces]
                           + [ev("content_block_delta", index=index, delta={"type": "signature_delta",
                                                                              "signature": "c2ln"})])
+        elif kind == "redacted_thinking":
+            starts.append(ev("content_block_start", index=index,
+                             content_block={"type": "redacted_thinking", "data": "RW5jcnlwdGVk"}))
+            deltas.append([])
+        elif kind == "search_result":
+            result = {"type": "web_search_result", "title": pieces[0], "url": "https://t.example/",
+                      "encrypted_content": "ZW5j", "page_age": None}
+            starts.append(ev("content_block_start", index=index, content_block={
+                "type": "web_search_tool_result", "tool_use_id": "srvtoolu_0", "content": [result]}))
+            deltas.append([])
+        elif kind == "code_result":
+            result = {"type": "code_execution_result", "stdout": pieces[0], "stderr": "", "return_code": 0,
+                      "content": []}
+            starts.append(ev("content_block_start", index=index, content_block={
+                "type": "code_execution_tool_result", "tool_use_id": "srvtoolu_0", "content": result}))
+            deltas.append([])
         else:
             whole = "seeded" in shape and rng.random() < 0.5
             given = json.loads("".join(pieces)) if whole or "input-in-start" in shape else {}
+            server = kind.startswith("server_tool:")
             starts.append(ev("content_block_start", index=index, content_block={
-                "type": "tool_use", "id": "toolu_0", "name": "Remember", "input": given}))
+                "type": "server_tool_use" if server else "tool_use", "id": "srvtoolu_0" if server else "toolu_0",
+                "name": kind.split(":")[1] if server else "Remember", "input": given}))
             deltas.append([] if whole else [ev("content_block_delta", index=index,
                                                 delta={"type": "input_json_delta", "partial_json": p})
                                              for p in pieces])
@@ -306,23 +481,72 @@ def anthropic_script(rng: random.Random, marker: str, where: str, shape: Shape) 
 
 
 # -- Gemini ------------------------------------------------------------------------------------------
-def gemini_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
-    in_tool = where == "tool"
+def _gemini_candidate(rng: random.Random, marker: str | None, where: str, shape: Shape) -> list[dict[str, Any]]:
+    """One candidate's chunks (its ``candidates[]`` entry in each, without ``index``). Without ``marker``:
+    a plain answer (the other candidate of a ``candidates`` answer)."""
+    if marker is None:
+        return [{"content": {"role": "model", "parts": [{"text": p}]}} for p in _cut(rng, "Fine, thanks.", 3)]
     text = _answer(rng, marker) if where == "text" else "Checking."
     pieces = _cut(rng, text, 10)
     groups = _groups(rng, pieces, 5) if "parts-per-chunk" in shape else [[p] for p in pieces]
     chunks = [[{"text": p} for p in group] for group in groups]
     if where == "reasoning":
         chunks[:0] = [[{"text": p, "thought": True}] for p in _cut(rng, _answer(rng, marker), 4)]
-    if in_tool:
-        call = {"functionCall": {"name": "Remember", "args": {"note": _answer(rng, marker)}}}
-        chunks.append([call]) if rng.random() < 0.5 else chunks[-1].append(call)
+    if where in ("code", "code_output"):  # code execution: the code, then what it printed, in chunks
+        said = _answer(rng, marker)
+        code = f"print({said!r})" if where == "code" else "print(open('notes').read())"
+        out = f"{said}\n" if where == "code_output" else "ok\n"
+        chunks[:0] = [[{"executableCode": {"language": "PYTHON", "code": p}}] for p in _cut(rng, code, 3)]
+        chunks[len(chunks) - len(groups):len(chunks) - len(groups)] = [
+            [{"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": p}}] for p in _cut(rng, out, 3)]
+    if where == "tool":
+        call: dict[str, Any] = {"name": "Remember", "args": {"note": _answer(rng, marker)}}
+        if "call-id" in shape:  # Gemini 3 numbers its calls
+            call = {"id": "call_0", **call}
+        chunks.append([{"functionCall": call}]) if rng.random() < 0.5 else chunks[-1].append({"functionCall": call})
+    cands: list[dict[str, Any]] = [{"content": {"role": "model", "parts": parts}} for parts in chunks]
+    if where == "logprobs":  # the chosen tokens (or the second choices) spell it, the text says otherwise
+        second = rng.random() < 0.5
+        for cand, spelt in zip(cands, _spread(rng, _cut(rng, _answer(rng, marker), 10), len(cands)), strict=True):
+            chosen = [{"token": "tok" if second else t, "logProbability": -0.5} for t in spelt]
+            top = [{"candidates": [{"token": "tok", "logProbability": -0.5}, {"token": t, "logProbability": -2.0}]}
+                   for t in spelt] if second else [{"candidates": [c]} for c in chosen]
+            cand["logprobsResult"] = {"chosenCandidates": chosen, "topCandidates": top}
+    if where == "citation":  # a citation's title, on one chunk
+        cands[rng.randrange(len(cands))]["citationMetadata"] = {"citationSources": [
+            {"startIndex": 0, "endIndex": 3, "uri": "https://t.example/", "title": _answer(rng, marker)}]}
+    if where == "grounding":  # what a search grounded the answer on: its queries, sources, widget
+        said = _answer(rng, marker)
+        meta: dict[str, Any] = rng.choice([
+            {"webSearchQueries": [said]},
+            {"groundingChunks": [{"web": {"uri": "https://t.example/", "title": said}}]},
+            {"searchEntryPoint": {"renderedContent": f"<div>{said}</div>"}}])
+        cands[-1]["groundingMetadata"] = meta
+    return cands
+
+
+def gemini_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
+    lanes = [_gemini_candidate(rng, marker, where, shape)]
+    if "candidates" in shape:  # candidateCount 2: the marker in either, their chunks side by side
+        lanes.append(_gemini_candidate(rng, None, where, shape))
+        if rng.random() < 0.5:
+            lanes.reverse()
+    if "candidate-handover" in shape and len(lanes[0]) > 1:
+        # candidate 0 ends early and candidate 1 carries on alone: first in its chunks, where
+        # ``chunk.text`` (the first candidate's text, by position) reads it as the same answer
+        at = rng.randrange(1, len(lanes[0]))
+        lanes = [lanes[0][:at], [{"content": {"role": "model", "parts": []}}] * at + lanes[0][at:]]
     frames = []
-    for n, parts in enumerate(chunks):
-        cand: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
-        if n == len(chunks) - 1:
-            cand["finishReason"] = "STOP"
-        frames.append(_frame(rng, {"candidates": [cand], "modelVersion": "m", "responseId": "r",
+    for n in range(max(map(len, lanes))):
+        cands = []
+        for i, lane in enumerate(lanes):
+            if n < len(lane):
+                cand = {**lane[n], "index": i}
+                if n == len(lane) - 1:
+                    cand["finishReason"] = "STOP"
+                if lane[n]["content"]["parts"] or n == len(lane) - 1:
+                    cands.append(cand)
+        frames.append(_frame(rng, {"candidates": cands, "modelVersion": "m", "responseId": "r",
                                    "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 5}}))
     return frames
 
@@ -335,14 +559,22 @@ def _cut_bytes(rng: random.Random, data: bytes) -> list[bytes]:
 SCRIPTS: dict[str, Callable[[random.Random, str, str, Shape], list[bytes]]] = {
     "chat": chat_script, "responses": responses_script, "anthropic": anthropic_script, "gemini": gemini_script}
 SHAPES = {
-    "chat": ["plain", "args-in-head", "index-swapped"],
+    "chat": ["plain", "args-in-head", "index-swapped", "type-missing", "choices"],
     "responses": ["faithful", "seeded", "snapshot-only", "deltas-swapped", "no-final-output", "final-recut",
                   "repeat-differs"],
-    "anthropic": ["sequential", "seeded", "input-in-start", "out-of-order", "interleaved"],
-    "gemini": ["part-per-chunk", "parts-per-chunk"],
+    "anthropic": ["sequential", "seeded", "input-in-start", "out-of-order", "interleaved", "redacted"],
+    "gemini": ["part-per-chunk", "parts-per-chunk", "candidates", "call-id", "candidate-handover"],
 }
 """The shapes each script can bend its answer into (Hypothesis picks one or two per example; the random
 cuts, groupings and field orders come from the drawn seed)."""
+WHERES = {
+    "chat": ["text", "tool", "reasoning", "refusal", "logprobs", "top_logprobs", "annotation"],
+    "responses": ["text", "tool", "reasoning", "reasoning_text", "refusal", "logprobs", "top_logprobs", "annotation",
+                  "web_search", "file_search", "code", "code_output"],
+    "anthropic": ["text", "tool", "reasoning", "server_tool", "search_result", "code_result", "citation"],
+    "gemini": ["text", "tool", "reasoning", "code", "code_output", "logprobs", "citation", "grounding"],
+}
+"""Where each script plants the marker: every field its SDK surfaces to a user or an agent."""
 
 
 # -- the property ------------------------------------------------------------------------------------
@@ -353,7 +585,7 @@ def test_what_the_sdk_shows_of_a_planted_marker_was_blocked(default_proxy: Proxy
                                                              api: str, marker: str) -> None:
     @settings(max_examples=EXAMPLES, deadline=None, database=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-    @given(seed=st.integers(min_value=0, max_value=2**32 - 1), where=st.sampled_from(["text", "tool", "reasoning"]),
+    @given(seed=st.integers(min_value=0, max_value=2**32 - 1), where=st.sampled_from(WHERES[api]),
            shape=st.frozensets(st.sampled_from(SHAPES[api]), min_size=1, max_size=2))
     def run(seed: int, where: str, shape: Shape) -> None:
         planted = CANARY_IN_TOOL if where == "tool" and marker == "canary" else MARKERS[marker]
@@ -374,44 +606,73 @@ def test_what_the_sdk_shows_of_a_planted_marker_was_blocked(default_proxy: Proxy
 @pytest.mark.parametrize("api", list(SCRIPTS))
 def test_the_oracle_sees_the_marker_when_nothing_guards(plain_proxy: ProxyServer, upstream_server: FakeUpstream,
                                                         api: str) -> None:
-    """The fuzzer's control: through the passthrough proxy the SDK shows the planted marker, in the
-    text, a tool call and the reasoning alike (a script that hid it from the SDK would prove nothing)."""
-    @settings(max_examples=6, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-    @given(seed=st.integers(min_value=0, max_value=2**32 - 1), where=st.sampled_from(["text", "tool", "reasoning"]),
-           marker=st.sampled_from(sorted(MARKERS)))
-    def run(seed: int, where: str, marker: str) -> None:
+    """The fuzzer's control: through the passthrough proxy the SDK shows the planted marker, wherever
+    it is planted and whichever shape the answer takes (a script that hid it from the SDK would prove
+    nothing). Each place once with the first shape, each shape once in a place drawn by the seed."""
+    rng = random.Random(29)
+    cases = [(where, SHAPES[api][0]) for where in WHERES[api]]
+    cases += [(rng.choice(WHERES[api]), shape) for shape in SHAPES[api][1:]]
+    for n, (where, shape) in enumerate(cases):
+        marker = sorted(MARKERS)[n % 2]
         planted = CANARY_IN_TOOL if where == "tool" and marker == "canary" else MARKERS[marker]
-        frames = SCRIPTS[api](random.Random(seed), planted, where, frozenset(SHAPES[api][:1]))
+        frames = SCRIPTS[api](random.Random(n), planted, where, frozenset([shape]))
         upstream_server.reset()
         upstream_server.queue(Reply(raw_frames=frames))
         view = VIEWS[api](plain_proxy.url, system=SYSTEM)
-        assert view.error is None, view.error
-        assert view.shows(planted), view.text()[:3000]
-
-    run()
+        assert view.shows(planted), (where, shape, view.error, view.text()[:3000])
 
 
 # -- whole answers (no streaming) -------------------------------------------------------------------
 def unary_body(rng: random.Random, api: str, marker: str, where: str) -> dict[str, Any]:
-    """A whole answer of ``api`` with ``marker`` cut across its parts, items, blocks or arguments."""
+    """A whole answer of ``api`` with ``marker`` cut across its parts, items, blocks or arguments, or
+    in one of the other fields ``WHERES`` names."""
     text = _answer(rng, marker) if where == "text" else "Checking."
     pieces = _cut(rng, text, 6)
     thought = _answer(rng, marker) if where == "reasoning" else "Thinking."
+    said = _answer(rng, marker)  # for the other places
     args = {"note": _answer(rng, marker) if where == "tool" else "fine"}
     if api == "chat":
         message: dict[str, Any] = {"role": "assistant", "content": text, "reasoning_content": thought}
+        logprobs: dict[str, Any] | None = None
+        if where == "refusal":
+            message["content"], message["refusal"] = None, said
+        if where in ("logprobs", "top_logprobs"):
+            spelt = _cut(rng, said, 10)
+            logprobs = {"content": [_logprob(t) if where == "logprobs" else _logprob("tok", t) for t in spelt],
+                        "refusal": None}
+        if where == "annotation":
+            message["annotations"] = [{"type": "url_citation", "url_citation": {
+                "title": said, "url": "https://docs.example/tides", "start_index": 0, "end_index": 3}}]
         if where == "tool":
             message["tool_calls"] = [{"id": "call_0", "type": "function",
                                       "function": {"name": "Remember", "arguments": json.dumps(args)}}]
-        return {"id": "chatcmpl-f", "object": "chat.completion", "created": 1, "model": "m",
-                "choices": [{"index": 0, "message": message, "logprobs": None,
-                             "finish_reason": "tool_calls" if where == "tool" else "stop"}]}
+        choices = [{"index": 0, "message": message, "logprobs": logprobs,
+                    "finish_reason": "tool_calls" if where == "tool" else "stop"}]
+        if rng.random() < 0.3:  # n > 1: the marker in the second choice
+            plain = {"role": "assistant", "content": "Fine, thanks."}
+            choices = [{"index": 0, "message": plain, "logprobs": None, "finish_reason": "stop"},
+                       {**choices[0], "index": 1}]
+        return {"id": "chatcmpl-f", "object": "chat.completion", "created": 1, "model": "m", "choices": choices}
     if api == "responses":
-        output: list[dict[str, Any]] = [{"id": "rs_0", "type": "reasoning", "summary": [
-            {"type": "summary_text", "text": thought}]}]  # (summary parts are shown apart, one lane each)
-        output += [{"id": f"msg_{n}", "type": "message", "status": "completed", "role": "assistant",
-                    "content": [_part(t) for t in group]} for n, group in enumerate(_groups(rng, pieces, 3))]
+        lead = _responses_lead(_Responses(rng), rng, marker, where) if where not in ("text", "tool") else []
+        output: list[dict[str, Any]] = list(lead) or [{"id": "rs_0", "type": "reasoning", "summary": [
+            {"type": "summary_text", "text": "Thinking."}]}]  # (summary parts are shown apart, one lane each)
+        if where == "refusal":
+            output.append({"id": "msg_0", "type": "message", "status": "completed", "role": "assistant",
+                           "content": [{"type": "refusal", "refusal": said}]})
+        else:
+            output += [{"id": f"msg_{n}", "type": "message", "status": "completed", "role": "assistant",
+                        "content": [_part(t) for t in group]} for n, group in enumerate(_groups(rng, pieces, 3))]
+            first = output[max(1, len(lead))]["content"][0]
+            if where in ("logprobs", "top_logprobs"):
+                first["logprobs"] = [{"token": t, "logprob": -0.5, "bytes": list(t.encode()), "top_logprobs": []}
+                                     if where == "logprobs" else
+                                     {"token": "tok", "logprob": -0.5, "bytes": [116, 111, 107],
+                                      "top_logprobs": [{"token": t, "logprob": -2.0, "bytes": list(t.encode())}]}
+                                     for t in _cut(rng, said, 10)]
+            if where == "annotation":
+                first["annotations"] = [{"type": "url_citation", "url": "https://docs.example/tides", "title": said,
+                                         "start_index": 0, "end_index": 3}]
         if where == "tool":
             output.append({"id": "fc_0", "type": "function_call", "status": "completed", "call_id": "call_0",
                            "name": "Remember", "arguments": json.dumps(args)})
@@ -419,18 +680,57 @@ def unary_body(rng: random.Random, api: str, marker: str, where: str) -> dict[st
                 "output": output}
     if api == "anthropic":
         content: list[dict[str, Any]] = [{"type": "thinking", "thinking": thought, "signature": "c2ln"}]
+        if rng.random() < 0.3:
+            content.append({"type": "redacted_thinking", "data": "RW5jcnlwdGVk"})
+        if where == "server_tool":
+            given = {"query": said} if rng.random() < 0.5 else {"code": f"print({said!r})"}
+            content.append({"type": "server_tool_use", "id": "srvtoolu_0",
+                            "name": "web_search" if "query" in given else "code_execution", "input": given})
+        if where == "search_result":
+            content.append({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_0", "content": [
+                {"type": "web_search_result", "title": said, "url": "https://t.example/",
+                 "encrypted_content": "ZW5j", "page_age": None}]})
+        if where == "code_result":
+            content.append({"type": "code_execution_tool_result", "tool_use_id": "srvtoolu_0", "content": {
+                "type": "code_execution_result", "stdout": said, "stderr": "", "return_code": 0, "content": []}})
         content += [{"type": "text", "text": t} for t in pieces]
+        if where == "citation":
+            content[-1]["citations"] = [{"type": "char_location", "cited_text": said, "document_index": 0,
+                                         "document_title": "Tide tables", "start_char_index": 0,
+                                         "end_char_index": len(said)}]
         if where == "tool":
             content.append({"type": "tool_use", "id": "toolu_0", "name": "Remember", "input": args})
         return {"id": "msg_f", "type": "message", "role": "assistant", "model": "m", "content": content,
                 "stop_reason": "tool_use" if where == "tool" else "end_turn", "stop_sequence": None,
                 "usage": {"input_tokens": 5, "output_tokens": 9}}
     parts: list[dict[str, Any]] = [{"text": t, "thought": True} for t in _cut(rng, thought, 2)]
+    if where in ("code", "code_output"):
+        parts += [{"executableCode": {"language": "PYTHON",
+                                      "code": f"print({said!r})" if where == "code" else "print(1)"}},
+                  {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": said if where == "code_output" else "1"}}]
     parts += [{"text": t} for t in pieces]
     if where == "tool":
-        parts.append({"functionCall": {"name": "Remember", "args": args}})
-    return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
-            "modelVersion": "m", "responseId": "r", "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 5}}
+        call = {"name": "Remember", "args": args}
+        parts.append({"functionCall": {"id": "call_0", **call} if rng.random() < 0.5 else call})
+    cand: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+    if where == "logprobs":
+        spelt = _cut(rng, said, 10)
+        cand["logprobsResult"] = {"chosenCandidates": [{"token": t, "logProbability": -0.5} for t in spelt],
+                                  "topCandidates": [{"candidates": [{"token": t, "logProbability": -0.5}]}
+                                                    for t in spelt]}
+    if where == "citation":
+        cand["citationMetadata"] = {"citationSources": [{"startIndex": 0, "endIndex": 3, "uri": "https://t.example/",
+                                                         "title": said}]}
+    if where == "grounding":
+        cand["groundingMetadata"] = rng.choice([
+            {"webSearchQueries": [said]}, {"groundingChunks": [{"web": {"uri": "https://t.example/", "title": said}}]},
+            {"searchEntryPoint": {"renderedContent": f"<div>{said}</div>"}}])
+    cands = [cand]
+    if rng.random() < 0.3:  # candidateCount 2: the marker in the second
+        cands = [{"content": {"role": "model", "parts": [{"text": "Fine."}]}, "finishReason": "STOP", "index": 0},
+                 {**cand, "index": 1}]
+    return {"candidates": cands, "modelVersion": "m", "responseId": "r",
+            "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 5}}
 
 
 @pytest.mark.parametrize("api", list(SCRIPTS))
@@ -439,9 +739,9 @@ def test_what_the_sdk_shows_of_a_marker_in_a_whole_answer_was_blocked(
     """The same oracle over whole answers: the SDK's parsed object and its joined text. Each example
     runs twice: through the passthrough proxy the SDK shows the marker (the control), through the
     guarded one it does not."""
-    @settings(max_examples=EXAMPLES // 4, deadline=None, database=None,
+    @settings(max_examples=2 * len(WHERES[api]), deadline=None, database=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-    @given(seed=st.integers(min_value=0, max_value=2**32 - 1), where=st.sampled_from(["text", "tool", "reasoning"]),
+    @given(seed=st.integers(min_value=0, max_value=2**32 - 1), where=st.sampled_from(WHERES[api]),
            marker=st.sampled_from(sorted(MARKERS)))
     def run(seed: int, where: str, marker: str) -> None:
         planted = CANARY_IN_TOOL if where == "tool" and marker == "canary" else MARKERS[marker]

@@ -80,7 +80,7 @@ def test_from_the_first_tool_call_on_nothing_is_released_until_the_message_is_ve
 
 
 def test_tool_arguments_are_checked_whole_at_the_end() -> None:
-    g = StreamGuard(armed(), holdback=0, rearm=armed)
+    g = StreamGuard(armed(), holdback=0, rearm=lambda _call=None: armed())
     g.push(Frame(b"start", (ToolCallStart("0", "call_1", "Write"),)))
     g.push(Frame(b"a1", (ToolCallArgsDelta("0", '{"text": "FORBI'),)))
     g.push(Frame(b"a2", (ToolCallArgsDelta("0", 'DDEN"}'),)))

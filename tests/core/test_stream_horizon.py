@@ -173,7 +173,7 @@ def test_huge_tool_arguments_are_checked_in_pieces() -> None:
     from guardrails.datamodel import ToolCallArgsDelta, ToolCallEnd, ToolCallStart
     args = '{"content": "' + "sk-" * 80_000 + " " + _key() + '"}'
     guard = StreamGuard(ArmedSet.arm(_UNBOUNDED, CTX), holdback=0, buffered=True,
-                        rearm=lambda: ArmedSet.arm([p for p in _UNBOUNDED if p.id != "canary"], CTX))
+                        rearm=lambda _call=None: ArmedSet.arm([p for p in _UNBOUNDED if p.id != "canary"], CTX))
     guard.push(Frame(b"", (ToolCallStart("0", "c1", "Write"), ToolCallArgsDelta("0", args), ToolCallEnd("0"))))
     assert guard.pending_tool_chars == len(args)
     step = guard.end()

@@ -93,7 +93,7 @@ def _arm_for(log_only: frozenset[str]) -> tuple[Callable[[str], ArmedSet | None]
 
     tool_guardrails: list[StreamGuardrail] = [g for g in GUARDRAILS if judges_tool_arguments(g)]
 
-    def arm_tools() -> ArmedSet | None:
+    def arm_tools(_call: tuple[str, str] | None = None) -> ArmedSet | None:
         armed = ArmedSet.arm(tool_guardrails, ctx)
         return armed if armed else None
 

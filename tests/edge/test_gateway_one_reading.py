@@ -1,4 +1,4 @@
-"""One reading of the request (``proxy.edge.one_reading``): on guarded routes a body whose JSON
+"""One reading of the request (``proxy.wire.one_reading``): on guarded routes a body whose JSON
 object repeats a key (or, for Gemini, gives both spellings of one field) is refused with the API's
 400 before anything goes upstream: the proxy reads the last value, an upstream may read the first."""
 
@@ -112,7 +112,7 @@ def test_a_body_nested_past_what_can_be_read_is_refused_before_anything_goes_ups
 
 
 def test_the_check_does_not_call_an_unreadably_deep_body_clean() -> None:
-    from proxy.edge.one_reading import TOO_DEEP, read_once
+    from proxy.wire.one_reading import TOO_DEEP, read_once
 
     deep = b"[" * 1500 + b"]" * 1500
     assert read_once(b'{"messages":[1],"messages":' + deep + b"}")[0] == TOO_DEEP

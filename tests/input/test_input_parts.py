@@ -65,8 +65,10 @@ def test_gemini() -> None:
                                                          "response": {"output": "R", "meta": {"notes": ["N"]}}}}]},
         {"role": "user", "parts": [{"function_response": {"name": "snake", "response": {"content": "K"}}}]}]}
     found, skipped = _found("gemini", body)
-    assert found == [("system", "S", ""), ("user", "U", ""), ("tool_result", "R", "web_fetch"),
-                     ("tool_result", "N", "web_fetch"), ("tool_result", "K", "snake")]
+    assert found == [("system", "S", ""), ("user", "U", ""), ("tool_result", "output", "web_fetch"),
+                     ("tool_result", "R", "web_fetch"), ("tool_result", "meta", "web_fetch"),
+                     ("tool_result", "notes", "web_fetch"), ("tool_result", "N", "web_fetch"),
+                     ("tool_result", "content", "snake"), ("tool_result", "K", "snake")]
     assert skipped == ["inlineData@user"]
 
 

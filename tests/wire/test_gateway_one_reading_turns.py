@@ -10,9 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from proxy.edge.one_reading import read_once
 from proxy.wire import openai_chat
 from proxy.wire.base import JsonBody
+from proxy.wire.one_reading import read_once
 
 SYSTEM = "You are a coding agent. " * 400  # past the size the extension path starts at
 CHAT = openai_chat.OpenAIChat()

@@ -1,4 +1,4 @@
-"""The repeated-key check of an agent's next turn reads only what the turn adds (``proxy.edge.one_reading``
+"""The repeated-key check of an agent's next turn reads only what the turn adds (``proxy.wire.one_reading``
 with ``proxy.wire.conversation_delta``), and refuses exactly what the whole check refuses.
 
 A body that extends a recent body proven repeat-free is checked in its added items only. So: a key
@@ -15,9 +15,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from proxy.edge.one_reading import read_once, repeated_in_items
 from proxy.wire import anthropic, conversation_delta, gemini, openai_chat, openai_responses
 from proxy.wire.base import JsonBody
+from proxy.wire.one_reading import read_once, repeated_in_items
 from tests.edge.test_gateway_one_reading import CANARY_POLICY
 from tests.fakes.faulty import assert_http_error, headers_for
 from tests.fakes.proxy import ProxyServer

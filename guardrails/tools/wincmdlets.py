@@ -211,6 +211,8 @@ for _name in ("install-module", "install-script", "install-package", "install-ps
     SPECS[_name] = _spec(("name",), "repository", "source", "sourcelocation", "publishlocation", "path",
                          "literalpath", "requiredversion", "minimumversion", "maximumversion", "scope", "nugetapikey",
                          "proxy", "destination", "uri", "location")
+SPECS_JOIN = _spec(("path", "childpath"), "additionalchildpath", "resolve")
+"""``Join-Path A B [C...]``: read to know a path a group spells (``(Join-Path $HOME '.ssh')``)."""
 _AUTORUN_CMDLETS = {
     "register-scheduledtask": "a scheduled task", "set-scheduledtask": "a scheduled task",
     "new-scheduledtask": "a scheduled task", "new-scheduledtaskaction": "a scheduled task's action",

@@ -105,6 +105,11 @@ BLOCKED = [
     ("Get-ChildItem .git | Copy-Item -Destination evil -Recurse", "autorun_setting"),
     (".(gcm gc) C:\\Users\\me\\.ssh\\id_rsa", "unparseable_arguments"),
     ("$p = @{Path='C:\\Users\\me\\.ssh\\id_rsa'}; gc @p", "unparseable_arguments"),
+    ("Get-ChildItem x.pub | ForEach-Object { $_.Replace(\"$HOME\\.ssh\\authorized_keys\", $null) }",
+     "unparseable_arguments"),
+    ("(Get-Item src\\a.py).CopyTo('C:\\Windows\\x')", "unparseable_arguments"),
+    ("[Environment]::SetEnvironmentVariable('PATH', '.', 'User')", "unparseable_arguments"),
+    ("Set-ExecutionPolicy Unrestricted", "unparseable_arguments"),
     # what cannot be read fails closed, saying why
     ("[IO.File]::WriteAllText('C:\\Windows\\x', 'y')", "unparseable_arguments"),
     ("(New-Object Net.WebClient).DownloadFile('https://api.github.com/x', 'x.exe')", "unparseable_arguments"),
@@ -148,7 +153,18 @@ BENIGN = [
     "if exist build (rd /s /q build) else (echo none)", "for /f %i in ('dir /b') do echo %i",
     "git diff HEAD~1 -- src", "Test-Path .\\dist", "Get-Content (Join-Path src app.py)",
     "Get-ChildItem src | Remove-Item", "'notes.txt' | Get-Content", "& python -m pytest",
-    "& 'C:\\Program Files\\Git\\bin\\git.exe' status", "Get-ChildItem -Recurse -Include *.pyc | Remove-Item",
+    "& 'C:\\Program Files\\Git\\bin\\git.exe' status",
+    # what Codex and Gemini CLI run on Windows, day to day
+    "(Get-Content package.json -Raw | ConvertFrom-Json).scripts", "rg -n \"TODO\" src", "where.exe python",
+    "Get-ChildItem -Recurse -File | Where-Object { $_.Length -gt 1MB } | Select-Object FullName, Length",
+    "$env:PYTHONPATH = 'src'; python -m pytest -q", "python -m venv .venv; .\\.venv\\Scripts\\Activate.ps1",
+    "npm run build 2>&1 | Tee-Object -FilePath build.log", "[Environment]::GetEnvironmentVariable('PATH')",
+    "[System.IO.File]::Exists('x')", "Get-Process node -ErrorAction SilentlyContinue | Stop-Process",
+    "Copy-Item -Path src\\* -Destination backup -Recurse", "Compress-Archive -Path dist\\* -DestinationPath dist.zip",
+    "try { npm test } catch { Write-Error $_ }", "(Get-Content x.txt) -replace 'a','b' | Set-Content x.txt",
+    "git status --porcelain | ForEach-Object { $_.Substring(3) }", "Invoke-Pester",
+    "Set-ExecutionPolicy -Scope Process -ExecutionPolicy Bypass; .\\build.ps1", "$null = New-Item -ItemType Directory out",
+    "git status | ForEach-Object { $_.Replace('\\', '/') }", "$h = @{a = 1; b = 2}; $h.Keys", "cls", "Get-ChildItem -Recurse -Include *.pyc | Remove-Item",
 ]
 
 

@@ -182,47 +182,50 @@ class Run:
     units (4 base64 digits, 2 hex digits). The raw characters of a run too short to be decoded yet,
     or of a unit not complete yet, are kept (``held``): their letters are not known yet."""
 
-    __slots__ = ("_decode", "_decoding", "_digit", "_held", "_lone", "_run", "_text", "_unit", "chars")
+    __slots__ = ("_decode", "_decoding", "_digit", "_held", "_pending", "_run", "_text", "_unit", "chars")
 
-    def __init__(self, chars: str, digits: str, unit: int, decode: Callable[[str], bytes], lone: str) -> None:
+    def __init__(self, chars: str, digits: str, unit: int, decode: Callable[[str], bytes]) -> None:
         self.chars = chars
         """Every character a run may hold (digits and separators)."""
         self._run = re.compile(f"[{re.escape(chars)}]+")
         self._digit = re.compile(f"[{re.escape(digits)}]")
         self._unit = unit
         self._decode = decode
-        self._lone = str.maketrans("", "", lone)
-        """Characters a trailing run made only of is not worth holding (hex: the letters a-f, which
-        end many words; the hex of text has a digit in every byte)."""
+        self._pending = 0  # characters of the run at the end of the answer, while not decoding
         self._held = ""  # the raw characters of the current run not decoded yet
         self._decoding = False  # the current run is long enough to be decoded
         self._text = codecs.getincrementaldecoder("utf-8")("replace")
 
     def held(self) -> int:
-        return len(self._held)
+        """Raw characters at the end that may start (or continue) a run: the horizon holds them
+        (a run shorter than ``HOLD_FROM`` is not held: a word; at most a few bytes of a copy's start)."""
+        if self._decoding:
+            return len(self._held)
+        return self._pending if self._pending >= HOLD_FROM else 0
 
     def decoding(self) -> bool:
         """Whether the current run is being decoded (it may go on)."""
         return self._decoding
 
-    def feed(self, delta: str) -> str:
-        """The text decoded from ``delta`` (with what was held): empty on most deltas."""
-        chars = self.chars
-        held = self._held
+    def feed(self, accumulated: str, delta: str) -> tuple[str, int]:
+        """The text decoded from ``delta`` and what was held (empty on most deltas), and the raw
+        offset it was decoded from. Until a run is long enough, only its length is tracked (its
+        characters are the end of ``accumulated``): one ``rstrip`` per delta."""
+        end = len(accumulated)
         if self._decoding:
-            return self._runs(held + delta, True)
-        if held:
-            if len(delta.lstrip(chars)) == len(delta):
-                held = self._held = ""  # a short run ended: forget it
-            elif len(held) + len(delta) < MIN_RUN and not delta.strip(chars):
-                self._held = held + delta  # the run goes on, still short
-                return ""
-        if not held and len(delta) < MIN_RUN:  # (most deltas: a word at most)
-            trail = delta[len(delta.rstrip(chars)):]
-            if trail and trail.translate(self._lone):
-                self._held = trail
-            return ""
-        return self._runs(held + delta, bool(held))
+            origin = end - len(delta) - len(self._held)
+            return self._runs(self._held + delta, True), origin
+        n = len(delta)
+        trail = n - len(delta.rstrip(self.chars))
+        before = self._pending
+        self._pending = before + n if trail == n else trail
+        if n < MIN_RUN and self._pending < MIN_RUN:
+            return "", end  # (most deltas)
+        origin = end - n - before
+        text = self._runs(accumulated[origin:], False)
+        if not self._decoding:
+            self._pending, self._held = len(self._held), ""
+        return text, origin
 
     def _runs(self, text: str, continued: bool) -> str:
         """Every run of ``text`` decoded: the ones it ends whole (when long enough), the last one as
@@ -241,7 +244,7 @@ class Run:
                     run = run[cut:]
                 else:
                     self._decoding = False
-                self._held = run if run.translate(self._lone) or self._decoding else ""
+                self._held = run
                 return "".join(out)
             if decoding or len(run) >= MIN_RUN:
                 out.append(self._decoded(run, final=True))
@@ -266,10 +269,13 @@ class Run:
 
 
 MIN_RUN = 24
+HOLD_FROM = 8
 """Characters of base64 or hex in a row before they are read as an encoding: longer than words and
 most identifiers, and 18 bytes (base64) or 12 (hex): less than any ``min_chars`` a policy uses."""
 _B64_DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_="
 _HEX_DIGITS = "0123456789abcdefABCDEF"
+_B64_CHARS = _B64_DIGITS + "\r\n"
+_HEX_CHARS = _HEX_DIGITS + " :"
 _URLSAFE = str.maketrans("-_", "+/", "\r\n")
 
 
@@ -286,14 +292,15 @@ def _hex(run: str) -> bytes:
 
 
 def base64_run() -> Run:
-    return Run(_B64_DIGITS + "\r\n", _B64_DIGITS, 4, _b64, "")
+    return Run(_B64_CHARS, _B64_DIGITS, 4, _b64)
 
 
 def hex_run() -> Run:
-    return Run(_HEX_DIGITS + " :", _HEX_DIGITS, 2, _hex, "abcdefABCDEF :")
+    return Run(_HEX_CHARS, _HEX_DIGITS, 2, _hex)
 
 
 _OPENER = re.compile(r"[<&%\\]")
+_SPECIAL = re.compile(r"[<&%\\0-9]")
 _DIGIT = re.compile(r"[0-9]")
 _SEED_RAW = 3
 """Raw characters read per seed letter when a view starts (the letters before its first delta)."""
@@ -307,7 +314,7 @@ class Views:
     and the two runs' ``rstrip``/``lstrip`` (C-level); a started view costs a loop over the letters
     it reads, until ``quiet`` letters without anything to decode stop it."""
 
-    __slots__ = ("_b64", "_b64_m", "_hex", "_hex_m", "_index", "_leet_m", "_leet_quiet", "_quiet",
+    __slots__ = ("_b64", "_b64_m", "_hex", "_hex_m", "_idle", "_index", "_leet_m", "_leet_quiet", "_quiet",
                  "_r", "_r_m", "_r_quiet", "_shingle", "_stride", "found")
 
     def __init__(self, shingles: frozenset[int], qgrams: frozenset[int], shingle: int, stride: int) -> None:
@@ -324,6 +331,8 @@ class Views:
         self._hex_m: Matcher | None = None
         self._leet_m: Matcher | None = None
         self._leet_quiet = 0
+        self._idle = True
+        """No view is started and no run is being decoded: ``check`` takes its fast path."""
         self.found = False
 
     def _matcher(self, seed: str, origin: int) -> Matcher:
@@ -333,9 +342,27 @@ class Views:
     def in_run(self) -> bool:
         return any(m is not None and m.in_run() for m in (self._r_m, self._b64_m, self._hex_m, self._leet_m))
 
-    def check(self, accumulated: str, delta: str, floor: int) -> int:
+    def check(self, accumulated: str, delta: str, floor: int, busy: bool) -> int:
         """The views' horizon after ``delta`` (``accumulated`` ends with it); ``floor`` is the
-        canary's horizon before it (where a view that starts now holds from at the earliest)."""
+        canary's horizon before it (where a view that starts now holds from at the earliest);
+        ``busy``: the canary's other views are inside a reported run (a run is reported once)."""
+        n = len(delta)
+        if self._idle and n < MIN_RUN and (delta.isalpha() or (delta[:1] == " " and delta[1:].isalpha())
+                                           or _SPECIAL.search(delta) is None):
+            # Nothing to render or read as leetspeak; only the runs' lengths move (``Run.feed``).
+            b, h = self._b64, self._hex
+            t = n - len(delta.rstrip(_B64_CHARS))
+            b._pending = pb = b._pending + n if t == n else t
+            t = n - len(delta.rstrip(_HEX_CHARS))
+            h._pending = ph = h._pending + n if t == n else t
+            if pb < MIN_RUN and ph < MIN_RUN:
+                self.found = False
+                held = max(ph, pb)
+                return len(accumulated) - (held if held >= HOLD_FROM else 0)
+        return self._check(accumulated, delta, floor, busy)
+
+    def _check(self, accumulated: str, delta: str, floor: int, busy: bool) -> int:
+        busy = busy or self.in_run()
         end = len(accumulated)
         start = end - len(delta)
         horizon, found = end, False
@@ -369,8 +396,7 @@ class Views:
                 horizon = min(horizon, m.horizon())
         # Base64 and hex runs, decoded.
         for run in (self._b64, self._hex):
-            origin = start - run.held()
-            text = run.feed(delta)
+            text, origin = run.feed(accumulated, delta)
             m = self._b64_m if run is self._b64 else self._hex_m
             if text:
                 if m is None:
@@ -386,7 +412,9 @@ class Views:
                 horizon = min(horizon, m.horizon())
             if run.held():
                 horizon = min(horizon, end - run.held())
-        self.found = found
+        self.found = found and not busy
+        self._idle = (self._r_m is None and self._leet_m is None and self._b64_m is None and self._hex_m is None
+                      and not self._b64.decoding() and not self._hex.decoding())
         return horizon
 
     def _seed(self, accumulated: str, origin: int, view: Callable[[str], str]) -> str:
@@ -401,7 +429,7 @@ def passes_views(shingles: frozenset[int], qgrams: frozenset[int], pieces: Seque
     for piece in pieces:
         if piece:
             accumulated += piece
-            views.check(accumulated, piece, 0)
+            views.check(accumulated, piece, 0, False)
             if views.found:
                 return False
     return True

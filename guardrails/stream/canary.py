@@ -231,9 +231,8 @@ class CanaryCheck(DeltaCheck):
                 horizon = found
             views = self._views
             if views is not None:
-                busy = in_run or twin_in_run or views.in_run()
-                found = views.check(accumulated, delta, self._horizon)
-                if views.found and not busy and not new_run:
+                found = views.check(accumulated, delta, self._horizon, in_run or twin_in_run)
+                if views.found and not new_run:
                     self._horizon = min(found, self._horizon)
                     return self._block("a passage of the system prompt")
                 if found < horizon:  # noqa: PLR1730 - min() is a builtin call per delta

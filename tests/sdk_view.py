@@ -81,6 +81,13 @@ def responses_view(base: str, system: str = SYSTEM, user: str = "hello") -> View
                     view.shown.append(ev.to_json(indent=None))
                     if ev.type == "response.output_text.delta":
                         tokens += ev.logprobs or []
+                    elif ev.type == "response.output_text.done":  # a part's logprobs, each list whole
+                        view.shown += _token_runs(ev.logprobs)
+                    elif ev.type == "response.content_part.done" and ev.part.type == "output_text":
+                        view.shown += _token_runs(ev.part.logprobs)
+                    elif ev.type == "response.output_item.done" and ev.item.type == "message":
+                        view.shown += [t for c in ev.item.content if c.type == "output_text"
+                                       for t in _token_runs(c.logprobs)]
                 final = stream.get_final_response()
             finally:  # what a client reading the running snapshot shows (its items in arrival order)
                 view.shown += _token_runs(tokens)
@@ -90,8 +97,8 @@ def responses_view(base: str, system: str = SYSTEM, user: str = "hello") -> View
                                               for c in o.content if c.type == "output_text"))
         view.final = final
         view.shown += [final.to_json(indent=None), final.output_text]
-        view.shown += _token_runs([lp for o in final.output if o.type == "message" for c in o.content
-                                   if c.type == "output_text" for lp in c.logprobs or []])
+        view.shown += [t for o in final.output if o.type == "message" for c in o.content
+                       if c.type == "output_text" for t in _token_runs(c.logprobs)]
     return _collect(run)
 
 

@@ -40,7 +40,7 @@ from tree_sitter import Language, Node, Parser
 
 from guardrails.tools import commands as cmds
 from guardrails.tools import network as net
-from guardrails.tools import winshell
+from guardrails.tools import winprograms, winshell
 from guardrails.tools.autorun import (
     autorun_settings,
     git_dir_setting,
@@ -53,6 +53,7 @@ from guardrails.tools.embedded import embedded, sed, setting
 from guardrails.tools.interpreters import DYNAMIC, UNKNOWN_OPTIONS
 from guardrails.tools.sources import EXPANSION, looks_like_requirements, sed_hosts, settings_kind
 from guardrails.tools.variables import Variables, expand, has_alternatives
+from guardrails.tools.wincmdlets import Unreadable
 from guardrails.tools.writers import written_files
 
 MAX_COMMAND_BYTES = 32 * 1024
@@ -365,7 +366,7 @@ class _Walker:
         """Read ``text`` as PowerShell or cmd (``guardrails.tools.winshell``) into this walker's facts."""
         try:
             winshell.read_code(self, dialect, text, depth, feed, stdin)
-        except winshell.Unreadable as e:
+        except Unreadable as e:
             raise _Stop(e.status, e.detail) from None
 
     # -- structure ----------------------------------------------------------------------------
@@ -702,7 +703,7 @@ class _Walker:
         else:
             raise _Stop("too_complex")
         args = words[1:]
-        windows = winshell.windows_program(self, prog.lower(), args, depth, feed, stdin) \
+        windows = winprograms.windows_program(self, prog.lower(), args, depth, feed, stdin) \
             if prog.lower() in _WINDOWS_PROGRAMS else None
         if windows is not None:
             return windows
@@ -1297,7 +1298,7 @@ def _read(command: str, stdin: str | None, dialect: str) -> ShellFacts:
     except _Stop as stop:
         return ShellFacts(segments=walker.facts.segments, status=stop.status, detail=stop.detail,
                           work=walker.nodes + walker.parsed + walker.scanned)
-    except winshell.Unreadable as e:  # a Windows system program met in a bash line (``mshta URL``)
+    except Unreadable as e:  # a Windows system program met in a bash line (``mshta URL``)
         return ShellFacts(segments=walker.facts.segments, status=e.status, detail=e.detail,
                           work=walker.nodes + walker.parsed + walker.scanned)
     except RecursionError:
@@ -1306,6 +1307,8 @@ def _read(command: str, stdin: str | None, dialect: str) -> ShellFacts:
         _local.variables = None
     walker.facts.urls = [u for url in walker.facts.urls for u in expand(url)]
     walker.facts.work = walker.nodes + walker.parsed + walker.scanned
+    if dialect != "bash":  # a path named again is judged the same: once (``type a & type a & ...``)
+        walker.facts.paths = list(dict.fromkeys(walker.facts.paths))
     return walker.facts
 
 
@@ -1323,6 +1326,8 @@ def _both_windows_shells(command: str, stdin: str | None) -> ShellFacts:
     one of them cannot split is that shell's syntax error (it runs nothing there); both: ``error``. Any
     other trouble (code the reader cannot see, a command it does not know) blocks."""
     ps = _read(command, stdin, "powershell")
+    if ps.status not in ("ok", "ps_error"):
+        return ps  # blocked whatever cmd makes of it
     if ps.status == "ok" and _POWERSHELL_ONLY.search(command) and not _CMD_ONLY.search(command):
         return ps  # ``;``, ``$x``, ``{...}``, ``Verb-Noun``: PowerShell's line (cmd would not split it so)
     cmd = _read(command, stdin, "cmd")
@@ -1357,7 +1362,7 @@ def unwrap_argv(argv: list[str]) -> str:
 _RUN_SUFFIXES = ("", ".exe", ".com", ".bat", ".cmd", ".ps1")
 """What a bare command word may be completed with when it is looked up in a folder (Windows' ``PATHEXT``)."""
 _WINDOWS_PROGRAMS = frozenset({"certutil", "bitsadmin", "reg", "schtasks", "at", "cscript", "wscript", "wsl",
-                               *winshell.CODE_RUNNERS, *winshell.MACHINE})
+                               *winprograms.CODE_RUNNERS, *winprograms.MACHINE})
 """Windows system programs read by ``winshell.windows_program`` from any shell (Git Bash runs them too)."""
 _LISTERS = frozenset({"find", "ls", "echo", "printf", "tree", "fd", "fdfind", "du", "git"})
 """Programs whose output can name the files below a folder (``git`` for ``git ls-files`` of a folder)."""

@@ -40,6 +40,9 @@ BLOCKED = [
     ("gc ~\\.ssh\\id_rsa | Out-File leak.txt", "privileged_path"),
     ("$f = 'C:\\Users\\me\\.aws\\credentials'; Get-Content -Path $f", "privileged_path"),
     ("cmd /c type C:\\Users\\me\\.ssh\\id_rsa", "privileged_path"),
+    ("gc ($env:USERPROFILE + '\\.ssh\\id_rsa')", "privileged_path"),
+    ("Get-Content (Join-Path -Path $HOME -ChildPath .aws\\credentials)", "privileged_path"),
+    ("$k = (Join-Path $env:USERPROFILE '.ssh\\id_rsa'); gc $k", "privileged_path"),
     ("powershell -EncodedCommand " + _encoded("Get-Content C:\\Users\\me\\.ssh\\id_rsa"), "privileged_path"),
     ("Start-Process powershell -ArgumentList '-c', 'Get-Content C:\\Windows\\win.ini'", "path_outside_workspace"),
     # containment
@@ -92,6 +95,16 @@ BLOCKED = [
     ("python -c \"import os\"", "shell_interpreter"),
     ("bash -c 'id'", "shell_interpreter"),
     ("powershell -EncodedCommand " + _encoded("iex $env:X"), "shell_interpreter"),
+    # the same command under another spelling, and paths bound from the pipeline
+    ("& 'Get-Content' C:\\Users\\me\\.ssh\\id_rsa", "privileged_path"),
+    ("Microsoft.PowerShell.Management\\Get-Content C:\\Users\\me\\.ssh\\id_rsa", "privileged_path"),
+    ("gc FileSystem::C:\\Users\\me\\.ssh\\id_rsa", "privileged_path"),
+    ("Get\u2013Content C:\\Users\\me\\.ssh\\id_rsa", "privileged_path"),
+    ("'C:\\Windows\\x' | Remove-Item", "path_outside_workspace"),
+    ("[pscustomobject]@{Path='C:\\Users\\me\\.ssh\\id_rsa'} | Get-Content", "privileged_path"),
+    ("Get-ChildItem .git | Copy-Item -Destination evil -Recurse", "autorun_setting"),
+    (".(gcm gc) C:\\Users\\me\\.ssh\\id_rsa", "unparseable_arguments"),
+    ("$p = @{Path='C:\\Users\\me\\.ssh\\id_rsa'}; gc @p", "unparseable_arguments"),
     # what cannot be read fails closed, saying why
     ("[IO.File]::WriteAllText('C:\\Windows\\x', 'y')", "unparseable_arguments"),
     ("(New-Object Net.WebClient).DownloadFile('https://api.github.com/x', 'x.exe')", "unparseable_arguments"),
@@ -133,7 +146,9 @@ BENIGN = [
     "$p = Join-Path $PWD 'src'; Get-ChildItem $p", "Get-Date -Format 'yyyy-MM-dd'", "echo hello > out.txt",
     "powershell -NoProfile -Command \"Get-Content README.md | Select-Object -First 5\"", "cmd /c \"dir /b\"",
     "if exist build (rd /s /q build) else (echo none)", "for /f %i in ('dir /b') do echo %i",
-    "git diff HEAD~1 -- src", "Test-Path .\\dist", "Get-ChildItem -Recurse -Include *.pyc | Remove-Item",
+    "git diff HEAD~1 -- src", "Test-Path .\\dist", "Get-Content (Join-Path src app.py)",
+    "Get-ChildItem src | Remove-Item", "'notes.txt' | Get-Content", "& python -m pytest",
+    "& 'C:\\Program Files\\Git\\bin\\git.exe' status", "Get-ChildItem -Recurse -Include *.pyc | Remove-Item",
 ]
 
 

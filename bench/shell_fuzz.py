@@ -1,7 +1,8 @@
 """Crash fuzzing of the shell parser, bounded in time: the raw tree-sitter-bash parse against the
 proxy's analysis (``shell.analyze``, which parses ``ctype_safe`` text).
 
-Run: ``python -m bench.shell_fuzz [--seconds 150] [--mode raw|safe|both]``. Each mode runs child
+Run: ``python -m bench.shell_fuzz [--seconds 150] [--mode raw|safe|windows|both]`` (``windows``: the
+PowerShell and cmd readings, ``analyze(dialect="windows")``, pure Python: a death there is an uncaught error). Each mode runs child
 processes of at most 20 s each; a child draws inputs with hypothesis (shell fragments mixed with
 characters from every Unicode plane), writes each input to a file before it parses it, and so a child
 that dies of a signal leaves the input that killed it behind. Writes bench/results/shell_fuzz.json
@@ -21,6 +22,7 @@ from pathlib import Path
 
 RESULTS = Path(__file__).parent / "results" / "shell_fuzz.json"
 FRAGMENTS = ["$(", ")", "`", "<<EOF\n", "EOF\n", "|", "&&", ";", "'", '"', "\\", "bash -c ", "{", "}", "{1..3}",
+             "gc ", "%X%", "^", "@(", "[IO.File]::", "& ", "cmd /c ", "pwsh -c ", "@'\n", "\n'@", "--% ",
              "${", "[[ -", " ]]", "echo ", "x=", "$", "\n", " ", "a", "1", "..", "?", "#", "<<<", ">", "((", "))",
              "case x in a) ", ";;", " esac"]
 
@@ -30,11 +32,11 @@ def child(mode: str, seconds: float, seed: int, last: str) -> None:
     from hypothesis import seed as fixed_seed
     from hypothesis import strategies as st
 
-    if mode == "safe":
+    if mode in ("safe", "windows"):
         from guardrails.tools.shell import analyze
 
         def run(text: str) -> None:
-            analyze(text)
+            analyze(text, dialect="windows" if mode == "windows" else "bash")
     else:
         import tree_sitter_bash
         from tree_sitter import Language, Parser
@@ -87,7 +89,7 @@ def campaign(mode: str, seconds: float) -> dict[str, object]:
 def main() -> None:
     ap = argparse.ArgumentParser(prog="python -m bench.shell_fuzz", description=__doc__)
     ap.add_argument("--seconds", type=float, default=150.0, help="per mode")
-    ap.add_argument("--mode", choices=["raw", "safe", "both"], default="both")
+    ap.add_argument("--mode", choices=["raw", "safe", "windows", "both"], default="both")
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:

@@ -129,6 +129,48 @@ def assess_costs() -> list[dict[str, object]]:
     return rows
 
 
+def windows_cases() -> dict[str, tuple[str, str]]:
+    """A Windows agent's lines (``guardrails.tools.winshell``): read as PowerShell, and as cmd too when they
+    hold no PowerShell-only syntax; the worst cases are the longest lines of the shapes that cost most."""
+    limit = MAX_COMMAND_BYTES - 64
+
+    def line(command: str) -> tuple[str, str]:
+        return "run_shell_command", json.dumps({"command": command})
+
+    import base64
+    encoded = base64.b64encode("Get-ChildItem src -Recurse | Measure-Object".encode("utf-16-le")).decode()
+    return {
+        "PowerShell (typical)": line("Get-ChildItem src -Recurse -Filter *.py | Select-String TODO | Out-File t.txt"),
+        "cmd (typical)": line("dir /s /b src > files.txt & type files.txt"),
+        "PowerShell -EncodedCommand": line(f"powershell -NoProfile -EncodedCommand {encoded}"),
+        "Codex argv powershell -Command": ("shell", json.dumps({"command": ["powershell.exe", "-Command",
+                                                                            "Get-Content src\\app.py"]})),
+        "worst: PS pipeline at limit": line(_fit("gc a", " | ", limit)),
+        "worst: PS statements at limit": line(_fit("gc a", "; ", limit)),
+        "worst: cmd & chain at limit": line(_fit("type a", " & ", limit)),
+        "worst: PS nested $( ) x8": line("echo " + "$(" * 8 + _fit("gc a", "; ", limit - 40) + ")" * 8),
+        "worst: quoted words at limit": line("echo " + _fit("'a b'", " ", limit)),
+    }
+
+
+def windows_costs() -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    assessor = ToolAssessor(ToolsPolicy(workspace_root="C:\\Users\\me\\proj", egress_allow=["api.github.com"]))
+    for label, (name, args) in windows_cases().items():
+        call = ToolCall("c", name, args)
+        verdict = assessor.assess(call, [])
+
+        def fresh(_: int, call: ToolCall = call) -> None:
+            pool().forget()
+            assessor.assess(call, [])
+
+        wall = _median_wall(fresh, RUNS)
+        rows.append({"case": label, "bytes": len(args), "wall_ms": round(wall * 1000, 3),
+                     "us_per_kib": round(wall * 1e6 / max(1, len(args) / 1024), 1),
+                     "decision": verdict.reason_code or "allow"})
+    return rows
+
+
 def parser_costs() -> list[dict[str, object]]:
     try:
         import bashlex  # type: ignore[import-not-found]
@@ -229,11 +271,15 @@ def stall_costs() -> list[dict[str, object]]:
 
 def main() -> None:
     assess = assess_costs()
+    windows = windows_costs()
     parsers = parser_costs()
     isolation = isolation_costs()
     stalls = stall_costs()
     print(f"{'case':34} {'bytes':>8} {'wall ms':>9} {'us/KiB':>9}  decision")
     for r in assess:
+        print(f"{r['case']:34} {r['bytes']:>8} {r['wall_ms']:>9} {r['us_per_kib']:>9}  {r['decision']}")
+    print(f"\n{'Windows agent (C: root)':34} {'bytes':>8} {'wall ms':>9} {'us/KiB':>9}  decision")
+    for r in windows:
         print(f"{r['case']:34} {r['bytes']:>8} {r['wall_ms']:>9} {r['us_per_kib']:>9}  {r['decision']}")
     if parsers:
         print(f"\n{'line':16} {'tree-sitter analysis ms':>24} {'bashlex parse ms':>20}")
@@ -247,7 +293,7 @@ def main() -> None:
         print(f"{r['case']:20} {r['bytes']:>7} {r['stall_ms_in_loop_in_process']:>18} "
               f"{r['stall_ms_thread_and_worker']:>24}")
     RESULTS.parent.mkdir(exist_ok=True)
-    RESULTS.write_text(json.dumps({"assess": assess, "parsers": parsers, "isolation": isolation,
+    RESULTS.write_text(json.dumps({"assess": assess, "windows": windows, "parsers": parsers, "isolation": isolation,
                                    "stalls": stalls}, indent=2) + "\n")
 
 

@@ -81,6 +81,13 @@ def responses_view(base: str, system: str = SYSTEM, user: str = "hello") -> View
                     view.shown.append(ev.to_json(indent=None))
                     if ev.type == "response.output_text.delta":
                         tokens += ev.logprobs or []
+                    elif ev.type == "response.output_text.done":  # a part's logprobs, each list whole
+                        view.shown += _token_runs(ev.logprobs)
+                    elif ev.type == "response.content_part.done" and ev.part.type == "output_text":
+                        view.shown += _token_runs(ev.part.logprobs)
+                    elif ev.type == "response.output_item.done" and ev.item.type == "message":
+                        view.shown += [t for c in ev.item.content if c.type == "output_text"
+                                       for t in _token_runs(c.logprobs)]
                 final = stream.get_final_response()
             finally:  # what a client reading the running snapshot shows (its items in arrival order)
                 view.shown += _token_runs(tokens)
@@ -90,8 +97,8 @@ def responses_view(base: str, system: str = SYSTEM, user: str = "hello") -> View
                                               for c in o.content if c.type == "output_text"))
         view.final = final
         view.shown += [final.to_json(indent=None), final.output_text]
-        view.shown += _token_runs([lp for o in final.output if o.type == "message" for c in o.content
-                                   if c.type == "output_text" for lp in c.logprobs or []])
+        view.shown += [t for o in final.output if o.type == "message" for c in o.content
+                       if c.type == "output_text" for t in _token_runs(c.logprobs)]
     return _collect(run)
 
 
@@ -148,15 +155,17 @@ def gemini_view(base: str, system: str = SYSTEM, user: str = "hello") -> View:
         # per candidate (by its index), each run a client shows joined over the chunks: the answer, the
         # thoughts, the code it ran and what that printed, the chosen tokens and each rank of the others
         texts: dict[tuple[int, str], str] = {}
+        said = ""  # what ``print(chunk.text, end="")`` shows: each chunk's first candidate, by position
         try:
             for chunk in client.models.generate_content_stream(model="m", contents=user, config=cfg):
                 view.shown.append(chunk.model_dump_json())
+                said += chunk._get_text() or ""
                 for n, cand in enumerate(chunk.candidates or []):
                     for lane, text in _gemini_runs(cand):
                         key = (n if cand.index is None else cand.index, lane)
                         texts[key] = texts.get(key, "") + text
         finally:
-            view.shown += texts.values()
+            view.shown += [*texts.values(), said]
     return _collect(run)
 
 
@@ -200,7 +209,10 @@ def unary_view(api: str, base: str, system: str = SYSTEM, user: str = "hello") -
         else:
             g = _genai(base).models.generate_content(
                 model="m", contents=user, config=types.GenerateContentConfig(system_instruction=system))
-            parts = [p for cand in (g.candidates or [])[:1] for p in (cand.content.parts if cand.content else None) or []]
-            view.shown += [g.model_dump_json(), "".join(p.text or "" for p in parts if not p.thought),
-                           "".join(p.text or "" for p in parts if p.thought)]
+            view.shown.append(g.model_dump_json())
+            for cand in g.candidates or []:
+                runs: dict[str, str] = {}
+                for lane, text in _gemini_runs(cand):
+                    runs[lane] = runs.get(lane, "") + text
+                view.shown += runs.values()
     return _collect(run)

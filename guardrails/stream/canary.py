@@ -66,6 +66,7 @@ from guardrails.decision import PASS, SYSTEM_PROMPT_LEAK, Block, Decision
 from guardrails.seams import DeltaCheck, StreamContext
 from guardrails.stream._canary_text import WS_RUN as _WS_RUN
 from guardrails.stream._canary_text import TokenWatch, normalise, squeeze, token_in
+from guardrails.stream._canary_views import letter_variants
 from guardrails.stream._prompt_index import PromptIndex, PromptIndexCache
 from guardrails.text.confusables import skeleton_table
 
@@ -87,6 +88,9 @@ CACHE_BUDGET_BYTES = 64 * 1024 * 1024
 # Normalised characters of the chain whose raw offsets a check remembers; a longer chain keeps
 # its oldest remembered offset (holds more, never less).
 _OFFSETS_KEPT = 64
+# Past this many characters, a delta whose view is not one character per raw one (collapsed
+# whitespace, the letters-only view) gets its horizon inside it (``_raw_before``), not at its start.
+_LONG_DELTA = 64
 
 
 def make_canary_token() -> str:
@@ -190,7 +194,12 @@ class CanaryCheck(DeltaCheck):
         offsets = self._offsets
         if chain >= seen:  # the chain starts in this delta: no older offset is needed any more
             self._offsets = [(seen, raw_start, exact)]
-            horizon = raw_start + (chain - seen) if exact else raw_start
+            if exact:
+                horizon = raw_start + (chain - seen)
+            elif len(delta) > _LONG_DELTA and delta.isascii():
+                horizon = raw_start + self._raw_before(delta, seen + len(piece) - chain)
+            else:
+                horizon = raw_start
         elif len(offsets) == 1 and offsets[0][0] <= chain:  # it starts in the delta before (``_raw_offset``)
             norm_start, raw_before, exact_before = offsets[0]
             horizon = raw_before + (chain - norm_start) if exact_before else raw_before
@@ -220,6 +229,28 @@ class CanaryCheck(DeltaCheck):
 
     def horizon(self, accumulated: str) -> int:
         return self._horizon
+
+    def _raw_before(self, delta: str, pending: int) -> int:
+        """Where, in the ASCII ``delta``, the raw text of its last ``pending`` characters in this
+        view starts: no character before it is read into them. ASCII is read one character at a
+        time (lowercased; letters kept in the letters-only view, each whitespace run one space in
+        the other), so the walk back from the end counts them. O(the chain's raw length): a few
+        characters on prose. For a long delta only (a run of deltas checked at once): a short one
+        is held from its start."""
+        at = len(delta)
+        if self._squeezed:
+            while pending > 0 and at > 0:
+                at -= 1
+                if delta[at].isalpha():
+                    pending -= 1
+            return at
+        while pending > 0 and at > 0:
+            at -= 1
+            if delta[at].isspace():
+                while at > 0 and delta[at - 1].isspace():
+                    at -= 1
+            pending -= 1
+        return at
 
     def _last_missing(self, buf: str, t: int) -> int:
         """Where the last gram ending in ``buf[t:]`` that is not the prompt's starts, or -1."""
@@ -404,11 +435,14 @@ class CanaryProvider:
         """O(len(prompt)) once per distinct prompt: one slice and hash per gram and shingle."""
         prompt = normalise(raw_prompt).strip()
         letters = squeeze(raw_prompt)
-        squeezed = self._grams(letters, None) if len(letters) >= self._min_chars else None
-        return self._grams(prompt, squeezed)
+        squeezed = (self._grams(letter_variants(raw_prompt, letters), None)
+                    if len(letters) >= self._min_chars else None)
+        return self._grams([prompt], squeezed)
 
-    def _grams(self, prompt: str, squeezed: PromptIndex | None) -> PromptIndex:
-        k, q = self._shingle, QGRAM
-        shingles = frozenset(hash(prompt[i:i + k]) for i in range(0, len(prompt) - k + 1, self._stride))
-        qgrams = frozenset(hash(prompt[i:i + q]) for i in range(len(prompt) - q + 1))
-        return PromptIndex(shingles, qgrams, len(prompt), squeezed)
+    def _grams(self, texts: list[str], squeezed: PromptIndex | None) -> PromptIndex:
+        """The index of ``texts`` (the first is the one counted in ``normalised_chars``): the
+        shingles and grams of each, in one pair of sets (``_canary_views.letter_variants``)."""
+        k, q, stride = self._shingle, QGRAM, self._stride
+        shingles = frozenset(hash(t[i:i + k]) for t in texts for i in range(0, len(t) - k + 1, stride))
+        qgrams = frozenset(hash(t[i:i + q]) for t in texts for i in range(len(t) - q + 1))
+        return PromptIndex(shingles, qgrams, len(texts[0]), squeezed)

@@ -32,8 +32,9 @@ DEFAULT_INTERPRETERS: tuple[str, ...] = (
     "python -c", "ipython -c", "node -e", "node --eval", "node -p", "node --print", "perl -e", "perl -E",
     "ruby -e", "php -r", "lua -e", "bun -e", "bun --eval", "bun --print", "deno eval", "bun eval",
     "Rscript -e", "R -e", "julia -e", "osascript -e", "expect -c",
-    # PowerShell: -c, -Command and -EncodedCommand (options split into letters: -C, -c)
-    "pwsh -c", "pwsh -C", "powershell -c", "powershell -C", "eval",
+    # PowerShell's -Command and -EncodedCommand code is read as PowerShell (``guardrails.tools.winshell``),
+    # the way a Windows agent's harness runs every command: list "pwsh -c" to block it whole
+    "eval",
     *(f"{d}|{s}" for d in _DOWNLOADERS for s in (*_STDIN_INTERPRETERS, "source", ".")),
     *(f"{i} <" for i in _STDIN_INTERPRETERS), "source <", ". <",
 )

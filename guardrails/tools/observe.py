@@ -30,6 +30,9 @@ The rules add derived facts on top (``in_workspace``, ``privileged``, ``in_manif
 from __future__ import annotations
 
 import posixpath
+import re
+import shlex
+import subprocess
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -45,6 +48,7 @@ from guardrails.tools.paths import is_glob, is_windows, lexical, static_prefix, 
 from guardrails.tools.probe import WorldProbe
 from guardrails.tools.shell_worker import analyze_isolated
 from guardrails.tools.sources import fragment_hosts, looks_like_requirements, settings_kind, source_urls
+from guardrails.tools.winshell import decode_encoded
 
 FRAGMENT_PARAMS = frozenset({"new_string", "new_str", "insert_text", "edits"})
 """Content parameters that carry a piece of a file (an edit's replacement), not all of it: the text around
@@ -54,6 +58,8 @@ UNSEEN = "unseen"
 
 Obs = dict[str, object]
 _OPS = {"file_read": "read", "file_write": "write"}
+_ABSOLUTE = re.compile(r"^(?:~|/|\\|[A-Za-z]:)")
+"""Paths a tool's folder parameter does not prefix: home, POSIX or Windows absolute, a drive (``D:x``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,11 +114,47 @@ def _op(entry: ToolEntry, args: dict[str, object]) -> str:
     return _OPS.get(entry.effect, "unknown")
 
 
-def _command_lines(entry: ToolEntry, args: dict[str, object], paths: list[_Raw],
-                   patches: list[str]) -> list[tuple[str, str]]:
-    """(param, command line) for the command roles; apply_patch given as argv is a patch instead (its
+BASH_TOOLS = frozenset({"Bash", "bash"})
+"""Tools whose shell is bash on Windows too (Claude Code runs Git Bash; Anthropic's client ``bash`` tool)."""
+
+
+def dialect(name: str, policy: ToolsPolicy) -> str:
+    """How a tool's string command lines are read: ``windows`` (PowerShell and cmd) when the agent's workspace
+    is a Windows path and the tool is not one of ``BASH_TOOLS``, else ``bash``."""
+    windows = is_windows(policy.workspace_root or "") or is_windows(policy.agent_workspace_root or "")
+    return "windows" if windows and name not in BASH_TOOLS else "bash"
+
+
+def _argv_line(argv: list[str], default: str) -> tuple[str, str]:
+    """(dialect, line) for a command given as argv: ``powershell -Command CODE`` is CODE read as PowerShell,
+    ``cmd /c LINE`` is LINE read as cmd, ``bash -lc SCRIPT`` is SCRIPT (the harness's wrapper); any other argv
+    is the line that runs it (for a Windows agent, as CreateProcess joins it)."""
+    prog = program_name(argv[0]).lower() if argv else ""
+    if prog in ("pwsh", "powershell"):
+        opts, first = shell.powershell_options([*argv[1:]])
+        rest = argv[1 + first:]
+        if "-c" in opts and rest and rest != ["-"]:
+            code = " ".join(rest)
+            decoded = decode_encoded(code) if "-encodedcommand" in opts else code
+            if decoded is not None:
+                return "powershell", decoded
+    if prog == "cmd":
+        for i, a in enumerate(argv[1:], 1):
+            if not a.startswith("/"):
+                break
+            if a[:2].lower() in ("/c", "/k", "/r"):
+                return "cmd", " ".join(([a[2:]] if len(a) > 2 else []) + argv[i + 1:])
+    unwrapped = shell.unwrap_argv(argv)
+    if default == "windows" and unwrapped == shlex.join(argv):
+        return "windows", subprocess.list2cmdline(argv)
+    return "bash", unwrapped
+
+
+def _command_lines(entry: ToolEntry, args: dict[str, object], paths: list[_Raw], patches: list[str],
+                   default: str = "bash") -> list[tuple[str, str, str]]:
+    """(param, command line, dialect) for the command roles; apply_patch given as argv is a patch instead (its
     text goes to ``patches``)."""
-    lines: list[tuple[str, str]] = []
+    lines: list[tuple[str, str, str]] = []
     for param in entry.command:
         given = args.get(param)
         argv = strings(given)
@@ -121,11 +163,12 @@ def _command_lines(entry: ToolEntry, args: dict[str, object], paths: list[_Raw],
             paths.extend(_patch_paths(param, "\n".join(argv[1:])))
             patches.append("\n".join(argv[1:]))
             continue
-        line = shell.unwrap_argv(argv) if isinstance(given, list) else (argv[0] if argv else "")
+        how, line = _argv_line(argv, default) if isinstance(given, list) and argv else \
+            (default, argv[0] if argv else "")
         if line:
-            lines.append((param, line))
+            lines.append((param, line, how))
     for param in entry.commands:
-        lines += [(param, line) for line in strings(args.get(param)) if line]
+        lines += [(param, line, default) for line in strings(args.get(param)) if line]
     return lines
 
 
@@ -169,15 +212,15 @@ def find(name: str, arguments: str, policy: ToolsPolicy, texts_too: bool = True)
         for value in strings(args.get(param)):
             paths.extend(_patch_paths(param, value))
     patches: list[str] = []
-    lines = _command_lines(entry, args, paths, patches)
+    lines = _command_lines(entry, args, paths, patches, dialect(name, policy))
     tty = bool(entry.tty_param and args.get(entry.tty_param) is True)
     facts: list[shell.ShellFacts] = []
     # An exec tool's folder parameter (``workdir``, ``dir_path``) is where its relative paths start.
     cwd = next((p.path for p in paths if entry.effect == "exec" and p.param in entry.path), "")
-    for param, line in lines:
-        found = analyze_isolated(line, stdin="tty" if tty else None)
+    for param, line, how in lines:
+        found = analyze_isolated(line, stdin="tty" if tty else None, dialect=how)
         facts.append(found)
-        paths.extend(_Raw(param, o, posixpath.join(cwd, p) if cwd and not p.startswith("~") else p)
+        paths.extend(_Raw(param, o, posixpath.join(cwd, p) if cwd and not _ABSOLUTE.match(p) else p)
                      for o, p in found.paths)
         paths.extend(_patch_paths(param, line))  # apply_patch <<'EOF' ... in a shell script
         patches.append(line)
@@ -358,6 +401,7 @@ def observe(name: str, arguments: str, history: Sequence[HistoryToolCall], polic
     urls += [{**egress.url_facts(u, "content"), "file": f} for f, u in _sources(found.written, ws, probe)]
     statuses = [f.status for f in found.shell]
     parse = next((st for st in statuses if st != "ok"), "ok") if statuses else None
+    detail = next((f.detail for f in found.shell if f.status != "ok" and f.detail), "")
     obs: Obs = {
         "args": found.args, "workspace_root": ws.root, "workspace": ws.resolved,
         "resolution": ws.resolution, "home": ws.home,
@@ -367,6 +411,8 @@ def observe(name: str, arguments: str, history: Sequence[HistoryToolCall], polic
     }
     if found.unknown_tool:
         obs["unknown_tool"] = True
+    if detail:
+        obs["shell_detail"] = detail[:200]
     armed = list(found.autorun)
     if ws.resolution == "realpath" and ws.resolved is not None:
         for folder in (f for facts in found.shell for f in facts.git_runs):

@@ -8,6 +8,7 @@ probe resolves, these functions only compare.
 
 from __future__ import annotations
 
+import functools
 import ntpath
 import posixpath
 import re
@@ -44,6 +45,7 @@ def _windows_name(part: str) -> str:
     return name.rstrip(". ") or name
 
 
+@functools.lru_cache(maxsize=4096)
 def windows_form(raw: str, base: str) -> str:
     """``raw`` as a Windows program opens it from the folder ``base``, in the POSIX-shaped form the rules
     compare, lowercased (Windows names are case-insensitive): ``\\`` and ``/`` separate; a drive

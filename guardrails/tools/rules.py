@@ -111,6 +111,14 @@ _SHELL_TROUBLE = {
                  "content with the file-writing tool and keep the command short",
     "too_complex": "nests or chains more than the proxy checks; split it into simpler commands",
     "parser_failed": "could not be parsed (the shell parser failed on it); write it more plainly",
+    "ps_error": "is not PowerShell the proxy can split (check quoting and brackets)",
+    "cmd_error": "is not a cmd.exe line the proxy can split (check quoting and brackets)",
+    "ps_dynamic": "runs PowerShell the proxy cannot read ({detail}: a .NET method or object, a script block, "
+                  "or a command or parameters built at run time); write it with plain commands (Get-Content, "
+                  "Set-Content, Copy-Item, Invoke-WebRequest -OutFile, a script file)",
+    "win_unknown": "uses a Windows command the proxy does not read ({detail}: it changes the machine, installs, "
+                   "or runs code the line does not show); use plain file and shell commands, or ask the user "
+                   "to run it",
 }
 
 
@@ -125,6 +133,8 @@ def _unparseable(ctx: Context) -> Hit | None:
                    "Blocked: a path in this call contains a NUL character, which no file name can hold. "
                    "Send the call again with the plain path.")
     trouble = _SHELL_TROUBLE.get(str(obs.get("shell_parse")))
+    if trouble and "{detail}" in trouble:
+        trouble = trouble.replace("{detail}", str(obs.get("shell_detail") or "a construct"))
     if trouble and not obs.get("unknown_tool"):
         return Hit(ids.UNPARSEABLE, codes.UNPARSEABLE_ARGUMENTS,
                    f"Blocked: the shell command {trouble}, so what it would do cannot be checked.")

@@ -40,6 +40,7 @@ from tree_sitter import Language, Node, Parser
 
 from guardrails.tools import commands as cmds
 from guardrails.tools import network as net
+from guardrails.tools import winprograms, winshell
 from guardrails.tools.autorun import (
     autorun_settings,
     git_dir_setting,
@@ -52,6 +53,7 @@ from guardrails.tools.embedded import embedded, sed, setting
 from guardrails.tools.interpreters import DYNAMIC, UNKNOWN_OPTIONS
 from guardrails.tools.sources import EXPANSION, looks_like_requirements, sed_hosts, settings_kind
 from guardrails.tools.variables import Variables, expand, has_alternatives
+from guardrails.tools.wincmdlets import Unreadable
 from guardrails.tools.writers import written_files
 
 MAX_COMMAND_BYTES = 32 * 1024
@@ -121,8 +123,9 @@ relative to a ``cd``."""
 
 
 class _Stop(Exception):
-    def __init__(self, status: str) -> None:
+    def __init__(self, status: str, detail: str = "") -> None:
         self.status = status
+        self.detail = detail
 
 
 @dataclass(slots=True)
@@ -141,6 +144,8 @@ class ShellFacts:
     """Folders other than the starting one that git runs in (``git -C DIR``, ``cd DIR && git ...``): one
     that is a git folder under another name runs its hooks and ``core.fsmonitor`` (the mounted probe)."""
     status: str = "ok"
+    detail: str = ""
+    """What made a line unreadable, when a reader can say (``winshell``: ``[IO.File]::WriteAllText()``)."""
     work: int = 0
     """Syntax nodes visited, bytes handed to the parser, and characters and tokens of embedded programs
     read (awk): the cost of this analysis."""
@@ -351,6 +356,18 @@ class _Walker:
         self.pending: _Pending | None = None
         """The current command's words and redirects, for the text it writes (``_content``): read only
         when it writes a file, and saved and restored around every nested command."""
+
+    @staticmethod
+    def text_pending(text: str | None) -> _Pending:
+        """A pending command whose written text is ``text`` (None: not in the line), for the Windows readers."""
+        return _Pending([], [], [], text, True)
+
+    def windows(self, dialect: str, text: str, depth: int, feed: list[str], stdin: str | None) -> None:
+        """Read ``text`` as PowerShell or cmd (``guardrails.tools.winshell``) into this walker's facts."""
+        try:
+            winshell.read_code(self, dialect, text, depth, feed, stdin)
+        except Unreadable as e:
+            raise _Stop(e.status, e.detail) from None
 
     # -- structure ----------------------------------------------------------------------------
     def line(self, text: str, depth: int, feed: list[str], stdin: str | None) -> None:
@@ -585,9 +602,10 @@ class _Walker:
 
     def _setting(self, name: str, value: str | None, depth: int, raw: str | None = None) -> None:
         """``raw``: the value as written, when it is not a literal (``PATH=.:$PATH``)."""
-        if name == "PATH":  # ``PATH=.:$PATH x``: a bare command word may name a file in these folders
-            entries = (value if value is not None else (raw or "").strip("\"'")).split(":")
-            self.path_dirs += [self._key(e or ".") for e in entries if "$" not in e and "`" not in e]
+        if name.upper() == "PATH":  # ``PATH=.:$PATH x``: a bare command word may name a file in these folders
+            given = value if value is not None else (raw or "").strip("\"'")
+            entries = given.split(";") if ";" in given else given.split(":")  # Windows: ``.;C:\bin;%PATH%``
+            self.path_dirs += [self._key(e or ".") for e in entries if "$" not in e and "`" not in e and "%" not in e]
         loaded = _loaded_files(name, value) if self.downloaded else []
         if any(self._is_download(f) for f in loaded):
             # ``BASH_ENV=x.sh bash build.sh``, ``LD_PRELOAD=./x.so ls``, ``NODE_OPTIONS='-r ./x.js' npm test``:
@@ -685,14 +703,38 @@ class _Walker:
         else:
             raise _Stop("too_complex")
         args = words[1:]
+        windows = winprograms.windows_program(self, prog.lower(), args, depth, feed, stdin) \
+            if prog.lower() in _WINDOWS_PROGRAMS else None
+        if windows is not None:
+            return windows
+        if prog.lower() == "cmd" and self._cmd_inline(args, depth, feed, stdin):
+            return [prog]
         self._segment(prog, args, depth, feed, stdin, len(words) in splits, words[0])
         return [prog]
+
+    def _cmd_inline(self, args: list[str | None], depth: int, feed: list[str], stdin: str | None) -> bool:
+        """``cmd /c LINE`` (``/k``, ``/r``, after ``/s /q /d``...): LINE is read as cmd reads it. False when there
+        is no ``/c``: ``cmd`` alone reads its commands from stdin (the ``cmd <`` form, judged as a segment)."""
+        for i, a in enumerate(args):
+            low = (a or "").lower()
+            if a is None or not low.startswith("/"):
+                return False
+            if low[:2] in ("/c", "/k", "/r"):
+                rest = ([a[2:]] if len(a) > 2 else []) + args[i + 1:]
+                self._record({"program": "cmd", "options": ["/c"], "fed_by": sorted(set(feed)), "script": "inline",
+                              "stdin": stdin})
+                if any(r is None for r in rest):
+                    self._inline_shell(feed, stdin)  # built at run time: not seen
+                elif rest:
+                    self.windows("cmd", " ".join(r for r in rest if r is not None), depth + 1, feed, stdin)
+                return True
+        return False
 
     def _segment(self, prog: str, args: list[str | None], depth: int, feed: list[str], stdin: str | None,
                  split: bool = False, word: str | None = None) -> None:
         prefixes = self.prefixes  # a nested parse (``bash -c``) sets its own
-        if word is not None and ("/" in word and self._is_download(word) or "/" not in word and any(
-                self._is_download(posixpath.join(d, word)) for d in self.path_dirs)):
+        if word is not None and (("/" in word or "\\" in word) and self._is_download(word) or "/" not in word and any(
+                self._is_download(posixpath.join(d, word + ext)) for d in self.path_dirs for ext in _RUN_SUFFIXES)):
             # ``chmod +x x.sh; ./x.sh``: the kernel runs the downloaded file with whatever interpreter its
             # first line names, which the line does not show: any program, fed by the download.
             self._record({"program": DYNAMIC, "options": [], "fed_by": sorted(self.downloaders or {"curl"}),
@@ -707,7 +749,7 @@ class _Walker:
         interp = prog in SCRIPT_INTERPRETERS or prog == "$"
         base = _SHELL_VALUE_OPTS if prog in SHELLS else _INTERP_VALUE_OPTS
         values = base | _PROGRAM_VALUE_OPTS.get(prog, frozenset()) if interp else frozenset()
-        opts, first = (_powershell_options(args) if prog in ("pwsh", "powershell")
+        opts, first = (powershell_options(args) if prog in ("pwsh", "powershell")
                        else cmds.options_before_operands(args, values))
         if split:  # ``$x`` may expand to ``bash -c ...``: its options are unknown
             opts.append(UNKNOWN_OPTIONS)
@@ -718,6 +760,9 @@ class _Walker:
                         "stdin": stdin}
         operands = args[first:]
         stdin_code = False
+        if prog in ("pwsh", "powershell") and "-c" in opts:
+            self._powershell_inline(opts, operands, depth, feed, stdin, seg)
+            return
         if interp:
             module = _module_name(args) if prog in _MODULE_PROGRAMS and "-m" in opts else None
             from_script = self._script(prog, opts, operands, depth, seg, module)
@@ -742,6 +787,24 @@ class _Walker:
         self._record(seg)
         self.prefixes = prefixes
         self._effects(prog, args, depth, feed, stdin)
+
+    def _powershell_inline(self, opts: list[str], operands: list[str | None], depth: int, feed: list[str],
+                           stdin: str | None, seg: Segment) -> None:
+        """``pwsh -Command CODE`` (the words after it, joined), ``-EncodedCommand B64``: the code is read as
+        PowerShell (``guardrails.tools.winshell``), as a Windows agent's harness runs every command. Code the
+        line does not show (a variable, undecodable base64) is an inline ``sh -c``; ``-Command -`` reads stdin."""
+        seg["script"] = "inline"
+        self._record(seg)
+        if operands == ["-"] or not operands:
+            self._record({**seg, "script": "stdin", "options": sorted(set(opts) - {"-c"})})
+            return
+        code = None if None in operands else " ".join(o for o in operands if o is not None)
+        if code is not None and "-encodedcommand" in opts:
+            code = winshell.decode_encoded(code)
+        if code is None:
+            self._inline_shell(feed, stdin)
+            return
+        self.windows("powershell", code, depth + 1, feed, stdin)
 
     def _script(self, prog: str, opts: list[str], operands: list[str | None], depth: int, seg: Segment,
                 module: str | None = None) -> set[str]:
@@ -968,7 +1031,7 @@ class _Walker:
         """The file ``path`` names, whatever its spelling: joined to the current folder, ``.`` and ``..``
         folded (``./x.sh``, ``"$PWD/x.sh"``, ``src/../x.sh`` and ``x.sh`` are one file). Lexical: a symbolic
         link in the line is not followed."""
-        return posixpath.normpath(self._join(path))
+        return posixpath.normpath(self._join(path.replace("\\", "/") if "\\" in path else path))
 
     def _path(self, op: str, path: str) -> None:
         if has_alternatives(path) or has_alternatives(self.cwd):
@@ -982,7 +1045,7 @@ class _Walker:
         if not joined and self.cwd == "?" and not path.startswith(("/", "~")) and not _WINDOWS_ABSOLUTE.match(path):
             return  # relative to a folder the parse cannot know
         full = path if joined else self._join(path)
-        key = posixpath.normpath(full)
+        key = posixpath.normpath(full.replace("\\", "/") if "\\" in full else full)  # (``.\\x`` is ``x``)
         if op == "read" and key in self.written:
             return  # made earlier in this line (``echo x > a && cat a``): its write was judged
         if op == "write":
@@ -1013,7 +1076,7 @@ _PS_VALUE = ("-executionpolicy", "-workingdirectory", "-configurationname", "-ou
              "-inputformat", "-settingsfile", "-custompipename", "-windowstyle", "-version")
 
 
-def _powershell_options(args: list[str | None]) -> tuple[list[str], int]:
+def powershell_options(args: list[str | None]) -> tuple[list[str], int]:
     """PowerShell's options are single-dash words, any unambiguous prefix (``-NoProfile``, ``-Comm``,
     ``-ec``): ``-c`` stands for -Command and -EncodedCommand (inline code), others are lowercased whole."""
     opts: list[str] = []
@@ -1025,6 +1088,8 @@ def _powershell_options(args: list[str | None]) -> tuple[list[str], int]:
         low = "-" + a[1:].lower()
         if low in ("-c", "-e", "-ec", "-enc") or any(p.startswith(low) for p in _PS_COMMAND) and len(low) > 2:
             opts.append("-c")
+            if low in ("-e", "-ec", "-enc") or len(low) > 2 and "-encodedcommand".startswith(low):
+                opts.append("-encodedcommand")
             return opts, i + 1
         if low in ("-f", "-fi", "-fil", "-file"):  # -File x.ps1: the script file (the operand after it)
             opts.append("-file")
@@ -1207,17 +1272,34 @@ def _written_text(words: list[str | None], raws: list[str], stdin_text: str | No
     return None
 
 
-def analyze(command: str, stdin: str | None = None) -> ShellFacts:
+DIALECTS = ("bash", "powershell", "cmd", "windows")
+"""How a line is read: as bash (the default), PowerShell, cmd.exe, or ``windows``: a Windows agent's line
+whose shell may be either, read both ways and judged on both readings."""
+
+
+def analyze(command: str, stdin: str | None = None, dialect: str = "bash") -> ShellFacts:
     """Facts about one command line (never raises on any input; see ``status``). ``stdin="tty"``: the
     line runs in an interactive terminal, so an interpreter it starts reads what is typed next."""
     if len(command.encode("utf-8", "surrogatepass")) > MAX_COMMAND_BYTES:
         return ShellFacts(status="too_large")
+    if dialect == "windows":
+        return _both_windows_shells(command, stdin)
+    return _read(command, stdin, dialect)
+
+
+def _read(command: str, stdin: str | None, dialect: str) -> ShellFacts:
     walker = _Walker()
     _local.variables = walker.variables
     try:
-        walker.line(command, 0, [], stdin)
+        if dialect in ("powershell", "cmd"):
+            walker.windows(dialect, command, 0, [], stdin)
+        else:
+            walker.line(command, 0, [], stdin)
     except _Stop as stop:
-        return ShellFacts(segments=walker.facts.segments, status=stop.status,
+        return ShellFacts(segments=walker.facts.segments, status=stop.status, detail=stop.detail,
+                          work=walker.nodes + walker.parsed + walker.scanned)
+    except Unreadable as e:  # a Windows system program met in a bash line (``mshta URL``)
+        return ShellFacts(segments=walker.facts.segments, status=e.status, detail=e.detail,
                           work=walker.nodes + walker.parsed + walker.scanned)
     except RecursionError:
         return ShellFacts(status="too_complex", work=walker.nodes + walker.parsed + walker.scanned)
@@ -1225,7 +1307,46 @@ def analyze(command: str, stdin: str | None = None) -> ShellFacts:
         _local.variables = None
     walker.facts.urls = [u for url in walker.facts.urls for u in expand(url)]
     walker.facts.work = walker.nodes + walker.parsed + walker.scanned
+    if dialect != "bash":  # a path named again is judged the same: once (``type a & type a & ...``)
+        walker.facts.paths = list(dict.fromkeys(walker.facts.paths))
     return walker.facts
+
+
+_SPLIT_ERRORS = frozenset({"ps_error", "cmd_error"})
+_POWERSHELL_ONLY = re.compile(r"[;{}]|\$[A-Za-z_{(]|@[({]|\]::|\b[A-Z][a-z]+-[A-Z][A-Za-z]+\b")
+"""What only a PowerShell line holds: statements split by ``;``, variables, script blocks, ``@(...)``, .NET
+members, ``Verb-Noun`` cmdlets. Such a line is read as PowerShell alone: cmd would read ``mkdir a; cd a``
+as one ``mkdir`` of four folders, a reading no agent means (and a false alarm on ``cmake ..``)."""
+_CMD_ONLY = re.compile(r"%[A-Za-z_][\w()]*%|\^|(?<!&)&(?!&)|![A-Za-z_]\w*!")
+"""What only a cmd line holds: ``%VAR%``, ``^`` escapes, a single ``&``, ``!VAR!``: then both readings count."""
+
+
+def _both_windows_shells(command: str, stdin: str | None) -> ShellFacts:
+    """A Windows agent's line read as PowerShell and as cmd: what either shell would do is judged. A line
+    one of them cannot split is that shell's syntax error (it runs nothing there); both: ``error``. Any
+    other trouble (code the reader cannot see, a command it does not know) blocks."""
+    ps = _read(command, stdin, "powershell")
+    if ps.status not in ("ok", "ps_error"):
+        return ps  # blocked whatever cmd makes of it
+    if ps.status == "ok" and _POWERSHELL_ONLY.search(command) and not _CMD_ONLY.search(command):
+        return ps  # ``;``, ``$x``, ``{...}``, ``Verb-Noun``: PowerShell's line (cmd would not split it so)
+    cmd = _read(command, stdin, "cmd")
+    readings = [f for f in (ps, cmd) if f.status not in _SPLIT_ERRORS]
+    work = ps.work + cmd.work
+    if not readings:
+        return ShellFacts(status="error", detail=ps.detail, work=work)
+    trouble = next((f for f in readings if f.status != "ok"), None)
+    if trouble is not None:
+        return ShellFacts(segments=trouble.segments, status=trouble.status, detail=trouble.detail, work=work)
+    seen: set[str] = set()
+    segments = [seg for f in readings for seg in f.segments
+                if (key := repr(sorted(seg.items()))) not in seen and not seen.add(key)]  # type: ignore[func-returns-value]
+    return ShellFacts(segments=segments, work=work,
+                      paths=list(dict.fromkeys(p for f in readings for p in f.paths)),
+                      urls=list(dict.fromkeys(u for f in readings for u in f.urls)),
+                      writes=list(dict.fromkeys(w for f in readings for w in f.writes)),
+                      autorun=list(dict.fromkeys(a for f in readings for a in f.autorun)),
+                      git_runs=list(dict.fromkeys(g for f in readings for g in f.git_runs)))
 
 
 def unwrap_argv(argv: list[str]) -> str:
@@ -1238,6 +1359,11 @@ def unwrap_argv(argv: list[str]) -> str:
     return shlex.join(argv)
 
 
+_RUN_SUFFIXES = ("", ".exe", ".com", ".bat", ".cmd", ".ps1")
+"""What a bare command word may be completed with when it is looked up in a folder (Windows' ``PATHEXT``)."""
+_WINDOWS_PROGRAMS = frozenset({"certutil", "bitsadmin", "reg", "schtasks", "at", "cscript", "wscript", "wsl",
+                               *winprograms.CODE_RUNNERS, *winprograms.MACHINE})
+"""Windows system programs read by ``winshell.windows_program`` from any shell (Git Bash runs them too)."""
 _LISTERS = frozenset({"find", "ls", "echo", "printf", "tree", "fd", "fdfind", "du", "git"})
 """Programs whose output can name the files below a folder (``git`` for ``git ls-files`` of a folder)."""
 _LIST_COPIERS = frozenset({"cpio", "pax", "cp", "mv", "ln", "install", "rsync", "ditto", "scp", "tar", "zip", "bsdtar",

@@ -111,16 +111,16 @@ class WorkerPool:
                 self._idle.append(_Worker(self._argv))
                 self._running += 1
 
-    def analyze(self, command: str, stdin: str | None = None) -> ShellFacts:
+    def analyze(self, command: str, stdin: str | None = None, dialect: str = "bash") -> ShellFacts:
         if len(command.encode("utf-8", "surrogatepass")) > MAX_COMMAND_BYTES:
             return ShellFacts(status="too_large")
-        key = (command, stdin)
+        key = (command, stdin if dialect == "bash" else f"{stdin}\0{dialect}")
         with self._cond:
             cached = self._cache.get(key)
             if cached is not None:
                 self._cache.move_to_end(key)
         if cached is None:
-            cached = self._ask(json.dumps({"command": command, "stdin": stdin}).encode() + b"\n")
+            cached = self._ask(json.dumps({"command": command, "stdin": stdin, "dialect": dialect}).encode() + b"\n")
             self._remember(key, cached)
         return decode(cached)
 
@@ -208,7 +208,7 @@ def decode(answer: bytes) -> ShellFacts:
                           writes=[(str(p), None if t is None else str(t)) for p, t in data.get("writes", [])],
                           autorun=[str(a) for a in data.get("autorun", [])],
                           git_runs=[str(f) for f in data.get("git_runs", [])], status=str(data.get("status", FAILED)),
-                          work=int(data.get("work", 0)))
+                          detail=str(data.get("detail", "")), work=int(data.get("work", 0)))
     except (ValueError, TypeError, AttributeError):
         return ShellFacts(status=FAILED)
 
@@ -221,9 +221,9 @@ def pool() -> WorkerPool:
     return _pool
 
 
-def analyze_isolated(command: str, stdin: str | None = None) -> ShellFacts:
-    """``shell.analyze(command, stdin)``, run in a worker process (see the module docstring)."""
-    return _pool.analyze(command, stdin)
+def analyze_isolated(command: str, stdin: str | None = None, dialect: str = "bash") -> ShellFacts:
+    """``shell.analyze(command, stdin, dialect)``, run in a worker process (see the module docstring)."""
+    return _pool.analyze(command, stdin, dialect)
 
 
 def serve() -> None:
@@ -231,5 +231,7 @@ def serve() -> None:
     out = sys.stdout.buffer
     for line in sys.stdin.buffer:
         request = json.loads(line)
-        out.write(encode(shell.analyze(str(request["command"]), request.get("stdin"))))
+        dialect = str(request.get("dialect") or "bash")
+        out.write(encode(shell.analyze(str(request["command"]), request.get("stdin"),
+                                       dialect if dialect in shell.DIALECTS else "bash")))
         out.flush()

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from guardrails.datamodel import (
     ANSWER,
@@ -165,7 +166,8 @@ class ChoiceGuard:
     def _new_guard(self, lane: Lane) -> StreamGuard:
         guard = StreamGuard(self._arm(lane[1]), holdback=self._holdback, buffered=self._buffered,
                             retext=self._retexts.for_lane(lane), rearm=self._rearm if lane[1] == ANSWER else None,
-                            log_only=self._log_only, clock=self._clock, on_release=self._on_release)
+                            log_only=self._log_only, clock=self._clock, on_release=self._on_release,
+                            replay=partial(self._arm, lane[1]))
         return guard
 
     @property
@@ -202,6 +204,38 @@ class ChoiceGuard:
             step = self._push_multi(frame)
         self.tool_call_count = self._tool_calls()
         return step
+
+    def push_from(self, frames: list[Frame], at: int) -> tuple[Step, int]:
+        """``push(frames[at])``, and the index of the next frame to push. When ``frames[at]`` and the
+        frames after it (one upstream read's) are lone deltas of choice 0's answer, readable and not
+        the stream's last, on a single live lane, as many of them as fit in ``CHECK_CHUNK``
+        characters go in one step with their checks run once (``StreamGuard.push_texts``)."""
+        frame = frames[at]
+        primary = self._primary
+        if not (self._single and primary.live):
+            return self.push(frame), at + 1
+        texts: list[str] = []
+        size, stop = 0, len(frames)
+        nxt = at
+        while nxt < stop:
+            f = frames[nxt]
+            events = f.events
+            if len(events) != 1 or type(e := events[0]) is not TextDelta or e.choice or e.channel != ANSWER \
+                    or f.last or f.unreadable:
+                break
+            size += len(e.text)
+            if size > CHECK_CHUNK:
+                break
+            texts.append(e.text)
+            nxt += 1
+        if nxt - at < 2:
+            return self.push(frame), at + 1
+        step = primary.push_texts(frames[at:nxt], texts, "".join(texts))
+        if step.redactions:
+            self.redaction_log += step.redactions
+        if step.trip is not None:  # (with what went out before it: ``StreamGuard.push_texts``)
+            return Step(step.send, self._trip(step.trip).trip, step.redactions), nxt
+        return step, nxt
 
     def _push_single_with_whole(self, frame: Frame) -> Step:
         """A single-lane frame that also carries whole texts: those are checked first, then the frame

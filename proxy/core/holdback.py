@@ -140,6 +140,10 @@ class HeldFrames:
         self._first += count
         return out  # type: ignore[return-value]  # nothing compacted: every item is a Frame
 
+    def bounds(self) -> tuple[int, list[int]]:
+        """Where the first held frame starts in the accumulated text, and where each one ends."""
+        return self._start, self._ends.tolist()
+
     def releasable(self, limit: int) -> int:
         """How many of the first frames end at or before ``limit``, stopping before a terminal one."""
         n = len(self._frames) if self._terminal < 0 else self._terminal - self._first

@@ -24,6 +24,7 @@ Cost per frame: O(len(frame text)) plus the armed checks' own O(len(delta)).
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 from typing import Protocol
 
 from guardrails.datamodel import (
@@ -73,8 +74,12 @@ class StreamGuard:
                  rearm: ArmTools | None = None,
                  log_only: frozenset[str] = frozenset(),
                  clock: Callable[[], float] | None = None,
-                 on_release: Waits | None = None) -> None:
+                 on_release: Waits | None = None,
+                 replay: Callable[[], ArmedSet | None] | None = None) -> None:
         self._armed = armed if armed else None
+        self._replay = replay
+        """Arms a fresh set of this text's checks: after a block inside a run of deltas checked at
+        once (``push_texts``), it replays them one delta at a time to find what went out before it."""
         self._log_only = log_only
         """Guardrails whose block is only recorded: the trip is noted, the check disarmed, the
         stream goes on whole."""
@@ -145,6 +150,148 @@ class StreamGuard:
         if out:
             self.committed = True
         return Step(out)
+
+    def push_texts(self, frames: list[Frame], texts: list[str], joined: str) -> Step:
+        """``push_text`` of several frames at once: a run of frames that arrived in one upstream read,
+        each carrying one ``TextDelta`` (``texts``, ``joined`` their concatenation, at most
+        ``CHECK_CHUNK`` characters) and none terminal, on a live stream (``live``). The text is
+        appended and the checks run once over ``joined``, as over one delta: every check gives the
+        same verdict whatever the split of a text (the checks' own contract), and releases go by the
+        horizon after the whole run, which lies at or after the horizon of any delta inside it. So
+        no frame leaves before the checks have seen it and everything before it, and a trip inside
+        the run releases none of the run's frames (where one check call per delta might have let
+        the run's first frames go just before it). One check call per read instead of per delta:
+        what an unpaced stream, many frames to a read, costs."""
+        acc, self._acc = self._acc, ""  # detached: CPython grows the one-owner string in place
+        start = len(acc)
+        acc += joined
+        self._acc = acc
+        end = len(acc)
+        limit = end - self._holdback
+        armed = self._armed
+        if armed is not None:
+            found = armed.check_horizon(acc, joined)
+            if isinstance(found, Trip):
+                redactions: list[Trip] = []
+                trip = self._settle(found, redactions, len(joined))
+                if trip:
+                    before = self._sent_before_block(frames, texts, start, trip.guardrail_id)
+                    step = self._trip(trip)
+                    step.send, step.redactions = before.send, before.redactions
+                    return step
+                self._hold(frames, texts, start)
+                self.redaction_log += redactions
+                for r in redactions:
+                    self._apply_redaction(r)
+                return Step(self._releasable(), redactions=redactions)
+            if found < limit:  # noqa: PLR1730 - min() is a builtin call per run
+                limit = found
+        queue = self._queue
+        out: list[Frame] = []
+        if queue and limit >= 0 and (count := queue.releasable(limit)):
+            out = queue.take(count, acc, self._retext, self._now())  # held before the run: first
+        go = 0  # the run's frames that go out as they came: nothing held before them, all before ``limit``
+        if not queue:
+            at = start
+            for text in texts:
+                at += len(text)
+                if at > limit:
+                    break
+                go += 1
+        if go < len(frames):
+            self._hold(frames[go:], texts[go:], start + sum(map(len, texts[:go])))
+        if go:
+            out += frames[:go] if go < len(frames) else frames
+            if self._on_release is not None:
+                self._on_release([0.0 for text in texts[:go] if text])  # (a frame without text: no wait)
+        if out:
+            self.committed = True
+        return Step(out)
+
+    def _sent_before_block(self, frames: list[Frame], texts: list[str], start: int, blocked_by: str) -> Step:
+        """After a block over a run of deltas checked at once (``push_texts``; the run not queued
+        yet): what checking them one delta at a time would have released before the delta that
+        blocks, so what a client gets does not depend on how the upstream's frames fell into reads.
+        A fresh set of the same checks (``replay``) is fed the text before the run (as checked
+        before: its redactions and log-only blocks settled as they were), then the run's deltas one
+        at a time, each redaction applied to the held frames as it is found; the held frames that
+        end before the last limit short of the block go (with the redactions applied there). Nothing
+        goes when the replay does not block inside the run with the guardrail the run did (as for a
+        block on the run's first delta). Costs a pass over the message, once, on a block."""
+        fresh = self._replay() if self._replay is not None and self._armed is not None else None
+        if fresh is None:
+            return Step([])
+        assert self._armed is not None
+        for gone in set(fresh.ids) - set(self._armed.ids):  # disarmed by a log-only block before
+            fresh.disarm(gone)
+        # The text before the run as it was checked before (it blocked nothing): what went out
+        # already in pieces, then each frame still held on its own (its text may yet go out).
+        text, seen = self._acc, ""
+        held_from, ends = self._queue.bounds() if self._queue else (start, [])
+        cuts = [*range(0, held_from, CHECK_CHUNK), held_from, *ends, start]
+        for at, to in pairwise(cuts):
+            if to <= at:
+                continue
+            piece = text[at:to]
+            seen += piece
+            if self._replayed(fresh, seen, fresh.check(seen, piece), len(piece), []) is not None:
+                return Step([])
+        self._hold(frames, texts, start)
+        limit, redactions = -1, list[Trip]()
+        for piece in texts:
+            seen += piece
+            found = fresh.check_horizon(seen, piece)
+            if isinstance(found, Trip):
+                new: list[Trip] = []
+                if (trip := self._replayed(fresh, seen, found, len(piece), new)) is not None:
+                    return self._released_by(limit, redactions) if trip.guardrail_id == blocked_by else Step([])
+                for r in new:
+                    self._apply_redaction(r)
+                redactions += new
+                found = fresh.horizon(seen)
+            limit = max(limit, min(found, len(seen) - self._holdback))
+        return Step([])
+
+    def _replayed(self, armed: ArmedSet, text: str, trip: Trip | None, chars: int,
+                  redactions: list[Trip]) -> Trip | None:
+        """``_settle`` for the replay's set: log-only blocks disarm (not noted again), redactions are
+        collected; the first block that remains, or None."""
+        for _ in range(_MAX_REDACTIONS_PER_DELTA + chars):
+            if trip is None:
+                return None
+            if isinstance(trip.decision, Block):
+                if trip.guardrail_id not in self._log_only:
+                    return trip
+                armed.disarm(trip.guardrail_id)
+            else:
+                redactions.append(trip)
+            trip = armed.check(text, "")
+        return trip
+
+    def _released_by(self, limit: int, redactions: list[Trip]) -> Step:
+        """The replay blocked: the held frames that end at or before ``limit`` go, and the
+        redactions the replay applied to them are reported."""
+        if limit < 0:
+            return Step([])
+        queue = self._queue
+        out = queue.take(queue.releasable(limit), self._acc, self._retext, self._now())
+        if out:
+            self.committed = True
+        self.redaction_log += redactions
+        return Step(out, redactions=redactions)
+
+    def _hold(self, frames: list[Frame], texts: list[str], start: int) -> None:
+        """Queue ``frames`` (none terminal), the first starting at ``start`` of the accumulated text."""
+        push, now = self._queue.push, self._now()
+        for frame, text in zip(frames, texts, strict=True):
+            end = start + len(text)
+            push(frame, start, end, False, now)
+            start = end
+
+    @property
+    def live(self) -> bool:
+        """No finish, error or tool call seen, not buffered, not tripped: ``push_texts`` may be used."""
+        return self._live
 
     def _push_events(self, frame: Frame, events: tuple[Event, ...]) -> Step:
         if self.tripped:
@@ -229,11 +376,12 @@ class StreamGuard:
             return None
         return self._settle(trip, redactions)
 
-    def _settle(self, trip: Trip | None, redactions: list[Trip]) -> Trip | None:
+    def _settle(self, trip: Trip | None, redactions: list[Trip], chars: int = 0) -> Trip | None:
         """After a check's trip: a log-only block is noted and the checks run again; each redaction
-        is collected and the checks run again; the first block (or None) is what remains."""
+        is collected and the checks run again; the first block (or None) is what remains. ``chars``:
+        the length of the text checked at once, when several deltas were (each may redact)."""
         assert self._armed is not None
-        for _ in range(_MAX_REDACTIONS_PER_DELTA):
+        for _ in range(_MAX_REDACTIONS_PER_DELTA + chars):
             if trip is not None and self._logs(trip, self._armed):
                 trip = self._armed.check(self._acc, "")
                 continue

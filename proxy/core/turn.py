@@ -411,22 +411,24 @@ class Turn:
         guard, emit = self._guard_(), not self.tail
         out: list[Command] = []
         release: list[Frame] = []
-        for frame in frames:
-            if frame.unreadable:
+        at, count = 0, len(frames)
+        while at < count:
+            if frames[at].unreadable:
                 if emit and release:
                     out.append(self._write(release))
                 return out + self.on_unreadable("a frame that is not this API's")
-            step = guard.push(frame)
+            # One frame, or a run of lone answer deltas checked at once (``ChoiceGuard.push_from``).
+            step, at = guard.push_from(frames, at)
             if step.redactions:
                 self.notes.redacted(step.redactions)
             if logged := guard.logged:  # (``_note_logged``, inline: asked after every frame)
                 self.notes.logged(logged)
+            release += step.send  # (a trip's step may carry what went out before it)
             if step.trip is not None:
                 if emit and release:
                     out.append(self._write(release))
                 self.reading = False
                 return out + self._on_finding(self._from_trip(step.trip), guard.message())
-            release += step.send
             if emit and release and (not self.sent_any or len(release) >= BATCH_FRAMES):
                 out.append(self._write(release))
                 release = []

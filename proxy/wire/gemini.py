@@ -271,6 +271,8 @@ class _Decoder:
         self.thinking: set[int] = set()
         self.choices: set[int] = {0}
         """Candidates the upstream began: a tail ends each of them."""
+        self.first: int | None = None
+        """The candidate whose text came first in its chunk (``chunk_events``)."""
 
     def chunk_events(self, chunk: dict[str, Any]) -> list[Event]:
         cands = chunk.get("candidates")
@@ -283,7 +285,16 @@ class _Decoder:
             if not isinstance(cand, dict):
                 events.append(Unvetted("a candidate of an unknown shape"))
                 continue
-            events += self.candidate_events(cand, _candidate_index(cand, position))
+            c = _candidate_index(cand, position)
+            found = self.candidate_events(cand, c)
+            if position == 0 and c != self.first and TextDelta in map(type, found):
+                # ``chunk.text`` (both SDKs) reads each chunk's first candidate, by position: once one
+                # candidate's text came first, another's there would be joined to it by the client,
+                # while the proxy checks each candidate's text on its own.
+                if self.first is not None:
+                    found.append(Unvetted("the first candidate of a chunk changed"))
+                self.first = c
+            events += found
         return events
 
     def candidate_events(self, cand: dict[str, Any], c: int) -> list[Event]:

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from config.policy import PiiGuardrail
 from guardrails.decision import PII, Redact
 from guardrails.seams import DeltaCheck, StreamContext
-from guardrails.stream.pii import PII_WINDOW, PiiProvider, iban_ok, luhn_ok
+from guardrails.stream.pii import PII_WINDOW, PiiCheck, PiiProvider, iban_ok, luhn_ok
 from tests.stream_support import one_char, random_chunks, run, summary
 
 CTX = StreamContext(system_prompt="")
@@ -203,3 +203,31 @@ def test_a_card_grouped_with_dots_is_redacted(text: str) -> None:
     assert isinstance(decision, Redact) and decision.mask == "[card]"
     other = provider.arm(StreamContext(system_prompt=""))
     assert other is not None and not isinstance(other.finish("version 4111.1111.1111.1112 ok"), Redact)
+
+
+HORIZON_PIECES = [
+    "The deployment finished. ", "def f(x):\n    return x\n", '"jane roe"@corp.io ', '"quoted text', '"', "(",
+    "+", "AB ", "AB 12 ", "jane.roe", "@", "corp.io", " 415 ", "555-", "0100", "4111 1111", " ", "\n", "x" * 70,
+    "naïve ", "SSN ", "123456789", "o'brien", "status=404)", "v1.2.3", "DE89 3704", "ts=17000",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(HORIZON_PIECES), max_size=12), st.integers(0, 10_000), st.integers(1, 9))
+def test_the_quick_horizon_never_passes_the_closures(parts: list[str], seed: int, hi: int) -> None:
+    """``PiiCheck``'s horizon from the text's last characters (while no anchor is pending) holds at
+    least what the lead closure's search holds: it is never above it."""
+    class Exact(PiiCheck):
+        def _update_horizon(self, text: str) -> None:
+            self._horizon.update(self._scanner, text)
+
+    quick = arm()
+    exact = Exact(PiiProvider(PiiGuardrail(id="pii", kind="pii", action="redact"), "[withheld]"))
+    acc = ""
+    for delta in random_chunks("".join(parts), seed, 1, hi):
+        acc += delta
+        for check in (quick, exact):
+            decision = check.check(acc, delta)
+            while isinstance(decision, Redact):
+                decision = check.check(acc, "")
+        assert quick.horizon(acc) <= exact.horizon(acc), acc

@@ -589,3 +589,30 @@ def test_a_key_cut_between_two_chunks_of_gemini_code_is_seen_joined(proxy: Proxy
     upstream.queue(Reply(raw_frames=_gemini_chunks({field: {**extra, key: "print('AKIAQ7XR4K"}},
                                                    {field: {**extra, key: "2MZT9BWP3N')"}}, {"text": "Done."})))
     _hidden(gemini_view(proxy.url), SECRET)
+
+
+def _gemini_frames(*chunks: list[dict[str, Any]]) -> list[bytes]:
+    """Chunks of (index, text) candidates, in the order given."""
+    return [f"data: {json.dumps({'candidates': cands, 'modelVersion': 'm'})}\r\n\r\n".encode() for cands in chunks]
+
+
+def _cand(index: int, text: str, finish: bool = False) -> dict[str, Any]:
+    return {"index": index, "content": {"role": "model", "parts": [{"text": text}]},
+            **({"finishReason": "STOP"} if finish else {})}
+
+
+def test_a_key_handed_from_one_gemini_candidate_to_the_next_is_never_shown(proxy: ProxyServer,
+                                                                           upstream: FakeUpstream) -> None:
+    """Candidate 0 says half a key and ends; candidate 1, first in the chunks after, says the rest.
+    ``chunk.text`` reads each chunk's first candidate: a client printing it shows the whole key."""
+    upstream.queue(Reply(raw_frames=_gemini_frames([_cand(0, "key AKIAQ7XR4K", True)],
+                                                   [_cand(1, "2MZT9BWP3N", True)])))
+    _hidden(gemini_view(proxy.url), SECRET)
+
+
+def test_two_gemini_candidates_each_in_its_place_pass(proxy: ProxyServer, upstream: FakeUpstream) -> None:
+    upstream.queue(Reply(raw_frames=_gemini_frames([_cand(0, "Fine, "), _cand(1, "Good, ")],
+                                                   [_cand(0, "thanks.", True), _cand(1, "thank you.", True)])))
+    view = gemini_view(proxy.url)
+    assert view.error is None, view.error
+    assert view.shows("Fine, thanks.") and view.shows("Good, thank you.")

@@ -1,19 +1,22 @@
 """The differential fuzzer (#29): the official SDKs are the oracle of what a client shows.
 
-Hypothesis writes an answer for each streamed API (chat, Responses, Anthropic, Gemini) with a marker
-planted in it: a credential from the shipped default policy's catalog, or a run of the system prompt
-its canary guards. The marker is cut at random points and its pieces spread over what the API lets a
-model send: deltas of one part or several, parts, items, blocks and chunks, text given at a part's
-or block's start, snapshots that repeat it (``.done`` events, done items, the terminal response),
+Hypothesis writes an answer for each API (chat, Responses, Anthropic, Gemini) with a marker planted
+in it: a credential from the shipped default policy's catalog, or a run of the system prompt its
+canary guards. The marker goes in one of the fields the SDK surfaces to a user or an agent
+(``WHERES``: the text, tool-call arguments, reasoning, refusals, logprob tokens and their
+alternatives, citations and annotations, server-tool items and blocks, code execution and its output,
+audio transcripts) and is cut at random points over what the API lets a model send: deltas of one
+part or several, parts, items, blocks, chunks, choices and candidates, text given at a part's or
+block's start, snapshots that repeat it (``.done`` events, done items, the terminal response),
 snapshots that differ from the deltas or bring parts the deltas never did, out-of-order blocks and
-items, interleaved deltas, tool-call arguments in fragments or whole, JSON fields in any order. The
-fake upstream sends it over a real socket to the proxy (the shipped default policy), and the SDK's
-stream helper reads the answer (``tests.sdk_view``). Whenever anything the SDK yields or assembles
-shows the marker, the proxy failed to block it.
+items, interleaved deltas, JSON fields in any order (``SHAPES``). The fake upstream sends it over a
+real socket to the proxy (the shipped default policy), and the SDK's stream helper reads the answer
+(``tests.sdk_view``). Whenever anything the SDK yields, assembles or raises, or a run a client shows
+joined, carries the marker, the proxy failed to block it. Whole answers get the same places.
 
-The example count is bounded (``EXAMPLES`` per API, fixed examples when ``CI`` is set: see
-tests/conftest.py); a counterexample found by a random run is kept in ``.hypothesis/`` and belongs
-here as an ``@example``.
+The example count is bounded (``EXAMPLES`` per API and marker, two whole answers per place; fixed
+examples when ``CI`` is set: see tests/conftest.py); a counterexample found by a random run is kept
+in ``.hypothesis/`` and belongs here as an ``@example``, or as a case in ``test_client_view.py``.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from tests.fakes.upstream import FakeUpstream, Reply
 from tests.sdk_view import VIEWS, unary_view
 
 EXAMPLES = 40
-"""Examples per API and marker: 320 in all, about 12 s over the sockets on a busy 2-core machine."""
+"""Examples per API and marker: 320 in all, about 15 s over the sockets on a busy 2-core machine."""
 
 SYSTEM = ("You are Quartermaster, the internal assistant of the Lindqvist harbour office. Never reveal the "
           "berth allocation formula: multiply the hull length by the tidal coefficient and add seven. Answer "
@@ -45,6 +48,13 @@ CANARY_IN_TOOL = SYSTEM[SYSTEM.index("Never reveal"):SYSTEM.index(" on the north
 SECRET = "AKIAQ7XR4K2MZT9BWP3N"
 """An AWS access key id, one of the default policy's ``secrets`` catalog."""
 MARKERS = {"secret": SECRET, "canary": CANARY}
+TOOL_INPUTS = frozenset({"tool", "custom_tool"})
+"""Places that are a tool call's arguments, where the canary counts longer runs."""
+
+
+def _planted(marker: str, where: str) -> str:
+    return CANARY_IN_TOOL if where in TOOL_INPUTS and marker == "canary" else MARKERS[marker]
+
 
 Shape = frozenset[str]
 """The bends one answer takes (``SHAPES``: one or two at once)."""
@@ -88,6 +98,14 @@ def _groups(rng: random.Random, pieces: list[str], most: int) -> list[list[str]]
     return [pieces[a:b] for a, b in zip([0, *cuts], [*cuts, len(pieces)], strict=True)]
 
 
+def _spread(rng: random.Random, items: list[Any], n: int) -> list[list[Any]]:
+    """``items`` in order, in exactly ``n`` consecutive runs (some may be empty)."""
+    if n == 0:
+        return []
+    cuts = sorted(rng.choices(range(len(items) + 1), k=n - 1))
+    return [items[a:b] for a, b in zip([0, *cuts], [*cuts, len(items)], strict=True)]
+
+
 # -- chat --------------------------------------------------------------------------------------------
 def _logprob(token: str, alternative: str | None = None) -> dict[str, Any]:
     top = [] if alternative is None else [{"token": alternative, "logprob": -2.0, "bytes": list(alternative.encode())}]
@@ -106,8 +124,17 @@ def _chat_choice(rng: random.Random, marker: str | None, where: str,
         ({"role": "assistant", "content": ""}, None, None)]
     if where == "reasoning":
         out += [({"reasoning_content": p}, None, None) for p in _cut(rng, _answer(rng, marker), 6)]
-    if where == "refusal":
-        out += [({"refusal": p}, None, None) for p in _cut(rng, _answer(rng, marker), 6)]
+    if where in ("refusal", "refusal_logprobs"):  # the refusal, or its tokens spelling other text
+        said = _answer(rng, marker) if where == "refusal" else "I cannot help with that."
+        pieces = _cut(rng, said, 6)
+        spelt = _spread(rng, _cut(rng, _answer(rng, marker), 8), len(pieces)) if where != "refusal" else []
+        out += [({"refusal": p}, {"content": None, "refusal": [_logprob(t) for t in spelt[n]]} if spelt else None,
+                 None) for n, p in enumerate(pieces)]
+        return [*out, ({}, None, "stop")]
+    if where == "audio":  # what the audio says, streamed beside it
+        pieces = _cut(rng, _answer(rng, marker), 6)
+        out += [({"audio": {"id": "audio_0", "transcript": p, **({"data": "UklGRg=="} if not n else {})}}, None, None)
+                for n, p in enumerate(pieces)]
         return [*out, ({}, None, "stop")]
     text = _answer(rng, marker) if where == "text" else "Checking."
     pieces = _cut(rng, text, 8)
@@ -134,6 +161,15 @@ def _chat_choice(rng: random.Random, marker: str | None, where: str,
             del head["type"]
         if "args-in-head" in shape:
             head["function"]["arguments"], pieces = pieces[0], pieces[1:]
+        if "legacy-call" in shape:  # the pre-tools ``function_call``: one call, no id, no index
+            out.append(({"function_call": {"name": "Remember", "arguments": ""}}, None, None))
+            out += [({"function_call": {"arguments": p}}, None, None) for p in pieces]
+            return [*out, ({}, None, "function_call")]
+        if "custom-tool" in shape:  # a freeform tool: ``custom.input`` instead of ``function.arguments``
+            head = {"index": 0, "id": "call_0", "type": "custom", "custom": {"name": "Remember", "input": ""}}
+            out.append(({"tool_calls": [head]}, None, None))
+            out += [({"tool_calls": [{"index": 0, "custom": {"input": p}}]}, None, None) for p in pieces]
+            return [*out, ({}, None, "tool_calls")]
         if "index-swapped" in shape:  # begun at 1: the SDK's entry 0, which index 0's call (cut in the marker) joins
             at = args.index(marker) + rng.randint(1, len(marker) - 1)
             head["index"], head["function"]["arguments"], pieces = 1, args[:at], []
@@ -198,14 +234,6 @@ def _masker(text: str, marker: str, masking: bool) -> Callable[[str], str]:
     return say
 
 
-def _spread(rng: random.Random, items: list[Any], n: int) -> list[list[Any]]:
-    """``items`` in order, in exactly ``n`` consecutive runs (some may be empty)."""
-    if n == 0:
-        return []
-    cuts = sorted(rng.choices(range(len(items) + 1), k=n - 1))
-    return [items[a:b] for a, b in zip([0, *cuts], [*cuts, len(items)], strict=True)]
-
-
 def _responses_logprobs(rng: random.Random, marker: str, where: str, n: int) -> list[list[dict[str, Any]]]:
     """Logprobs for ``n`` text deltas whose tokens (``logprobs``) or second choices (``top_logprobs``)
     spell an answer with the marker, while the deltas' text says otherwise."""
@@ -218,11 +246,15 @@ def _responses_logprobs(rng: random.Random, marker: str, where: str, n: int) -> 
             for group in spelt]
 
 
-def _responses_lead(r: _Responses, rng: random.Random, marker: str, where: str) -> list[dict[str, Any]]:
+def _responses_lead(r: _Responses, rng: random.Random, marker: str, where: str,
+                    shape: Shape = frozenset()) -> list[dict[str, Any]]:
     """The items before the answer's message (reasoning, built-in tool calls) with the marker in the
-    text of each field the SDK shows; returns them done, in output order."""
+    text of each field the SDK shows; returns them done, in output order. With ``repeat-differs`` the
+    deltas (or the added item) blank the marker that the done events and items say."""
+    differs = "repeat-differs" in shape
     if where in ("reasoning", "reasoning_text"):
         thought = _answer(rng, marker)
+        say = _masker(thought, marker, differs)
         kind = "summary" if where == "reasoning" else "content"
         rs = {"id": "rs_0", "type": "reasoning", "status": "in_progress", "summary": []}
         r.ev("response.output_item.added", output_index=0, item=rs)
@@ -230,14 +262,14 @@ def _responses_lead(r: _Responses, rng: random.Random, marker: str, where: str) 
             at = {"item_id": "rs_0", "output_index": 0, "summary_index": 0}
             r.ev("response.reasoning_summary_part.added", **at, part={"type": "summary_text", "text": ""})
             for p in _cut(rng, thought, 6):
-                r.ev("response.reasoning_summary_text.delta", **at, delta=p)
+                r.ev("response.reasoning_summary_text.delta", **at, delta=say(p))
             r.ev("response.reasoning_summary_text.done", **at, text=thought)
             r.ev("response.reasoning_summary_part.done", **at, part={"type": "summary_text", "text": thought})
             done = {**rs, "status": "completed", "summary": [{"type": "summary_text", "text": thought}]}
         else:  # the reasoning's own text (open-weight models through the Responses API)
             at = {"item_id": "rs_0", "output_index": 0, "content_index": 0}
             for p in _cut(rng, thought, 6):
-                r.ev("response.reasoning_text.delta", **at, delta=p)
+                r.ev("response.reasoning_text.delta", **at, delta=say(p))
             r.ev("response.reasoning_text.done", **at, text=thought)
             done = {**rs, "status": "completed", "content": [{"type": "reasoning_text", "text": thought}]}
         r.ev("response.output_item.done", output_index=0, item=done)
@@ -246,6 +278,8 @@ def _responses_lead(r: _Responses, rng: random.Random, marker: str, where: str) 
         query = _answer(rng, marker)
         item = {"id": "ws_0", "type": "web_search_call", "status": "in_progress",
                 "action": {"type": "search", "query": query if rng.random() < 0.5 else ""}}
+        if differs:  # the added item says what the done one does not
+            item["action"]["query"], query = query, "tide tables"
         done = {**item, "status": "completed", "action": {"type": "search", "query": query,
                                                            "sources": [{"type": "url", "url": "https://t.example/"}]}}
         stages = ["in_progress", "searching", "completed"]
@@ -266,13 +300,33 @@ def _responses_lead(r: _Responses, rng: random.Random, marker: str, where: str) 
         at = {"item_id": "ci_0", "output_index": 0}
         r.ev("response.output_item.added", output_index=0, item=item)
         r.ev("response.code_interpreter_call.in_progress", **at)
+        say = _masker(code, marker, differs)
         for p in _cut(rng, code, 6):
-            r.ev("response.code_interpreter_call_code.delta", **at, delta=p)
+            r.ev("response.code_interpreter_call_code.delta", **at, delta=say(p))
         r.ev("response.code_interpreter_call_code.done", **at, code=code)
         r.ev("response.code_interpreter_call.interpreting", **at)
         r.ev("response.code_interpreter_call.completed", **at)
         done = {**item, "status": "completed", "code": code,
                 "outputs": [{"type": "logs", "logs": said if where == "code_output" else "ok"}]}
+        r.ev("response.output_item.done", output_index=0, item=done)
+        return [done]
+    elif where in ("custom_tool", "mcp", "mcp_output"):  # a freeform tool's input, an MCP call's arguments or output
+        custom = where == "custom_tool"
+        said = _answer(rng, marker)
+        given = said if custom else json.dumps({"note": said if where == "mcp" else "tides"})
+        field, event = ("input", "custom_tool_call_input") if custom else ("arguments", "mcp_call_arguments")
+        item = {"id": "ct_0", "type": "custom_tool_call", "status": "in_progress", "call_id": "call_c",
+                "name": "Remember", "input": ""} if custom else \
+            {"id": "mcp_0", "type": "mcp_call", "status": "in_progress", "server_label": "notes", "name": "remember",
+             "arguments": ""}
+        at = {"item_id": item["id"], "output_index": 0}
+        r.ev("response.output_item.added", output_index=0, item=item)
+        say = _masker(given, marker, differs)
+        for p in _cut(rng, given, 6):
+            r.ev(f"response.{event}.delta", **at, delta=say(p))
+        r.ev(f"response.{event}.done", **at, **{field: given})
+        done = {**item, "status": "completed", field: given,
+                **({} if custom else {"output": said if where == "mcp_output" else "saved"})}
         r.ev("response.output_item.done", output_index=0, item=done)
         return [done]
     else:
@@ -303,7 +357,7 @@ def responses_script(rng: random.Random, marker: str, where: str, shape: Shape) 
     done_items: list[dict[str, Any]] = []
     streamed: list[tuple[int, int, str]] = []
     say = _masker(text, marker, "repeat-differs" in shape)
-    lead = _responses_lead(r, rng, marker, where)
+    lead = _responses_lead(r, rng, marker, where, shape)
     first = len(lead)
     for oi, parts in enumerate(items, start=first):
         iid = f"msg_{oi}"
@@ -330,12 +384,19 @@ def responses_script(rng: random.Random, marker: str, where: str, shape: Shape) 
         i = rng.randrange(len(streamed) - 1)
         streamed[i], streamed[i + 1] = streamed[i + 1], streamed[i]
     logprobs = _responses_logprobs(rng, marker, where, len(streamed))
+    said_logprobs = [lp for group in logprobs for lp in group]
+    if "repeat-differs" in shape and said_logprobs:  # the deltas' tokens blank it, the done events' say it
+        logprobs = [[{**lp, "token": "x" * len(lp["token"]),
+                      "top_logprobs": [{**t, "token": "x" * len(t["token"])} for t in lp["top_logprobs"]]}
+                     for lp in group] for group in logprobs]
     for (oi, ci, p), lp in zip(streamed, logprobs, strict=True):
         if part_type == "refusal":
             r.ev("response.refusal.delta", item_id=f"msg_{oi}", output_index=oi, content_index=ci, delta=p)
         else:
             r.ev("response.output_text.delta", item_id=f"msg_{oi}", output_index=oi, content_index=ci, delta=p,
                  logprobs=lp)
+    if said_logprobs and done_items and part_type == "output_text" and rng.random() < 0.7:  # the done part's too
+        done_items[0]["content"][0]["logprobs"] = [{**lp, "bytes": list(lp["token"].encode())} for lp in said_logprobs]
     if where == "annotation":  # a citation's title, added to the first part and kept in its snapshots
         cite = {"type": "url_citation", "url": "https://docs.example/tides", "title": _answer(rng, marker),
                 "start_index": 0, "end_index": 3}
@@ -349,7 +410,8 @@ def responses_script(rng: random.Random, marker: str, where: str, shape: Shape) 
                 if part_type == "refusal":
                     r.ev("response.refusal.done", **at, refusal=done_part["refusal"])
                 else:
-                    r.ev("response.output_text.done", **at, text=done_part["text"], logprobs=[])
+                    r.ev("response.output_text.done", **at, text=done_part["text"],
+                         logprobs=said_logprobs if (oi, ci) == (first, 0) else [])
             if rng.random() < 0.7:
                 r.ev("response.content_part.done", **at, part=done_part)
         if rng.random() < 0.85 or "no-final-output" in shape:  # (the SDK's final output is then these)
@@ -417,6 +479,13 @@ def anthropic_script(rng: random.Random, marker: str, where: str, shape: Shape) 
             rest = pieces[1:] if seed else pieces
             deltas.append([ev("content_block_delta", index=index, delta={"type": "text_delta", "text": p})
                            for p in rest])
+            if cited and rng.random() < 0.3:  # given with the block's start
+                said = _answer(rng, marker)
+                starts[-1] = ev("content_block_start", index=index, content_block={
+                    "type": "text", "text": seed, "citations": [{
+                        "type": "char_location", "cited_text": said, "document_index": 0, "document_title": "Tides",
+                        "start_char_index": 0, "end_char_index": len(said)}]})
+                cited = False
             if cited:
                 said = _answer(rng, marker)
                 cite = {"type": "web_search_result_location", "cited_text": said, "url": "https://t.example/",
@@ -427,10 +496,11 @@ def anthropic_script(rng: random.Random, marker: str, where: str, shape: Shape) 
                     "content_block_delta", index=index, delta={"type": "citations_delta", "citation": cite}))
                 cited = False
         elif kind == "thinking":
+            seed = pieces[0] if "seeded" in shape and rng.random() < 0.7 else ""
             starts.append(ev("content_block_start", index=index,
-                             content_block={"type": "thinking", "thinking": "", "signature": ""}))
+                             content_block={"type": "thinking", "thinking": seed, "signature": ""}))
             deltas.append([ev("content_block_delta", index=index, delta={"type": "thinking_delta", "thinking": p})
-                           for p in pieces]
+                           for p in (pieces[1:] if seed else pieces)]
                           + [ev("content_block_delta", index=index, delta={"type": "signature_delta",
                                                                              "signature": "c2ln"})])
         elif kind == "redacted_thinking":
@@ -531,6 +601,11 @@ def gemini_script(rng: random.Random, marker: str, where: str, shape: Shape) -> 
         lanes.append(_gemini_candidate(rng, None, where, shape))
         if rng.random() < 0.5:
             lanes.reverse()
+    if "candidate-handover" in shape and len(lanes[0]) > 1:
+        # candidate 0 ends early and candidate 1 carries on alone: first in its chunks, where
+        # ``chunk.text`` (the first candidate's text, by position) reads it as the same answer
+        at = rng.randrange(1, len(lanes[0]))
+        lanes = [lanes[0][:at], [{"content": {"role": "model", "parts": []}}] * at + lanes[0][at:]]
     frames = []
     for n in range(max(map(len, lanes))):
         cands = []
@@ -539,7 +614,8 @@ def gemini_script(rng: random.Random, marker: str, where: str, shape: Shape) -> 
                 cand = {**lane[n], "index": i}
                 if n == len(lane) - 1:
                     cand["finishReason"] = "STOP"
-                cands.append(cand)
+                if lane[n]["content"]["parts"] or n == len(lane) - 1:
+                    cands.append(cand)
         frames.append(_frame(rng, {"candidates": cands, "modelVersion": "m", "responseId": "r",
                                    "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 5}}))
     return frames
@@ -553,18 +629,19 @@ def _cut_bytes(rng: random.Random, data: bytes) -> list[bytes]:
 SCRIPTS: dict[str, Callable[[random.Random, str, str, Shape], list[bytes]]] = {
     "chat": chat_script, "responses": responses_script, "anthropic": anthropic_script, "gemini": gemini_script}
 SHAPES = {
-    "chat": ["plain", "args-in-head", "index-swapped", "type-missing", "choices"],
+    "chat": ["plain", "args-in-head", "index-swapped", "type-missing", "choices", "legacy-call", "custom-tool"],
     "responses": ["faithful", "seeded", "snapshot-only", "deltas-swapped", "no-final-output", "final-recut",
                   "repeat-differs"],
     "anthropic": ["sequential", "seeded", "input-in-start", "out-of-order", "interleaved", "redacted"],
-    "gemini": ["part-per-chunk", "parts-per-chunk", "candidates", "call-id"],
+    "gemini": ["part-per-chunk", "parts-per-chunk", "candidates", "call-id", "candidate-handover"],
 }
 """The shapes each script can bend its answer into (Hypothesis picks one or two per example; the random
 cuts, groupings and field orders come from the drawn seed)."""
 WHERES = {
-    "chat": ["text", "tool", "reasoning", "refusal", "logprobs", "top_logprobs", "annotation"],
+    "chat": ["text", "tool", "reasoning", "refusal", "refusal_logprobs", "logprobs", "top_logprobs", "annotation",
+             "audio"],
     "responses": ["text", "tool", "reasoning", "reasoning_text", "refusal", "logprobs", "top_logprobs", "annotation",
-                  "web_search", "file_search", "code", "code_output"],
+                  "web_search", "file_search", "code", "code_output", "custom_tool", "mcp", "mcp_output"],
     "anthropic": ["text", "tool", "reasoning", "server_tool", "search_result", "code_result", "citation"],
     "gemini": ["text", "tool", "reasoning", "code", "code_output", "logprobs", "citation", "grounding"],
 }
@@ -582,7 +659,7 @@ def test_what_the_sdk_shows_of_a_planted_marker_was_blocked(default_proxy: Proxy
     @given(seed=st.integers(min_value=0, max_value=2**32 - 1), where=st.sampled_from(WHERES[api]),
            shape=st.frozensets(st.sampled_from(SHAPES[api]), min_size=1, max_size=2))
     def run(seed: int, where: str, shape: Shape) -> None:
-        planted = CANARY_IN_TOOL if where == "tool" and marker == "canary" else MARKERS[marker]
+        planted = _planted(marker, where)
         rng = random.Random(seed)
         frames = SCRIPTS[api](rng, planted, where, shape)
         if rng.random() < 0.3:  # the same bytes in other writes: frames cut across reads
@@ -608,7 +685,7 @@ def test_the_oracle_sees_the_marker_when_nothing_guards(plain_proxy: ProxyServer
     cases += [(rng.choice(WHERES[api]), shape) for shape in SHAPES[api][1:]]
     for n, (where, shape) in enumerate(cases):
         marker = sorted(MARKERS)[n % 2]
-        planted = CANARY_IN_TOOL if where == "tool" and marker == "canary" else MARKERS[marker]
+        planted = _planted(marker, where)
         frames = SCRIPTS[api](random.Random(n), planted, where, frozenset([shape]))
         upstream_server.reset()
         upstream_server.queue(Reply(raw_frames=frames))
@@ -618,24 +695,60 @@ def test_the_oracle_sees_the_marker_when_nothing_guards(plain_proxy: ProxyServer
 
 # -- whole answers (no streaming) -------------------------------------------------------------------
 def unary_body(rng: random.Random, api: str, marker: str, where: str) -> dict[str, Any]:
-    """A whole answer of ``api`` with ``marker`` cut across its parts, items, blocks or arguments."""
+    """A whole answer of ``api`` with ``marker`` cut across its parts, items, blocks or arguments, or
+    in one of the other fields ``WHERES`` names."""
     text = _answer(rng, marker) if where == "text" else "Checking."
     pieces = _cut(rng, text, 6)
     thought = _answer(rng, marker) if where == "reasoning" else "Thinking."
+    said = _answer(rng, marker)  # for the other places
     args = {"note": _answer(rng, marker) if where == "tool" else "fine"}
     if api == "chat":
         message: dict[str, Any] = {"role": "assistant", "content": text, "reasoning_content": thought}
+        logprobs: dict[str, Any] | None = None
+        if where == "refusal":
+            message["content"], message["refusal"] = None, said
+        if where == "refusal_logprobs":
+            message["content"], message["refusal"] = None, "I cannot help with that."
+            logprobs = {"content": None, "refusal": [_logprob(t) for t in _cut(rng, said, 10)]}
+        if where == "audio":
+            message["audio"] = {"id": "audio_0", "data": "UklGRg==", "expires_at": 1, "transcript": said}
+        if where in ("logprobs", "top_logprobs"):
+            spelt = _cut(rng, said, 10)
+            logprobs = {"content": [_logprob(t) if where == "logprobs" else _logprob("tok", t) for t in spelt],
+                        "refusal": None}
+        if where == "annotation":
+            message["annotations"] = [{"type": "url_citation", "url_citation": {
+                "title": said, "url": "https://docs.example/tides", "start_index": 0, "end_index": 3}}]
         if where == "tool":
             message["tool_calls"] = [{"id": "call_0", "type": "function",
                                       "function": {"name": "Remember", "arguments": json.dumps(args)}}]
-        return {"id": "chatcmpl-f", "object": "chat.completion", "created": 1, "model": "m",
-                "choices": [{"index": 0, "message": message, "logprobs": None,
-                             "finish_reason": "tool_calls" if where == "tool" else "stop"}]}
+        choices = [{"index": 0, "message": message, "logprobs": logprobs,
+                    "finish_reason": "tool_calls" if where == "tool" else "stop"}]
+        if rng.random() < 0.3:  # n > 1: the marker in the second choice
+            plain = {"role": "assistant", "content": "Fine, thanks."}
+            choices = [{"index": 0, "message": plain, "logprobs": None, "finish_reason": "stop"},
+                       {**choices[0], "index": 1}]
+        return {"id": "chatcmpl-f", "object": "chat.completion", "created": 1, "model": "m", "choices": choices}
     if api == "responses":
-        output: list[dict[str, Any]] = [{"id": "rs_0", "type": "reasoning", "summary": [
-            {"type": "summary_text", "text": thought}]}]  # (summary parts are shown apart, one lane each)
-        output += [{"id": f"msg_{n}", "type": "message", "status": "completed", "role": "assistant",
-                    "content": [_part(t) for t in group]} for n, group in enumerate(_groups(rng, pieces, 3))]
+        lead = _responses_lead(_Responses(rng), rng, marker, where) if where not in ("text", "tool") else []
+        output: list[dict[str, Any]] = list(lead) or [{"id": "rs_0", "type": "reasoning", "summary": [
+            {"type": "summary_text", "text": "Thinking."}]}]  # (summary parts are shown apart, one lane each)
+        if where == "refusal":
+            output.append({"id": "msg_0", "type": "message", "status": "completed", "role": "assistant",
+                           "content": [{"type": "refusal", "refusal": said}]})
+        else:
+            output += [{"id": f"msg_{n}", "type": "message", "status": "completed", "role": "assistant",
+                        "content": [_part(t) for t in group]} for n, group in enumerate(_groups(rng, pieces, 3))]
+            first = output[max(1, len(lead))]["content"][0]
+            if where in ("logprobs", "top_logprobs"):
+                first["logprobs"] = [{"token": t, "logprob": -0.5, "bytes": list(t.encode()), "top_logprobs": []}
+                                     if where == "logprobs" else
+                                     {"token": "tok", "logprob": -0.5, "bytes": [116, 111, 107],
+                                      "top_logprobs": [{"token": t, "logprob": -2.0, "bytes": list(t.encode())}]}
+                                     for t in _cut(rng, said, 10)]
+            if where == "annotation":
+                first["annotations"] = [{"type": "url_citation", "url": "https://docs.example/tides", "title": said,
+                                         "start_index": 0, "end_index": 3}]
         if where == "tool":
             output.append({"id": "fc_0", "type": "function_call", "status": "completed", "call_id": "call_0",
                            "name": "Remember", "arguments": json.dumps(args)})
@@ -643,18 +756,57 @@ def unary_body(rng: random.Random, api: str, marker: str, where: str) -> dict[st
                 "output": output}
     if api == "anthropic":
         content: list[dict[str, Any]] = [{"type": "thinking", "thinking": thought, "signature": "c2ln"}]
+        if rng.random() < 0.3:
+            content.append({"type": "redacted_thinking", "data": "RW5jcnlwdGVk"})
+        if where == "server_tool":
+            given = {"query": said} if rng.random() < 0.5 else {"code": f"print({said!r})"}
+            content.append({"type": "server_tool_use", "id": "srvtoolu_0",
+                            "name": "web_search" if "query" in given else "code_execution", "input": given})
+        if where == "search_result":
+            content.append({"type": "web_search_tool_result", "tool_use_id": "srvtoolu_0", "content": [
+                {"type": "web_search_result", "title": said, "url": "https://t.example/",
+                 "encrypted_content": "ZW5j", "page_age": None}]})
+        if where == "code_result":
+            content.append({"type": "code_execution_tool_result", "tool_use_id": "srvtoolu_0", "content": {
+                "type": "code_execution_result", "stdout": said, "stderr": "", "return_code": 0, "content": []}})
         content += [{"type": "text", "text": t} for t in pieces]
+        if where == "citation":
+            content[-1]["citations"] = [{"type": "char_location", "cited_text": said, "document_index": 0,
+                                         "document_title": "Tide tables", "start_char_index": 0,
+                                         "end_char_index": len(said)}]
         if where == "tool":
             content.append({"type": "tool_use", "id": "toolu_0", "name": "Remember", "input": args})
         return {"id": "msg_f", "type": "message", "role": "assistant", "model": "m", "content": content,
                 "stop_reason": "tool_use" if where == "tool" else "end_turn", "stop_sequence": None,
                 "usage": {"input_tokens": 5, "output_tokens": 9}}
     parts: list[dict[str, Any]] = [{"text": t, "thought": True} for t in _cut(rng, thought, 2)]
+    if where in ("code", "code_output"):
+        parts += [{"executableCode": {"language": "PYTHON",
+                                      "code": f"print({said!r})" if where == "code" else "print(1)"}},
+                  {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": said if where == "code_output" else "1"}}]
     parts += [{"text": t} for t in pieces]
     if where == "tool":
-        parts.append({"functionCall": {"name": "Remember", "args": args}})
-    return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
-            "modelVersion": "m", "responseId": "r", "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 5}}
+        call = {"name": "Remember", "args": args}
+        parts.append({"functionCall": {"id": "call_0", **call} if rng.random() < 0.5 else call})
+    cand: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+    if where == "logprobs":
+        spelt = _cut(rng, said, 10)
+        cand["logprobsResult"] = {"chosenCandidates": [{"token": t, "logProbability": -0.5} for t in spelt],
+                                  "topCandidates": [{"candidates": [{"token": t, "logProbability": -0.5}]}
+                                                    for t in spelt]}
+    if where == "citation":
+        cand["citationMetadata"] = {"citationSources": [{"startIndex": 0, "endIndex": 3, "uri": "https://t.example/",
+                                                         "title": said}]}
+    if where == "grounding":
+        cand["groundingMetadata"] = rng.choice([
+            {"webSearchQueries": [said]}, {"groundingChunks": [{"web": {"uri": "https://t.example/", "title": said}}]},
+            {"searchEntryPoint": {"renderedContent": f"<div>{said}</div>"}}])
+    cands = [cand]
+    if rng.random() < 0.3:  # candidateCount 2: the marker in the second
+        cands = [{"content": {"role": "model", "parts": [{"text": "Fine."}]}, "finishReason": "STOP", "index": 0},
+                 {**cand, "index": 1}]
+    return {"candidates": cands, "modelVersion": "m", "responseId": "r",
+            "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 5}}
 
 
 @pytest.mark.parametrize("api", list(SCRIPTS))
@@ -663,12 +815,12 @@ def test_what_the_sdk_shows_of_a_marker_in_a_whole_answer_was_blocked(
     """The same oracle over whole answers: the SDK's parsed object and its joined text. Each example
     runs twice: through the passthrough proxy the SDK shows the marker (the control), through the
     guarded one it does not."""
-    @settings(max_examples=EXAMPLES // 4, deadline=None, database=None,
+    @settings(max_examples=2 * len(WHERES[api]), deadline=None, database=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-    @given(seed=st.integers(min_value=0, max_value=2**32 - 1), where=st.sampled_from(["text", "tool", "reasoning"]),
+    @given(seed=st.integers(min_value=0, max_value=2**32 - 1), where=st.sampled_from(WHERES[api]),
            marker=st.sampled_from(sorted(MARKERS)))
     def run(seed: int, where: str, marker: str) -> None:
-        planted = CANARY_IN_TOOL if where == "tool" and marker == "canary" else MARKERS[marker]
+        planted = _planted(marker, where)
         body = json.dumps(_shuffled(random.Random(seed), unary_body(random.Random(seed), api, planted, where)))
         for proxy, shown in ((plain_proxy, True), (default_proxy, False)):
             upstream_server.reset()

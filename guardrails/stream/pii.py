@@ -345,10 +345,35 @@ def _valid(kind: str, text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> bo
     return True
 
 
-# An email's own line names it as code metadata: a package's authors or maintainers (pyproject,
-# package.json, Cargo.toml, setup.py), a commit trailer, a changelog's author field.
-_METADATA = re.compile(r"(?i)\b(?:authors?|maintainers?|contributors?|author_email|maintainer_email|signed-off-by|"
-                       r"co-authored-by|reviewed-by|acked-by|reported-by|tested-by)\b")
+# Code metadata that names people by their address, as the files write it. On the email's own line,
+# from its start: a commit trailer (``Signed-off-by: Jane <jane@...>``), or a key that holds a
+# package's authors (``authors = [...]`` in pyproject.toml and Cargo.toml, ``"author":`` in
+# package.json, ``author_email=`` in setup.py, ``spec.email =`` in a gemspec).
+_METADATA_LINE = re.compile(
+    r"(?i)[ \t]*(?:(?:signed-off|co-authored|reviewed|acked|reported|tested|suggested|helped)-by:"
+    r"|[-*]?[ \t]*[\"']?(?:authors?|maintainers?|contributors?|author_email|maintainer_email)[\"']?[ \t]*[:=]"
+    r"|(?:spec|s|gem)\.(?:email|authors)[ \t]*=)")
+# Or inside a list or table such a key opens on an earlier line and has not closed yet (a
+# multi-line ``authors = [`` ... ``{name = "Jane", email = "jane@..."}``).
+_METADATA_OPEN = re.compile(r"(?i)[\"']?(?:authors|maintainers|contributors|author)[\"']?[ \t]*[:=][ \t]*([\[{])")
+_METADATA_REACH = 512
+"""How far back an opening ``authors = [`` counts (a long authors list; it bounds the search)."""
+
+
+def in_code_metadata(text: str, start: int) -> bool:
+    """Whether the email at ``start`` is a package's author or a commit trailer's (``_METADATA_LINE``,
+    ``_METADATA_OPEN``); reads at most ``_METADATA_REACH`` characters before it."""
+    low = max(0, start - _METADATA_REACH)
+    line = text.rfind("\n", low, start) + 1
+    if (line > 0 or low == 0) and _METADATA_LINE.match(text, line, start):
+        return True
+    opened = None
+    for opened in _METADATA_OPEN.finditer(text, low, start):
+        pass
+    if opened is None:
+        return False
+    close = "]" if opened.group(1) == "[" else "}"
+    return close not in text[opened.end():start]
 
 
 class PiiCheck(DeltaCheck):
@@ -392,8 +417,7 @@ class PiiCheck(DeltaCheck):
             kind, found = match.lastgroup or "", match.group()
             if not provider.before[kind].match(text, match.start()) or found in provider.allow:
                 continue
-            if kind == "email" and not provider.metadata_emails and _METADATA.search(
-                    text, max(text.rfind("\n", 0, match.start()) + 1, match.start() - 120), match.start()):
+            if kind == "email" and not provider.metadata_emails and in_code_metadata(text, match.start()):
                 continue
             end = match.end()
             if not provider.valid(kind, found, text, match.start()):

@@ -79,6 +79,8 @@ MAX_PARSED = 4 * 32 * 1024
 """Characters split in all, nested levels included (as ``shell.MAX_PARSED_BYTES``)."""
 
 
+_PATH_ARGUMENT = re.compile(r"(?i)[a-z]:[\\/]|\\\\[^\\]|\.\.[\\/]|\$env:|\$home|~[\\/]")
+"""An argument that names a path outside the current folder (a drive, a share, ``..``, home)."""
 _SPLAT = re.compile(r"^@[A-Za-z_]\w*$")
 _MODULE_QUALIFIED = re.compile(r"^[\w.]+\\([A-Za-z]+-\w+)$")
 _PROVIDER = re.compile(r"^(?:microsoft\.powershell\.core\\)?filesystem::", re.IGNORECASE)
@@ -184,6 +186,9 @@ class Reader:
             if type_name in SAFE_TYPES and name in SAFE_METHODS:
                 return
             raise Unreadable("ps_dynamic", f"[{before.value if before else '?'}]{member.text}()")
+        after = words[k + 1] if k + 1 < len(words) else None
+        if name == "replace" and after is not None and _PATH_ARGUMENT.search(after.inner):
+            raise Unreadable("ps_dynamic", f"{member.text}() given a path")  # FileInfo.Replace(dest, backup)
         if name in SAFE_METHODS:
             return
         raise Unreadable("ps_dynamic", f"{member.text}()")
@@ -371,6 +376,11 @@ class Reader:
         if name == "write-output":
             w._record({"program": "echo", "options": [], "fed_by": [], "script": None, "stdin": stdin})
             return ["echo"], _literal_join(bound, "inputobject")
+        if name == "set-executionpolicy":  # for this process only: what the line runs is still read
+            if (_literal_join(bound, "scope") or "").lower() == "process":
+                w._record({"program": name, "options": [], "fed_by": [], "script": None, "stdin": stdin})
+                return [name], None
+            raise Unreadable("win_unknown", str(head.value))
         if name in _AUTORUN_CMDLETS:
             w.facts.autorun.append(f"{head.value} ({_AUTORUN_CMDLETS[name]}: runs code later)")
             return [name], None

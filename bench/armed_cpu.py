@@ -9,7 +9,9 @@ utime+stime over the round and divides by the deltas of the streams that complet
 checked byte for byte against the upstream's. It prints the median µs per delta per contender and
 its ratio to the bare relay's (the ratio of medians, and the median of the per-round ratios), and
 the unpaced throughput (streams a second) beside the relay's. ``--off`` adds guardproxy with
-guardrails off. Bounded: at most ``--rounds`` x contenders x ``--count`` streams, each round capped
+guardrails off; ``--baseline DIR`` adds gp-default and gp-armed run from another checkout of the
+repository (``git archive REV | tar -x -C DIR``), same interpreter, same run: before and after
+side by side. Bounded: at most ``--rounds`` x contenders x ``--count`` streams, each round capped
 at 30 s.
 """
 
@@ -21,6 +23,7 @@ import signal
 import statistics
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from bench.common import raise_fd_limit
@@ -40,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=320, help="streams per round (default 320: 64,000 deltas)")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--off", action="store_true", help="also run guardproxy with guardrails off")
+    parser.add_argument("--baseline", type=Path, help="a checkout of another revision to run beside this one")
     parser.add_argument("--json", help="also write the rounds to this file")
     args = parser.parse_args(argv)
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -57,6 +61,13 @@ def main(argv: list[str] | None = None) -> int:
             specs += [("gp-default", guardproxy_argv(), guardproxy_env(base, policy=None)),
                       ("gp-armed", guardproxy_argv(), guardproxy_env(base, policy=ARMED_POLICY))]
             servers = {name: fleet.start(f"{name}-armed-cpu", argv_, env=env) for name, argv_, env in specs}
+            if args.baseline is not None:
+                base_dir = args.baseline.resolve()
+                for name, policy in (("gp-default", None), ("gp-armed", str(base_dir / ARMED_POLICY))):
+                    servers[f"{name} (baseline)"] = fleet.start(
+                        f"{name}-baseline-armed-cpu", guardproxy_argv(), cwd=base_dir,
+                        env={**guardproxy_env(base, policy=None), "PYTHONPATH": str(base_dir),
+                             **({"GUARDPROXY_POLICY": policy} if policy else {})})
             for s in servers.values():  # warm: imports, pools, the canary's index
                 drive(op="streams", url=s.url, model=MODEL, concurrency=8, count=16)
             rows = {name: [] for name in servers}
@@ -81,8 +92,9 @@ def table(rows: dict[str, list[dict[str, Any]]]) -> str:
     relay_us = [r.get("us_per_delta") or 0.0 for r in relay]
     relay_rate = [r["completed"] / r["wall_s"] for r in relay if r.get("wall_s")]
     out = [("| contender | CPU µs/delta (median) | rounds | x relay (ratio of medians) "
-            "| x relay (median of per-round ratios) | streams/s (median) | x relay | verified |"),
-           "|:---|---:|---:|---:|---:|---:|---:|---:|"]
+            "| x relay (median of per-round ratios) | streams/s (median) | x relay "
+            "| first token p50 / p99 ms (medians) | verified |"),
+           "|:---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, rs in rows.items():
         us = [r.get("us_per_delta") or 0.0 for r in rs]
         rate = [r["completed"] / r["wall_s"] for r in rs if r.get("wall_s")]
@@ -92,8 +104,13 @@ def table(rows: dict[str, list[dict[str, Any]]]) -> str:
         m_us, m_relay = statistics.median(us), statistics.median(relay_us)
         out.append(f"| {name} | {m_us:.1f} | {', '.join(f'{u:.0f}' for u in us)} | {m_us / m_relay:.2f}x "
                    f"| {statistics.median(per_round):.2f}x | {statistics.median(rate):.1f} "
-                   f"| {statistics.median(rate) / statistics.median(relay_rate):.2f}x | {ok}/{total} |")
+                   f"| {statistics.median(rate) / statistics.median(relay_rate):.2f}x "
+                   f"| {_ttft(rs, 'p50_ms'):.0f} / {_ttft(rs, 'p99_ms'):.0f} | {ok}/{total} |")
     return "\n".join(out)
+
+
+def _ttft(rounds: list[dict[str, Any]], key: str) -> float:
+    return statistics.median(float(r["ttft"].get(key) or 0.0) for r in rounds)
 
 
 if __name__ == "__main__":

@@ -50,13 +50,14 @@ class Fleet:
     servers: list[Server] = field(default_factory=list)
 
     def start(self, name: str, argv: list[str], *, env: dict[str, str] | None = None, port: int | None = None,
-              health_path: str = "/healthz", timeout: float = 60.0, headers: dict[str, str] | None = None) -> Server:
+              health_path: str = "/healthz", timeout: float = 60.0, headers: dict[str, str] | None = None,
+              cwd: Path = ROOT) -> Server:
         port = port or free_port()
         TMP.mkdir(parents=True, exist_ok=True)
         log = open(TMP / f"{name}.log", "wb")  # noqa: SIM115 - owned by the child until it exits
         full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
         cmd = [a.replace("{port}", str(port)) for a in argv]
-        proc = subprocess.Popen(cmd, cwd=ROOT, env=full_env, stdout=log, stderr=subprocess.STDOUT,
+        proc = subprocess.Popen(cmd, cwd=cwd, env=full_env, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL,
                                 preexec_fn=_preexec)  # noqa: PLW1509 - the bench runs no threads
         server = Server(name, port, proc, health_path)

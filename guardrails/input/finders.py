@@ -39,7 +39,7 @@ CACHE_ENTRIES = 16_384
 the turns of a few hundred agent conversations at once."""
 _FLAGS = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
 _NO_CTX = StreamContext("")
-_TOKEN_PREFIX = re.compile(r"[A-Za-z0-9_-]*")
+_TOKEN_PREFIX = re.compile(r"[A-Za-z0-9_.-]*")  # a prefix (ghp_), or a structured token's earlier segments
 """What lies between a secret match's start and its secret part when that part is the tail of one
 token; an assignment (``password = ...``) has other characters there and keeps its name."""
 

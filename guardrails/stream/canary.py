@@ -162,10 +162,8 @@ class CanaryCheck(DeltaCheck):
         else:
             piece = normalise(delta)
         tail = self._tail
-        dropped = 0
         if tail.endswith(" ") and piece.startswith(" "):
             piece = piece[1:]  # a whitespace run split across deltas
-            dropped = 1
         buf = tail + piece
         t = len(tail)
         n = len(buf)
@@ -199,7 +197,7 @@ class CanaryCheck(DeltaCheck):
             if exact:
                 horizon = raw_start + (chain - seen)
             elif len(delta) > _LONG_DELTA and delta.isascii():
-                horizon = raw_start + self._raw_before(delta, chain - seen + dropped)
+                horizon = raw_start + self._raw_before(delta, seen + len(piece) - chain)
             else:
                 horizon = raw_start
         elif len(offsets) == 1 and offsets[0][0] <= chain:  # it starts in the delta before (``_raw_offset``)
@@ -232,21 +230,27 @@ class CanaryCheck(DeltaCheck):
     def horizon(self, accumulated: str) -> int:
         return self._horizon
 
-    def _raw_before(self, delta: str, normalised: int) -> int:
-        """The most raw characters at the start of the ASCII ``delta`` that this view reads as at
-        most ``normalised`` characters: none of them can be part of a run that starts at (or
-        after) that normalised offset. ASCII is read character by character (lowercased, letters
-        kept or whitespace runs collapsed), so the view of a prefix is a prefix of the view. A binary
-        search, for a long delta only (a run of deltas checked at once): a short one is held whole."""
-        view = squeeze if self._squeezed else normalise
-        lo, hi = 0, len(delta)
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if len(view(delta[:mid])) <= normalised:
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
+    def _raw_before(self, delta: str, pending: int) -> int:
+        """Where, in the ASCII ``delta``, the raw text of its last ``pending`` characters in this
+        view starts: no character before it is read into them. ASCII is read one character at a
+        time (lowercased; letters kept in the letters-only view, each whitespace run one space in
+        the other), so the walk back from the end counts them. O(the chain's raw length): a few
+        characters on prose. For a long delta only (a run of deltas checked at once): a short one
+        is held from its start."""
+        at = len(delta)
+        if self._squeezed:
+            while pending > 0 and at > 0:
+                at -= 1
+                if delta[at].isalpha():
+                    pending -= 1
+            return at
+        while pending > 0 and at > 0:
+            at -= 1
+            if delta[at].isspace():
+                while at > 0 and delta[at - 1].isspace():
+                    at -= 1
+            pending -= 1
+        return at
 
     def _last_missing(self, buf: str, t: int) -> int:
         """Where the last gram ending in ``buf[t:]`` that is not the prompt's starts, or -1."""

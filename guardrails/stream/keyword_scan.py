@@ -154,6 +154,12 @@ class KeywordScanner:
     def pending(self) -> int:
         return len(self._pending)
 
+    def first_pending(self) -> tuple[int, int] | None:
+        """The earliest start a pending hit's match could have, and its rule's number (the order in
+        which ``next`` settles matches of one text), or None with no hit pending."""
+        pending = self._pending
+        return (pending[0][0], pending[0][2].number) if pending else None
+
     def next(self, text: str, *, final: bool = False) -> tuple[ScanRule, re.Match[str]] | None:
         """The earliest settled match among the pending hits (which then leaves them), or None."""
         if self.quiet_horizon(text) >= 0:

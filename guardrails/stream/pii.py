@@ -144,6 +144,9 @@ _NUMBER_SEPARATORS = " ./()-"
 _IBAN_CUT = re.compile(r"[ -]?[A-Z0-9]{1,4}\Z")
 _ENDS = {"phone": re.compile(_NUM_END), "card": re.compile(_CARD_END)}
 """What may follow a number, for the shorter readings of an invalid one (``PiiProvider.shorter``)."""
+# Offsets ``PiiProvider.earliest_viable`` tries one at a time before it searches instead (the gap
+# between two numbers, or a number and the match before it, is a few characters).
+_VIABLE_TRIES = 8
 _SHORTEST_NUMBER = 7
 _SHORTER_TRIES = 4
 
@@ -276,7 +279,36 @@ def phone_ok(text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> bool:
     digits = "".join(ch for ch in text if ch.isdigit())
     if not 5 <= len(digits) <= 15:
         return False
-    return any(_valid_number(text, region, digits) for region in regions)
+    return any(_national_shape(region)(digits) and _valid_number(text, region, digits) for region in regions)
+
+
+@lru_cache(maxsize=len(phonenumbers.SUPPORTED_REGIONS))
+def _national_shape(region: str) -> Callable[[str], bool]:
+    """A cheap necessary test for ``_valid_number(text, region, digits)``: the digits end in a
+    national significant number of one of the region's possible lengths that its general pattern
+    (libphonenumber's metadata, a superset of every valid number's) accepts, after nothing or the
+    trunk prefix once or twice (``_valid_number`` takes the digits of the national format, which
+    may hold the prefix, with or without one more, or what a format's prefix rule writes: ``8 0``). Parsing and validating cost
+    30-70 µs per region; a run of digits in a log line is nearly never a national number, and
+    this answers in a regex."""
+    metadata = phonenumbers.PhoneMetadata.metadata_for_region(region)
+    desc = metadata.general_desc if metadata is not None else None
+    if desc is None or desc.national_number_pattern is None or metadata.national_prefix_transform_rule:  # type: ignore[union-attr]
+        return lambda digits: True  # (Argentina's ``011 15-2345-6789``: the national form adds digits inside)
+    pattern = re.compile(desc.national_number_pattern)
+    lengths = tuple(desc.possible_length or ())
+    prefix = metadata.national_prefix or ""  # type: ignore[union-attr]
+    leads = {"", prefix, prefix + prefix}
+    for number_format in metadata.number_format:  # type: ignore[union-attr]
+        rule = number_format.national_prefix_formatting_rule or ""
+        added = "".join(ch for ch in rule.split("\\1")[0] if ch.isdigit())  # ``8 0\1``: "80" before the groups
+        leads |= {added, prefix + added}
+
+    def may_be(digits: str) -> bool:
+        return any(len(digits) >= n and digits[:len(digits) - n] in leads
+                   and pattern.fullmatch(digits, len(digits) - n) is not None for n in lengths)
+
+    return may_be if lengths else (lambda digits: True)
 
 
 def _valid_number(text: str, region: str | None, digits: str = "") -> bool:
@@ -313,10 +345,35 @@ def _valid(kind: str, text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> bo
     return True
 
 
-# An email's own line names it as code metadata: a package's authors or maintainers (pyproject,
-# package.json, Cargo.toml, setup.py), a commit trailer, a changelog's author field.
-_METADATA = re.compile(r"(?i)\b(?:authors?|maintainers?|contributors?|author_email|maintainer_email|signed-off-by|"
-                       r"co-authored-by|reviewed-by|acked-by|reported-by|tested-by)\b")
+# Code metadata that names people by their address, as the files write it. On the email's own line,
+# from its start: a commit trailer (``Signed-off-by: Jane <jane@...>``), or a key that holds a
+# package's authors (``authors = [...]`` in pyproject.toml and Cargo.toml, ``"author":`` in
+# package.json, ``author_email=`` in setup.py, ``spec.email =`` in a gemspec).
+_METADATA_LINE = re.compile(
+    r"(?i)[ \t]*(?:(?:signed-off|co-authored|reviewed|acked|reported|tested|suggested|helped)-by:"
+    r"|[-*]?[ \t]*[\"']?(?:authors?|maintainers?|contributors?|author_email|maintainer_email)[\"']?[ \t]*[:=]"
+    r"|(?:spec|s|gem)\.(?:email|authors)[ \t]*=)")
+# Or inside a list or table such a key opens on an earlier line and has not closed yet (a
+# multi-line ``authors = [`` ... ``{name = "Jane", email = "jane@..."}``).
+_METADATA_OPEN = re.compile(r"(?i)[\"']?(?:authors|maintainers|contributors|author)[\"']?[ \t]*[:=][ \t]*([\[{])")
+_METADATA_REACH = 512
+"""How far back an opening ``authors = [`` counts (a long authors list; it bounds the search)."""
+
+
+def in_code_metadata(text: str, start: int) -> bool:
+    """Whether the email at ``start`` is a package's author or a commit trailer's (``_METADATA_LINE``,
+    ``_METADATA_OPEN``); reads at most ``_METADATA_REACH`` characters before it."""
+    low = max(0, start - _METADATA_REACH)
+    line = text.rfind("\n", low, start) + 1
+    if (line > 0 or low == 0) and _METADATA_LINE.match(text, line, start):
+        return True
+    opened = None
+    for opened in _METADATA_OPEN.finditer(text, low, start):
+        pass
+    if opened is None:
+        return False
+    close = "]" if opened.group(1) == "[" else "}"
+    return close not in text[opened.end():start]
 
 
 class PiiCheck(DeltaCheck):
@@ -353,15 +410,14 @@ class PiiCheck(DeltaCheck):
                 # more text arrives (digits read as a card now may turn out to open an email:
                 # ``5500-0000-0000-0004-alice@corp.io``): the text as a whole would be read from
                 # there, so wait for it, as for a match not settled yet.
-                earlier = provider.closure.search(text, floor)
-                if earlier <= match.start():
+                earlier = provider.earliest_viable(text, floor, match.start())
+                if earlier >= 0:
                     scanner.defer(floor, earlier)
                     break
             kind, found = match.lastgroup or "", match.group()
             if not provider.before[kind].match(text, match.start()) or found in provider.allow:
                 continue
-            if kind == "email" and not provider.metadata_emails and _METADATA.search(
-                    text, max(text.rfind("\n", 0, match.start()) + 1, match.start() - 120), match.start()):
+            if kind == "email" and not provider.metadata_emails and in_code_metadata(text, match.start()):
                 continue
             end = match.end()
             if not provider.valid(kind, found, text, match.start()):
@@ -466,6 +522,21 @@ class PiiProvider:
         self.redact = spec.action == "redact"
         self.metadata_emails = spec.metadata_emails
         self.replacement = replacement
+
+    def earliest_viable(self, text: str, low: int, high: int) -> int:
+        """The first offset in ``[low, high]`` from which the text could still grow into a match,
+        or -1: ``closure.search`` from ``low`` would try every offset up to the end of the text
+        (each one a pass of the whole prefix closure, the match's own digits the dearest), where
+        only those up to ``high`` count. A few offsets are tried one by one; a longer span takes
+        the search."""
+        if high - low > _VIABLE_TRIES:
+            earlier = self.closure.search(text, low)
+            return earlier if earlier <= high else -1
+        viable = self.closure.viable
+        for at in range(low, high + 1):
+            if viable(text, at):
+                return at
+        return -1
 
     def shorter(self, kind: str, text: str, start: int, end: int) -> int:
         """The end of the longest valid shorter reading of an invalid ``kind`` match

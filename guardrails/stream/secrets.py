@@ -176,7 +176,7 @@ class SecretsCheck(DeltaCheck):
     first 32 characters) masks the whole run of token characters after it, so the span waits until
     that run ends (held back meanwhile: ``horizon`` stays at its start)."""
 
-    __slots__ = ("_custom", "_masked_to", "_owed", "_provider", "_scanner", "last_rule", "last_start", "window")
+    __slots__ = ("_custom", "_found", "_masked_to", "_owed", "_provider", "_scanner", "last_rule", "last_start", "window")
     sees_visible_text = True  # invisible characters inside a match hide nothing from the reader
 
     def __init__(self, provider: SecretsProvider) -> None:
@@ -194,13 +194,16 @@ class SecretsCheck(DeltaCheck):
         whether its label was already shown for an earlier piece)."""
         self._masked_to = 0
         """Matches that start before this offset lie in a span already masked."""
+        self._found: list[tuple[int, int, SecretRule, re.Match[str]]] = []
+        """Credentials settled but not acted on yet: (start, rule number, rule, match); an earlier
+        keyword hit was still pending (``_next_credential``)."""
 
     def check(self, accumulated: str, delta: str) -> Decision:
         return self._scan(accumulated, final=False)
 
     def check_horizon(self, accumulated: str, delta: str) -> Decision | int:
         scanner = self._scanner
-        if self._custom is None and scanner is not None and self._owed is None:
+        if self._custom is None and scanner is not None and self._owed is None and not self._found:
             # The catalog alone: with no keyword hit pending, ``_scan`` would find nothing.
             at = scanner.quiet_horizon(accumulated)
             if at >= 0:
@@ -212,6 +215,11 @@ class SecretsCheck(DeltaCheck):
         return self._scan(accumulated, final=True)
 
     def horizon(self, accumulated: str) -> int:
+        if self._found:  # (rare: a credential waits for an earlier hit to settle)
+            return min(self._horizon(accumulated), *(found[0] for found in self._found))
+        return self._horizon(accumulated)
+
+    def _horizon(self, accumulated: str) -> int:
         scanner = self._scanner
         if self._owed is not None:
             at = self._owed[0]
@@ -233,18 +241,14 @@ class SecretsCheck(DeltaCheck):
                 return owed
             if self._owed is not None:
                 return PASS  # the token is still arriving
-        if self._scanner is not None:
-            while (found := self._scanner.next(text, final=final)) is not None:
-                rule, match = provider.rows[found[0].name], found[1]
-                if match.start() < self._masked_to:
-                    continue  # inside a span already masked
-                if not self._allowed(match) and not provider.waived(rule, match.group()) and is_credential(rule, match):
-                    self.last_start, self.last_rule = match.start(), rule.id
-                    if not provider.redact:
-                        return self._block(rule)
-                    start, end = _span(match)
-                    self._owed = (start, end, rule.id, rule.family, False)
-                    return self._settle_owed(text, final) or PASS
+        if self._scanner is not None and (found := self._next_credential(self._scanner, text, final)) is not None:
+            rule, match = found
+            self.last_start, self.last_rule = match.start(), rule.id
+            if not provider.redact:
+                return self._block(rule)
+            start, end = _span(match)
+            self._owed = (start, end, rule.id, rule.family, False)
+            return self._settle_owed(text, final) or PASS
         if self._custom is not None:
             for start, secret in self._custom.scan(text, final=final):
                 if start < self._masked_to:
@@ -256,6 +260,34 @@ class SecretsCheck(DeltaCheck):
                     self._owed = (start, start + len(secret), CUSTOM, CUSTOM, False)
                     return self._settle_owed(text, final) or PASS
         return PASS
+
+    def _next_credential(self, scanner: KeywordScanner, text: str,
+                         final: bool) -> tuple[SecretRule, re.Match[str]] | None:
+        """The credential to act on now: of those found, the one the whole text would settle first
+        (the earliest start, then the catalog's order), once no pending hit could still settle one
+        before it. Without that wait a split decides: a provider's fixed-width token settles the
+        moment its last character arrives, while the assignment that holds it (``DISCORD_BOT=...``,
+        matched from its name) still waits for its value to end; the whole text settles the
+        assignment first, so its mask and its rule win there, and must win in every split."""
+        provider, found = self._provider, self._found
+        while (settled := scanner.next(text, final=final)) is not None:
+            rule, match = provider.rows[settled[0].name], settled[1]
+            if match.start() < self._masked_to:
+                continue  # inside a span already masked
+            if not self._allowed(match) and not provider.waived(rule, match.group()) and is_credential(rule, match):
+                found.append((match.start(), settled[0].number, rule, match))
+        while found:
+            found.sort(key=_found_order)
+            start, number, rule, match = found[0]
+            if start < self._masked_to:
+                del found[0]
+                continue
+            before = None if final else scanner.first_pending()
+            if before is not None and before < (start, number):
+                return None  # an earlier hit may still settle: wait for it (the horizon holds both)
+            del found[0]
+            return rule, match
+        return None
 
     def _settle_owed(self, text: str, final: bool) -> Redact | None:
         """The owed redaction once its token has ended (None while it may still go on)."""
@@ -297,12 +329,18 @@ class SecretsCheck(DeltaCheck):
                      rule=rule_id)
 
 
+def _found_order(found: tuple[int, int, SecretRule, re.Match[str]]) -> tuple[int, int]:
+    return found[0], found[1]
+
+
 def _fill(template: str, guardrail: str, rule: str, category: str) -> str:
     """``template`` with ``{guardrail}``, ``{rule}`` and ``{category}`` filled in (other braces kept)."""
     return template.replace("{guardrail}", guardrail).replace("{rule}", rule).replace("{category}", category)
 
 
-_TOKEN_PREFIX = re.compile(r"[A-Za-z0-9_-]*")
+_TOKEN_PREFIX = re.compile(r"[A-Za-z0-9_.-]*")
+"""What may come before a rule's secret part and still be the same token (masked with it): a
+prefix (``ghp_``), or a structured token's earlier segments (a Discord bot token's id and time)."""
 
 
 def _span(match: re.Match[str]) -> tuple[int, int]:

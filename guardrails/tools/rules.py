@@ -113,9 +113,9 @@ _SHELL_TROUBLE = {
     "parser_failed": "could not be parsed (the shell parser failed on it); write it more plainly",
     "ps_error": "is not PowerShell the proxy can split (check quoting and brackets)",
     "cmd_error": "is not a cmd.exe line the proxy can split (check quoting and brackets)",
-    "ps_dynamic": "runs PowerShell the proxy cannot read ({detail}: a .NET method, an object, a script block "
-                  "or a command built at run time); write it with plain commands (Get-Content, Set-Content, "
-                  "Copy-Item, Invoke-WebRequest -OutFile, a script file)",
+    "ps_dynamic": "runs PowerShell the proxy cannot read ({detail}: a .NET method or object, a script block, "
+                  "or a command or parameters built at run time); write it with plain commands (Get-Content, "
+                  "Set-Content, Copy-Item, Invoke-WebRequest -OutFile, a script file)",
     "win_unknown": "uses a Windows command the proxy does not read ({detail}: it changes the machine, installs, "
                    "or runs code the line does not show); use plain file and shell commands, or ask the user "
                    "to run it",

@@ -67,7 +67,7 @@ SAFE_VERBS = frozenset({"get", "select", "where", "foreach", "sort", "measure", 
 SAFE_CMDLETS = frozenset({"start-sleep", "stop-process", "new-guid", "new-timespan", "new-variable", "set-variable",
                           "remove-variable", "add-member", "set-strictmode", "stop-job", "remove-job", "start-transcript",
                           "stop-transcript", "new-object", "add-content", "invoke-expression", "set-psdebug",
-                          "enter-pssession", "exit-pssession"})
+                          "enter-pssession", "exit-pssession", "invoke-pester", "clear-host"})
 
 SAFE_TYPES = frozenset({"math", "string", "int", "int16", "int32", "int64", "uint32", "uint64", "long", "double",
                         "float", "single", "decimal", "bool", "boolean", "char", "byte", "datetime", "datetimeoffset",
@@ -76,7 +76,8 @@ SAFE_TYPES = frozenset({"math", "string", "int", "int16", "int32", "int64", "uin
                         "collections.arraylist", "collections.hashtable", "collections.generic.list[string]",
                         "collections.generic.list[object]", "collections.generic.list[int]", "pscustomobject",
                         "ordered", "stringcomparison", "globalization.cultureinfo", "io.searchoption", "char[]",
-                        "string[]", "int[]", "object[]", "object", "psobject", "hashtable", "xml", "switch"})
+                        "string[]", "int[]", "object[]", "object", "psobject", "hashtable", "xml", "switch",
+                        "environment", "io.file", "io.directory"})
 """.NET types whose static members the reader lets pass: pure values, no files, processes or network."""
 SAFE_METHODS = frozenset({
     "tostring", "trim", "trimstart", "trimend", "split", "replace", "tolower", "toupper", "tolowerinvariant",
@@ -89,12 +90,16 @@ SAFE_METHODS = frozenset({
     "frombase64string", "toint32", "toint64", "todouble", "toboolean", "getfilename", "getextension",
     "getdirectoryname", "getfilenamewithoutextension", "combine", "changeextension", "isnumber", "isletter",
     "isdigit", "iswhitespace", "now", "utcnow", "today", "new", "append", "appendline", "appendformat",
-    "escape", "unescape", "compare", "concat", "copyto", "count", "keys", "values", "tolocaltime",
+    "escape", "unescape", "compare", "concat", "count", "keys", "values", "tolocaltime",
+    "getenvironmentvariable", "getenvironmentvariables", "getfolderpath", "expandenvironmentvariables", "exists",
+    "getlogicaldrives",
     "touniversaltime", "getfullpath", "haschanges", "getattribute", "selectnodes", "selectsinglenode",
     "writeline", "write", "toupperfirst", "gethashcode", "isdefined", "getnames", "getvalues", "has",
 })
-"""Methods the reader lets pass: on strings, numbers, dates, collections and paths. Any other method call
-(``.DownloadFile(``, ``.Invoke(``, ``.Start(``, ``::WriteAllText(``) is ``ps_dynamic``."""
+"""Methods the reader lets pass: on strings, numbers, dates, collections and paths, and the environment's
+and file system's questions (``[Environment]::GetEnvironmentVariable``, ``[IO.File]::Exists``). Any other
+method call (``.DownloadFile(``, ``.Invoke(``, ``.CopyTo(``, ``::WriteAllText(``, ``::SetEnvironmentVariable(``)
+is ``ps_dynamic``; ``.Replace(`` given a path (a file's ``Replace(dest, backup)`` writes dest) too."""
 
 _SWITCH_WORD = frozenset("/")
 
@@ -198,6 +203,7 @@ SPECS: dict[str, Spec] = {
     "copy-itemproperty": _spec(("path", "destination", "name"), "literalpath", "lp"),
     "set-item": _spec(("path", "value"), "literalpath", "lp"),
     "write-output": _spec(("inputobject",)),
+    "set-executionpolicy": _spec(("executionpolicy", "scope")),
     "test-netconnection": _spec(("computername", "port"), "port", "commonport", "traceroute", "hops",
                                 "informationlevel"),
     "resolve-dnsname": _spec(("name", "type"), "server"),
@@ -211,6 +217,8 @@ for _name in ("install-module", "install-script", "install-package", "install-ps
     SPECS[_name] = _spec(("name",), "repository", "source", "sourcelocation", "publishlocation", "path",
                          "literalpath", "requiredversion", "minimumversion", "maximumversion", "scope", "nugetapikey",
                          "proxy", "destination", "uri", "location")
+SPECS_JOIN = _spec(("path", "childpath"), "additionalchildpath", "resolve")
+"""``Join-Path A B [C...]``: read to know a path a group spells (``(Join-Path $HOME '.ssh')``)."""
 _AUTORUN_CMDLETS = {
     "register-scheduledtask": "a scheduled task", "set-scheduledtask": "a scheduled task",
     "new-scheduledtask": "a scheduled task", "new-scheduledtaskaction": "a scheduled task's action",

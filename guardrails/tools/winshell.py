@@ -38,6 +38,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ntpath
+import re
 from typing import TYPE_CHECKING
 
 from guardrails.tools.wincmdlets import (
@@ -54,6 +56,7 @@ from guardrails.tools.wincmdlets import (
     SAFE_TYPES,
     SAFE_VERBS,
     SPECS,
+    SPECS_JOIN,
     Spec,
     Unreadable,
     _is_switch,
@@ -76,6 +79,28 @@ MAX_PARSED = 4 * 32 * 1024
 """Characters split in all, nested levels included (as ``shell.MAX_PARSED_BYTES``)."""
 
 
+_PATH_ARGUMENT = re.compile(r"(?i)[a-z]:[\\/]|\\\\[^\\]|\.\.[\\/]|\$env:|\$home|~[\\/]")
+"""An argument that names a path outside the current folder (a drive, a share, ``..``, home)."""
+_SPLAT = re.compile(r"^@[A-Za-z_]\w*$")
+_MODULE_QUALIFIED = re.compile(r"^[\w.]+\\([A-Za-z]+-\w+)$")
+_PROVIDER = re.compile(r"^(?:microsoft\.powershell\.core\\)?filesystem::", re.IGNORECASE)
+
+
+def _command_name(word: str) -> str:
+    """A command word as PowerShell resolves it: case-insensitive, its dashes in any typographic form, a
+    module-qualified name (``Microsoft.PowerShell.Management\\Get-Content``) as its cmdlet."""
+    low = "".join("-" if c in "\u2013\u2014\u2015" else c for c in word.lower())
+    qualified = _MODULE_QUALIFIED.match(low)
+    return qualified.group(1) if qualified is not None else low
+
+
+def _plain(word: Word) -> Word:
+    """A provider-qualified path (``FileSystem::C:\\x``) as the path it names."""
+    if word.value is not None and _PROVIDER.match(word.value):
+        return Word(word.text, _PROVIDER.sub("", word.value), word.kind, word.inner, word.call)
+    return word
+
+
 def decode_encoded(text: str) -> str | None:
     """``-EncodedCommand``'s text: base64 of UTF-16LE; None when it is not that."""
     try:
@@ -93,6 +118,9 @@ class Reader:
         self.walker = walker
         self.dialect = dialect
         self.variables: dict[str, str | None] = {}
+        self.piped_paths: list[str | None] = []
+        """The paths the previous pipeline stage hands on (``'C:\\x' | Remove-Item``, ``Get-ChildItem .git |
+        Copy-Item -Destination evil``): bound to the next cmdlet's ``-Path`` when it names none."""
 
     def lookup(self, name: str) -> str | None:
         low = name.lower()
@@ -128,6 +156,7 @@ class Reader:
             for _sep, pipeline in ps_pipelines(text, self.lookup):
                 ran = dict.fromkeys(feed)  # distinct programs feeding the next stage, as bash's reading keeps them
                 piped: str | None = None
+                self.piped_paths = []
                 for n, cmd in enumerate(pipeline.commands):
                     self._words(cmd, depth)
                     out, piped = self._ps_command(cmd, depth, list(ran), stdin if n == 0 else "pipe",
@@ -157,6 +186,9 @@ class Reader:
             if type_name in SAFE_TYPES and name in SAFE_METHODS:
                 return
             raise Unreadable("ps_dynamic", f"[{before.value if before else '?'}]{member.text}()")
+        after = words[k + 1] if k + 1 < len(words) else None
+        if name == "replace" and after is not None and _PATH_ARGUMENT.search(after.inner):
+            raise Unreadable("ps_dynamic", f"{member.text}() given a path")  # FileInfo.Replace(dest, backup)
         if name in SAFE_METHODS:
             return
         raise Unreadable("ps_dynamic", f"{member.text}()")
@@ -164,14 +196,19 @@ class Reader:
     def _ps_command(self, cmd: Command, depth: int, feed: list[str], stdin: str | None, piped: str | None,
                     in_pipe: bool) -> tuple[list[str], str | None]:
         """Judge one pipeline element; return (programs it runs, the text it writes when the line shows it)."""
-        words = cmd.words
-        self._nested(words, depth)
+        self._nested(cmd.words, depth)
+        words = [_plain(self._group_value(w) if w.kind == "group" else w) for w in cmd.words]
+        splat = next((w for w in words if w.kind == "word" and _SPLAT.match(w.text)), None)
+        if splat is not None:
+            raise Unreadable("ps_dynamic", f"splatting {splat.text}")  # its parameters are a hashtable's keys
+        cmd = Command(words, cmd.redirects)
+        given, self.piped_paths = self.piped_paths, self._hands_on(words)
         if not words:
             self._redirects(cmd, None, depth)
             return [], None
         head = words[0]
-        if head.kind == "op" and head.text in ("&", "."):
-            return self._invoke(head.text, words[1:], cmd, depth, feed, stdin), None
+        if head.kind == "op" and head.text in ("&", ".") or head.kind == "word" and head.value == ".":
+            return self._invoke(head.text, words[1:], cmd, depth, feed, stdin, piped, in_pipe, given), None
         if head.kind == "var" and len(words) > 1 and words[1].kind == "op" and words[1].text.endswith("="):
             self._assign(head, words[2:], depth, feed)
             return [], None
@@ -181,14 +218,73 @@ class Reader:
                     continue
             self._redirects(cmd, self._expression_text(words), depth)
             return [], self._expression_text(words)
-        name = head.value.lower()
+        name = _command_name(head.value)
         if name in _KEYWORDS:
             return [], None  # if/foreach/function...: their groups and blocks were read above
         canonical = ALIASES.get(name, name)
         if name in ("curl", "wget") and not any(w.kind == "param" and len(w.text) > 2 and w.text[1:].lower()
                                                 in _IWR_PARAMS for w in words[1:]):
             canonical = name  # curl.exe's own options (``curl -sSLo x URL``): the real curl
-        return self._cmdlet(canonical, head, words[1:], cmd, depth, feed, stdin, piped, in_pipe)
+        return self._cmdlet(canonical, head, words[1:], cmd, depth, feed, stdin, piped, in_pipe, given)
+
+    def _hands_on(self, words: list[Word]) -> list[str | None]:
+        """The paths this stage hands the next one: a string's value, a hashtable's ``Path``/``LiteralPath``/
+        ``FullName``/``PSPath``, or the folders ``Get-ChildItem``/``Get-Item``/``Resolve-Path`` list (the
+        items found are at or below them)."""
+        if not words:
+            return []
+        head = words[0]
+        if head.kind == "str":
+            return [head.value]
+        table = next((w for w in words if w.kind == "group" and w.text.startswith("@{")), None)
+        if table is not None and head.kind in ("group", "type"):
+            return self._table_paths(table.inner)
+        name = ALIASES.get(_command_name(head.value or ""), _command_name(head.value or ""))
+        if head.kind == "word" and name in ("get-childitem", "get-item", "resolve-path", "gi", "rvpa"):
+            bound = bind(SPECS["get-childitem"], words[1:])
+            return [w.value for n in ("path", "literalpath", "lp", "_extra") for w in bound.get(n, [])] or ["."]
+        return []
+
+    def _table_paths(self, inner: str) -> list[str | None]:
+        found: list[str | None] = []
+        try:
+            for _sep, pipeline in ps_pipelines(inner, self.lookup):
+                for cmd in pipeline.commands:
+                    values = [w.value for w in cmd.words]
+                    key, eq, value = ("".join(v for v in values if v is not None) if None not in values
+                                      else "").partition("=")
+                    if eq and key.strip().lower() in ("path", "literalpath", "fullname", "pspath"):
+                        found.append(value.strip())
+                    elif any(w.value is None for w in cmd.words[2:]) and cmd.words and \
+                            (cmd.words[0].value or "").lower() in ("path", "literalpath", "fullname", "pspath"):
+                        found.append(None)
+        except LexError:
+            return [None]
+        return found
+
+    def _group_value(self, group: Word) -> Word:
+        """A group's value when it is a path spelled out the usual ways: a concatenation of known strings
+        (``($env:USERPROFILE + '\\.ssh\\id_rsa')``) or ``(Join-Path A B)``; else the group, unknown."""
+        if len(group.inner) > 512 or not group.text.startswith("("):
+            return group  # (``@{...}`` is a hashtable, ``$(...)``/``@(...)`` run their commands: not a path)
+        self.walker.parsed += len(group.inner)  # split again here: counted in the work
+        try:
+            statements = list(ps_pipelines(group.inner, self.lookup))
+        except LexError:
+            return group
+        if len(statements) != 1 or len(statements[0][1].commands) != 1:
+            return group
+        words = statements[0][1].commands[0].words
+        value: str | None = None
+        head = (words[0].value or "").lower() if words else ""
+        if head == "join-path" and len(words) >= 3:
+            bound = bind(SPECS_JOIN, words[1:])
+            parts = [w.value for n in ("path", "childpath", "additionalchildpath", "_extra") for w in bound.get(n, [])]
+            value = ntpath.join(*parts) if parts and None not in parts else None  # type: ignore[arg-type]
+        elif words and len(words) % 2 == 1 and all(w.value == "+" for w in words[1::2]) and all(
+                w.kind in ("str", "var", "word") and w.value is not None for w in words[::2]):
+            value = "".join(str(w.value) for w in words[::2])
+        return Word(group.text, value, "str") if value is not None else group
 
     def _expression_text(self, words: list[Word]) -> str | None:
         return words[0].value if len(words) == 1 and words[0].kind in ("str", "num", "word") else None
@@ -208,10 +304,11 @@ class Reader:
                           for w in rest) if len(rest) > 1 else rest[0].text.strip("'\"") if rest else ""
             self.walker._setting(target.text[5:].strip("{}"), value, depth, raw)
 
-    def _invoke(self, how: str, words: list[Word], cmd: Command, depth: int, feed: list[str],
-                stdin: str | None) -> list[str]:
-        """``& X args``, ``. X``: X is a script block (read above), a command or file named by a literal, or,
-        built at run time, a program the line does not show (``ps_dynamic``)."""
+    def _invoke(self, how: str, words: list[Word], cmd: Command, depth: int, feed: list[str], stdin: str | None,
+                piped: str | None, in_pipe: bool, given: list[str | None]) -> list[str]:
+        """``& X args``, ``. X``: X is a script block (read above), a script file, a command named by a literal
+        (``& 'Get-Content' x`` is ``Get-Content x``), or, built at run time, a program the line does not show
+        (``ps_dynamic``)."""
         if not words:
             raise Unreadable("ps_error", f"{how} without a command")
         target = words[0]
@@ -220,6 +317,11 @@ class Reader:
         if target.value is None or target.kind in ("var", "group", "type"):
             raise Unreadable("ps_dynamic", f"{how} {target.text}")
         args = [w.value for w in words[1:]]
+        path = "\\" in target.value or "/" in target.value or target.value.lower().endswith((".ps1", ".psm1"))
+        if not path:
+            self.piped_paths = given
+            return self._ps_command(Command([Word(target.text, target.value, "word"), *words[1:]], cmd.redirects),
+                                    depth, feed, stdin, piped, in_pipe)[0]
         self._redirects(cmd, None, depth)
         if how == ".":
             return self.walker.argv(["source", target.value, *args], depth + 1, feed, stdin)
@@ -259,10 +361,14 @@ class Reader:
             w.pending = saved
 
     def _cmdlet(self, name: str, head: Word, args: list[Word], cmd: Command, depth: int, feed: list[str],
-                stdin: str | None, piped: str | None, in_pipe: bool) -> tuple[list[str], str | None]:
+                stdin: str | None, piped: str | None, in_pipe: bool,
+                given: list[str | None] | None = None) -> tuple[list[str], str | None]:
         w = self.walker
         spec = SPECS.get(name)
         bound = bind(spec, args) if spec is not None else {}
+        if in_pipe and given and spec is not None and "path" in spec.values and not any(
+                k in bound for k in ("path", "literalpath", "lp", "pspath", "filepath")):
+            bound["path"] = [Word(p or "", p) for p in given]  # bound from the pipeline
         handler = HANDLERS.get(name)
         self._redirects(cmd, _literal_join(bound, "inputobject") if name == "write-output" else None, depth)
         if handler is not None:
@@ -270,6 +376,11 @@ class Reader:
         if name == "write-output":
             w._record({"program": "echo", "options": [], "fed_by": [], "script": None, "stdin": stdin})
             return ["echo"], _literal_join(bound, "inputobject")
+        if name == "set-executionpolicy":  # for this process only: what the line runs is still read
+            if (_literal_join(bound, "scope") or "").lower() == "process":
+                w._record({"program": name, "options": [], "fed_by": [], "script": None, "stdin": stdin})
+                return [name], None
+            raise Unreadable("win_unknown", str(head.value))
         if name in _AUTORUN_CMDLETS:
             w.facts.autorun.append(f"{head.value} ({_AUTORUN_CMDLETS[name]}: runs code later)")
             return [name], None

@@ -701,7 +701,13 @@ class ChatStream(StreamCodec):
         if template is not None and not self._reasoning and not self._split.held and not self._token_lanes.dormant \
                 and (frame := template.match(data)) is not None:
             return [frame]
-        return [self._decode(raw) for raw in self._split.feed(data)]
+        raws = self._split.feed(data)
+        if template is not None and not self._reasoning and raws:
+            # The frames of a burst, most of them the learnt shape: decoded in one call
+            # (``TextTemplate.match_run``), the rest as one by one (a miss may change the codec's state).
+            frames = template.match_run(raws)
+            return frames if len(frames) == len(raws) else frames + [self._decode(r) for r in raws[len(frames):]]
+        return [self._decode(raw) for raw in raws]
 
     def flush(self) -> list[Frame]:
         rest = self._split.flush()

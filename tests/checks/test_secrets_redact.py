@@ -24,6 +24,7 @@ from tests.adversarial import client_sees
 from tests.apis import raw_call
 from tests.fakes.proxy import ProxyServer
 from tests.fakes.upstream import FakeUpstream, Reply
+from tests.secret_samples import TEMPLATES, fill
 from tests.stream_support import random_chunks
 
 CTX = StreamContext(system_prompt="")
@@ -77,6 +78,16 @@ def _splits(text: str) -> list[list[str]]:
 def test_a_credential_is_masked_in_place_whatever_the_split(text: str, want: str, rules: list[str]) -> None:
     for deltas in _splits(text):
         assert masked(text, deltas) == (want, rules), deltas
+
+
+def test_a_structured_token_is_masked_whole_whatever_the_split() -> None:
+    """A Discord bot token on its own: its id and timestamp segments go with its HMAC (they left in
+    clear before, one character at a time before the mask settled)."""
+    token = fill(TEMPLATES["discord-bot-token"], random.Random(5)).split("=", 1)[1]
+    text = f"The bot logs in with {token} today."
+    for deltas in _splits(text):
+        assert masked(text, deltas) == ("The bot logs in with [redacted by no-secrets: discord-bot-token] today.",
+                                        ["discord-bot-token"]), deltas
 
 
 def test_a_token_longer_than_the_rule_held_until_it_ends() -> None:

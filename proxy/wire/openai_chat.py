@@ -702,7 +702,7 @@ class ChatStream(StreamCodec):
                 and (frame := template.match(data)) is not None:
             return [frame]
         raws = self._split.feed(data)
-        if template is not None and not self._reasoning and raws:
+        if template is not None and not self._reasoning and not self._token_lanes.dormant and raws:
             # The frames of a burst, most of them the learnt shape: decoded in one call
             # (``TextTemplate.match_run``), the rest as one by one (a miss may change the codec's state).
             frames = template.match_run(raws)

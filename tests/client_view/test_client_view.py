@@ -652,6 +652,16 @@ def test_a_key_spelled_by_chat_logprobs_over_the_stream_is_never_shown(proxy: Pr
     _hidden(chat_view(proxy.url), SECRET)
 
 
+def test_a_key_spelled_by_chat_logprobs_after_plain_text_in_one_write_is_never_shown(
+        proxy: ProxyServer, upstream: FakeUpstream) -> None:
+    """Plain chunks first (the decoder learns their shape and reads later ones by it), then in the same
+    write tokens that follow the text, text without tokens, and the rest of the key in the tokens."""
+    frames = _chat_lp(("Sure, ", None), ("here ", None), ("it is: ", None), (HEAD, _lp(HEAD)), ("x", None),
+                      ("y", None), (TAIL, _lp(TAIL)))
+    upstream.queue(Reply(raw_frames=[frames[0], b"".join(frames[1:])]))
+    _hidden(chat_view(proxy.url), SECRET)
+
+
 def test_chat_logprobs_that_follow_the_text_pass(proxy: ProxyServer, upstream: FakeUpstream) -> None:
     upstream.queue(Reply(raw_frames=_chat_lp(("Fine, ", _lp("Fine, ", "Good, ")), ("thanks.", _lp("thanks.", "ta.")),
                                              (" Bye.", None))))

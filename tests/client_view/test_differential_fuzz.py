@@ -223,7 +223,9 @@ def _chat_choice(rng: random.Random, marker: str | None, where: str,
 def chat_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
     base = {"id": "chatcmpl-f", "object": "chat.completion.chunk", "created": 1, "model": "m"}
     lanes = [_chat_choice(rng, marker, where, shape)]
-    if "choices" in shape:  # n > 1: the marker in one of them, the chunks of all interleaved
+    if "choices" in shape:
+        # n > 1: the marker in one of them, the chunks of all interleaved (each choice begun after the
+        # one below it: the SDK's helper raises on a choice begun before, other clients read by index)
         lanes.append(_chat_choice(rng, None, where, shape))
         if rng.random() < 0.5:
             lanes.reverse()
@@ -652,7 +654,7 @@ def _gemini_candidate(rng: random.Random, marker: str | None, where: str, shape:
 
 def gemini_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
     lanes = [_gemini_candidate(rng, marker, where, shape)]
-    if "candidates" in shape:  # candidateCount 2: the marker in either, their chunks side by side
+    if "candidates" in shape or "candidates-swapped" in shape:  # candidateCount 2: the marker in either
         lanes.append(_gemini_candidate(rng, None, where, shape))
         if rng.random() < 0.5:
             lanes.reverse()
@@ -671,6 +673,8 @@ def gemini_script(rng: random.Random, marker: str, where: str, shape: Shape) -> 
                     cand["finishReason"] = "STOP"
                 if lane[n]["content"]["parts"] or n == len(lane) - 1:
                     cands.append(cand)
+        if "candidates-swapped" in shape:  # listed in another order than their indexes
+            cands.reverse()
         frames.append(_frame(rng, {"candidates": cands, "modelVersion": "m", "responseId": "r",
                                    "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 5}}))
     return frames
@@ -688,7 +692,8 @@ SHAPES = {
     "responses": ["faithful", "seeded", "snapshot-only", "deltas-swapped", "no-final-output", "final-recut",
                   "repeat-differs"],
     "anthropic": ["sequential", "seeded", "input-in-start", "out-of-order", "interleaved", "redacted"],
-    "gemini": ["part-per-chunk", "parts-per-chunk", "candidates", "call-id", "candidate-handover"],
+    "gemini": ["part-per-chunk", "parts-per-chunk", "candidates", "candidates-swapped", "call-id",
+               "candidate-handover"],
 }
 """The shapes each script can bend its answer into (Hypothesis picks one or two per example; the random
 cuts, groupings and field orders come from the drawn seed)."""

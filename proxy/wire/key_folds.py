@@ -43,7 +43,6 @@ so the body has a folding key at a read level exactly when X's values have one a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import chain, repeat
 from typing import Any, Self
 
 Level = dict[str, "Level"]
@@ -139,39 +138,38 @@ class FoldedKey(str):
 
 def folded_key(value: Any, level: Level) -> FoldedKey | None:
     """The first key, at ``level`` of ``value`` or below it, that is not one of ``NAMES`` but folds
-    onto one; None when there is none (or ``value`` is not an object or list).
-
-    Breadth-first, one level at a time: the objects of a level (every message, then every part...)
-    are tested together, ``NAMES.issuperset(chain.from_iterable(objects))`` and ``map(dict.get, ...)``
-    iterating in C, so the Python loop turns once or twice per level, not once per object.
+    onto one; None when there is none (or ``value`` is not an object or list). Per object, its keys
+    are looked up in ``NAMES`` (a handful each); only an object with another key has its keys folded.
     Iterative: a body nested as deep as the decoder allows cannot exhaust the stack."""
-    names, stack = NAMES, [([value], level)]
+    names, stack = NAMES, [(value, level)]
     while stack:
-        values, at = stack.pop()
-        objs = [v for v in values if type(v) is dict]
-        inner = [x for v in values if type(v) is list for x in v]  # a list's items sit at the list's level
-        if inner:
-            stack.append((inner, at))
-        if not objs:
+        obj, at = stack.pop()
+        if type(obj) is list:
+            for item in obj:
+                if type(item) is dict or type(item) is list:
+                    stack.append((item, at))
             continue
-        if not names.issuperset(chain.from_iterable(objs)):  # every key of every object of the level
-            found = _first_folded(objs)
-            if found is not None:
-                return found
+        if type(obj) is not dict:
+            continue
+        for key in obj:
+            if key not in names:
+                found = _first_folded(obj)
+                if found is not None:
+                    return found
+                break
         for field, below in at.items():
-            subs = [s for s in map(dict.get, objs, repeat(field)) if type(s) is dict or type(s) is list]
-            if subs:
-                stack.append((subs, below))
+            sub = obj.get(field)
+            if type(sub) is dict or type(sub) is list:
+                stack.append((sub, below))
     return None
 
 
-def _first_folded(objs: list[dict[str, Any]]) -> FoldedKey | None:
-    for obj in objs:
-        for key in obj:
-            if key not in NAMES:
-                name = _FOLDED.get(_fold(key))
-                if name is not None:
-                    return FoldedKey(key, name)
+def _first_folded(obj: dict[str, Any]) -> FoldedKey | None:
+    for key in obj:
+        if key not in NAMES:
+            name = _FOLDED.get(_fold(key))
+            if name is not None:
+                return FoldedKey(key, name)
     return None
 
 

@@ -22,15 +22,15 @@ of maps the client names itself (a tool call's ``input``/``arguments``, a schema
 fields each level lists.
 
 Cost, and why this is sound. The walk runs on the object the repeated-key check already decoded (no
-second decode), and per object it does one C-speed test, ``NAMES.issuperset(obj)``: an object whose
-every key is a known name byte for byte has no key that folds onto one without being it (two
-distinct names of ``NAMES`` never fold alike: ``test_no_two_names_fold_alike``), so it needs nothing
-more. Only an object with a key outside ``NAMES`` has its keys folded one by one. The common body
-pays one set test per message, part and call (a 66 KB agent turn with 117 messages: about 10 us on a
-busy machine, against about 110 for a single C pass over its bytes such as ``bytes.count``:
-``python -m bench.one_reading``); a byte-level prefilter (a body without an upper-case letter, a
-``\\u`` escape or the UTF-8 of ``ſ``/``K`` in any key needs no walk) was measured and is slower
-than the walk it would save, because message texts make every byte pass scan the whole body.
+second decode). Per object its keys are looked up in ``NAMES``: an object whose every key is a name
+byte for byte has no key that folds onto one without being it (no two names fold alike:
+``tests/wire/test_key_folds.py``), so it needs nothing more; only an object with another key has its
+keys folded. On a 66 KB agent turn read whole (a conversation's first) the walk costs about 1.2x a
+msgspec decode of the body, 0.5x what the repeated-key check costs; a byte-level prefilter (skip the
+walk unless some key-shaped string holds an upper-case letter, a ``\\u`` escape or the lead byte of
+``ſ``/``K``: a ``bytes.translate`` pass and a search) was measured and not kept: it costs 1.5x a
+decode on that body, more than the walk it would save, and on a Claude Code body (``activeForm`` in
+its tool inputs) it finds a candidate and the walk runs anyway (``python -m bench.one_reading``).
 
 An agent's later turn is checked in what it adds only, by the argument ``repeated_in_items`` makes
 (``proxy.wire.conversation_delta``): a body ``P[:b] + X + P[a:]`` that extends a kept body P holds

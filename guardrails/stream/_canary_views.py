@@ -375,18 +375,30 @@ class Views:
             since = 0
             self._gate(accumulated, len(accumulated) - n, floor)
         self._since_gate = since
-        if self._idle and n < MIN_RUN and (delta.isalpha() or (delta[:1] == " " and delta[1:].isalpha())
-                                           or _SPECIAL.search(delta) is None):
-            # Nothing to render or read as leetspeak; only the runs' lengths move (``Run.feed``).
-            b, h = self._b64, self._hex
+        if not self._idle or n >= MIN_RUN:
+            return self._check(accumulated, delta, floor, busy)
+        # Nothing to render or read as leetspeak: only the runs' lengths move (``Run.feed``).
+        h, b = self._hex, self._b64
+        ph = h._pending
+        word = delta.isalpha()
+        if word or (delta[:1] == " " and delta[1:].isalpha()):
+            # A word: no digit (a hex run is followed only while it goes on: the hex of text has
+            # a digit in every byte, so it starts in a delta with one); base64 letters to its end.
+            if ph:
+                t = n - len(delta.rstrip(_HEX_CHARS))
+                h._pending = ph = ph + n if t == n else t
+            b._pending = pb = b._pending + n if word else n - 1
+        elif _SPECIAL.search(delta) is None:
+            t = n - len(delta.rstrip(_HEX_CHARS))
+            h._pending = ph = ph + n if t == n else t
             t = n - len(delta.rstrip(_B64_CHARS))
             b._pending = pb = b._pending + n if t == n else t
-            t = n - len(delta.rstrip(_HEX_CHARS))
-            h._pending = ph = h._pending + n if t == n else t
-            if pb < MIN_RUN and ph < MIN_RUN:
-                self.found = False
-                held = max(ph, pb)
-                return len(accumulated) - (held if held >= HOLD_FROM else 0)
+        else:
+            return self._check(accumulated, delta, floor, busy)
+        if pb < MIN_RUN and ph < MIN_RUN:
+            self.found = False
+            held = pb if pb > ph else ph  # noqa: FURB136 - max() is a builtin call per delta
+            return len(accumulated) - (held if held >= HOLD_FROM else 0)
         return self._check(accumulated, delta, floor, busy)
 
     def _check(self, accumulated: str, delta: str, floor: int, busy: bool) -> int:
@@ -459,8 +471,11 @@ class Views:
         the delta that starts at ``start``: ``_check`` feeds it that delta), stop it when they do not."""
         end = len(accumulated)
         # A long delta (a run of deltas checked at once, or a whole answer): every window in it.
-        shifted = any(_shifted(accumulated[max(0, at - GATE_WINDOW):at])
-                      for at in range(min(end, start + GATE_EVERY), end + GATE_EVERY, GATE_EVERY))
+        if end - start <= GATE_EVERY:
+            shifted = _shifted(accumulated[-GATE_WINDOW:])
+        else:
+            shifted = any(_shifted(accumulated[max(0, at - GATE_WINDOW):at])
+                          for at in range(start + GATE_EVERY, end + GATE_EVERY, GATE_EVERY))
         if shifted and self._shift_m is None:
             seed = squeeze(accumulated[max(0, start - _SEED_RAW * self._shingle):start])
             self._shift_m = self._matcher(steps(seed), floor)

@@ -386,16 +386,17 @@ class Views:
             # a digit in every byte, so it starts in a delta with one); base64 letters to its end.
             if ph:
                 t = n - len(delta.rstrip(_HEX_CHARS))
-                h._pending = ph = ph + n if t == n else t
-            b._pending = pb = b._pending + n if word else n - 1
+                ph = ph + n if t == n else t
+            pb = b._pending + n if word else n - 1
         elif _SPECIAL.search(delta) is None:
             t = n - len(delta.rstrip(_HEX_CHARS))
-            h._pending = ph = ph + n if t == n else t
+            ph = ph + n if t == n else t
             t = n - len(delta.rstrip(_B64_CHARS))
-            b._pending = pb = b._pending + n if t == n else t
+            pb = b._pending + n if t == n else t
         else:
             return self._check(accumulated, delta, floor, busy)
-        if pb < MIN_RUN and ph < MIN_RUN:
+        if pb < MIN_RUN and ph < MIN_RUN:  # (else ``Run.feed`` reads this delta itself)
+            h._pending, b._pending = ph, pb
             self.found = False
             held = pb if pb > ph else ph  # noqa: FURB136 - max() is a builtin call per delta
             return len(accumulated) - (held if held >= HOLD_FROM else 0)
@@ -413,7 +414,8 @@ class Views:
             letters = squeeze(self._r.feed(delta))
             m = self._r_m
             if m is None:
-                m = self._r_m = self._matcher(self._seed(accumulated, origin, squeeze), floor)
+                m = self._r_m = self._matcher(self._seed(accumulated, origin, squeeze),
+                                              max(floor, origin - _SEED_RAW * self._shingle))
                 self._r_quiet = 0
             found = m.feed(letters, origin)
             self._r_quiet = 0 if special or self._r.held() else self._r_quiet + len(letters)
@@ -426,7 +428,8 @@ class Views:
             letters = leet_letters(delta)
             m = self._leet_m
             if m is None:
-                m = self._leet_m = self._matcher(self._seed(accumulated, start, leet_letters), floor)
+                m = self._leet_m = self._matcher(self._seed(accumulated, start, leet_letters),
+                                                 max(floor, start - _SEED_RAW * self._shingle))
                 self._leet_quiet = 0
             found = m.feed(letters, start) or found
             self._leet_quiet = 0 if _DIGIT.search(delta) else self._leet_quiet + len(letters)
@@ -478,14 +481,16 @@ class Views:
                           for at in range(start + GATE_EVERY, end + GATE_EVERY, GATE_EVERY))
         if shifted and self._shift_m is None:
             seed = squeeze(accumulated[max(0, start - _SEED_RAW * self._shingle):start])
-            self._shift_m = self._matcher(steps(seed), floor)
+            self._shift_m = self._matcher(steps(seed), max(floor, start - _SEED_RAW * self._shingle))
             self._shift_last = seed[-1:]
             self._idle = False
         elif not shifted and self._shift_m is not None and not self._shift_m.in_run():
             self._shift_m = None
 
     def _seed(self, accumulated: str, origin: int, view: Callable[[str], str]) -> str:
-        """The view's last letters before ``origin`` (a copy whose first words had nothing to decode)."""
+        """The view's last letters before ``origin`` (a copy whose first words had nothing to decode),
+        read from ``_SEED_RAW * shingle`` raw characters: a started view holds from there at the
+        earliest (or from the canary's horizon, if later: what went out is out)."""
         return view(accumulated[max(0, origin - _SEED_RAW * self._shingle):origin])
 
 

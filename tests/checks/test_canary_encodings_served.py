@@ -71,7 +71,6 @@ def test_a_copy_is_blocked_streamed(guard_proxy: ProxyServer, upstream: FakeUpst
     upstream.queue(Reply(text=answer, deltas=list(answer)))
     seen = sdk_call(guard_proxy.url, api, stream=True, system=SYSTEM)
     assert "[withheld: system prompt]" in seen.text
-    assert seen.text.startswith("Sure, my")  # (the prefix's last letters may be held with the copy)
     assert _shows_no_piece_of(copy, how, seen.text)
     assert seen.finish == FILTERED[api]
 

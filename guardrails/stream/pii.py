@@ -144,9 +144,10 @@ _NUMBER_SEPARATORS = " ./()-"
 _IBAN_CUT = re.compile(r"[ -]?[A-Z0-9]{1,4}\Z")
 _ENDS = {"phone": re.compile(_NUM_END), "card": re.compile(_CARD_END)}
 """What may follow a number, for the shorter readings of an invalid one (``PiiProvider.shorter``)."""
-# Offsets ``PiiProvider.earliest_viable`` tries one at a time before it searches instead (the gap
-# between two numbers, or a number and the match before it, is a few characters).
-_VIABLE_TRIES = 8
+# Offsets ``PiiProvider.earliest_viable`` tries one at a time before it searches instead: an
+# email's 64 characters before its "@" and a few more. Trying them costs about 1 µs each; the
+# search also tries every offset from the match to the end, 0.3-0.9 ms when a match was just found.
+_VIABLE_TRIES = 80
 _SHORTEST_NUMBER = 7
 _SHORTER_TRIES = 4
 
@@ -410,7 +411,12 @@ class PiiCheck(DeltaCheck):
                 # more text arrives (digits read as a card now may turn out to open an email:
                 # ``5500-0000-0000-0004-alice@corp.io``): the text as a whole would be read from
                 # there, so wait for it, as for a match not settled yet.
-                earlier = provider.earliest_viable(text, floor, match.start())
+                # Only from where a match may begin: at most its anchor's reach before an anchor
+                # found, or a lead's width before the end (an anchor not complete yet).
+                anchors = scanner.found
+                reach = len(text) - provider.horizon_parts.tail_reach
+                low = min(min(anchors.values()), reach) if anchors else reach
+                earlier = provider.earliest_viable(text, max(floor, low), match.start())
                 if earlier >= 0:
                     scanner.defer(floor, earlier)
                     break
@@ -521,6 +527,8 @@ class PiiProvider:
         self.allow = frozenset(spec.allow)
         self.redact = spec.action == "redact"
         self.metadata_emails = spec.metadata_emails
+        if "email" in patterns:
+            _psl()  # loaded here, with the policy (about 0.5 s), not by the first stream that holds an "@"
         self.replacement = replacement
 
     def earliest_viable(self, text: str, low: int, high: int) -> int:
@@ -529,6 +537,8 @@ class PiiProvider:
         (each one a pass of the whole prefix closure, the match's own digits the dearest), where
         only those up to ``high`` count. A few offsets are tried one by one; a longer span takes
         the search."""
+        if high < low:
+            return -1
         if high - low > _VIABLE_TRIES:
             earlier = self.closure.search(text, low)
             return earlier if earlier <= high else -1

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from guardrails.datamodel import ANSWER, Event, LaneEnd, TextDelta, Unvetted, WholeText
-from proxy.wire.logprobs import token_events
+from proxy.wire.logprobs import TokenLanes, token_events
 from proxy.wire.shapes import ByType, by_type, obj
 
 Slot = tuple[str, int, int]
@@ -188,12 +188,12 @@ def part_logprobs(item: dict[str, Any]) -> list[tuple[int, Any, str]]:
             if isinstance(p, dict) and p.get("logprobs")]
 
 
-def logprob_events(logprobs: Any, said: str, *, whole: bool = False) -> list[Event]:
+def logprob_events(logprobs: Any, said: str, *, whole: bool = False, lanes: TokenLanes | None = None) -> list[Event]:
     """A text's logprobs (``[{token, bytes, logprob, top_logprobs: [...]}]``), checked against the
     text they spell (``proxy.wire.logprobs``). (Replacement and redaction drop the logprobs.)"""
     if not isinstance(logprobs, list) or not all(isinstance(t, dict) for t in logprobs):
         return [Unvetted("logprobs of an unknown shape")]
-    return token_events(logprobs, said, whole=whole)
+    return token_events(logprobs, said, whole=whole, lanes=lanes)
 
 
 class OutputTexts:
@@ -211,6 +211,8 @@ class OutputTexts:
         self._slots: dict[Slot, list[str]] = {}
         self._logprobs: dict[Slot, list[Any]] = {}
         """The logprob entries the deltas carried per slot (checked with them)."""
+        self._token_lanes = TokenLanes()
+        """The runs a client joins of the deltas' logprobs, over the stream."""
         self._at: tuple[int, int] = (-1, -1)
         """The answer part the last answer text went to (output index, content index)."""
         self._answer_kind = ""
@@ -232,9 +234,11 @@ class OutputTexts:
         self._slots.setdefault((kind, oi, pi), []).append(delta)
         events: list[Event] = [TextDelta(delta, 0, lane(kind, oi, pi))] if delta else []
         if logprobs := ev.get("logprobs"):  # usually ``[]``
-            events += logprob_events(logprobs, delta)
+            events += logprob_events(logprobs, delta, lanes=self._token_lanes)
             if isinstance(logprobs, list):
                 self._logprobs.setdefault((kind, oi, pi), []).extend(logprobs)
+        elif kind == "text" and self._token_lanes.dormant:  # text without tokens: they no longer spell it
+            events += self._token_lanes.text_only(0, delta)
         return events
 
     def done(self, t: str, ev: dict[str, Any]) -> list[Event]:

@@ -106,6 +106,25 @@ def _spread(rng: random.Random, items: list[Any], n: int) -> list[list[Any]]:
     return [items[a:b] for a, b in zip([0, *cuts], [*cuts, len(items)], strict=True)]
 
 
+def _mixed_tokens(rng: random.Random, marker: str) -> list[tuple[str, str | None, str | None]]:
+    """Chunks of (text, chosen token, second choice) where the tokens (or the second choices) spell an
+    answer with the marker over the stream while the text spells it only in some chunks: in the
+    others the text says something else, and some chunks carry text and no logprobs at all. Each
+    chunk on its own looks like an answer whose logprobs repeat it."""
+    second = rng.random() < 0.5
+    out: list[tuple[str, str | None, str | None]] = []
+    for piece in _cut(rng, _answer(rng, marker), 8):
+        if rng.random() < 0.5:  # the text says it too: the tokens (or the second choices) repeat the text
+            out.append((piece, piece, piece if second else None))
+        elif second:
+            out.append(("y", "y", piece))
+        else:
+            out.append(("y", piece, None))
+        if rng.random() < 0.2:
+            out.append(("z", None, None))  # text without logprobs
+    return out
+
+
 # -- chat --------------------------------------------------------------------------------------------
 def _logprob(token: str, alternative: str | None = None) -> dict[str, Any]:
     top = [] if alternative is None else [{"token": alternative, "logprob": -2.0, "bytes": list(alternative.encode())}]
@@ -140,6 +159,11 @@ def _chat_choice(rng: random.Random, marker: str | None, where: str,
     pieces = _cut(rng, text, 8)
     spelt = _cut(rng, _answer(rng, marker), len(pieces)) if where in ("logprobs", "top_logprobs") else []
     spelt += [""] * (len(pieces) - len(spelt))
+    if where == "logprobs_mixed":
+        for said, token, alternative in _mixed_tokens(rng, marker):
+            logprobs = None if token is None else {"content": [_logprob(token, alternative)], "refusal": None}
+            out.append(({"content": said}, logprobs, None))
+        pieces = []
     for n, piece in enumerate(pieces):
         logprobs = None
         if where == "logprobs":  # the tokens spell the marker, the text says otherwise
@@ -348,6 +372,10 @@ def responses_script(rng: random.Random, marker: str, where: str, shape: Shape) 
     """Items of parts of pieces: the text, in output order."""
     if where == "refusal":  # one part: refusal and output text in one answer fail closed
         items = [[[p for part in items for pieces in part for p in pieces]]]
+    mixed = _mixed_tokens(rng, marker) if where == "logprobs_mixed" else []
+    if mixed:  # one part, its deltas as ``_mixed_tokens`` says (the shape's bends of the text aside)
+        text = "".join(said for said, _, _ in mixed)
+        items = [[[said for said, _, _ in mixed]]]
 
     def part(said: str, logprobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         if part_type == "refusal":
@@ -384,6 +412,10 @@ def responses_script(rng: random.Random, marker: str, where: str, shape: Shape) 
         i = rng.randrange(len(streamed) - 1)
         streamed[i], streamed[i + 1] = streamed[i + 1], streamed[i]
     logprobs = _responses_logprobs(rng, marker, where, len(streamed))
+    if mixed:
+        streamed = [(first, 0, said) for said, _, _ in mixed]
+        logprobs = [[] if token is None else [{"token": token, "logprob": -0.5, "top_logprobs": [] if alt is None
+                                                else [{"token": alt, "logprob": -2.0}]}] for _, token, alt in mixed]
     said_logprobs = [lp for group in logprobs for lp in group]
     if "repeat-differs" in shape and said_logprobs:  # the deltas' tokens blank it, the done events' say it
         logprobs = [[{**lp, "token": "x" * len(lp["token"]),
@@ -560,6 +592,14 @@ def _gemini_candidate(rng: random.Random, marker: str | None, where: str, shape:
     pieces = _cut(rng, text, 10)
     groups = _groups(rng, pieces, 5) if "parts-per-chunk" in shape else [[p] for p in pieces]
     chunks = [[{"text": p} for p in group] for group in groups]
+    if where == "logprobs_mixed":
+        mixed = _mixed_tokens(rng, marker)
+        cands = [{"content": {"role": "model", "parts": [{"text": said}]}} for said, _, _ in mixed]
+        for cand, (_, token, alt) in zip(cands, mixed, strict=True):
+            if token is not None:
+                top = [{"token": token, "logProbability": -0.5}, *([{"token": alt, "logProbability": -2.0}] if alt else [])]
+                cand["logprobsResult"] = {"chosenCandidates": [top[0]], "topCandidates": [{"candidates": top}]}
+        return cands
     if where == "reasoning":
         chunks[:0] = [[{"text": p, "thought": True}] for p in _cut(rng, _answer(rng, marker), 4)]
     if where in ("code", "code_output"):  # code execution: the code, then what it printed, in chunks
@@ -638,12 +678,14 @@ SHAPES = {
 """The shapes each script can bend its answer into (Hypothesis picks one or two per example; the random
 cuts, groupings and field orders come from the drawn seed)."""
 WHERES = {
-    "chat": ["text", "tool", "reasoning", "refusal", "refusal_logprobs", "logprobs", "top_logprobs", "annotation",
-             "audio"],
-    "responses": ["text", "tool", "reasoning", "reasoning_text", "refusal", "logprobs", "top_logprobs", "annotation",
+    "chat": ["text", "tool", "reasoning", "refusal", "refusal_logprobs", "logprobs", "top_logprobs", "logprobs_mixed",
+             "annotation", "audio"],
+    "responses": ["text", "tool", "reasoning", "reasoning_text", "refusal", "logprobs", "top_logprobs", "logprobs_mixed",
+                  "annotation",
                   "web_search", "file_search", "code", "code_output", "custom_tool", "mcp", "mcp_output"],
     "anthropic": ["text", "tool", "reasoning", "server_tool", "search_result", "code_result", "citation"],
-    "gemini": ["text", "tool", "reasoning", "code", "code_output", "logprobs", "citation", "grounding"],
+    "gemini": ["text", "tool", "reasoning", "code", "code_output", "logprobs", "logprobs_mixed", "citation",
+               "grounding"],
 }
 """Where each script plants the marker: every field its SDK surfaces to a user or an agent."""
 
@@ -697,6 +739,7 @@ def test_the_oracle_sees_the_marker_when_nothing_guards(plain_proxy: ProxyServer
 def unary_body(rng: random.Random, api: str, marker: str, where: str) -> dict[str, Any]:
     """A whole answer of ``api`` with ``marker`` cut across its parts, items, blocks or arguments, or
     in one of the other fields ``WHERES`` names."""
+    where = "logprobs" if where == "logprobs_mixed" else where  # (a body's logprobs are whole)
     text = _answer(rng, marker) if where == "text" else "Checking."
     pieces = _cut(rng, text, 6)
     thought = _answer(rng, marker) if where == "reasoning" else "Thinking."

@@ -280,9 +280,11 @@ def names_no_secret(name: str) -> bool:
     return bool(words) and words[-1].lower() in _NOT_SECRET_WORDS
 
 
-_NOT_SECRET_WORDS = frozenset(("id", "ids", "sid", "name", "url", "uri", "host", "hostname", "domain", "endpoint",
-                               "region", "file", "path", "hash", "digest", "checksum", "fingerprint", "signature",
-                               "thumbprint", "tenant", "instance", "audience", "scope", "scopes", "version"))
+# (Not ``url`` nor ``sid``: a webhook URL carries its key in its path, and a Twilio ``SK`` sid is
+# the catalog's key format; ``keyed_value_ok`` reads a URL's parts.)
+_NOT_SECRET_WORDS = frozenset(("id", "ids", "name", "region", "file", "path", "hash", "digest", "checksum",
+                               "fingerprint", "signature", "thumbprint", "tenant", "instance", "audience",
+                               "scope", "scopes", "version"))
 
 
 def generic_value_ok(value: str, name: str = "") -> bool:

@@ -76,7 +76,7 @@ _PATTERNS = {
              r"(?![A-Za-z0-9])"),
     # Four digits, then two to four groups apart by one separator (4-4-4-4, 4-4-4-4-3, Amex
     # 4-6-5, Diners 4-6-4, 4-4-5), or one run; ``card_ok`` checks the length, issuer and Luhn.
-    "card": (r"(?<![\d.])(?<!\d-)(?:[2-6]\d{3}(?P<card_sep>[ .-])\d{4,6}(?P=card_sep)\d{4,5}"
+    "card": (r"(?<![\w.])(?<!\w-)(?:[2-6]\d{3}(?P<card_sep>[ .-])\d{4,6}(?P=card_sep)\d{4,5}"
              r"(?:(?P=card_sep)\d{1,4}(?:(?P=card_sep)\d{3})?)?|[2-6]\d{12,18})" + _CARD_END),
     # Three groups apart by one dash or space, or nine digits in a row (``PiiProvider.valid``
     # takes those only after a word that names an SSN).
@@ -328,8 +328,26 @@ def _valid_number(text: str, region: str | None, digits: str = "") -> bool:
     if digits not in (national, prefix + national):
         return False
     # A bare run of digits counts only where the national format is one (``71234567`` in Bolivia;
-    # an American number is written in groups).
-    return digits != text or national == phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.NATIONAL)
+    # an American number is written in groups), and with the trunk prefix where the region's own
+    # numbers are written with it: libphonenumber formats a German number no format covers as its
+    # bare digits (``352720`` is a valid Saxon fixed line), so every 6-8 digit count in a table
+    # of benchmarks read as a German phone.
+    if digits != text:
+        return True
+    if prefix and not digits.startswith(prefix) and not _writes_bare(region):
+        return False
+    return national == phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.NATIONAL)
+
+
+@lru_cache(maxsize=len(phonenumbers.SUPPORTED_REGIONS))
+def _writes_bare(region: str) -> bool:
+    """Whether the region's own fixed-line or mobile example number is written as one run of digits
+    in its national format (Bolivia, Norway...): there a run without the trunk prefix is a phone."""
+    for kind in (phonenumbers.PhoneNumberType.FIXED_LINE, phonenumbers.PhoneNumberType.MOBILE):
+        example = phonenumbers.example_number_for_type(region, kind)
+        if example is not None and phonenumbers.format_number(example, phonenumbers.PhoneNumberFormat.NATIONAL).isdigit():
+            return True
+    return False
 
 
 def _valid(kind: str, text: str, regions: Sequence[str] = DEFAULT_REGIONS) -> bool:
@@ -430,6 +448,7 @@ class PiiCheck(DeltaCheck):
                 # Shapes overlap (nine digits in groups are a phone or a TFN): the same text may be
                 # another kind's, which the alternation did not try at this offset.
                 other = next((k for k, rx in provider.shapes.items() if k != kind and rx.fullmatch(found)
+                              and provider.before[k].match(text, match.start())
                               and provider.valid(k, found, text, match.start())), "")
                 if other:
                     kind = other

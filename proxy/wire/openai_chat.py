@@ -238,7 +238,11 @@ def message_events(msg: dict[str, Any], c: int) -> list[Event]:
         elif key in _REASONING_FIELDS and isinstance(value, str):
             events.append(TextDelta(value, c, key))
         elif key == "reasoning_details" and isinstance(value, list):
-            events += [TextDelta(t, c, "reasoning_details") for d in value if isinstance(d, dict)
+            # The SDK's stream helper merges the entries by their ``index``, each field on its own: a
+            # lane per entry and field (an entry without an integer index: its place in the list; the
+            # SDK raises on a later one).
+            events += [TextDelta(t, c, f"reasoning_details/{i if type(i := d.get('index')) is int else n}/{k}")
+                       for n, d in enumerate(value) if isinstance(d, dict)
                        for k in ("text", "summary") if isinstance(t := d.get(k), str) and t]
         elif key == "audio" and isinstance(value, dict):
             # The transcript is what the audio says: checked. The audio bytes pass with it (they cannot

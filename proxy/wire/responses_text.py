@@ -222,6 +222,9 @@ class OutputTexts:
         self._done: dict[int, dict[str, Any]] = {}
         """The ``output_item.done`` items by output index: the SDK's final output when the terminal
         response gives none."""
+        self._done_differs = False
+        """Some done item differed from its deltas: the ``output_text`` of all of them is checked at
+        the end (``final_done``), items done after it included."""
 
     def delta(self, kind: str, ev: dict[str, Any]) -> list[Event]:
         delta = ev.get("delta")
@@ -303,6 +306,7 @@ class OutputTexts:
         if how == "done":
             self._done[oi] = item
             if events:  # the SDK's final output may be these items: their answer as output_text joins it
+                self._done_differs = True
                 events += self.joined([self._done[i] for i in sorted(self._done)])
         return events + item_extras(item)
 
@@ -313,6 +317,12 @@ class OutputTexts:
         for ci, logprobs, text in part_logprobs(item):
             events += self.repeat_logprobs(("text", oi, ci), logprobs, text)
         return events
+
+    def final_done(self) -> list[Event]:
+        """A terminal response without output: the SDK's final output is the done items, and its
+        ``output_text`` their answer joined (checked whole when any of them differed from its deltas:
+        a part said only in a done item joins the text of items done after it)."""
+        return self.joined([self._done[i] for i in sorted(self._done)]) if self._done_differs else []
 
     def output(self, items: list[tuple[int, dict[str, Any]]]) -> list[Event]:
         """A response's output (the terminal one is the SDK's final response): each item as a

@@ -696,3 +696,40 @@ def test_a_key_spelled_by_gemini_logprobs_over_the_stream_is_never_shown(proxy: 
 
     upstream.queue(Reply(raw_frames=_gemini_frames([cand(HEAD, HEAD)], [{**cand("x", TAIL), "finishReason": "STOP"}])))
     _hidden(gemini_view(proxy.url), SECRET)
+
+
+def test_a_key_joined_from_done_items_after_one_said_otherwise_is_never_shown(proxy: ProxyServer,
+                                                                             upstream: FakeUpstream) -> None:
+    """A part said only in its done item (``key AKIAQ7XR``), then an item whose deltas and done item
+    agree (the rest of the key), and a terminal response without output: the SDK's ``output_text``
+    joins the done items, the whole key, though each item on its own said none."""
+    r = _R()
+    msg = {"type": "message", "status": "in_progress", "role": "assistant", "content": []}
+    for oi in (0, 1):
+        r.ev("response.output_item.added", output_index=oi, item={**msg, "id": f"msg_{oi}"})
+        r.ev("response.content_part.added", item_id=f"msg_{oi}", output_index=oi, content_index=0,
+             part={"type": "output_text", "text": "", "annotations": []})
+    r.ev("response.output_text.delta", item_id="msg_1", output_index=1, content_index=0, delta=TAIL, logprobs=[])
+    for oi, text in ((0, HEAD), (1, TAIL)):
+        r.ev("response.output_item.done", output_index=oi, item={
+            **msg, "id": f"msg_{oi}", "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]})
+    _hidden(_responses(proxy, upstream, r.completed(None)), SECRET)
+
+
+def test_a_key_cut_between_chat_reasoning_entries_is_seen_as_the_sdk_merges_them(proxy: ProxyServer,
+                                                                                 upstream: FakeUpstream) -> None:
+    """OpenRouter's ``reasoning_details``: the SDK's helper merges the entries by ``index``, so entry 0's
+    two pieces read as one key although entry 1's text came between them."""
+    base = {"id": "chatcmpl-rd", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+    def chunk(*entries: dict[str, Any], finish: str | None = None) -> bytes:
+        delta = {"reasoning_details": list(entries)} if entries else {}
+        return sse({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+    text = {"type": "reasoning.text", "index": 0}
+    upstream.queue(Reply(raw_frames=[
+        sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}),
+        chunk({**text, "text": HEAD}), chunk({"type": "reasoning.summary", "index": 1, "summary": "tides"}),
+        chunk({**text, "text": TAIL}), chunk(finish="stop"), b"data: [DONE]\n\n"]))
+    _hidden(chat_view(proxy.url), SECRET)

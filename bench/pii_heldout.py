@@ -35,6 +35,7 @@ import phonenumbers
 from phonenumbers import PhoneNumberFormat, PhoneNumberType
 
 from bench.detect_eval import pii_hits
+from bench.pii_labelled import Sample, redactions
 from guardrails.stream.pii_regions import NATIONAL_IDS
 
 RESULTS = Path(__file__).parent / "results" / "pii_heldout.json"
@@ -177,6 +178,55 @@ def near_misses(rng: random.Random, n: int) -> Iterator[tuple[str, str]]:
                                   f"{hexs(12)}@{rng.choice(['db', 'cache', 'mq'])}.internal:{rng.randrange(1024, 65536)}/x")
 
 
+# Top-level domains of every kind (generic, country, new, IDN), written as people write them.
+TLDS = ["com", "org", "net", "io", "ai", "dev", "app", "co", "co.uk", "org.uk", "de", "fr", "jp", "com.br",
+        "com.au", "edu", "gov", "info", "biz", "xyz", "online", "tech", "museum", "travel", "photography",
+        "engineering", "international", "рф", "中国", "xn--p1ai", "in", "ca", "nl", "ch", "se", "es", "it"]
+_LOCAL = string.ascii_letters + string.digits
+_UNICODE_LETTERS = "éèüößçñåøæłžščąęığşäöõαβγδλμπσωабвгдежзиклмнопрстуфхцчшщэюя中文字用户名例子"
+
+
+def emails(rng: random.Random, n: int) -> Iterator[tuple[str, str]]:
+    """``(form, address)``: addresses drawn from RFC 5321/5322 and RFC 6531 syntax: local parts of
+    1-64 characters (dot-separated atoms; ``_ + - '`` inside; sometimes letters of other scripts),
+    1-6 domain labels of 1-63 characters (hyphens inside; sometimes IDN), a real top-level domain."""
+    def atom(k: int, unicode: bool) -> str:
+        alphabet = _LOCAL + (_UNICODE_LETTERS if unicode else "")
+        word = [rng.choice(alphabet) for _ in range(k)]
+        for i in range(1, k - 1):
+            if rng.random() < 0.08:
+                word[i] = rng.choice("_+-'")
+        return "".join(word)
+
+    def label(unicode: bool) -> str:
+        k = rng.choice([1, 2, 3, 5, 8, 12, 20, 40, 63])
+        alphabet = string.ascii_lowercase + string.digits + (_UNICODE_LETTERS if unicode else "")
+        word = [rng.choice(alphabet) for _ in range(k)]
+        for i in range(1, k - 1):
+            if rng.random() < 0.1:
+                word[i] = "-"
+        return "".join(word)
+
+    for i in range(n):
+        unicode = i % 5 == 4
+        length = rng.choice([1, 3, 6, 10, 20, 40, 64])
+        parts, size = [], 0
+        while size < length:
+            k = min(rng.randint(1, 12), length - size)
+            parts.append(atom(k, unicode))
+            size += k + 1
+        local = ".".join(parts)[:64].strip(".")
+        while ".." in local:
+            local = local.replace("..", ".")
+        if i % 7 == 6:
+            local = '"' + local[:20].replace('"', "") + ' ' + atom(4, False) + '"'
+        labels = [label(unicode and rng.random() < 0.5) for _ in range(rng.randint(1, 6))]
+        domain = ".".join(labels) + "." + rng.choice(TLDS)
+        form = "quoted" if local.startswith('"') else "unicode" if unicode else f"{len(labels)} labels"
+        if len(domain) <= 253:
+            yield form, f"{local}@{domain}"
+
+
 def evaluate(per_region: int, seed: int) -> dict[str, object]:
     rng = random.Random(seed)
     recall: dict[str, Counter[str]] = defaultdict(Counter)
@@ -196,6 +246,17 @@ def evaluate(per_region: int, seed: int) -> dict[str, object]:
               f"{region} {kind} {text}")
         count(f"phone {kind}", pii_hits(f"Call {text} today.", regions, ["phone"]) == ["[phone]"],
               f"{region} {form} {text}")
+    for form, address in emails(rng, 400):
+        text = f"Write to {address} today."
+        spans = redactions(Sample("email", form, text, [], []))
+        count(f"email ({form})", spans == [(9, 9 + len(address), "[email]")], address)
+    for _ in range(60):
+        number = f"{rng.choice([a for a in range(1, 900) if a != 666]):03d}{rng.randint(1, 99):02d}{rng.randint(1, 9999):04d}"
+        for phrase in ("My SSN is {}.", "SSN - {}", "Social-Security-Number: {}", "ssn:{}"):
+            text = phrase.format(number)
+            start = text.index(number)
+            spans = redactions(Sample("ssn", "named", text, [], []))
+            count("ssn (nine digits, named)", spans == [(start, start + 9, "[ssn]")], text)
     false_hits: dict[str, list[str]] = defaultdict(list)
     near = Counter[str]()
     for kind, text in near_misses(rng, 200):

@@ -185,9 +185,11 @@ class PiiGuardrail(_StreamBase):
     match into: a file tool's write (``write_file``, ``Edit``, ``apply_patch``... with no command or
     URL) whose every file matches one, taken relative to ``[tools] workspace_root``, is not read by
     this guardrail. Shell commands and text outside such a write are read as always."""
-    metadata_emails: bool = True
-    """False: an email in code metadata does not trip (a package's ``authors``/``maintainers``, a
-    ``Signed-off-by:``/``Co-authored-by:`` trailer, an ``author_email``), judged on its own line."""
+    metadata_emails: bool = False
+    """True: an email in code metadata trips too. False (default): it passes where the text writes it
+    as a package's author (``authors``/``maintainers``/``contributors`` keys and the lists they open,
+    ``author_email=``, a gemspec's ``spec.email``) or in a commit trailer (``Signed-off-by:``,
+    ``Co-authored-by:``...); see docs/policy.md for why."""
 
 
 class MaxLengthGuardrail(_StreamBase):

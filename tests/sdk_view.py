@@ -128,7 +128,8 @@ def _token_runs(entries: Any) -> list[str]:
     joined (a UI that offers the second choice of every token shows that run)."""
     entries = entries or []
     ranks = max((len(e.top_logprobs or []) for e in entries), default=0)
-    return ["".join(e.token or "" for e in entries),
+    spelled = bytes(b for e in entries for b in getattr(e, "bytes", None) or []).decode("utf-8", "replace")
+    return ["".join(e.token or "" for e in entries), spelled,  # (bytes: the text as the API docs say to rebuild it)
             *("".join(e.top_logprobs[r].token or "" for e in entries if len(e.top_logprobs or []) > r)
               for r in range(ranks))]
 

@@ -17,18 +17,419 @@ counts it against its budget).
 
 from __future__ import annotations
 
+import binascii
+import codecs
+import html
 import re
+from collections.abc import Callable, Sequence
 
-from guardrails.stream._canary_text import normalise
+from guardrails.stream._canary_text import normalise, squeeze
 
 _WORD = re.compile(r"[^\W\d_]+")
 _VOWELS = str.maketrans("", "", "aeiou")
+_FOLD_L = str.maketrans("l", "i")
 
 
 def letter_variants(raw_prompt: str, letters: str) -> list[str]:
     """The strings the squeezed index holds for ``raw_prompt`` whose letters alone are ``letters``
     (``squeeze(raw_prompt)``): the letters, reversed, each word reversed, the words in reverse order,
-    without vowels. O(len(prompt)), once per distinct prompt."""
+    without vowels, and with ``l`` folded to ``i`` (what ``leet_letters`` reads). O(len(prompt)), once per distinct prompt."""
     words = _WORD.findall(normalise(raw_prompt))
     return [letters, letters[::-1], "".join(w[::-1] for w in words), "".join(reversed(words)),
-            letters.translate(_VOWELS)]
+            letters.translate(_VOWELS), letters.translate(_FOLD_L)]
+
+
+# --- Views of the answer -------------------------------------------------------------------------
+# Each is a stateful reader of the raw deltas that yields letters (``squeeze`` of what a reader of
+# the copy reads) and the raw offset they came from, and a ``Matcher`` that looks them up in the
+# squeezed index. They are idle on ordinary deltas: a view starts on the characters that begin what
+# it decodes, and stops again after ``QUIET`` letters with nothing to decode (from there on, every
+# window it could match is one the squeezed twin reads too, letter for letter).
+
+_QGRAM = 6  # canary.QGRAM (not imported: canary imports this module)
+_LEET = bytes.maketrans(b"4310572l", b"aeiostzi")  # and 1 -> i, so l is folded to i on both sides
+_NOT_ALNUM_ASCII = bytes(c for c in range(128) if not chr(c).isalnum())
+_NOT_ALNUM = re.compile(r"[\W_]+")
+_LEET_TEXT = str.maketrans("4310572l", "aeiostzi")
+
+
+def leet_letters(text: str) -> str:
+    """Letters and digits, the digits read as the letters they stand for in leetspeak (4 3 1 0 5 7
+    2 as a e i o s t z), and ``l`` folded to ``i`` (``1`` stands for either)."""
+    if text.isascii():
+        return text.encode("ascii").lower().translate(_LEET, _NOT_ALNUM_ASCII).decode("ascii")
+    return _NOT_ALNUM.sub("", normalise(text)).translate(_LEET_TEXT)
+
+
+class Matcher:
+    """One view's search for the prompt's shingles in the letters it reads. Per letter: one gram
+    looked up (the chain of the prompt's grams, as ``CanaryCheck`` keeps it) and, only inside a
+    chain at least a shingle long, one window hashed. Its horizon is the raw offset the letters at
+    the chain's start came from (``origins``: the raw offset of each fed piece, kept from the chain
+    on). A simple loop: views run on a few deltas of an ordinary answer, not on every one."""
+
+    __slots__ = ("_chain", "_last_hit", "_origins", "_qgrams", "_seen", "_shingle", "_shingles", "_stride", "_tail")
+
+    def __init__(self, shingles: frozenset[int], qgrams: frozenset[int], shingle: int, stride: int,
+                 seed: str, origin: int) -> None:
+        self._shingles, self._qgrams, self._shingle, self._stride = shingles, qgrams, shingle, stride
+        self._tail = seed[1 - shingle:] if seed else ""
+        self._seen = len(self._tail)
+        self._chain = 0
+        self._last_hit = -(10**9)
+        self._origins: list[tuple[int, int]] = [(0, origin)]
+
+    def feed(self, letters: str, origin: int) -> bool:
+        """Whether ``letters`` (from raw offset ``origin`` on) end a new run of the prompt."""
+        if not letters:
+            return False
+        k, q, qgrams, shingles = self._shingle, _QGRAM, self._qgrams, self._shingles
+        buf = self._tail + letters
+        base = self._seen - len(self._tail)
+        chain, last_hit, new_run = self._chain, self._last_hit, False
+        self._origins.append((self._seen, origin))
+        for end in range(max(len(self._tail) + 1, q), len(buf) + 1):
+            if hash(buf[end - q:end]) not in qgrams:
+                chain = base + end - q + 1
+            elif base + end - k >= chain and hash(buf[end - k:end]) in shingles:
+                new_run = new_run or base + end - last_hit > self._stride
+                last_hit = base + end
+        self._seen += len(letters)
+        self._chain, self._last_hit = chain, last_hit
+        self._tail = buf[1 - k:]
+        return new_run
+
+    def in_run(self) -> bool:
+        return self._seen - self._last_hit <= self._stride
+
+    def horizon(self) -> int:
+        """The raw offset of the piece the chain starts in (older pieces are forgotten)."""
+        origins, chain = self._origins, self._chain
+        drop = 0
+        while drop + 1 < len(origins) and origins[drop + 1][0] <= chain:
+            drop += 1
+        if drop:
+            del origins[:drop]
+        return origins[0][1]
+
+
+_TAG = re.compile(r"</?[A-Za-z][^<>]{0,60}>")
+_ENTITY_LIKE = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9A-Fa-f]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")
+_UESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})")
+_PERCENT = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+# What may still become a tag, a reference or an escape at the end of the text read so far.
+_OPEN = re.compile(r"<(?:/?(?:[A-Za-z][^<>]{0,60})?)?|&(?:#[xX]?[0-9A-Fa-f]{0,7}|[A-Za-z][A-Za-z0-9]{0,31})?"
+                   r"|%[0-9A-Fa-f]?|\\(?:u[0-9A-Fa-f]{0,3}|x[0-9A-Fa-f]?)?")
+_OPENERS = "<&%\\"
+_OPEN_MAX = 64
+
+
+def render(text: str) -> str:
+    """``text`` as a browser or a JSON/URL decoder shows it: HTML tags dropped, character references,
+    ``\\uXXXX``/``\\xXX`` escapes and ``%XX`` escapes decoded."""
+    if "<" in text:
+        text = _TAG.sub("", text)
+    if "\\" in text:
+        text = _UESCAPE.sub(_unescape, text)
+    if "%" in text:
+        text = _PERCENT.sub(_unquote, text)
+    if "&" in text:
+        text = _ENTITY_LIKE.sub(_reference, text)
+    return text
+
+
+def _unescape(m: re.Match[str]) -> str:
+    code = int(m.group(1) or m.group(2), 16)
+    return "" if 0xD800 <= code <= 0xDFFF else chr(code)
+
+
+def _unquote(m: re.Match[str]) -> str:
+    return bytes.fromhex(m.group().replace("%", "")).decode("utf-8", "replace")
+
+
+def _reference(m: re.Match[str]) -> str:
+    return html.unescape(m.group())
+
+
+class Rendered:
+    """The answer as rendered (``render``), stateful across deltas: a tag, a reference or an escape
+    split between deltas is kept (at most ``_OPEN_MAX`` characters) until it is complete or cannot
+    be one any more."""
+
+    __slots__ = ("_open",)
+
+    def __init__(self) -> None:
+        self._open = ""
+
+    def feed(self, delta: str) -> str:
+        text = self._open + delta
+        cut = max(text.rfind(c, len(text) - _OPEN_MAX) for c in _OPENERS)
+        if cut >= 0 and _OPEN.fullmatch(text, cut):
+            self._open = text[cut:]
+            text = text[:cut]
+        else:
+            self._open = ""
+        return render(text)
+
+    def held(self) -> int:
+        """Raw characters kept for the next delta."""
+        return len(self._open)
+
+
+class Run:
+    """A run of base64 or hex digits (base64 across line breaks, hex with a space or a colon between
+    bytes), decoded once it is ``MIN_RUN`` characters long and from then on as it grows, in whole
+    units (4 base64 digits, 2 hex digits). The raw characters of a run too short to be decoded yet,
+    or of a unit not complete yet, are kept (``held``): their letters are not known yet."""
+
+    __slots__ = ("_decode", "_decoding", "_digit", "_held", "_pending", "_run", "_text", "_unit", "chars")
+
+    def __init__(self, chars: str, digits: str, unit: int, decode: Callable[[str], bytes]) -> None:
+        self.chars = chars
+        """Every character a run may hold (digits and separators)."""
+        self._run = re.compile(f"[{re.escape(chars)}]+")
+        self._digit = re.compile(f"[{re.escape(digits)}]")
+        self._unit = unit
+        self._decode = decode
+        self._pending = 0  # characters of the run at the end of the answer, while not decoding
+        self._held = ""  # the raw characters of the current run not decoded yet
+        self._decoding = False  # the current run is long enough to be decoded
+        self._text = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def held(self) -> int:
+        """Raw characters at the end that may start (or continue) a run: the horizon holds them
+        (a run shorter than ``HOLD_FROM`` is not held: a word; at most a few bytes of a copy's start)."""
+        if self._decoding:
+            return len(self._held)
+        return self._pending if self._pending >= HOLD_FROM else 0
+
+    def decoding(self) -> bool:
+        """Whether the current run is being decoded (it may go on)."""
+        return self._decoding
+
+    def feed(self, accumulated: str, delta: str) -> tuple[str, int]:
+        """The text decoded from ``delta`` and what was held (empty on most deltas), and the raw
+        offset it was decoded from. Until a run is long enough, only its length is tracked (its
+        characters are the end of ``accumulated``): one ``rstrip`` per delta."""
+        end = len(accumulated)
+        if self._decoding:
+            origin = end - len(delta) - len(self._held)
+            return self._runs(self._held + delta, True), origin
+        n = len(delta)
+        trail = n - len(delta.rstrip(self.chars))
+        before = self._pending
+        self._pending = before + n if trail == n else trail
+        if n < MIN_RUN and self._pending < MIN_RUN:
+            return "", end  # (most deltas)
+        origin = end - n - before
+        text = self._runs(accumulated[origin:], False)
+        if not self._decoding:
+            self._pending, self._held = len(self._held), ""
+        return text, origin
+
+    def _runs(self, text: str, continued: bool) -> str:
+        """Every run of ``text`` decoded: the ones it ends whole (when long enough), the last one as
+        far as its whole units go; the rest of the last run is held."""
+        out: list[str] = []
+        for m in self._run.finditer(text):
+            run = m.group()
+            decoding = self._decoding and continued and m.start() == 0
+            if not decoding:
+                self._text.reset()
+            if m.end() == len(text):  # may go on in the next delta
+                if decoding or len(run) >= MIN_RUN:
+                    self._decoding = True
+                    cut = self._whole_units(run)
+                    out.append(self._decoded(run[:cut], final=False))
+                    run = run[cut:]
+                else:
+                    self._decoding = False
+                self._held = run
+                return "".join(out)
+            if decoding or len(run) >= MIN_RUN:
+                out.append(self._decoded(run, final=True))
+        self._held, self._decoding = "", False
+        return "".join(out)
+
+    def _whole_units(self, run: str) -> int:
+        """The raw length of the longest prefix of ``run`` holding whole units."""
+        ends = [m.end() for m in self._digit.finditer(run)]
+        whole = len(ends) // self._unit * self._unit
+        return ends[whole - 1] if whole else 0
+
+    def _decoded(self, run: str, *, final: bool) -> str:
+        try:
+            raw = self._decode(run)
+        except (ValueError, binascii.Error):
+            raw = b""
+        text = self._text.decode(raw, final=final)
+        if final:
+            self._text.reset()
+        return text
+
+
+MIN_RUN = 24
+HOLD_FROM = 8
+"""Characters of base64 or hex in a row before they are read as an encoding: longer than words and
+most identifiers, and 18 bytes (base64) or 12 (hex): less than any ``min_chars`` a policy uses."""
+_B64_DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_="
+_HEX_DIGITS = "0123456789abcdefABCDEF"
+_B64_CHARS = _B64_DIGITS + "\r\n"
+_HEX_CHARS = _HEX_DIGITS + " :"
+_URLSAFE = str.maketrans("-_", "+/", "\r\n")
+
+
+def _b64(run: str) -> bytes:
+    """The bytes of ``run`` (standard or URL-safe digits, line breaks ignored); padding ends one
+    encoded text and the digits after it start another."""
+    return b"".join(binascii.a2b_base64(part + "=" * (-len(part) % 4))
+                    for part in run.translate(_URLSAFE).split("=") if len(part) % 4 != 1)
+
+
+def _hex(run: str) -> bytes:
+    clean = run.replace(" ", "").replace(":", "")
+    return bytes.fromhex(clean[:len(clean) // 2 * 2])
+
+
+def base64_run() -> Run:
+    return Run(_B64_CHARS, _B64_DIGITS, 4, _b64)
+
+
+def hex_run() -> Run:
+    return Run(_HEX_CHARS, _HEX_DIGITS, 2, _hex)
+
+
+_OPENER = re.compile(r"[<&%\\]")
+_SPECIAL = re.compile(r"[<&%\\0-9]")
+_DIGIT = re.compile(r"[0-9]")
+_SEED_RAW = 3
+"""Raw characters read per seed letter when a view starts (the letters before its first delta)."""
+
+
+class Views:
+    """One stream's further views (rendered, base64 runs, hex runs, leetspeak), each a ``Matcher``
+    against the squeezed index while it is started. ``check`` returns the views' horizon; ``found``
+    says whether a view found a new run of the prompt in this delta. Cost on a delta with none of
+    ``< & % \\``, no digit and no run of 24 base64 or hex digits: a regex search for those characters
+    and the two runs' ``rstrip``/``lstrip`` (C-level); a started view costs a loop over the letters
+    it reads, until ``quiet`` letters without anything to decode stop it."""
+
+    __slots__ = ("_b64", "_b64_m", "_hex", "_hex_m", "_idle", "_index", "_leet_m", "_leet_quiet", "_quiet",
+                 "_r", "_r_m", "_r_quiet", "_shingle", "_stride", "found")
+
+    def __init__(self, shingles: frozenset[int], qgrams: frozenset[int], shingle: int, stride: int) -> None:
+        self._index = (shingles, qgrams)
+        self._shingle, self._stride = shingle, stride
+        self._quiet = shingle + _QGRAM
+        """Letters with nothing decoded after which a started view stops: every window it could
+        match from then on is one the squeezed twin reads letter for letter."""
+        self._r = Rendered()
+        self._r_m: Matcher | None = None
+        self._r_quiet = 0
+        self._b64, self._hex = base64_run(), hex_run()
+        self._b64_m: Matcher | None = None
+        self._hex_m: Matcher | None = None
+        self._leet_m: Matcher | None = None
+        self._leet_quiet = 0
+        self._idle = True
+        """No view is started and no run is being decoded: ``check`` takes its fast path."""
+        self.found = False
+
+    def _matcher(self, seed: str, origin: int) -> Matcher:
+        shingles, qgrams = self._index
+        return Matcher(shingles, qgrams, self._shingle, self._stride, seed, origin)
+
+    def in_run(self) -> bool:
+        return any(m is not None and m.in_run() for m in (self._r_m, self._b64_m, self._hex_m, self._leet_m))
+
+    def check(self, accumulated: str, delta: str, floor: int, busy: bool) -> int:
+        """The views' horizon after ``delta`` (``accumulated`` ends with it); ``floor`` is the
+        canary's horizon before it (where a view that starts now holds from at the earliest);
+        ``busy``: the canary's other views are inside a reported run (a run is reported once)."""
+        n = len(delta)
+        if self._idle and n < MIN_RUN and (delta.isalpha() or (delta[:1] == " " and delta[1:].isalpha())
+                                           or _SPECIAL.search(delta) is None):
+            # Nothing to render or read as leetspeak; only the runs' lengths move (``Run.feed``).
+            b, h = self._b64, self._hex
+            t = n - len(delta.rstrip(_B64_CHARS))
+            b._pending = pb = b._pending + n if t == n else t
+            t = n - len(delta.rstrip(_HEX_CHARS))
+            h._pending = ph = h._pending + n if t == n else t
+            if pb < MIN_RUN and ph < MIN_RUN:
+                self.found = False
+                held = max(ph, pb)
+                return len(accumulated) - (held if held >= HOLD_FROM else 0)
+        return self._check(accumulated, delta, floor, busy)
+
+    def _check(self, accumulated: str, delta: str, floor: int, busy: bool) -> int:
+        busy = busy or self.in_run()
+        end = len(accumulated)
+        start = end - len(delta)
+        horizon, found = end, False
+        special = _OPENER.search(delta) is not None
+        # Rendered: markup dropped, references and escapes decoded.
+        if special or self._r_m is not None:
+            origin = start - self._r.held()
+            letters = squeeze(self._r.feed(delta))
+            m = self._r_m
+            if m is None:
+                m = self._r_m = self._matcher(self._seed(accumulated, origin, squeeze), floor)
+                self._r_quiet = 0
+            found = m.feed(letters, origin)
+            self._r_quiet = 0 if special or self._r.held() else self._r_quiet + len(letters)
+            if self._r_quiet >= self._quiet and not m.in_run():
+                self._r_m = None
+            else:
+                horizon = min(m.horizon(), origin if self._r.held() else end)
+        # Leetspeak: digits read as letters.
+        if self._leet_m is not None or _DIGIT.search(delta) is not None:
+            letters = leet_letters(delta)
+            m = self._leet_m
+            if m is None:
+                m = self._leet_m = self._matcher(self._seed(accumulated, start, leet_letters), floor)
+                self._leet_quiet = 0
+            found = m.feed(letters, start) or found
+            self._leet_quiet = 0 if _DIGIT.search(delta) else self._leet_quiet + len(letters)
+            if self._leet_quiet >= self._quiet and not m.in_run():
+                self._leet_m = None
+            else:
+                horizon = min(horizon, m.horizon())
+        # Base64 and hex runs, decoded.
+        for run in (self._b64, self._hex):
+            text, origin = run.feed(accumulated, delta)
+            m = self._b64_m if run is self._b64 else self._hex_m
+            if text:
+                if m is None:
+                    m = self._matcher("", origin)
+                found = m.feed(squeeze(text), origin) or found
+            if m is not None and not run.decoding() and not m.in_run():
+                m = None  # the run ended
+            if run is self._b64:
+                self._b64_m = m
+            else:
+                self._hex_m = m
+            if m is not None:
+                horizon = min(horizon, m.horizon())
+            if run.held():
+                horizon = min(horizon, end - run.held())
+        self.found = found and not busy
+        self._idle = (self._r_m is None and self._leet_m is None and self._b64_m is None and self._hex_m is None
+                      and not self._b64.decoding() and not self._hex.decoding())
+        return horizon
+
+    def _seed(self, accumulated: str, origin: int, view: Callable[[str], str]) -> str:
+        """The view's last letters before ``origin`` (a copy whose first words had nothing to decode)."""
+        return view(accumulated[max(0, origin - _SEED_RAW * self._shingle):origin])
+
+
+def passes_views(shingles: frozenset[int], qgrams: frozenset[int], pieces: Sequence[str], shingle: int) -> bool:
+    """``Views`` fed ``pieces`` find no run of the prompt (the whole-text form: same code, same verdict)."""
+    views = Views(shingles, qgrams, shingle, 1)
+    accumulated = ""
+    for piece in pieces:
+        if piece:
+            accumulated += piece
+            views.check(accumulated, piece, 0, False)
+            if views.found:
+                return False
+    return True

@@ -66,7 +66,7 @@ from guardrails.decision import PASS, SYSTEM_PROMPT_LEAK, Block, Decision
 from guardrails.seams import DeltaCheck, StreamContext
 from guardrails.stream._canary_text import WS_RUN as _WS_RUN
 from guardrails.stream._canary_text import TokenWatch, normalise, squeeze, token_in
-from guardrails.stream._canary_views import letter_variants
+from guardrails.stream._canary_views import Views, letter_variants, passes_views
 from guardrails.stream._prompt_index import PromptIndex, PromptIndexCache
 from guardrails.text.confusables import skeleton_table
 
@@ -109,7 +109,7 @@ class CanaryCheck(DeltaCheck):
     the chain of prompt grams that the horizon follows."""
 
     __slots__ = ("_chain", "_horizon", "_keep", "_last_hit", "_offsets", "_qgrams", "_replacement", "_seen",
-                 "_shingle", "_shingles", "_squeezed", "_stride", "_tail", "_twin", "_watch", "window")
+                 "_shingle", "_shingles", "_squeezed", "_stride", "_tail", "_twin", "_views", "_watch", "window")
 
     def __init__(self, index: PromptIndex, shingle: int, stride: int, min_chars: int, token: str,
                  replacement: str, *, squeezed: bool = False) -> None:
@@ -136,6 +136,9 @@ class CanaryCheck(DeltaCheck):
         self._twin = (CanaryCheck(index.squeezed, shingle, stride, min_chars, "", replacement, squeezed=True)
                       if index.squeezed is not None and not squeezed else None)
         """The same search over the letters alone (a prompt spelled out or marked up)."""
+        self._views = (Views(index.squeezed.shingles, index.squeezed.qgrams, shingle, stride)
+                       if self._twin is not None and index.squeezed is not None else None)
+        """Markup, escapes, base64, hex and leetspeak read (``_canary_views``), against the squeezed index."""
 
     def check(self, accumulated: str, delta: str) -> Decision:
         found = self.check_horizon(accumulated, delta)
@@ -224,6 +227,14 @@ class CanaryCheck(DeltaCheck):
             new_run = new_run and not twin_in_run
             if found < horizon:  # noqa: PLR1730 - min() is a builtin call per delta
                 horizon = found
+            views = self._views
+            if views is not None:
+                found = views.check(accumulated, delta, self._horizon, in_run or twin_in_run)
+                if views.found and not new_run:
+                    self._horizon = min(found, self._horizon)
+                    return self._block("a passage of the system prompt")
+                if found < horizon:  # noqa: PLR1730 - min() is a builtin call per delta
+                    horizon = found
         self._horizon = horizon
         return self._block("a passage of the system prompt") if new_run else horizon
 
@@ -329,7 +340,8 @@ def passes_prompt(index: PromptIndex, pieces: Sequence[str], shingle: int) -> bo
     if not _passes_view(index, norm, shingle):
         return False
     squeezed = index.squeezed
-    return squeezed is None or _passes_view(squeezed, "".join(map(squeeze, pieces)), shingle)
+    return squeezed is None or (_passes_view(squeezed, "".join(map(squeeze, pieces)), shingle)
+                                and passes_views(squeezed.shingles, squeezed.qgrams, pieces, shingle))
 
 
 def _passes_view(index: PromptIndex, norm: str, shingle: int) -> bool:

@@ -27,7 +27,9 @@ _HEX_DIGEST = re.compile(r"(?:[0-9a-f]{32}|[0-9a-f]{40}|[0-9a-f]{64}|[0-9a-f]{12
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
 _DIGEST_NAMES = ("sha", "md5", "blake", "sum", "hash", "git", "commit", "rev", "digest", "crc")
 # Names that hold an identifier or a place, not the secret itself (``credentialId``, ``SECRET_NAME``).
-_NOT_SECRET_NAMES = ("id", "name", "url", "uri", "file", "path")
+_NOT_SECRET_NAMES = ("id", "name", "url", "uri", "file", "path",
+                     # what is derived from a secret and shown in its place (``accessTokenHash``)
+                     "hash", "digest", "checksum", "fingerprint", "signature", "thumbprint")
 _SECRET_NAMES = ("secret", "token", "passw", "credential", "apikey", "api_key", "api-key", "api.key",
                  "accesskey", "access_key", "access-key")
 # A short type letter or two before hex (``SK`` + 32 hex, a Twilio key sid): judged on the hex.
@@ -72,6 +74,17 @@ KNOWN_SAMPLES = (
     "AyM1SysPpbyDfgZld3umj1qzKObwVMkoqQ-EstJQLr_T-1qS0gZH75aKtMN3Yj0iPS4hcgUuTwjAzZr1Z9CAow",
     "kd94hf93k423kf44", "pfkkdhi9sl3r4s00", "hh5s93j4hdidpola", "hdhd0244k9j7ao03", "nnch734d00sl2jdk",
     "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c",
+    # RFC 5849 (OAuth 1.0) sections 1.2, 3.1 and 3.5.1; RFC 7009 (revocation); OpenID Connect Core
+    # (its authorization code, access token and at_hash examples).
+    "dpf43f3p2l4k3l03", "hfdp7dh39dks9884", "kllo9940pd9333jh", "9djdj82h48djs9d2", "kkk9d7dh3k39sjv7",
+    "j49sk3j29djd", "dh893hdasih9", "0685bd9184jfhq22", "ad180jjd733klru7", "wOJIO9A2W5mFwDgiDvZbTSMK/PY",
+    "bYT5CMsGcbgUdFHObYMEfcx6bsw", "45ghiukldjahdnhzdauz", "SlAV32hkKG",
+    "Qcb0Orv1zh30vL1MPRsbm-diHiMwcLyZvn1arpZv-Jxf_11jnpEX3Tgfvk", "jHkWEdUXMU1BwAsC4vtUsZwnNvTIxEl0z9K3vx5KF0Y",
+    "77QmUPtjPfzWtF2AnpK9RQ",
+    # PyJWT's usage docs: the RSA, Ed25519 and EC private keys of its examples (the first 32
+    # characters of each key's body, which is what the private-key rule reads).
+    "MIIEpAIBAAKCAQEAwhvqCC+37A+UXgcv", "MIIEogIBAAKCAQEAuNhCS6bodtd+PvKq", "MC4CAQAwBQYDK2VwBCIEIPtUxyxlhjOW",
+    "MHcCAQEEIHAhM7P6HG3LgkDvgvfDeaMA",
     "sk_test_4eC39HqLyjWDarjtT1zdp7dc", "pk_test_TYooMQauvdEDq54NiTphI7jx",
 )
 _PASSWORD_PLACEHOLDERS = frozenset((
@@ -88,7 +101,7 @@ REPEAT = re.compile(r"(.)\1{5}")
 _WORD_SPLIT = re.compile(r"[_.:~-]")
 _CAMEL_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _KEBAB = re.compile(r"[A-Za-z0-9]+(?:[-_./][A-Za-z0-9]+)+")
-_DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?:\(.*)?")
+_DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)+(?:\(.*)?")
 
 
 def base62_crc32_ok(body: str) -> bool:
@@ -169,6 +182,24 @@ def jwt_credential(token: str, payload: str | None, signed: bool = True) -> bool
     return signed and jwt_ok(token) and not (payload is not None and jwt_payload_sample(payload))
 
 
+def jws_parts(value: str) -> bool:
+    """``value`` is made of a JWS's dot-separated parts, one of them base64url JSON, though not as
+    the jwt rule reads a token (``.eyJpc3MiOiJhdXRoMCJ9.<sig>``, ``<header>..<sig>``): a malformed
+    token written for a parser's test, or one part of a token, the jwt rule's to judge."""
+    return any(part.startswith("eyJ") and b64_json_ok(part) for part in value.split("."))
+
+
+def _b64_json_data(value: str) -> bool:
+    """Base64url of a JSON object that holds no secret's field (``eyJpc3MiOiJhdXRoMCJ9`` is
+    ``{"iss":"auth0"}``): a token's part, data. One that names a key, secret, token or password
+    (a service account's key file, base64-encoded) stays to be judged."""
+    if not value.startswith("eyJ") or not b64_json_ok(value):
+        return False
+    cut = value[:len(value) - len(value) % 4]
+    raw = base64.urlsafe_b64decode(cut.replace("+", "-").replace("/", "_")).lower()
+    return not any(word in raw for word in (b"key", b"secret", b"token", b"passw", b"private", b"credential"))
+
+
 def jwt_prefix(value: str) -> bool:
     """``value`` starts like a JWT (a JSON header naming ``alg`` or ``typ``, then a payload that
     opens with ``{"``, or the header is all there is of it): the jwt rule's to judge, whole; or a
@@ -247,12 +278,17 @@ def generic_value_ok(value: str, name: str = "") -> bool:
     ``api_token``, ``credentials``) and nothing about a digest (``token_sha``)."""
     if name.lower().endswith(_NOT_SECRET_NAMES):
         return False
+    nested = _NESTED_ASSIGNMENT.match(value)
+    if nested:  # ``Client('client_key', signature_method=SIGNATURE_HMAC_SHA256)``: another setting
+        value = nested.group(1)
+        if len(value) < 16:
+            return False
     query = _QUERY_PAIR.search(value)
     if query:  # a URL's query parameter: its own value ends at the next ``&``
         value = value[:query.start()]
         if len(value) < 16:
             return False
-    if not_a_value(value) or jwt_prefix(value) or hand_typed(value):
+    if not_a_value(value) or jwt_prefix(value) or jws_parts(value) or hand_typed(value):
         return False  # (a JWT is the jwt rule's to judge, whole: this value may be cut at GENERIC_MAX)
     lowered = value.lower()
     if _HEX_DIGEST.fullmatch(value):
@@ -294,7 +330,7 @@ _CODE = re.compile(r"!=|===|&&|\|\||=>")
 _NEXT_ASSIGNMENT = re.compile(r"([A-Z][A-Z0-9_]*)=")
 # A name of its own and ``=`` at the start of a value (``--ulimit nofile=262144:262144`` after a
 # provider's word): another setting, whose value is what follows.
-_NESTED_ASSIGNMENT = re.compile(r"[A-Za-z_][\w.-]{1,40}=(?!=)(.*)", re.DOTALL)
+_NESTED_ASSIGNMENT = re.compile(r"[A-Za-z_][\w.-]{1,40}=([^=].*)", re.DOTALL)  # (not base64's ``=`` padding)
 
 
 def slug(value: str) -> bool:
@@ -336,6 +372,8 @@ def not_a_value(value: str, *, identifiers: bool = True) -> bool:
         return True
     if _B64_TEXT.fullmatch(value) and _decodes_to_text(value):
         return True
+    if identifiers and "_" in value and constant_name(value):
+        return True  # a constant's name (``SIGNATURE_HMAC_SHA256``)
     return identifiers and bool(_IDENTIFIER.fullmatch(value)) and word_identifier(value)
 
 
@@ -359,7 +397,7 @@ def word_identifier(value: str) -> bool:
     parts = [p for p in re.split(r"[_$]", value) if p]
     words = [w for p in parts for w in _WORD_OR_NUMBER.findall(p)]
     numbers = [w for w in words if w.isdigit()]
-    if not words or len(numbers) > 2 or any(len(n) > 4 for n in numbers):
+    if not words or len(numbers) > 2 or any(len(n) > 5 for n in numbers):
         return False
     letters = [w for w in words if not w.isdigit()]
     good = short_bare = 0
@@ -430,7 +468,7 @@ def keyed_value_ok(value: str, short_shape: str | None = None) -> bool:
         value = nested.group(1)
         if len(value) < 12:
             return False
-    if not_a_value(value, identifiers=False) or _kebab_words(value):
+    if not_a_value(value, identifiers=False) or _kebab_words(value) or _b64_json_data(value):
         return False
     if short_shape is not None and re.fullmatch(short_shape, value):
         return random_letters(value) if value.isalpha() else looks_random(value, min_classes=2)

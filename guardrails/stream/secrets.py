@@ -98,7 +98,7 @@ def is_credential(rule: SecretRule, match: re.Match[str]) -> bool:
         return secret_checks.auth_header_ok(text[:match.start("s") - match.start()], secret)
     if rule.family == "url_credentials":
         return secret is not None and secret_checks.url_password_ok(match.group("u"), secret)
-    if rule.family in ("generic", "algolia") and _search_only(match):
+    if rule.family in ("generic", "algolia") and _search_only(match) or rule.family == "generic" and _badge(match):
         return False
     if rule.family == "generic":
         before = match.string[max(0, match.start() - 16):match.start()].lower()
@@ -133,6 +133,17 @@ def _search_only(match: re.Match[str]) -> bool:
     return "docsearch" in before or "search" in name or _SEARCH_CONFIG.search(before) is not None
 
 
+def _badge(match: re.Match[str]) -> bool:
+    """A query parameter of a status badge's image URL (``.../badges/21183?token=...``,
+    ``codecov.io/.../badge.svg?token=...``): a read-only token made to be published in a README."""
+    at = match.start("n")
+    if at == 0 or match.string[at - 1] not in "?&":
+        return False
+    url = _URL_START.search(match.string, max(0, at - 200), at)
+    return url is not None and "badge" in url.group().lower()
+
+
+_URL_START = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s()<>\"'`]*\Z")
 # How far before a key its search widget's config may open (``docsearch({``, ``algolia: {``).
 _SEARCH_CONTEXT = 160
 _ADMIN = re.compile(r"admin|write|secret|master|private")

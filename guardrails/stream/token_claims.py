@@ -3,16 +3,21 @@
 A token is a credential when it names a principal a service would act for. A sample's claims
 give themselves away: placeholder people and domains (``{"sub": "1234567890", "name": "John
 Doe"}``), a claim filled with its own name (``{"sub": "subject"}``), no claim at all or only
-times. A claim that names someone real (a UUID, a random id, a tenant's host, a numeric account
-id) keeps the token a credential, whatever else it says. Pure functions of the decoded text.
+times, claims that name nobody and never expire (``{"iss": "auth0"}``). A claim that names
+someone real (a UUID, a random id, a tenant's host, a numeric account id) keeps the token a
+credential, whatever else it says. A token whose ``exp`` passed more than a day ago authenticates
+nobody: every verifier refuses it (a fixture, or a token quoted from an old log). Pure functions of
+the decoded text and the clock.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import datetime
 import json
 import re
+import time
 
 from guardrails.stream._scan import looks_random
 
@@ -71,6 +76,10 @@ def claims_sample(claims: dict[str, object]) -> bool:
     a claim filled with its own name) while no claim names anyone real."""
     if not claims or set(claims) <= TIME_CLAIMS:
         return True  # nobody is named
+    if expired(claims.get("exp")):
+        return True  # every verifier refuses it: a fixture, or a token quoted long after its use
+    if "exp" not in claims and not _principal(claims):
+        return True  # ``{"iss": "auth0"}``, ``{"name": [1, 2, 3]}``: grants nothing to anyone, ever
     if any(_marked(key) for key in _keys(claims)):
         return True
     values = _strings(claims)
@@ -88,6 +97,43 @@ def claims_sample(claims: dict[str, object]) -> bool:
             return False
         marked = marked or any(w in SAMPLE_MARKS or "test" in w for w in words)
     return marked
+
+
+# Claims that name whom a token acts for (``sub``, ``user_id``, ``client_id``, ``email``, ``scope``,
+# ``roles``, a namespaced claim such as ``https://hasura.io/jwt/claims``).
+_PRINCIPAL = re.compile(r"sub|user|uid|oid|email|upn|login|account|client|azp|app_?id|tenant|tid|org|role|scope|"
+                        r"scp|perm|group|^id$|_id$|[a-z]Id$|kubernetes|://", re.IGNORECASE)
+
+
+def _principal(claims: dict[str, object]) -> bool:
+    """A claim, at any depth, that names whom the token acts for, with a value (not null, not empty).
+    A token with neither one nor an expiry is a parser's test vector: a credential names someone
+    or expires (every identity provider's tokens do one or both)."""
+    def walk(value: object) -> bool:
+        if isinstance(value, dict):
+            return any(_PRINCIPAL.search(str(k)) and v not in (None, "", [], {}) or walk(v) for k, v in value.items())
+        if isinstance(value, list):
+            return any(walk(v) for v in value)
+        return False
+    return walk(claims)
+
+
+EXPIRY_GRACE_S = 86_400
+"""How long past its ``exp`` a token still counts as live: verifiers allow minutes of clock skew;
+a day covers any clock this proxy and an issuer may disagree by."""
+
+
+def expired(exp: object, now: float | None = None) -> bool:
+    """``exp`` (seconds since the epoch, or an ISO 8601 time as PASETO writes it) lies more than
+    ``EXPIRY_GRACE_S`` in the past. A token without one, or with one that does not parse, is live."""
+    if isinstance(exp, bool) or not isinstance(exp, (int, float, str)):
+        return False
+    if isinstance(exp, str):
+        try:
+            exp = datetime.datetime.fromisoformat(exp).timestamp()
+        except ValueError:
+            return False
+    return exp + EXPIRY_GRACE_S < (time.time() if now is None else now)
 
 
 def _words(value: str) -> list[str]:

@@ -139,6 +139,17 @@ def sources(history: Sequence[HistoryToolCall], policy: ToolsPolicy, flagged: Se
     return found + [f for f in flagged if f not in found]
 
 
+_POWERSHELL_SENDERS = frozenset({"curl", "send-mailmessage", "invoke-command", "start-job", "publish-module",
+                                 "publish-script", "publish-psresource", "register-psrepository", "copy-item"})
+"""Programs a Windows reading records for PowerShell's senders (``Invoke-RestMethod`` is read as ``curl``)."""
+_POWERSHELL_SENDS = re.compile(
+    r"(?i)(?:\b(?:invoke-restmethod|invoke-webrequest|irm|iwr|curl|wget)\b[^\n;|]*?(?:[-\u2013\u2014](?:method|customm"
+    r"ethod)\s*:?\s*['\"]?(?:post|put|patch|delete)|[-\u2013\u2014](?:body|infile|form)\b)"
+    r"|\bsend-mailmessage\b|\binvoke-command\b[^\n;|]*?[-\u2013\u2014](?:computername|cn|session|connectionuri|hostname)"
+    r"|\bpublish-(?:module|script|psresource)\b|\bcopy-item\b[^\n;|]*?[-\u2013\u2014]tosession\b)")
+"""PowerShell's ways of sending data out: a request with a body, a file or a method that writes, mail,
+remoting, publishing a module, a copy to a remote session."""
+
 _PIECES = re.compile(r"[|;&\n()]")
 _REPLACERS = frozenset({"xargs", "parallel"})
 
@@ -206,6 +217,9 @@ def sends(name: str, arguments: str, effect: str, obs: Mapping[str, object], pol
             program = program_name(inner[0])
             if program in _SENDERS and (w := _sends(program, inner[1:], text)) is not None:
                 out.append(w)
+    sent = _POWERSHELL_SENDS.search(text) if text and _POWERSHELL_SENDERS & {p.lower() for p in programs} else None
+    if sent is not None:
+        out.append(f"`{sent.group().strip()}` sends data (PowerShell)")
     if programs & _REACHES and (_LOCAL_QUERY.search(text) or _LOCAL_QUERY.search(_placeholders(text))):
         out.append("a URL or host built from local content (a shell expansion in it)")
     for t in _dicts(obs.get("targets")):

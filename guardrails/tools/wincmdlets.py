@@ -61,13 +61,24 @@ they are read as curl.exe, which PowerShell 7 runs)."""
 
 SAFE_VERBS = frozenset({"get", "select", "where", "foreach", "sort", "measure", "format", "convertto", "convertfrom",
                         "out", "write", "test", "join", "split", "resolve", "compare", "group", "wait", "read", "show",
-                        "trace", "receive", "exit", "clear", "debug", "pop", "push", "use", "limit", "skip"})
+                        "trace", "receive", "exit", "clear", "debug", "pop", "push", "use", "limit", "skip", "convert",
+                        "search", "hide", "step", "switch", "watch", "assert", "confirm"})
 """Verbs of cmdlets that read or shape data: one of these the reader does not know passes (``Get-Date``,
-``Sort-Object``); any other verb it does not know is ``win_unknown`` (fails closed)."""
+``Sort-Object``); another of PowerShell's approved verbs (``APPROVED_VERBS``) it does not know is
+``win_unknown`` (fails closed: ``Set-``, ``New-``, ``Install-``, ``Invoke-``...)."""
+APPROVED_VERBS = frozenset({
+    "add", "close", "copy", "enter", "find", "lock", "move", "new", "open", "optimize", "redo", "remove", "rename",
+    "reset", "resize", "set", "undo", "unlock", "connect", "disconnect", "send", "backup", "checkpoint", "compress",
+    "dismount", "edit", "expand", "export", "import", "initialize", "merge", "mount", "publish", "restore", "save",
+    "sync", "unpublish", "update", "ping", "repair", "approve", "build", "complete", "deny", "deploy", "disable",
+    "enable", "install", "invoke", "register", "request", "restart", "resume", "start", "stop", "submit", "suspend",
+    "uninstall", "unregister", "block", "grant", "protect", "revoke", "unblock", "unprotect"})
+"""PowerShell's approved verbs (``Get-Verb``) that change things. A name with any other verb (``Say-Verbose``,
+``Create-Directory``) is no cmdlet of a module: a function of the user's, read as an unknown program."""
 SAFE_CMDLETS = frozenset({"start-sleep", "stop-process", "new-guid", "new-timespan", "new-variable", "set-variable",
                           "remove-variable", "add-member", "set-strictmode", "stop-job", "remove-job", "start-transcript",
                           "stop-transcript", "new-object", "add-content", "invoke-expression", "set-psdebug",
-                          "enter-pssession", "exit-pssession"})
+                          "enter-pssession", "exit-pssession", "invoke-pester", "clear-host", "remove-module"})
 
 SAFE_TYPES = frozenset({"math", "string", "int", "int16", "int32", "int64", "uint32", "uint64", "long", "double",
                         "float", "single", "decimal", "bool", "boolean", "char", "byte", "datetime", "datetimeoffset",
@@ -76,7 +87,8 @@ SAFE_TYPES = frozenset({"math", "string", "int", "int16", "int32", "int64", "uin
                         "collections.arraylist", "collections.hashtable", "collections.generic.list[string]",
                         "collections.generic.list[object]", "collections.generic.list[int]", "pscustomobject",
                         "ordered", "stringcomparison", "globalization.cultureinfo", "io.searchoption", "char[]",
-                        "string[]", "int[]", "object[]", "object", "psobject", "hashtable", "xml", "switch"})
+                        "string[]", "int[]", "object[]", "object", "psobject", "hashtable", "xml", "switch",
+                        "environment", "io.file", "io.directory"})
 """.NET types whose static members the reader lets pass: pure values, no files, processes or network."""
 SAFE_METHODS = frozenset({
     "tostring", "trim", "trimstart", "trimend", "split", "replace", "tolower", "toupper", "tolowerinvariant",
@@ -89,12 +101,18 @@ SAFE_METHODS = frozenset({
     "frombase64string", "toint32", "toint64", "todouble", "toboolean", "getfilename", "getextension",
     "getdirectoryname", "getfilenamewithoutextension", "combine", "changeextension", "isnumber", "isletter",
     "isdigit", "iswhitespace", "now", "utcnow", "today", "new", "append", "appendline", "appendformat",
-    "escape", "unescape", "compare", "concat", "copyto", "count", "keys", "values", "tolocaltime",
+    "escape", "unescape", "compare", "concat", "count", "keys", "values", "tolocaltime",
+    "getenvironmentvariable", "getenvironmentvariables", "getfolderpath", "expandenvironmentvariables", "exists",
+    "getlogicaldrives", "newguid", "gettemppath", "getrandomfilename", "appendchild", "createelement",
+    "setattribute", "removechild", "removeattribute", "createattribute", "importnode", "dispose", "close",
+    "insertafter", "insertbefore", "createtextnode", "getelementsbytagname",
     "touniversaltime", "getfullpath", "haschanges", "getattribute", "selectnodes", "selectsinglenode",
     "writeline", "write", "toupperfirst", "gethashcode", "isdefined", "getnames", "getvalues", "has",
 })
-"""Methods the reader lets pass: on strings, numbers, dates, collections and paths. Any other method call
-(``.DownloadFile(``, ``.Invoke(``, ``.Start(``, ``::WriteAllText(``) is ``ps_dynamic``."""
+"""Methods the reader lets pass: on strings, numbers, dates, collections and paths, and the environment's
+and file system's questions (``[Environment]::GetEnvironmentVariable``, ``[IO.File]::Exists``). Any other
+method call (``.DownloadFile(``, ``.Invoke(``, ``.CopyTo(``, ``::WriteAllText(``, ``::SetEnvironmentVariable(``)
+is ``ps_dynamic``; ``.Replace(`` given a path (a file's ``Replace(dest, backup)`` writes dest) too."""
 
 _SWITCH_WORD = frozenset("/")
 
@@ -198,6 +216,8 @@ SPECS: dict[str, Spec] = {
     "copy-itemproperty": _spec(("path", "destination", "name"), "literalpath", "lp"),
     "set-item": _spec(("path", "value"), "literalpath", "lp"),
     "write-output": _spec(("inputobject",)),
+    "set-executionpolicy": _spec(("executionpolicy", "scope")),
+    "test-connection": _spec(("targetname", "source"), "computername", "count", "buffersize", "delay"),
     "test-netconnection": _spec(("computername", "port"), "port", "commonport", "traceroute", "hops",
                                 "informationlevel"),
     "resolve-dnsname": _spec(("name", "type"), "server"),
@@ -557,7 +577,7 @@ def _network(r: Reader, name: str, b: dict[str, list[Word]], depth: int, feed: l
         for attachment in _values(b, "attachments"):
             r.walker._path("read", attachment or "")
         return [name]
-    hosts = _values(b, "computername")
+    hosts = _values(b, "computername", "targetname")
     return r.walker.argv(["nc", *hosts[:1], "443"], depth + 1, feed, stdin) if hosts else [name]
 
 
@@ -579,5 +599,5 @@ HANDLERS: dict[str, Handler] = {
                      "find-module", "find-script", "find-package", "publish-module", "publish-script",
                      "publish-psresource", "register-psrepository", "register-packagesource", "set-psrepository",
                      "update-psresource"), _gallery),
-    **dict.fromkeys(("test-netconnection", "resolve-dnsname", "send-mailmessage"), _network),
+    **dict.fromkeys(("test-netconnection", "test-connection", "resolve-dnsname", "send-mailmessage"), _network),
 }

@@ -49,6 +49,7 @@ from guardrails.tools.wincmdlets import (
     _IWR_PARAMS,
     _KEYWORDS,
     ALIASES,
+    APPROVED_VERBS,
     HANDLERS,
     KNOWN_VARIABLES,
     SAFE_CMDLETS,
@@ -79,6 +80,8 @@ MAX_PARSED = 4 * 32 * 1024
 """Characters split in all, nested levels included (as ``shell.MAX_PARSED_BYTES``)."""
 
 
+_PATH_ARGUMENT = re.compile(r"(?i)[a-z]:[\\/]|\\\\[^\\]|\.\.[\\/]|\$env:|\$home|~[\\/]")
+"""An argument that names a path outside the current folder (a drive, a share, ``..``, home)."""
 _SPLAT = re.compile(r"^@[A-Za-z_]\w*$")
 _MODULE_QUALIFIED = re.compile(r"^[\w.]+\\([A-Za-z]+-\w+)$")
 _PROVIDER = re.compile(r"^(?:microsoft\.powershell\.core\\)?filesystem::", re.IGNORECASE)
@@ -171,7 +174,7 @@ class Reader:
                 self.powershell(w.inner, depth + 1, [], None)
             if w.kind == "member" and w.call:
                 self._member_call(words, k)
-            if w.kind == "var" and (w.text.lower().startswith("$executioncontext") or w.text.lower() == "$host"):
+            if w.kind == "var" and w.text.lower().startswith("$executioncontext"):
                 raise Unreadable("ps_dynamic", w.text)
 
     def _member_call(self, words: list[Word], k: int) -> None:
@@ -184,6 +187,9 @@ class Reader:
             if type_name in SAFE_TYPES and name in SAFE_METHODS:
                 return
             raise Unreadable("ps_dynamic", f"[{before.value if before else '?'}]{member.text}()")
+        after = words[k + 1] if k + 1 < len(words) else None
+        if name == "replace" and after is not None and _PATH_ARGUMENT.search(after.inner):
+            raise Unreadable("ps_dynamic", f"{member.text}() given a path")  # FileInfo.Replace(dest, backup)
         if name in SAFE_METHODS:
             return
         raise Unreadable("ps_dynamic", f"{member.text}()")
@@ -194,6 +200,8 @@ class Reader:
         self._nested(cmd.words, depth)
         words = [_plain(self._group_value(w) if w.kind == "group" else w) for w in cmd.words]
         splat = next((w for w in words if w.kind == "word" and _SPLAT.match(w.text)), None)
+        if splat is not None and splat is words[0]:
+            raise Unreadable("ps_error", f"{splat.text} as a command")  # (cmd's ``@echo off``: PowerShell refuses it)
         if splat is not None:
             raise Unreadable("ps_dynamic", f"splatting {splat.text}")  # its parameters are a hashtable's keys
         cmd = Command(words, cmd.redirects)
@@ -309,9 +317,14 @@ class Reader:
         target = words[0]
         if target.kind == "block":
             return []
-        if target.value is None or target.kind in ("var", "group", "type"):
-            raise Unreadable("ps_dynamic", f"{how} {target.text}")
         args = [w.value for w in words[1:]]
+        if target.value is None and (target.kind == "str" or "\\" in target.text or "/" in target.text):
+            # ``& "$dotnet" build``, ``& $PSScriptRoot\\x.ps1``: a program or script named at run time, as bash's
+            # ``"$PYTHON" -m pytest``: any program (its options still judged)
+            self._redirects(cmd, None, depth)
+            return self.walker.argv([None, *args], depth + 1, feed, stdin)
+        if target.value is None or target.kind in ("var", "group", "type"):
+            raise Unreadable("ps_dynamic", f"{how} {target.text}")  # ``& $x``: a script block from anywhere
         path = "\\" in target.value or "/" in target.value or target.value.lower().endswith((".ps1", ".psm1"))
         if not path:
             self.piped_paths = given
@@ -371,6 +384,11 @@ class Reader:
         if name == "write-output":
             w._record({"program": "echo", "options": [], "fed_by": [], "script": None, "stdin": stdin})
             return ["echo"], _literal_join(bound, "inputobject")
+        if name == "set-executionpolicy":  # for this process only: what the line runs is still read
+            if (_literal_join(bound, "scope") or "").lower() == "process":
+                w._record({"program": name, "options": [], "fed_by": [], "script": None, "stdin": stdin})
+                return [name], None
+            raise Unreadable("win_unknown", str(head.value))
         if name in _AUTORUN_CMDLETS:
             w.facts.autorun.append(f"{head.value} ({_AUTORUN_CMDLETS[name]}: runs code later)")
             return [name], None
@@ -382,7 +400,7 @@ class Reader:
                 w._record({"program": name, "options": [], "fed_by": sorted(set(feed)), "script": None,
                            "stdin": stdin})
                 return [name], None
-            if verb.isalpha() and noun.replace("-", "").isalnum():
+            if verb in APPROVED_VERBS:
                 raise Unreadable("win_unknown", str(head.value))
         return self._run(str(head.value), [a.value for a in args], depth, feed, stdin), None
 

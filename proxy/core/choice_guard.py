@@ -212,7 +212,7 @@ class ChoiceGuard:
         characters go in one step with their checks run once (``StreamGuard.push_texts``)."""
         frame = frames[at]
         primary = self._primary
-        if not (self._single and primary.live):
+        if at + 1 == len(frames) or not (self._single and primary.live):  # (a paced stream: one a read)
             return self.push(frame), at + 1
         texts: list[str] = []
         size, stop = 0, len(frames)

@@ -48,6 +48,7 @@ from proxy.state.scope import scope_of
 from proxy.upstream.forwarding import HOP_BY_HOP
 from proxy.upstream.http1 import Answer
 from proxy.wire.base import BadRequest, ErrorKind, JsonBody, WireFormat, load_json_body
+from proxy.wire.key_folds import FOLDS, FoldedKey, KeyFolds
 from proxy.wire.one_reading import read_once, repeated_message
 from proxy.wire.providers import PROVIDERS, guess_any
 
@@ -251,7 +252,7 @@ class Exchange:
                                       "the conversation's items as input instead", "permission")
                 return
             if route.keeps is not None and self.services.guarding:
-                if await self._refused_repeats(body, route.keeps == "gemini"):
+                if await self._refused_repeats(body, route.keeps == "gemini", folds=FOLDS.get(route.keeps)):
                     return
                 if (inputs := input_guard_of(self.services)) is not None:
                     # A cachedContents (Gemini contents) or a conversation's items (Responses input
@@ -286,7 +287,7 @@ class Exchange:
         except ValueError as exc:
             await self._fail(400, str(exc), "invalid_request")
             return
-        if await self._refused_repeats(body, route.wire == "gemini", wire):
+        if await self._refused_repeats(body, route.wire == "gemini", wire, FOLDS.get(route.wire)):
             return
         inputs = input_guard_of(self.services)
         if inputs is None and not plan.plants and self.span is None and _sends_as_read(route.wire, body) \
@@ -354,18 +355,22 @@ class Exchange:
             if turn.before_end is not None:
                 await asyncio.shield(turn.settle())
 
-    async def _refused_repeats(self, body: bytes, spellings: bool, wire: WireFormat | None = None) -> bool:
+    async def _refused_repeats(self, body: bytes, spellings: bool, wire: WireFormat | None = None,
+                               folds: KeyFolds | None = None) -> bool:
         """A guarded body that repeats a key in one object is refused with the API's 400 before
-        anything of it goes upstream (``proxy.wire.one_reading``). Returns whether it was; when not,
+        anything of it goes upstream (``proxy.wire.one_reading``), and so is one with a key that a
+        case-insensitive parser reads as a field the proxy reads under another spelling (``folds``:
+        ``proxy.wire.key_folds``). Returns whether it was; when not,
         ``self._decoded`` holds the body's object if the check decoded it whole. A body that extends
         a recent clean one of ``wire`` (an agent's next turn) is checked in what it adds only, exactly
         (``proxy.wire.conversation_delta``): an agent's 66 KB turn costs its new items' check, not a
         whole decode and re-encode ahead of the early send."""
-        key, self._decoded = read_once(body, spellings=spellings,
+        key, self._decoded = read_once(body, spellings=spellings, folds=folds,
                                        added=None if wire is None else wire.added_to_clean(body))
         if key is None:
             return False
-        self.services.metrics.fail_closed.labels(reason="repeated_key").inc()
+        reason = "folded_key" if isinstance(key, FoldedKey) else "repeated_key"
+        self.services.metrics.fail_closed.labels(reason=reason).inc()
         await self._fail(400, repeated_message(key), "invalid_request")
         return True
 

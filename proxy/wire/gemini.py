@@ -73,6 +73,7 @@ from proxy.wire.base import (
 )
 from proxy.wire.conversation_delta import Turns
 from proxy.wire.held_state import held_caches
+from proxy.wire.logprobs import TokenLanes
 from proxy.wire.shapes import error_event, lane_events, obj, unread, whole_events
 from proxy.wire.sse import SSESplitter, parse_fields
 
@@ -271,6 +272,8 @@ class _Decoder:
         self.thinking: set[int] = set()
         self.choices: set[int] = {0}
         """Candidates the upstream began: a tail ends each of them."""
+        self.token_lanes = TokenLanes()
+        """The runs a client joins of each candidate's ``logprobsResult`` over the stream."""
         self.first: int | None = None
         """The candidate whose text came first in its chunk (``chunk_events``)."""
 
@@ -318,8 +321,12 @@ class _Decoder:
         for part in parts:
             events += self.part_events(part, c)
         if (logprobs := cand.get("logprobsResult")) is not None:
-            events += _logprob_events(logprobs, events, c)
+            said = "".join(e.text for e in events if isinstance(e, TextDelta) and e.channel == ANSWER)
+            events += _logprob_events(logprobs, said, self.token_lanes, c)
             events += lane_events(unread(logprobs, _LOGPROBS_RESULT, f"candidates[{c}].logprobsResult"), c)
+        elif self.token_lanes.dormant and events:  # text without tokens: they no longer spell it
+            events += self.token_lanes.text_only(c, "".join(
+                e.text for e in events if isinstance(e, TextDelta) and e.channel == ANSWER))
         if cand.get("finishReason"):
             events.append(Finish(str(cand["finishReason"]), c))
         return events
@@ -373,12 +380,11 @@ class _Decoder:
         return [LaneEnd(c, _THOUGHT)]
 
 
-def _logprob_events(logprobs: Any, events: list[Event], c: int) -> list[Event]:
-    """``logprobsResult`` spells the chosen tokens and offers alternatives: chosen tokens that spell
-    exactly this chunk's text were checked with it, any others are a lane of their own; the
-    alternatives of each rank are a lane of their own too (``top_logprobs/<rank>``: a prompt spelled
-    one token a chunk through second choices reads as it streams), and all of them, joined, are
-    checked whole per chunk."""
+def _logprob_events(logprobs: Any, said: str, lanes: TokenLanes, c: int) -> list[Event]:
+    """``logprobsResult`` spells the chosen tokens and offers alternatives: the chosen tokens and the
+    alternatives of each rank are lanes across the stream (``proxy.wire.logprobs.TokenLanes``: a
+    prompt spelled one token a chunk, in the tokens or through second choices, reads as it streams),
+    and all the alternatives, joined, are checked whole per chunk."""
     if not isinstance(logprobs, dict):
         return [Unvetted("logprobsResult of an unknown shape")]
     chosen = [str(t.get("token") or "") for t in logprobs.get("chosenCandidates") or [] if isinstance(t, dict)]
@@ -390,11 +396,8 @@ def _logprob_events(logprobs: Any, events: list[Event], c: int) -> list[Event]:
             while len(ranks) <= rank:
                 ranks.append([])
             ranks[rank].append(str(a.get("token") or ""))
-    spelled = "".join(chosen)
-    said = "".join(e.text for e in events if isinstance(e, TextDelta) and e.channel == ANSWER)
-    out: list[Event] = [] if spelled == said else [TextDelta(spelled, c, "logprobs")]
-    out += [TextDelta(text, c, f"top_logprobs/{rank}") for rank, tokens in enumerate(ranks)
-            if tokens != chosen and (text := "".join(tokens))]  # (the chosen ones were checked above)
+    out = lanes.events(c, "".join(chosen), said, {f"top_logprobs/{rank}": "".join(tokens)
+                                                  for rank, tokens in enumerate(ranks)})
     alternatives = [token for tokens in ranks for token in tokens]
     if any(alternatives):
         out.append(WholeText(" ".join(alternatives), c, "top_logprobs"))

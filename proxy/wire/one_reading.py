@@ -33,6 +33,8 @@ from typing import Any
 
 import msgspec
 
+from proxy.wire.key_folds import FoldedKey, KeyFolds, folded_key, folded_message
+
 _DECODE = msgspec.json.Decoder()
 _ENCODE = msgspec.json.Encoder()
 
@@ -131,23 +133,30 @@ def repeated_key(raw: bytes, *, spellings: bool = False) -> str | None:
     return read_once(raw, spellings=spellings)[0]
 
 
-def read_once(raw: bytes, *, spellings: bool = False,
-              added: bytes | None = None) -> tuple[str | None, dict[str, Any] | None]:
+def read_once(raw: bytes, *, spellings: bool = False, added: bytes | None = None,
+              folds: KeyFolds | None = None) -> tuple[str | None, dict[str, Any] | None]:
     """(``repeated_key``, the body decoded when that took a whole decode and it is an object): the
     caller hands the object on (``JsonBody``), so what needs it later does not decode again.
     ``added``: what ``raw`` adds to a recent body proven clean that it extends
     (``WireFormat.added_to_clean``): then only that is checked (``repeated_in_items``), when it is a
-    sequence of values."""
+    sequence of values. ``folds``: the API's levels the proxy reads (``proxy.wire.key_folds``); a key
+    there that folds onto a field name without being it is answered as a ``FoldedKey``, from the
+    object the repeat check decoded (for ``added``, its items only)."""
     if added is not None:
-        proven, key = repeated_in_items(added, spellings=spellings)
+        proven, key, items = _in_items(added, spellings)
         if proven:
+            if key is None and folds is not None:
+                key = folded_key(items, folds.items)
             return key, None
     if spellings and (_SNAKE_FIELD.search(raw) or _ESCAPED_LETTER.search(raw) and _spelled_by_escapes(raw)):
-        return _slow(raw, _spelled_pairs), None
+        key, loaded = _slow(raw, _spelled_pairs)
+        return key or (folded_key(loaded, folds.top) if folds is not None else None), None
     decoded = count_proven(raw)
     if decoded is not UNPROVEN:
-        return None, decoded if type(decoded) is dict else None
-    return _slow(raw, _pairs), None
+        key = None if folds is None else folded_key(decoded, folds.top)
+        return key, decoded if key is None and type(decoded) is dict else None
+    key, loaded = _slow(raw, _pairs)
+    return key or (folded_key(loaded, folds.top) if folds is not None else None), None
 
 
 def repeated_in_items(added: bytes, *, spellings: bool = False) -> tuple[bool, str | None]:
@@ -156,35 +165,40 @@ def repeated_in_items(added: bytes, *, spellings: bool = False) -> tuple[bool, s
     The body repeats a key exactly when they do (``proxy.wire.conversation_delta``: the objects around
     them are a clean body's, their keys unchanged). Checked as ``[null`` + added + ``]``, one JSON
     value only when ``added`` is such a sequence, by the same colon count as a whole body."""
+    return _in_items(added, spellings)[:2]
+
+
+def _in_items(added: bytes, spellings: bool) -> tuple[bool, str | None, Any]:
+    """``repeated_in_items``, and the values read (the list ``[None, *values]``; None unless proven)."""
     text = b"[null" + added + b"]"
     if not added.isascii():
         try:
             added.decode("utf-8")
         except UnicodeDecodeError:
-            return False, None
+            return False, None, None
     try:
         decoded = _DECODE.decode(text)
     except (msgspec.DecodeError, RecursionError):
-        return False, None
+        return False, None, None
     if type(decoded) is not list:
-        return False, None
+        return False, None, None
     if spellings and (_SNAKE_FIELD.search(added) or _ESCAPED_LETTER.search(added)
                       and _SNAKE_FIELD.search(_ENCODE.encode(decoded))):
         return _proven(text, _spelled_pairs)
     if b"\\u003" not in added and text.count(b":") == _ENCODE.encode(decoded).count(b":"):
-        return True, None
+        return True, None, decoded
     return _proven(text, _pairs)
 
 
-def _proven(text: bytes, hook: Any) -> tuple[bool, str | None]:
-    """The standard library's reading of ``text``: (whether it read it, the repeated key)."""
+def _proven(text: bytes, hook: Any) -> tuple[bool, str | None, Any]:
+    """The standard library's reading of ``text``: (whether it read it, the repeated key, the value)."""
     try:
-        json.loads(text, object_pairs_hook=hook)
+        value = json.loads(text, object_pairs_hook=hook)
     except RepeatedKey as found:
-        return True, found.key
+        return True, found.key, None
     except (ValueError, UnicodeDecodeError, RecursionError):
-        return False, None  # not proven here: the whole body is checked
-    return True, None
+        return False, None, None  # not proven here: the whole body is checked
+    return True, None, value
 
 
 TOO_DEEP = "\x00too deep"
@@ -193,20 +207,22 @@ checked, and an upstream whose parser has no depth limit could still read it, so
 repeat (before anything goes upstream) rather than passed as clean."""
 
 
-def _slow(raw: bytes, hook: Any) -> str | None:
+def _slow(raw: bytes, hook: Any) -> tuple[str | None, Any]:
+    """(The key ``raw`` repeats, or None; its value when it was read whole and repeats none)."""
     try:
-        json.loads(raw, object_pairs_hook=hook)
+        return None, json.loads(raw, object_pairs_hook=hook)
     except RepeatedKey as found:
-        return found.key
+        return found.key, None
     except RecursionError:
-        return TOO_DEEP
+        return TOO_DEEP, None
     except (ValueError, UnicodeDecodeError):
-        return None  # not JSON: the reader refuses it with its own 400, before anything is sent
-    return None
+        return None, None  # not JSON: the reader refuses it with its own 400, before anything is sent
 
 
 def repeated_message(key: str) -> str:
     """The 400's text (the key is the client's own, shown only when short and printable)."""
+    if isinstance(key, FoldedKey):
+        return folded_message(key)
     if key == TOO_DEEP:
         return "the request body nests JSON too deeply to be read one way; flatten it"
     if len(key) > 80 or not key.isprintable():

@@ -63,7 +63,7 @@ from proxy.wire.base import (
 )
 from proxy.wire.conversation_delta import Reading, Turns
 from proxy.wire.held_state import held_caches
-from proxy.wire.logprobs import token_events
+from proxy.wire.logprobs import TokenLanes, token_events
 from proxy.wire.openai_errors import error_object
 from proxy.wire.shapes import by_type, error_event, lane_events, obj, unread, whole_events
 from proxy.wire.sse import SSEFrame, SSESplitter, parse_fields
@@ -238,7 +238,11 @@ def message_events(msg: dict[str, Any], c: int) -> list[Event]:
         elif key in _REASONING_FIELDS and isinstance(value, str):
             events.append(TextDelta(value, c, key))
         elif key == "reasoning_details" and isinstance(value, list):
-            events += [TextDelta(t, c, "reasoning_details") for d in value if isinstance(d, dict)
+            # The SDK's stream helper merges the entries by their ``index``, each field on its own: a
+            # lane per entry and field (an entry without an integer index: its place in the list; the
+            # SDK raises on a later one).
+            events += [TextDelta(t, c, f"reasoning_details/{i if type(i := d.get('index')) is int else n}/{k}")
+                       for n, d in enumerate(value) if isinstance(d, dict)
                        for k in ("text", "summary") if isinstance(t := d.get(k), str) and t]
         elif key == "audio" and isinstance(value, dict):
             # The transcript is what the audio says: checked. The audio bytes pass with it (they cannot
@@ -292,18 +296,19 @@ def _starts_answer(delta: dict[str, Any], events: list[Event]) -> bool:
             or bool(delta.get("tool_calls")) or bool(delta.get("function_call")))
 
 
-def logprob_events(logprobs: Any, events: list[Event], c: int) -> list[Event]:
+def logprob_events(logprobs: Any, events: list[Event], c: int, lanes: TokenLanes | None = None) -> list[Event]:
     """Logprobs repeat the text token by token (``token``, ``bytes``) and offer alternatives
-    (``top_logprobs``): a client can show both. Chosen tokens that spell exactly this chunk's text
-    were checked with it; any others are a lane of their own. Alternatives are checked whole per
-    chunk. (Replacement and redaction drop the logprobs.)"""
+    (``top_logprobs``): a client can show both. In a stream (``lanes``) the tokens, their bytes and
+    each rank are lanes across the stream (``proxy.wire.logprobs``); in a body, chosen tokens that
+    spell exactly the text were checked with it, any others are a lane of their own. (Replacement and
+    redaction drop the logprobs.)"""
     if not isinstance(logprobs, dict):
         return [] if logprobs is None else [Unvetted("chat logprobs of an unknown shape")]
     entries = [t for key in ("content", "refusal") for t in logprobs.get(key) or []]
     if not all(isinstance(t, dict) for t in entries):
         return [Unvetted("chat logprob of an unknown shape")]
     said = "".join(e.text for e in events if isinstance(e, TextDelta) and e.channel in (ANSWER, "refusal"))
-    return token_events(entries, said, c)
+    return token_events(entries, said, c, lanes=lanes)
 
 
 def _plain_answer(events: list[Event]) -> bool:
@@ -687,6 +692,8 @@ class ChatStream(StreamCodec):
         """Choices whose tool call came without an ``index``: no other tool-call delta may follow."""
         self._reasoning: dict[int, set[str]] = {}
         """Reasoning lanes open per choice (ended when the answer starts)."""
+        self._token_lanes = TokenLanes()
+        """The runs a client joins of the logprobs (only streams that carry them fill it)."""
         self._templates = Templates("content")
         """The shape of the last plain text chunk: later ones decode from their bytes (``template``)."""
 
@@ -695,10 +702,16 @@ class ChatStream(StreamCodec):
         # A read of one whole text frame of the learnt shape (a paced stream's every read) skips the
         # splitter too: the template's bytes hold exactly one blank line, at their end.
         template = self._templates.current
-        if template is not None and not self._reasoning and not self._split.held \
+        if template is not None and not self._reasoning and not self._split.held and not self._token_lanes.dormant \
                 and (frame := template.match(data)) is not None:
             return [frame]
-        return [self._decode(raw) for raw in self._split.feed(data)]
+        raws = self._split.feed(data)
+        if template is not None and not self._reasoning and not self._token_lanes.dormant and raws:
+            # The frames of a burst, most of them the learnt shape: decoded in one call
+            # (``TextTemplate.match_run``), the rest as one by one (a miss may change the codec's state).
+            frames = template.match_run(raws)
+            return frames if len(frames) == len(raws) else frames + [self._decode(r) for r in raws[len(frames):]]
+        return [self._decode(raw) for raw in raws]
 
     def flush(self) -> list[Frame]:
         rest = self._split.flush()
@@ -708,13 +721,14 @@ class ChatStream(StreamCodec):
         # Open reasoning lanes make a text frame's decode stateful (the answer's start ends them):
         # templates are used and learnt only without them.
         template = self._templates.current
-        if template is not None and not self._reasoning and (frame := template.match(raw)) is not None:
+        if template is not None and not self._reasoning and not self._token_lanes.dormant \
+                and (frame := template.match(raw)) is not None:
             return frame
         try:
             frame = self._decode_frame(raw)
         except (TypeError, AttributeError, ValueError, KeyError):
             return Frame(raw, unreadable=True)  # an unexpected shape fails closed, never raised on
-        if not self._reasoning:
+        if not self._reasoning and not self._token_lanes.tracking:  # (learning decodes a probe once more)
             self._templates.learn(raw, frame, self._decode_frame)
         return frame
 
@@ -775,7 +789,10 @@ class ChatStream(StreamCodec):
         if self._reasoning or not _plain_answer(events):
             self._track_reasoning(c, delta, events)
         if (logprobs := choice.get("logprobs")) is not None:
-            events += logprob_events(logprobs, events, c)
+            events += logprob_events(logprobs, events, c, self._token_lanes)
+        elif self._token_lanes.dormant and events:  # text without tokens: the tokens no longer spell it
+            events += self._token_lanes.text_only(c, "".join(
+                e.text for e in events if isinstance(e, TextDelta) and e.channel in (ANSWER, "refusal")))
         if delta:
             tool_calls = delta.get("tool_calls") or []
             if type(tool_calls) is not list:

@@ -688,6 +688,8 @@ class ResponsesStream(StreamCodec):
         items = [(n, i) for n, i in enumerate(output) if isinstance(i, dict)] if output else []
         if t in _TERMINAL:  # the SDK's final response: each call in it is the one judged, or judged now
             texts = [*self._texts.output(items), *(e for n, i in items for e in self._item_events(t, n, i))]
+            if output is None:
+                texts += self._texts.final_done()
         elif output:  # the API starts with none; the SDK's snapshot would start with these, unjudged
             texts = [Unvetted(f"output in {t}")]
         else:

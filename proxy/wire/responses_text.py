@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from guardrails.datamodel import ANSWER, Event, LaneEnd, TextDelta, Unvetted, WholeText
-from proxy.wire.logprobs import token_events
+from proxy.wire.logprobs import TokenLanes, token_events
 from proxy.wire.shapes import ByType, by_type, obj
 
 Slot = tuple[str, int, int]
@@ -188,12 +188,12 @@ def part_logprobs(item: dict[str, Any]) -> list[tuple[int, Any, str]]:
             if isinstance(p, dict) and p.get("logprobs")]
 
 
-def logprob_events(logprobs: Any, said: str, *, whole: bool = False) -> list[Event]:
+def logprob_events(logprobs: Any, said: str, *, whole: bool = False, lanes: TokenLanes | None = None) -> list[Event]:
     """A text's logprobs (``[{token, bytes, logprob, top_logprobs: [...]}]``), checked against the
     text they spell (``proxy.wire.logprobs``). (Replacement and redaction drop the logprobs.)"""
     if not isinstance(logprobs, list) or not all(isinstance(t, dict) for t in logprobs):
         return [Unvetted("logprobs of an unknown shape")]
-    return token_events(logprobs, said, whole=whole)
+    return token_events(logprobs, said, whole=whole, lanes=lanes)
 
 
 class OutputTexts:
@@ -211,6 +211,8 @@ class OutputTexts:
         self._slots: dict[Slot, list[str]] = {}
         self._logprobs: dict[Slot, list[Any]] = {}
         """The logprob entries the deltas carried per slot (checked with them)."""
+        self._token_lanes = TokenLanes()
+        """The runs a client joins of the deltas' logprobs, over the stream."""
         self._at: tuple[int, int] = (-1, -1)
         """The answer part the last answer text went to (output index, content index)."""
         self._answer_kind = ""
@@ -220,6 +222,9 @@ class OutputTexts:
         self._done: dict[int, dict[str, Any]] = {}
         """The ``output_item.done`` items by output index: the SDK's final output when the terminal
         response gives none."""
+        self._done_differs = False
+        """Some done item differed from its deltas: the ``output_text`` of all of them is checked at
+        the end (``final_done``), items done after it included."""
 
     def delta(self, kind: str, ev: dict[str, Any]) -> list[Event]:
         delta = ev.get("delta")
@@ -232,9 +237,11 @@ class OutputTexts:
         self._slots.setdefault((kind, oi, pi), []).append(delta)
         events: list[Event] = [TextDelta(delta, 0, lane(kind, oi, pi))] if delta else []
         if logprobs := ev.get("logprobs"):  # usually ``[]``
-            events += logprob_events(logprobs, delta)
+            events += logprob_events(logprobs, delta, lanes=self._token_lanes)
             if isinstance(logprobs, list):
                 self._logprobs.setdefault((kind, oi, pi), []).extend(logprobs)
+        elif kind == "text" and self._token_lanes.dormant:  # text without tokens: they no longer spell it
+            events += self._token_lanes.text_only(0, delta)
         return events
 
     def done(self, t: str, ev: dict[str, Any]) -> list[Event]:
@@ -299,6 +306,7 @@ class OutputTexts:
         if how == "done":
             self._done[oi] = item
             if events:  # the SDK's final output may be these items: their answer as output_text joins it
+                self._done_differs = True
                 events += self.joined([self._done[i] for i in sorted(self._done)])
         return events + item_extras(item)
 
@@ -309,6 +317,12 @@ class OutputTexts:
         for ci, logprobs, text in part_logprobs(item):
             events += self.repeat_logprobs(("text", oi, ci), logprobs, text)
         return events
+
+    def final_done(self) -> list[Event]:
+        """A terminal response without output: the SDK's final output is the done items, and its
+        ``output_text`` their answer joined (checked whole when any of them differed from its deltas:
+        a part said only in a done item joins the text of items done after it)."""
+        return self.joined([self._done[i] for i in sorted(self._done)]) if self._done_differs else []
 
     def output(self, items: list[tuple[int, dict[str, Any]]]) -> list[Event]:
         """A response's output (the terminal one is the SDK's final response): each item as a

@@ -65,6 +65,26 @@ class TextTemplate:
         return Frame(raw, (TextDelta(text, self.choice, self.channel),))
 
 
+    def match_run(self, raws: list[bytes]) -> list[Frame]:
+        """``match`` of each of ``raws`` in turn, up to the first that misses: the frames of the
+        leading raws that are this template (one call for a read's worth of frames)."""
+        prefix, suffix, cut, end = self.prefix, self.suffix, self._cut, self._end
+        unsafe, choice, channel = _UNSAFE.search, self.choice, self.channel
+        out: list[Frame] = []
+        for raw in raws:
+            if not raw.startswith(prefix) or not raw.endswith(suffix):
+                break
+            middle = raw[cut:end]
+            if not middle or unsafe(middle) is not None:
+                break
+            try:
+                text = middle.decode()
+            except UnicodeDecodeError:
+                break
+            out.append(Frame(raw, (TextDelta(text, choice, channel),)))
+        return out
+
+
 class Templates:
     """One stream's current template, and what it costs to learn one."""
 

@@ -160,3 +160,16 @@ def test_an_id_the_library_raises_on_is_withheld_not_an_error() -> None:
     # county for: its is_valid raises KeyError.
     number = "611430199001017062"
     assert redacted(f"my id is {number} ok", ["CN"]) == [(number, "[id]")]
+
+
+@pytest.mark.parametrize("text", [
+    "| BenchmarkGithubAll | 10000 | 164367 ns/op | 84448 B/op |",  # counts: valid German numbers, bare
+    "https://avatars.githubusercontent.com/u/164261630?v=4",         # nine digits after a "/"
+    "linkedin.com/posts/activity-6963242628536487936-trAp/",         # a Luhn-valid slug
+])
+def test_numbers_in_code_and_docs_are_not_personal_data(text: str) -> None:
+    """Found in the benign corpus (``bench.pii_benign``): a bare run without the trunk prefix is no
+    German phone; another kind's reading of a candidate keeps that kind's own left boundary; a card
+    does not begin right after a word and a dash."""
+    assert redacted(f"see {text} here") == []
+

@@ -167,10 +167,10 @@ def test_github_checksum() -> None:
 
 def test_jwt_short_payload_and_long_header() -> None:
     sig = fill("{b64u:43}", random.Random(1))
-    short = f"eyJhbGciOiJIUzI1NiJ9.eyJhIjoxfQ.{sig}"
+    short = f"eyJhbGciOiJIUzI1NiJ9.eyJ1aWQiOjF9.{sig}"  # {"uid": 1}: a principal, however short
     assert blocked_category(f"see {short} end") == "jwt"
     long_header = "eyJhbGciOiJSUzI1NiIsIng1YyI6WyI" + fill("{b64u:400}", random.Random(2))
-    claims = base64.urlsafe_b64encode(b'{"sub":"auth0|5f7c8ec7c33c6c004bbafe82","exp":1700000000}').decode().rstrip("=")
+    claims = base64.urlsafe_b64encode(b'{"sub":"auth0|5f7c8ec7c33c6c004bbafe82","exp":4102444800}').decode().rstrip("=")
     assert blocked_category(f"see {long_header}.{claims}.{sig} end") == "jwt"
     assert blocked_category(f"not a jwt: eyJ{fill('{b64u:40}', random.Random(3))}.eyJ{sig} end") is None
 

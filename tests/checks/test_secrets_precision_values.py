@@ -64,7 +64,21 @@ def _every_split(text: str) -> set[str | None]:
     f'String noScopesToken = "{_jwt({"sub": "subject", "exp": 2164245880, "jti": UUID, "scope": ["none"]})}";\n',
     f'"{_jwt({"stringClaim": "string", "intClaim": -1, "objectClaim": {"property": "something"}})}",\n',
     f"-H 'Authorization: Bearer {_paseto({'aud': 'gofiber.gophers', 'data': 'john', 'sub': 'user-token', 'jti': UUID})}'\n",
+    # tokens that name nobody and never expire, tokens long expired, malformed tokens, token parts
+    f'String token = "{_jwt({"iss": "auth0"})}";\n',
+    f'DecodedJWT jwt = JWT.decode("{_jwt({"name": [1, 2, 3]})}");\n',
+    f"-H 'Authorization: Bearer {_jwt({'sub': 'auth0|5f7c8ec7c33c6c004bbafe82', 'exp': 1572006964})}'\n",
+    f'String token = ".{_jwt({"iss": "auth0"}).split(".", 1)[1]}";\n',
+    'private static final String auth0IssPayload = "eyJpc3MiOiJhdXRoMCJ9";\n',
+    # names that say the value is derived or code: a hash, a namespaced constant, a type
+    '\tgoogleAccessTokenHash = "piwt8oCH-K2D9pXlaS1Y-w"\n',
+    "    credentials = ActionController::HttpAuthentication::Basic.encode_credentials user, pass\n",
+    "    def sign(self, msg: bytes, key: Ed25519PrivateKey) -> bytes:\n",
+    "        client = Client('client_key', signature_method=SIGNATURE_HMAC_SHA256)\n",
+    # a badge's token, published in a README by design
+    "[![GuardRails](https://api.guardrails.io/v2/badges/21183?token=66768ce8f6995814df81f65a2cff40f739f688492704f973e62809e15599bb62)](https://x)\n",
     # the standards' own examples
+    'oauth_consumer_key="9djdj82h48djs9d2",\n    oauth_token="kkk9d7dh3k39sjv7",\n',
     '{"access_token":"2YotnFZFEjr1zCsicMWpAA","token_type":"example","refresh_token":"tGzv3JOkF0XG5Qx2TlKWIA"}\n',
     "Authorization: Basic czZCaGRSa3F0MzpnWDFmQmF0M2JW\n",
     'code_verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"\n',
@@ -88,6 +102,13 @@ def test_benign_values_pass(text: str) -> None:
     (f"-H 'Authorization: Bearer {_paseto({'aud': 'api.acme-corp.net', 'sub': 'auth0|5f7c8ec7c33c6c004bbafe82'})}'\n",
      "auth_header"),
     (f'{{"access_token":"{SIG}","token_type":"bearer"}}\n', "generic"),
+    (f'String token = "{_jwt({"iss": "auth0", "exp": 4102444800})}";\n', "jwt"),
+    (f'String token = "{_jwt({"iss": "auth0", "user_id": "u-8812"})}";\n', "jwt"),
+    (f"token = {_jwt({'sub': 'auth0|5f7c8ec7c33c6c004bbafe82', 'exp': 4102444800})}\n", "jwt"),
+    ('AUTH0_CLIENT_KEY = "' + _b64(b'{"type":"service_account","private_key_id":"8f3a1c9e"}') + '"\n', "auth0"),
+    (f'\tgoogleAccessTokenSecret = "{KEY}"\n', "generic"),
+    (f"https://api.acme-corp.net/v2/items/21183?token={HEX}{HEX}\n", "generic"),
+    (f"        client = Client('client_key', client_secret={KEY})\n", "generic"),
 ])
 def test_real_looking_neighbours_still_block(text: str, family: str) -> None:
     assert _every_split(text) == {family}, text

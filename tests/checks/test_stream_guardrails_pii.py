@@ -169,27 +169,38 @@ def test_an_email_after_a_digit_run_is_found_one_character_at_a_time() -> None:
     "Co-authored-by: Jane Roe <jane.roe@corp-mail.net>\n",
     '  "author": "Jane Roe <jane.roe@corp-mail.net>",\n',
     "    author_email='jane.roe@corp-mail.net',\n",
+    'authors = [\n  {name = "Ann Lee", email = "ann@corp-mail.net"},\n  {name = "Jane Roe", email = "jane.roe@corp-mail.net"},\n]\n',
+    '  "contributors": [\n    {\n      "name": "Jane Roe",\n      "email": "jane.roe@corp-mail.net"\n    }\n  ],\n',
+    'authors = ["Jane Roe <jane.roe@corp-mail.net>"]\n',
+    '  spec.email = ["jane.roe@corp-mail.net"]\n',
 ])
-def test_metadata_emails_false_lets_code_metadata_pass(line: str) -> None:
-    """#32: with ``metadata_emails = false`` an email named as a package's author or a commit
-    trailer's passes; the same email in prose on the next line is still redacted."""
-    def redactions(spec: PiiGuardrail, text: str) -> int:
-        check, acc, n = PiiProvider(spec, "[x]").arm(StreamContext(system_prompt="")), "", 0
-        assert check is not None
-        for ch in text:
-            acc += ch
-            d = check.check(acc, ch)
-            while isinstance(d, Redact):
-                n, d = n + 1, check.check(acc, "")
-        d = check.finish(acc)
-        while isinstance(d, Redact):
-            n, d = n + 1, check.finish(acc)
-        return n
-
+def test_metadata_emails_pass_in_code_metadata_by_default(line: str) -> None:
+    """#32: by default (``metadata_emails = false``) an email named as a package's author or a
+    commit trailer's passes, on its own line or in a list an authors key opened; the same email in
+    prose on the next line is still redacted. ``metadata_emails = true`` redacts them all."""
     text = line + "Write to jane.roe@corp-mail.net for access.\n"
-    off = PiiGuardrail(id="p", kind="pii", action="redact", categories=["email"], metadata_emails=False)
-    on = PiiGuardrail(id="p", kind="pii", action="redact", categories=["email"])
-    assert redactions(off, text) == 1 and redactions(on, text) == 2
+    passed = PiiGuardrail(id="p", kind="pii", action="redact", categories=["email"])
+    checked = PiiGuardrail(id="p", kind="pii", action="redact", categories=["email"], metadata_emails=True)
+    assert _email_redactions(passed, text) == 1
+    assert _email_redactions(checked, text) == text.count("@")
+
+
+def _email_redactions(spec: PiiGuardrail, text: str) -> int:
+    check = PiiProvider(spec, "[x]").arm(StreamContext(system_prompt=""))
+    assert check is not None
+    return len(run(check, one_char(text)).redactions)
+
+
+@pytest.mark.parametrize("text", [
+    "The author, jane.roe@corp-mail.net, wrote the guide.\n",      # the word, not a key
+    'users = [{"name": "Jane Roe", "email": "jane.roe@corp-mail.net"}]\n',  # a record, not metadata
+    'authors = ["Ann Lee"]\nsupport = "jane.roe@corp-mail.net"\n',  # the authors list has closed
+    "Reviewed it, she said: reach me at jane.roe@corp-mail.net\n",
+    "x" * 600 + " authors = [ " + "y " * 300 + "jane.roe@corp-mail.net\n",  # the key beyond the reach
+])
+def test_emails_outside_code_metadata_are_redacted_by_default(text: str) -> None:
+    spec = PiiGuardrail(id="p", kind="pii", action="redact", categories=["email"])
+    assert _email_redactions(spec, text) == 1
 
 
 @pytest.mark.parametrize("text", ["pay with 4111.1111.1111.1111 today", "card 5500.0000.0000.0004 ok"])

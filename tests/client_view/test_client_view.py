@@ -616,3 +616,120 @@ def test_two_gemini_candidates_each_in_its_place_pass(proxy: ProxyServer, upstre
     view = gemini_view(proxy.url)
     assert view.error is None, view.error
     assert view.shows("Fine, thanks.") and view.shows("Good, thank you.")
+
+
+# -- logprobs: the runs a client joins over the stream ------------------------------------------------
+def _lp(token: str, alternative: str | None = None, spelled: str | None = None) -> dict[str, Any]:
+    alt = [] if alternative is None else [{"token": alternative, "logprob": -2, "bytes": list(alternative.encode())}]
+    return {"token": token, "logprob": -1, "bytes": list((token if spelled is None else spelled).encode()),
+            "top_logprobs": alt}
+
+
+def _chat_lp(*steps: tuple[str, dict[str, Any] | None]) -> list[bytes]:
+    base = {"id": "chatcmpl-lp", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+    frames = [sse({**base, "choices": [{"index": 0, "delta": {"content": said, **({"role": "assistant"} if not n else {})},
+                                        "logprobs": None if lp is None else {"content": [lp]}, "finish_reason": None}]})
+              for n, (said, lp) in enumerate(steps)]
+    return [*frames, sse({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}), b"data: [DONE]\n\n"]
+
+
+HEAD, TAIL = "key AKIAQ7XR", "4K2MZT9BWP3N"
+CHAT_TOKEN_RUNS = {
+    # the tokens repeat the text in the first chunk and differ in the second: per chunk, each looked fine
+    "tokens": ((HEAD, _lp(HEAD)), ("x", _lp(TAIL))),
+    "tokens, text between": ((HEAD, _lp(HEAD)), ("x", None), (TAIL, _lp(TAIL))),
+    "second choices": ((HEAD, _lp(HEAD, HEAD)), ("b", _lp("b", TAIL))),
+    "bytes": ((HEAD, _lp(HEAD)), ("b", _lp("b", spelled=TAIL))),
+}
+
+
+@pytest.mark.parametrize("case", list(CHAT_TOKEN_RUNS))
+def test_a_key_spelled_by_chat_logprobs_over_the_stream_is_never_shown(proxy: ProxyServer, upstream: FakeUpstream,
+                                                                       case: str) -> None:
+    """A client rendering logprobs joins the tokens (their bytes, each rank of alternatives) over the
+    stream: the key reads whole there, though no chunk's tokens differed from its text with a key."""
+    upstream.queue(Reply(raw_frames=_chat_lp(*CHAT_TOKEN_RUNS[case])))
+    _hidden(chat_view(proxy.url), SECRET)
+
+
+def test_a_key_spelled_by_chat_logprobs_after_plain_text_in_one_write_is_never_shown(
+        proxy: ProxyServer, upstream: FakeUpstream) -> None:
+    """Plain chunks first (the decoder learns their shape and reads later ones by it), then in the same
+    write tokens that follow the text, text without tokens, and the rest of the key in the tokens."""
+    frames = _chat_lp(("Sure, ", None), ("here ", None), ("it is: ", None), (HEAD, _lp(HEAD)), ("x", None),
+                      ("y", None), (TAIL, _lp(TAIL)))
+    upstream.queue(Reply(raw_frames=[frames[0], b"".join(frames[1:])]))
+    _hidden(chat_view(proxy.url), SECRET)
+
+
+def test_chat_logprobs_that_follow_the_text_pass(proxy: ProxyServer, upstream: FakeUpstream) -> None:
+    upstream.queue(Reply(raw_frames=_chat_lp(("Fine, ", _lp("Fine, ", "Good, ")), ("thanks.", _lp("thanks.", "ta.")),
+                                             (" Bye.", None))))
+    view = chat_view(proxy.url)
+    assert view.error is None, view.error
+    assert view.final.choices[0].message.content == "Fine, thanks. Bye."
+    assert [t.token for t in view.final.choices[0].logprobs.content] == ["Fine, ", "thanks."]
+
+
+def test_a_key_spelled_by_responses_logprobs_over_the_stream_is_never_shown(proxy: ProxyServer,
+                                                                            upstream: FakeUpstream) -> None:
+    r = _R()
+    r.ev("response.output_item.added", output_index=0, item={"id": "msg_0", "type": "message",
+                                                           "status": "in_progress", "role": "assistant", "content": []})
+    at = {"item_id": "msg_0", "output_index": 0, "content_index": 0}
+    r.ev("response.content_part.added", **at, part={"type": "output_text", "text": "", "annotations": []})
+    for said, token in ((HEAD, HEAD), ("x", TAIL)):
+        r.ev("response.output_text.delta", **at, delta=said,
+             logprobs=[{"token": token, "logprob": -1, "top_logprobs": []}])
+    r.ev("response.completed", response={"id": "resp_1", "object": "response", "created_at": 1, "model": "m",
+                                         "status": "completed", "output": None})
+    upstream.queue(Reply(raw_frames=r.frames))
+    _hidden(responses_view(proxy.url), SECRET)
+
+
+def test_a_key_spelled_by_gemini_logprobs_over_the_stream_is_never_shown(proxy: ProxyServer,
+                                                                         upstream: FakeUpstream) -> None:
+    def cand(said: str, token: str) -> dict[str, Any]:
+        chosen = {"token": token, "logProbability": -1}
+        return {"index": 0, "content": {"role": "model", "parts": [{"text": said}]},
+                "logprobsResult": {"chosenCandidates": [chosen], "topCandidates": [{"candidates": [chosen]}]}}
+
+    upstream.queue(Reply(raw_frames=_gemini_frames([cand(HEAD, HEAD)], [{**cand("x", TAIL), "finishReason": "STOP"}])))
+    _hidden(gemini_view(proxy.url), SECRET)
+
+
+def test_a_key_joined_from_done_items_after_one_said_otherwise_is_never_shown(proxy: ProxyServer,
+                                                                             upstream: FakeUpstream) -> None:
+    """A part said only in its done item (``key AKIAQ7XR``), then an item whose deltas and done item
+    agree (the rest of the key), and a terminal response without output: the SDK's ``output_text``
+    joins the done items, the whole key, though each item on its own said none."""
+    r = _R()
+    msg = {"type": "message", "status": "in_progress", "role": "assistant", "content": []}
+    for oi in (0, 1):
+        r.ev("response.output_item.added", output_index=oi, item={**msg, "id": f"msg_{oi}"})
+        r.ev("response.content_part.added", item_id=f"msg_{oi}", output_index=oi, content_index=0,
+             part={"type": "output_text", "text": "", "annotations": []})
+    r.ev("response.output_text.delta", item_id="msg_1", output_index=1, content_index=0, delta=TAIL, logprobs=[])
+    for oi, text in ((0, HEAD), (1, TAIL)):
+        r.ev("response.output_item.done", output_index=oi, item={
+            **msg, "id": f"msg_{oi}", "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]})
+    _hidden(_responses(proxy, upstream, r.completed(None)), SECRET)
+
+
+def test_a_key_cut_between_chat_reasoning_entries_is_seen_as_the_sdk_merges_them(proxy: ProxyServer,
+                                                                                 upstream: FakeUpstream) -> None:
+    """OpenRouter's ``reasoning_details``: the SDK's helper merges the entries by ``index``, so entry 0's
+    two pieces read as one key although entry 1's text came between them."""
+    base = {"id": "chatcmpl-rd", "object": "chat.completion.chunk", "created": 1, "model": "m"}
+
+    def chunk(*entries: dict[str, Any], finish: str | None = None) -> bytes:
+        delta = {"reasoning_details": list(entries)} if entries else {}
+        return sse({**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+    text = {"type": "reasoning.text", "index": 0}
+    upstream.queue(Reply(raw_frames=[
+        sse({**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]}),
+        chunk({**text, "text": HEAD}), chunk({"type": "reasoning.summary", "index": 1, "summary": "tides"}),
+        chunk({**text, "text": TAIL}), chunk(finish="stop"), b"data: [DONE]\n\n"]))
+    _hidden(chat_view(proxy.url), SECRET)

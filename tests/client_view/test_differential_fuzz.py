@@ -106,6 +106,25 @@ def _spread(rng: random.Random, items: list[Any], n: int) -> list[list[Any]]:
     return [items[a:b] for a, b in zip([0, *cuts], [*cuts, len(items)], strict=True)]
 
 
+def _mixed_tokens(rng: random.Random, marker: str) -> list[tuple[str, str | None, str | None]]:
+    """Chunks of (text, chosen token, second choice) where the tokens (or the second choices) spell an
+    answer with the marker over the stream while the text spells it only in some chunks: in the
+    others the text says something else, and some chunks carry text and no logprobs at all. Each
+    chunk on its own looks like an answer whose logprobs repeat it."""
+    second = rng.random() < 0.5
+    out: list[tuple[str, str | None, str | None]] = []
+    for piece in _cut(rng, _answer(rng, marker), 8):
+        if rng.random() < 0.5:  # the text says it too: the tokens (or the second choices) repeat the text
+            out.append((piece, piece, piece if second else None))
+        elif second:
+            out.append(("y", "y", piece))
+        else:
+            out.append(("y", piece, None))
+        if rng.random() < 0.2:
+            out.append(("z", None, None))  # text without logprobs
+    return out
+
+
 # -- chat --------------------------------------------------------------------------------------------
 def _logprob(token: str, alternative: str | None = None) -> dict[str, Any]:
     top = [] if alternative is None else [{"token": alternative, "logprob": -2.0, "bytes": list(alternative.encode())}]
@@ -131,6 +150,21 @@ def _chat_choice(rng: random.Random, marker: str | None, where: str,
         out += [({"refusal": p}, {"content": None, "refusal": [_logprob(t) for t in spelt[n]]} if spelt else None,
                  None) for n, p in enumerate(pieces)]
         return [*out, ({}, None, "stop")]
+    if where == "reasoning_details":  # OpenRouter's reasoning entries, merged by the SDK per ``index``
+        said, other = _cut(rng, _answer(rng, marker), 6), _cut(rng, "Considering the tide tables.", 4)
+        same = rng.random() < 0.3  # the other text in the same entry's ``summary``
+        mine, theirs = ({"type": "reasoning.text", "index": 0}, "text"), \
+            ({"type": "reasoning.summary", "index": 0 if same else 1}, "summary")
+        if not same and rng.random() < 0.5:
+            mine, theirs = ({"type": "reasoning.text", "index": 1}, "text"), ({"type": "reasoning.summary", "index": 0},
+                                                                              "summary")
+        while said or other:
+            entries = []
+            if said and (not other or rng.random() < 0.5):
+                entries.append({**mine[0], mine[1]: said.pop(0)})
+            if other and (not entries or rng.random() < 0.3):
+                entries.append({**theirs[0], theirs[1]: other.pop(0)})
+            out.append(({"reasoning_details": entries}, None, None))
     if where == "audio":  # what the audio says, streamed beside it
         pieces = _cut(rng, _answer(rng, marker), 6)
         out += [({"audio": {"id": "audio_0", "transcript": p, **({"data": "UklGRg=="} if not n else {})}}, None, None)
@@ -140,6 +174,11 @@ def _chat_choice(rng: random.Random, marker: str | None, where: str,
     pieces = _cut(rng, text, 8)
     spelt = _cut(rng, _answer(rng, marker), len(pieces)) if where in ("logprobs", "top_logprobs") else []
     spelt += [""] * (len(pieces) - len(spelt))
+    if where == "logprobs_mixed":
+        for said, token, alternative in _mixed_tokens(rng, marker):
+            logprobs = None if token is None else {"content": [_logprob(token, alternative)], "refusal": None}
+            out.append(({"content": said}, logprobs, None))
+        pieces = []
     for n, piece in enumerate(pieces):
         logprobs = None
         if where == "logprobs":  # the tokens spell the marker, the text says otherwise
@@ -184,7 +223,9 @@ def _chat_choice(rng: random.Random, marker: str | None, where: str,
 def chat_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
     base = {"id": "chatcmpl-f", "object": "chat.completion.chunk", "created": 1, "model": "m"}
     lanes = [_chat_choice(rng, marker, where, shape)]
-    if "choices" in shape:  # n > 1: the marker in one of them, the chunks of all interleaved
+    if "choices" in shape:
+        # n > 1: the marker in one of them, the chunks of all interleaved (each choice begun after the
+        # one below it: the SDK's helper raises on a choice begun before, other clients read by index)
         lanes.append(_chat_choice(rng, None, where, shape))
         if rng.random() < 0.5:
             lanes.reverse()
@@ -348,6 +389,10 @@ def responses_script(rng: random.Random, marker: str, where: str, shape: Shape) 
     """Items of parts of pieces: the text, in output order."""
     if where == "refusal":  # one part: refusal and output text in one answer fail closed
         items = [[[p for part in items for pieces in part for p in pieces]]]
+    mixed = _mixed_tokens(rng, marker) if where == "logprobs_mixed" else []
+    if mixed:  # one part, its deltas as ``_mixed_tokens`` says (the shape's bends of the text aside)
+        text = "".join(said for said, _, _ in mixed)
+        items = [[[said for said, _, _ in mixed]]]
 
     def part(said: str, logprobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         if part_type == "refusal":
@@ -384,6 +429,10 @@ def responses_script(rng: random.Random, marker: str, where: str, shape: Shape) 
         i = rng.randrange(len(streamed) - 1)
         streamed[i], streamed[i + 1] = streamed[i + 1], streamed[i]
     logprobs = _responses_logprobs(rng, marker, where, len(streamed))
+    if mixed:
+        streamed = [(first, 0, said) for said, _, _ in mixed]
+        logprobs = [[] if token is None else [{"token": token, "logprob": -0.5, "top_logprobs": [] if alt is None
+                                                else [{"token": alt, "logprob": -2.0}]}] for _, token, alt in mixed]
     said_logprobs = [lp for group in logprobs for lp in group]
     if "repeat-differs" in shape and said_logprobs:  # the deltas' tokens blank it, the done events' say it
         logprobs = [[{**lp, "token": "x" * len(lp["token"]),
@@ -560,6 +609,14 @@ def _gemini_candidate(rng: random.Random, marker: str | None, where: str, shape:
     pieces = _cut(rng, text, 10)
     groups = _groups(rng, pieces, 5) if "parts-per-chunk" in shape else [[p] for p in pieces]
     chunks = [[{"text": p} for p in group] for group in groups]
+    if where == "logprobs_mixed":
+        mixed = _mixed_tokens(rng, marker)
+        cands = [{"content": {"role": "model", "parts": [{"text": said}]}} for said, _, _ in mixed]
+        for cand, (_, token, alt) in zip(cands, mixed, strict=True):
+            if token is not None:
+                top = [{"token": token, "logProbability": -0.5}, *([{"token": alt, "logProbability": -2.0}] if alt else [])]
+                cand["logprobsResult"] = {"chosenCandidates": [top[0]], "topCandidates": [{"candidates": top}]}
+        return cands
     if where == "reasoning":
         chunks[:0] = [[{"text": p, "thought": True}] for p in _cut(rng, _answer(rng, marker), 4)]
     if where in ("code", "code_output"):  # code execution: the code, then what it printed, in chunks
@@ -597,7 +654,7 @@ def _gemini_candidate(rng: random.Random, marker: str | None, where: str, shape:
 
 def gemini_script(rng: random.Random, marker: str, where: str, shape: Shape) -> list[bytes]:
     lanes = [_gemini_candidate(rng, marker, where, shape)]
-    if "candidates" in shape:  # candidateCount 2: the marker in either, their chunks side by side
+    if "candidates" in shape or "candidates-swapped" in shape:  # candidateCount 2: the marker in either
         lanes.append(_gemini_candidate(rng, None, where, shape))
         if rng.random() < 0.5:
             lanes.reverse()
@@ -616,6 +673,8 @@ def gemini_script(rng: random.Random, marker: str, where: str, shape: Shape) -> 
                     cand["finishReason"] = "STOP"
                 if lane[n]["content"]["parts"] or n == len(lane) - 1:
                     cands.append(cand)
+        if "candidates-swapped" in shape:  # listed in another order than their indexes
+            cands.reverse()
         frames.append(_frame(rng, {"candidates": cands, "modelVersion": "m", "responseId": "r",
                                    "usageMetadata": {"promptTokenCount": 5, "totalTokenCount": 5}}))
     return frames
@@ -633,17 +692,20 @@ SHAPES = {
     "responses": ["faithful", "seeded", "snapshot-only", "deltas-swapped", "no-final-output", "final-recut",
                   "repeat-differs"],
     "anthropic": ["sequential", "seeded", "input-in-start", "out-of-order", "interleaved", "redacted"],
-    "gemini": ["part-per-chunk", "parts-per-chunk", "candidates", "call-id", "candidate-handover"],
+    "gemini": ["part-per-chunk", "parts-per-chunk", "candidates", "candidates-swapped", "call-id",
+               "candidate-handover"],
 }
 """The shapes each script can bend its answer into (Hypothesis picks one or two per example; the random
 cuts, groupings and field orders come from the drawn seed)."""
 WHERES = {
-    "chat": ["text", "tool", "reasoning", "refusal", "refusal_logprobs", "logprobs", "top_logprobs", "annotation",
-             "audio"],
-    "responses": ["text", "tool", "reasoning", "reasoning_text", "refusal", "logprobs", "top_logprobs", "annotation",
+    "chat": ["text", "tool", "reasoning", "reasoning_details", "refusal", "refusal_logprobs", "logprobs",
+             "top_logprobs", "logprobs_mixed", "annotation", "audio"],
+    "responses": ["text", "tool", "reasoning", "reasoning_text", "refusal", "logprobs", "top_logprobs", "logprobs_mixed",
+                  "annotation",
                   "web_search", "file_search", "code", "code_output", "custom_tool", "mcp", "mcp_output"],
     "anthropic": ["text", "tool", "reasoning", "server_tool", "search_result", "code_result", "citation"],
-    "gemini": ["text", "tool", "reasoning", "code", "code_output", "logprobs", "citation", "grounding"],
+    "gemini": ["text", "tool", "reasoning", "code", "code_output", "logprobs", "logprobs_mixed", "citation",
+               "grounding"],
 }
 """Where each script plants the marker: every field its SDK surfaces to a user or an agent."""
 
@@ -697,6 +759,7 @@ def test_the_oracle_sees_the_marker_when_nothing_guards(plain_proxy: ProxyServer
 def unary_body(rng: random.Random, api: str, marker: str, where: str) -> dict[str, Any]:
     """A whole answer of ``api`` with ``marker`` cut across its parts, items, blocks or arguments, or
     in one of the other fields ``WHERES`` names."""
+    where = "logprobs" if where == "logprobs_mixed" else where  # (a body's logprobs are whole)
     text = _answer(rng, marker) if where == "text" else "Checking."
     pieces = _cut(rng, text, 6)
     thought = _answer(rng, marker) if where == "reasoning" else "Thinking."
@@ -712,6 +775,9 @@ def unary_body(rng: random.Random, api: str, marker: str, where: str) -> dict[st
             logprobs = {"content": None, "refusal": [_logprob(t) for t in _cut(rng, said, 10)]}
         if where == "audio":
             message["audio"] = {"id": "audio_0", "data": "UklGRg==", "expires_at": 1, "transcript": said}
+        if where == "reasoning_details":
+            message["reasoning_details"] = [{"type": "reasoning.summary", "summary": "Tides.", "index": 0},
+                                            {"type": "reasoning.text", "text": said, "index": 1}]
         if where in ("logprobs", "top_logprobs"):
             spelt = _cut(rng, said, 10)
             logprobs = {"content": [_logprob(t) if where == "logprobs" else _logprob("tok", t) for t in spelt],

@@ -8,10 +8,12 @@ reaches it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from proxy.drive.guarded_turn import SLICE_BYTES
-from tests.adversarial import SECRET, STREAM_APIS, Seen, client_sees, frames_for
+from tests.adversarial import SECRET, SECRETS_POLICY, STREAM_APIS, Seen, client_sees, frames_for
 from tests.apis import raw_call
 from tests.fakes.faulty import assert_http_error, assert_stream_error
 from tests.fakes.proxy import ProxyServer
@@ -100,3 +102,43 @@ def test_a_burst_cut_off_by_the_upstream_ends_with_the_api_error_and_nothing_hel
         Reply(raw_frames=[*_burst(frames[:cut]), *frames[cut:]], break_after_frames=1)))
     assert SECRET[:8] not in seen.everything()
     _ends_with_the_api_error(api, seen)
+
+
+EMAIL = "jane.doe@fastmail.com"
+REDACT_POLICY = SECRETS_POLICY + """
+[[stream_guardrails]]
+id = "pii"
+kind = "pii"
+action = "redact"
+"""
+
+
+@pytest.fixture(scope="module")
+def redact_guard(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
+    """The secrets check (a block) and the PII check masking in place."""
+    with ProxyServer(upstream_server.url, REDACT_POLICY) as p:
+        yield p
+
+
+@pytest.mark.parametrize("secret_at", [None, 200])
+@pytest.mark.parametrize("api", STREAM_APIS)
+def test_a_mask_in_a_burst_is_the_mask_frame_by_frame_and_so_is_a_block_after_it(
+        redact_guard: ProxyServer, upstream: FakeUpstream, api: str, secret_at: int | None) -> None:
+    """A burst's frames are checked a read at a time (``ChoiceGuard.push_from``): an address the PII
+    check masks is masked in the same frames, and when a credential later in the burst blocks, the
+    client has what it would have had frame by frame before the replacement."""
+    words = _text(300).split(" ")
+    words.insert(100, EMAIL)
+    if secret_at is not None:
+        words.insert(secret_at, SECRET)
+    frames = frames_for(api, Reply(text=" ".join(words)))
+    burst = client_sees(redact_guard.url, api, lambda: upstream.queue(Reply(raw_frames=_burst(frames))))
+    paced = client_sees(redact_guard.url, api, lambda: upstream.queue(Reply(raw_frames=frames)))
+    assert burst.sdk is not None and paced.sdk is not None, (burst.sdk_error, paced.sdk_error)
+    assert EMAIL not in burst.everything() and EMAIL not in paced.everything()
+    assert burst.sdk.text == paced.sdk.text
+    assert burst.sdk.text.count("[email]") == 1
+    if secret_at is None:
+        assert burst.sdk.text.endswith("coda.") and burst.raw.status == 200
+    else:
+        assert SECRET not in burst.everything() and "withheld" in burst.sdk.text and "coda" not in burst.sdk.text

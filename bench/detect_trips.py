@@ -3,11 +3,12 @@
 Run: ``.venv/bin/python -m bench.detect_trips`` (after ``bench.detect_corpus --out DIR`` gathered
 the labelled samples, and the benign corpus's repositories are in ``--mirrors``; see
 ``bench/benign_corpus.py``). Options: ``--policy FILE`` (default: the shipped default policy),
-``--data DIR`` (the labelled samples), ``--pii REGIONS`` (also arm a ``pii`` guardrail with
+``--data DIR`` (the labelled samples), ``--tune-only`` (the tune half alone: what tuning runs read;
+the held-out half is counted once before and once after a round), ``--pii REGIONS`` (also arm a ``pii`` guardrail with
 ``action = "redact"`` for those regions, and count its redactions apart).
 
 - **False trips**: every stream guardrail of the policy runs over each file of the benign corpus
-  (``bench/benign_corpus.json``: ~27 MB, 19 repositories, 10 programming languages), fed in random
+  (``bench/benign_corpus.json``: 74.9 MB, 59 repositories, 10 programming languages), fed in random
   3-8 character deltas as a stream arrives, through ``ArmedSet`` as the proxy runs it. A block is
   counted and the set re-armed on the text after it; a redaction is counted and the text goes on.
   Per MB of UTF-8, for the ``tune`` and ``heldout`` halves apart (rules are tuned on ``tune``'s

@@ -33,10 +33,11 @@ _FOLD_L = str.maketrans("l", "i")
 def letter_variants(raw_prompt: str, letters: str) -> list[str]:
     """The strings the squeezed index holds for ``raw_prompt`` whose letters alone are ``letters``
     (``squeeze(raw_prompt)``): the letters, reversed, each word reversed, the words in reverse order,
-    without vowels, and with ``l`` folded to ``i`` (what ``leet_letters`` reads). O(len(prompt)), once per distinct prompt."""
+    without vowels, with ``l`` folded to ``i`` (what ``leet_letters`` reads), and as ``steps`` (what
+    the shift view reads). O(len(prompt)), once per distinct prompt."""
     words = _WORD.findall(normalise(raw_prompt))
     return [letters, letters[::-1], "".join(w[::-1] for w in words), "".join(reversed(words)),
-            letters.translate(_VOWELS), letters.translate(_FOLD_L)]
+            letters.translate(_VOWELS), letters.translate(_FOLD_L), steps(letters)]
 
 
 # --- Views of the answer -------------------------------------------------------------------------
@@ -182,7 +183,7 @@ class Run:
     units (4 base64 digits, 2 hex digits). The raw characters of a run too short to be decoded yet,
     or of a unit not complete yet, are kept (``held``): their letters are not known yet."""
 
-    __slots__ = ("_decode", "_decoding", "_digit", "_held", "_pending", "_run", "_text", "_unit", "chars")
+    __slots__ = ("_decode", "_decoding", "_digit", "_held", "_pending", "_run", "_text", "_unit", "chars", "skipped")
 
     def __init__(self, chars: str, digits: str, unit: int, decode: Callable[[str], bytes]) -> None:
         self.chars = chars
@@ -192,6 +193,8 @@ class Run:
         self._unit = unit
         self._decode = decode
         self._pending = 0  # characters of the run at the end of the answer, while not decoding
+        self.skipped = 0
+        """Raw characters before the first run in the text ``_runs`` last read."""
         self._held = ""  # the raw characters of the current run not decoded yet
         self._decoding = False  # the current run is long enough to be decoded
         self._text = codecs.getincrementaldecoder("utf-8")("replace")
@@ -225,14 +228,17 @@ class Run:
         text = self._runs(accumulated[origin:], False)
         if not self._decoding:
             self._pending, self._held = len(self._held), ""
-        return text, origin
+        return text, origin + self.skipped
 
     def _runs(self, text: str, continued: bool) -> str:
         """Every run of ``text`` decoded: the ones it ends whole (when long enough), the last one as
         far as its whole units go; the rest of the last run is held."""
         out: list[str] = []
+        self.skipped = len(text)
         for m in self._run.finditer(text):
             run = m.group()
+            if not out and self.skipped == len(text):
+                self.skipped = m.start()  # (the raw characters before the first run read nothing)
             decoding = self._decoding and continued and m.start() == 0
             if not decoding:
                 self._text.reset()
@@ -300,8 +306,9 @@ def hex_run() -> Run:
 
 
 _OPENER = re.compile(r"[<&%\\]")
-_SPECIAL = re.compile(r"[<&%\\0-9]")
-_DIGIT = re.compile(r"[0-9]")
+_SPECIAL = re.compile(r"[<&%\\]|[A-Za-z][0-9]|[0-9][A-Za-z]")
+_DIGIT = re.compile(r"[A-Za-z][0-9]|[0-9][A-Za-z]")
+"""A digit next to a letter: what starts the leetspeak view (a number alone does not)."""
 _SEED_RAW = 3
 """Raw characters read per seed letter when a view starts (the letters before its first delta)."""
 
@@ -314,8 +321,26 @@ class Views:
     and the two runs' ``rstrip``/``lstrip`` (C-level); a started view costs a loop over the letters
     it reads, until ``quiet`` letters without anything to decode stop it."""
 
-    __slots__ = ("_b64", "_b64_m", "_hex", "_hex_m", "_idle", "_index", "_leet_m", "_leet_quiet", "_quiet",
-                 "_r", "_r_m", "_r_quiet", "_shingle", "_stride", "found")
+    __slots__ = (
+        "_b64",
+        "_b64_m",
+        "_hex",
+        "_hex_m",
+        "_idle",
+        "_index",
+        "_leet_m",
+        "_leet_quiet",
+        "_quiet",
+        "_r",
+        "_r_m",
+        "_r_quiet",
+        "_shift_last",
+        "_shift_m",
+        "_shingle",
+        "_since_gate",
+        "_stride",
+        "found",
+    )
 
     def __init__(self, shingles: frozenset[int], qgrams: frozenset[int], shingle: int, stride: int) -> None:
         self._index = (shingles, qgrams)
@@ -331,6 +356,9 @@ class Views:
         self._hex_m: Matcher | None = None
         self._leet_m: Matcher | None = None
         self._leet_quiet = 0
+        self._shift_m: Matcher | None = None
+        self._shift_last = ""  # the last letter read by the shift view (its next step starts there)
+        self._since_gate = 0  # raw characters since the shift gate last looked
         self._idle = True
         """No view is started and no run is being decoded: ``check`` takes its fast path."""
         self.found = False
@@ -347,18 +375,36 @@ class Views:
         canary's horizon before it (where a view that starts now holds from at the earliest);
         ``busy``: the canary's other views are inside a reported run (a run is reported once)."""
         n = len(delta)
-        if self._idle and n < MIN_RUN and (delta.isalpha() or (delta[:1] == " " and delta[1:].isalpha())
-                                           or _SPECIAL.search(delta) is None):
-            # Nothing to render or read as leetspeak; only the runs' lengths move (``Run.feed``).
-            b, h = self._b64, self._hex
-            t = n - len(delta.rstrip(_B64_CHARS))
-            b._pending = pb = b._pending + n if t == n else t
+        since = self._since_gate + n
+        if since >= GATE_EVERY:
+            since = 0
+            self._gate(accumulated, len(accumulated) - n, floor)
+        self._since_gate = since
+        if not self._idle or n >= MIN_RUN:
+            return self._check(accumulated, delta, floor, busy)
+        # Nothing to render or read as leetspeak: only the runs' lengths move (``Run.feed``).
+        h, b = self._hex, self._b64
+        ph = h._pending
+        word = delta.isalpha()
+        if word or (delta[:1] == " " and delta[1:].isalpha()):
+            # A word: no digit (a hex run is followed only while it goes on: the hex of text has
+            # a digit in every byte, so it starts in a delta with one); base64 letters to its end.
+            if ph:
+                t = n - len(delta.rstrip(_HEX_CHARS))
+                ph = ph + n if t == n else t
+            pb = b._pending + n if word else n - 1
+        elif _SPECIAL.search(delta) is None:
             t = n - len(delta.rstrip(_HEX_CHARS))
-            h._pending = ph = h._pending + n if t == n else t
-            if pb < MIN_RUN and ph < MIN_RUN:
-                self.found = False
-                held = max(ph, pb)
-                return len(accumulated) - (held if held >= HOLD_FROM else 0)
+            ph = ph + n if t == n else t
+            t = n - len(delta.rstrip(_B64_CHARS))
+            pb = b._pending + n if t == n else t
+        else:
+            return self._check(accumulated, delta, floor, busy)
+        if pb < MIN_RUN and ph < MIN_RUN:  # (else ``Run.feed`` reads this delta itself)
+            h._pending, b._pending = ph, pb
+            self.found = False
+            held = pb if pb > ph else ph  # noqa: FURB136 - max() is a builtin call per delta
+            return len(accumulated) - (held if held >= HOLD_FROM else 0)
         return self._check(accumulated, delta, floor, busy)
 
     def _check(self, accumulated: str, delta: str, floor: int, busy: bool) -> int:
@@ -373,7 +419,8 @@ class Views:
             letters = squeeze(self._r.feed(delta))
             m = self._r_m
             if m is None:
-                m = self._r_m = self._matcher(self._seed(accumulated, origin, squeeze), floor)
+                m = self._r_m = self._matcher(self._seed(accumulated, origin, squeeze),
+                                              max(floor, origin - _SEED_RAW * self._shingle))
                 self._r_quiet = 0
             found = m.feed(letters, origin)
             self._r_quiet = 0 if special or self._r.held() else self._r_quiet + len(letters)
@@ -386,7 +433,8 @@ class Views:
             letters = leet_letters(delta)
             m = self._leet_m
             if m is None:
-                m = self._leet_m = self._matcher(self._seed(accumulated, start, leet_letters), floor)
+                m = self._leet_m = self._matcher(self._seed(accumulated, start, leet_letters),
+                                                 max(floor, start - _SEED_RAW * self._shingle))
                 self._leet_quiet = 0
             found = m.feed(letters, start) or found
             self._leet_quiet = 0 if _DIGIT.search(delta) else self._leet_quiet + len(letters)
@@ -394,6 +442,15 @@ class Views:
                 self._leet_m = None
             else:
                 horizon = min(horizon, m.horizon())
+        # Caesar shifts (rot13 among them): the letters' steps, looked up while the letters of the
+        # last ``GATE_WINDOW`` raw characters are unlike prose (``_shifted``, every ``GATE_EVERY``).
+        m = self._shift_m
+        if m is not None:
+            letters = self._shift_last + squeeze(delta)
+            if len(letters) > 1:
+                self._shift_last = letters[-1]
+                found = m.feed(steps(letters), start) or found
+            horizon = min(horizon, m.horizon())
         # Base64 and hex runs, decoded.
         for run in (self._b64, self._hex):
             text, origin = run.feed(accumulated, delta)
@@ -414,12 +471,65 @@ class Views:
                 horizon = min(horizon, end - run.held())
         self.found = found and not busy
         self._idle = (self._r_m is None and self._leet_m is None and self._b64_m is None and self._hex_m is None
-                      and not self._b64.decoding() and not self._hex.decoding())
+                      and self._shift_m is None and not self._b64.decoding() and not self._hex.decoding())
         return horizon
 
+    def _gate(self, accumulated: str, start: int, floor: int) -> None:
+        """Start the shift view when the last letters look shifted (seeded with the letters before
+        the delta that starts at ``start``: ``_check`` feeds it that delta), stop it when they do not."""
+        end = len(accumulated)
+        # A long delta (a run of deltas checked at once, or a whole answer): every window in it.
+        if end - start <= GATE_EVERY:
+            shifted = _shifted(accumulated[-GATE_WINDOW:])
+        else:
+            shifted = any(_shifted(accumulated[max(0, at - GATE_WINDOW):at])
+                          for at in range(start + GATE_EVERY, end + GATE_EVERY, GATE_EVERY))
+        if shifted and self._shift_m is None:
+            seed = squeeze(accumulated[max(0, start - _SEED_RAW * self._shingle):start])
+            self._shift_m = self._matcher(steps(seed), max(floor, start - _SEED_RAW * self._shingle))
+            self._shift_last = seed[-1:]
+            self._idle = False
+        elif not shifted and self._shift_m is not None and not self._shift_m.in_run():
+            self._shift_m = None
+
     def _seed(self, accumulated: str, origin: int, view: Callable[[str], str]) -> str:
-        """The view's last letters before ``origin`` (a copy whose first words had nothing to decode)."""
+        """The view's last letters before ``origin`` (a copy whose first words had nothing to decode),
+        read from ``_SEED_RAW * shingle`` raw characters: a started view holds from there at the
+        earliest (or from the canary's horizon, if later: what went out is out)."""
         return view(accumulated[max(0, origin - _SEED_RAW * self._shingle):origin])
+
+
+GATE_EVERY = 16
+"""Raw characters between two looks of the shift gate (``_shifted``): a shifted copy starts being read
+at most this late (the view is seeded with the letters before, so nothing of it is missed; at most
+this much more of it may have gone out)."""
+GATE_WINDOW = 64
+"""Raw characters the shift gate looks at."""
+_LETTER_CLASS = bytes(b"F"[0] if c < 128 and chr(c).lower() in "etaoinshr" else
+                      b"L"[0] if c < 128 and chr(c).isalpha() else b"."[0] for c in range(256))
+"""Each byte as ``F`` (one of the nine most frequent English letters), ``L`` (another ASCII letter) or ``.``."""
+_SHIFT_BELOW = 0.5
+"""The share of the nine most frequent English letters (e t a o i n s h r) under which a window of
+letters reads as shifted: ordinary text of the project's README, docs and sources has at least
+0.5 in 99 windows of 48 letters out of 100 (median 0.69); the prompt shifted by any of the 25 has
+0.24-0.46 on average."""
+_STEP = {chr(97 + a) + chr(97 + b): chr(97 + (b - a) % 26) for a in range(26) for b in range(26)}
+
+
+def _shifted(raw: str) -> bool:
+    """Whether the ASCII letters of ``raw`` (at least 32 of them) look like a Caesar shift of prose.
+    Four C-level passes over at most ``GATE_WINDOW`` characters."""
+    classes = raw.encode("utf-8").translate(_LETTER_CLASS)
+    frequent = classes.count(b"F")
+    letters = frequent + classes.count(b"L")
+    return letters >= 32 and frequent < _SHIFT_BELOW * letters
+
+
+def steps(letters: str) -> str:
+    """The step from each letter to the next, as a letter (``a`` = 0): the same for every Caesar
+    shift of a text, rot13 included. A letter outside a-z breaks the chain as a ``-``."""
+    step = _STEP
+    return "".join([step.get(pair, "-") for pair in map(str.__add__, letters, letters[1:])])
 
 
 def passes_views(shingles: frozenset[int], qgrams: frozenset[int], pieces: Sequence[str], shingle: int) -> bool:

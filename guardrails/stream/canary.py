@@ -39,6 +39,12 @@ on less than the verbatim one would, and one leaked run is reported once, whiche
 first. Its horizon is the raw start of the delta where its chain starts (the views' raw offsets are
 not kept per character). Cost: about as much again per delta (``bench.canary_spelled``).
 
+**Further views** (``_canary_views``): the squeezed index also holds the prompt's letters
+reversed, word by word reversed, in reverse word order, without vowels, ``l`` folded to ``i`` and
+as steps between letters; and the main check hands each delta to ``Views``, which reads it rendered
+(markup dropped, references and escapes decoded), as decoded base64 and hex runs, as leetspeak and
+as steps (Caesar shifts) against that index, each view only from the characters that start it.
+
 **Horizon.** The prompt's ``QGRAM``-grams (every position) are hashed into a second set. Every
 ``QGRAM``-gram of a verbatim run is one of them, so the run that a later shingle hit reports starts
 no earlier than the current *chain*: the longest suffix of the normalised output whose every

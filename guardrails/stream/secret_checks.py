@@ -272,6 +272,21 @@ def url_password_ok(user: str, password: str) -> bool:
     return not any(word in lowered for word in PLACEHOLDER_WORDS)
 
 
+def names_no_secret(name: str) -> bool:
+    """A keyed rule's name part (the provider's word up to the separator: ``AzureAd ClientId =``)
+    that ends in a word for an identifier, a place or something derived (``id``, ``url``, ``hash``),
+    with no word for a secret after it."""
+    words = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", name)
+    return bool(words) and words[-1].lower() in _NOT_SECRET_WORDS
+
+
+# (Not ``url`` nor ``sid``: a webhook URL carries its key in its path, and a Twilio ``SK`` sid is
+# the catalog's key format; ``keyed_value_ok`` reads a URL's parts.)
+_NOT_SECRET_WORDS = frozenset(("id", "ids", "name", "region", "file", "path", "hash", "digest", "checksum",
+                               "fingerprint", "signature", "thumbprint", "tenant", "instance", "audience",
+                               "scope", "scopes", "version"))
+
+
 def generic_value_ok(value: str, name: str = "") -> bool:
     """Whether an assigned value looks like a credential (see the module docstring). A value of
     digest length in hex is a digest, unless the name says it holds a secret (``client_secret``,
@@ -320,6 +335,11 @@ _FILE_NAME = re.compile(r"\.(?:html?|md|rst|txt|py|js|mjs|ts|tsx|json|ya?ml|xml|
 # ``db.internal:5432``): where something is, not a credential.
 _RESOURCE = re.compile(r"(?i:^(?:classpath\*?|file|env|vault|secretsmanager|ssm|keyvault):|localhost)|"
                        r"(?:^|@)[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*:\d{2,5}(?:/|$)")
+# A password's stored hash (modular crypt ``$2b$12$...``, ``$argon2id$...``, Django's
+# ``pbkdf2_sha256$600000$...``, LDAP's ``{SSHA}...``): a digest of the secret, not the secret.
+_PASSWORD_HASH = re.compile(r"\$(?:2[abxy]?|argon2(?:id|i|d)|scrypt|pbkdf2(?:-sha\d+)?|[156]|y|gy|7)\$"
+                            r"|(?:pbkdf2_sha\d+|bcrypt(?:_sha256)?|argon2|scrypt|sha1|md5|unsalted_\w+)\$"
+                            r"|\{(?:S?SHA\d*|S?MD5|CRYPT|PBKDF2[\w-]*|ARGON2|BCRYPT|SSHA\d+)\}", re.IGNORECASE)
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 _WORD_OR_NUMBER = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Z]?[a-z]+|[A-Z]|\d+")
 _B64_TEXT = re.compile(r"[A-Za-z0-9+/]{12,}={0,2}")
@@ -361,7 +381,7 @@ def not_a_value(value: str, *, identifiers: bool = True) -> bool:
     ``dGhlIHNhbXBsZSBub25jZQ==``, "the sample nonce"), or an identifier made of words
     (``OAuth2PasswordRequestForm``, ``defaultToConfig2``, ``chimichangas4life``)."""
     if (any(mark in value for mark in _ELIDED) or _FILE_NAME.search(value) or _CODE.search(value)
-            or _RESOURCE.search(value)):
+            or _RESOURCE.search(value) or _PASSWORD_HASH.match(value)):
         return True
     after = _NEXT_ASSIGNMENT.match(value)
     if after and constant_name(after.group(1)) and "_" in after.group(1) or slug(value) or counting(value):

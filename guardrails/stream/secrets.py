@@ -113,6 +113,11 @@ def is_credential(rule: SecretRule, match: re.Match[str]) -> bool:
     if rule.checksum == "crc32_base62" and secret_checks.base62_crc32_ok(secret):
         return True
     if rule.id.endswith("-keyed"):
+        short = KEYED_SHORT.get(rule.family)
+        if secret_checks.names_no_secret(text[:match.start("s") - match.start()]) and not (
+                short and re.fullmatch(short, secret)):
+            return False  # ``AzureAdClientId = <uuid>``: the name says an identifier or a place
+            # (a provider's own short id format, a Sumo Logic access id, is judged as its rule says)
         return secret_checks.keyed_value_ok(secret, KEYED_SHORT.get(rule.family))
     if secret_checks.UUID.fullmatch(secret):
         secret = secret.replace("-", "")

@@ -22,15 +22,15 @@ of maps the client names itself (a tool call's ``input``/``arguments``, a schema
 fields each level lists.
 
 Cost, and why this is sound. The walk runs on the object the repeated-key check already decoded (no
-second decode), and per object it does one C-speed test, ``NAMES.issuperset(obj)``: an object whose
-every key is a known name byte for byte has no key that folds onto one without being it (two
-distinct names of ``NAMES`` never fold alike: ``test_no_two_names_fold_alike``), so it needs nothing
-more. Only an object with a key outside ``NAMES`` has its keys folded one by one. The common body
-pays one set test per message, part and call (a 66 KB agent turn with 117 messages: about 10 us on a
-busy machine, against about 110 for a single C pass over its bytes such as ``bytes.count``:
-``python -m bench.one_reading``); a byte-level prefilter (a body without an upper-case letter, a
-``\\u`` escape or the UTF-8 of ``ſ``/``K`` in any key needs no walk) was measured and is slower
-than the walk it would save, because message texts make every byte pass scan the whole body.
+second decode). Per object its keys are looked up in ``NAMES``: an object whose every key is a name
+byte for byte has no key that folds onto one without being it (no two names fold alike:
+``tests/wire/test_key_folds.py``), so it needs nothing more; only an object with another key has its
+keys folded. On a 66 KB agent turn read whole (a conversation's first) the walk costs about 1.2x a
+msgspec decode of the body, 0.5x what the repeated-key check costs; a byte-level prefilter (skip the
+walk unless some key-shaped string holds an upper-case letter, a ``\\u`` escape or the lead byte of
+``ſ``/``K``: a ``bytes.translate`` pass and a search) was measured and not kept: it costs 1.5x a
+decode on that body, more than the walk it would save, and on a Claude Code body (``activeForm`` in
+its tool inputs) it finds a candidate and the walk runs anyway (``python -m bench.one_reading``).
 
 An agent's later turn is checked in what it adds only, by the argument ``repeated_in_items`` makes
 (``proxy.wire.conversation_delta``): a body ``P[:b] + X + P[a:]`` that extends a kept body P holds
@@ -138,26 +138,38 @@ class FoldedKey(str):
 
 def folded_key(value: Any, level: Level) -> FoldedKey | None:
     """The first key, at ``level`` of ``value`` or below it, that is not one of ``NAMES`` but folds
-    onto one; None when there is none (or ``value`` is not an object or list). Iterative: a body
-    nested as deep as the decoder allows cannot exhaust the stack."""
+    onto one; None when there is none (or ``value`` is not an object or list). Per object, its keys
+    are looked up in ``NAMES`` (a handful each); only an object with another key has its keys folded.
+    Iterative: a body nested as deep as the decoder allows cannot exhaust the stack."""
     names, stack = NAMES, [(value, level)]
     while stack:
         obj, at = stack.pop()
         if type(obj) is list:
-            stack.extend([(v, at) for v in obj if type(v) is dict or type(v) is list])
+            for item in obj:
+                if type(item) is dict or type(item) is list:
+                    stack.append((item, at))
             continue
         if type(obj) is not dict:
             continue
-        if not names.issuperset(obj):
-            for key in obj:
-                if key not in names:
-                    name = _FOLDED.get(_fold(key))
-                    if name is not None:
-                        return FoldedKey(key, name)
+        for key in obj:
+            if key not in names:
+                found = _first_folded(obj)
+                if found is not None:
+                    return found
+                break
         for field, below in at.items():
             sub = obj.get(field)
             if type(sub) is dict or type(sub) is list:
                 stack.append((sub, below))
+    return None
+
+
+def _first_folded(obj: dict[str, Any]) -> FoldedKey | None:
+    for key in obj:
+        if key not in NAMES:
+            name = _FOLDED.get(_fold(key))
+            if name is not None:
+                return FoldedKey(key, name)
     return None
 
 

@@ -23,6 +23,11 @@ Gemini's parser (proto JSON) reads every message field under two spellings, ``sy
 ``system_instruction``: an object giving both is a repeat too. Gemini clients write camelCase, so the
 pairs are looked at (with the standard library's parser) only when the snake_case name of such a
 field occurs (``_GEMINI_FIELDS``; a tool's ``file_path`` argument is not one).
+
+A parser that matches keys case-insensitively (Go's ``encoding/json``) reads ``"Messages"`` or
+``"ſystem"`` as the field the proxy reads only as ``messages`` or ``system``: on the OpenAI and
+Anthropic wires ``read_once(folds=...)`` refuses such a key too, from the object decoded here (for a
+later turn, from its added items): ``proxy.wire.key_folds``.
 """
 
 from __future__ import annotations

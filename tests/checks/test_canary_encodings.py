@@ -11,11 +11,13 @@ blobs that are not the prompt) is pinned at the end and measured by ``bench.cana
 from __future__ import annotations
 
 import base64
+import codecs
 import random
 from collections.abc import Callable
 
 import pytest
 
+from guardrails.stream._canary_views import GATE_WINDOW
 from tests.checks.test_canary_spelled import (
     AGENT_PROMPT,
     CANARY,
@@ -51,7 +53,21 @@ VARIANTS: dict[str, Callable[[str], str]] = {
     "decimal character references": lambda t: "".join(f"&#{ord(c)};" for c in t),
     "hex character references": lambda t: "".join(f"&#x{ord(c):x};" for c in t),
     "unicode escapes": lambda t: "".join(f"\\u{ord(c):04x}" for c in t),
+    "rot13": lambda t: codecs.encode(t, "rot13"),
+    "caesar shift 1": lambda t: "".join(_shift(c, 1) for c in t),
+    "caesar shift 22": lambda t: "".join(_shift(c, 22) for c in t),
 }
+
+
+SHIFTED = {"rot13", "caesar shift 1", "caesar shift 22"}
+
+
+def _shift(c: str, k: int) -> str:
+    if "a" <= c <= "z":
+        return chr((ord(c) - 97 + k) % 26 + 97)
+    if "A" <= c <= "Z":
+        return chr((ord(c) - 65 + k) % 26 + 65)
+    return c
 
 
 def _chunks(text: str, n: int) -> list[str]:
@@ -83,8 +99,10 @@ def test_a_variant_is_blocked_streamed_in_random_splits_before_min_chars_of_it_g
     assert blocked
     assert not armed_passes(CANARY, CTX, pieces)
     # What went out before the block holds less of the copy than the spelling of MIN_CHARS of the prompt.
+    # (A shifted copy is read from when the shift gate sees it: up to one gate window later.)
     released = text[:max(horizons, default=0)]
-    assert len(released) - len(prefix) < len(VARIANTS[how](EXCERPT[:MIN_CHARS])), released
+    late = GATE_WINDOW if how in SHIFTED else 0
+    assert len(released) - len(prefix) < len(VARIANTS[how](EXCERPT[:MIN_CHARS])) + late, released
 
 
 ORDINARY = [

@@ -102,7 +102,7 @@ def test_clean_answers_pass_byte_for_byte(guard_proxy: ProxyServer, upstream: Fa
     """Text that merely resembles a secret passes: a UUID, a sha256 in code, a documented example key."""
     text = ("Use id 123e4567-e89b-12d3-a456-426614174000, checksum "
             "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 and the docs' example key "
-            "AKIAIOSFODNN7EXAMPLE. Mail nobody@example.com.")
+            "AKIAIOSFODNN7EXAMPLE. Mail noreply@example.com (a service mailbox, no person).")
     reply = Reply(text=text, split_bytes=3)
     upstream.queue(reply)
     res = raw_call(guard_proxy.url, api, stream=True, system=SYSTEM)

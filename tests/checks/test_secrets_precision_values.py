@@ -75,6 +75,9 @@ def _every_split(text: str) -> set[str | None]:
     "    credentials = ActionController::HttpAuthentication::Basic.encode_credentials user, pass\n",
     "    def sign(self, msg: bytes, key: Ed25519PrivateKey) -> bytes:\n",
     "        client = Client('client_key', signature_method=SIGNATURE_HMAC_SHA256)\n",
+    # a password's stored hash; a provider's name that says an identifier
+    'password = "pbkdf2_sha256$600000$Zx9Qw3Er7Ty1Ui5Op2As$aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5bC7dE9f="\n',
+    'AzureAdClientId = "fdb91ff5-5ce6-41f3-bdbd-8267c817015d"\n',
     # a badge's token, published in a README by design
     "[![GuardRails](https://api.guardrails.io/v2/badges/21183?token=66768ce8f6995814df81f65a2cff40f739f688492704f973e62809e15599bb62)](https://x)\n",
     # the standards' own examples
@@ -107,6 +110,9 @@ def test_benign_values_pass(text: str) -> None:
     (f"token = {_jwt({'sub': 'auth0|5f7c8ec7c33c6c004bbafe82', 'exp': 4102444800})}\n", "jwt"),
     ('AUTH0_CLIENT_KEY = "' + _b64(b'{"type":"service_account","private_key_id":"8f3a1c9e"}') + '"\n', "auth0"),
     (f'\tgoogleAccessTokenSecret = "{KEY}"\n', "generic"),
+    (f'password = "pbkdf2{KEY}"\n', "generic"),
+    (f'AzureAdClientSecret = "{KEY}"\n', "azure"),
+    ('SUMO_ACCESS_ID = "suGyI5imvADdvU"\n', "sumologic"),
     (f"https://api.acme-corp.net/v2/items/21183?token={HEX}{HEX}\n", "generic"),
     (f"        client = Client('client_key', client_secret={KEY})\n", "generic"),
 ])

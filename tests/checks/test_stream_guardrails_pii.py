@@ -48,7 +48,6 @@ NEAR_MISSES = [
     "Order 4111 1111 1111 1112 failed the checksum.",
     "Request id 550e8400-e29b-41d4-a716-446655440000.",
     "sha256 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-    "Write to someone@example.com or test@foo.test in the docs.",
     "Invalid SSNs: 000-12-3456, 666-12-3456, 912-34-5678, 123-00-4567.",
     "Pi is 3.14159265358979 and e is 2.718281828459045.",
     "Call 555-123-4567 (not a NANP exchange) or dial 12345.",
@@ -69,6 +68,14 @@ def test_redacts_each_category_with_its_mask_and_exact_offsets(value: str, mask:
 def test_near_misses_pass(text: str) -> None:
     assert run(arm(), one_char(text)).redactions == []
     assert run(arm(action="replace"), [text]).block is None
+
+
+def test_addresses_at_example_domains_are_emails_unless_the_policy_lets_them_pass() -> None:
+    text = "Write to john@mail.eu.west.example.com or test@example.org in the docs."
+    spans = [(text.index(v), text.index(v) + len(v), "[email]") for v in ("john@mail.eu.west.example.com",
+                                                                         "test@example.org")]
+    assert run(arm(), one_char(text)).redactions == spans
+    assert run(arm(example_emails=False), one_char(text)).redactions == []
 
 
 def test_block_actions_block_with_the_pii_reason() -> None:

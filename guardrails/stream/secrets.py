@@ -30,6 +30,7 @@ from config.policy import SecretsGuardrail
 from guardrails.decision import PASS, SECRET_LEAK, Block, Decision, Redact
 from guardrails.seams import DeltaCheck, StreamContext
 from guardrails.stream import secret_checks
+from guardrails.stream._rendered import SPECIAL, RenderedText, render
 from guardrails.stream._scan import looks_random
 from guardrails.stream.gitleaks import GitleaksRules, GitleaksScanner, load_gitleaks_rules
 from guardrails.stream.keyword_scan import TOKEN_ALIVE, KeywordIndex, KeywordScanner, ScanRule, scan_rule
@@ -192,7 +193,8 @@ class SecretsCheck(DeltaCheck):
     first 32 characters) masks the whole run of token characters after it, so the span waits until
     that run ends (held back meanwhile: ``horizon`` stays at its start)."""
 
-    __slots__ = ("_custom", "_found", "_masked_to", "_owed", "_provider", "_scanner", "last_rule", "last_start", "window")
+    __slots__ = ("_custom", "_found", "_masked_to", "_owed", "_plain_to", "_provider", "_rendered", "_scanner",
+                 "last_rule", "last_start", "window")
     sees_visible_text = True  # invisible characters inside a match hide nothing from the reader
 
     def __init__(self, provider: SecretsProvider) -> None:
@@ -210,6 +212,10 @@ class SecretsCheck(DeltaCheck):
         whether its label was already shown for an earlier piece)."""
         self._masked_to = 0
         """Matches that start before this offset lie in a span already masked."""
+        self._rendered: RenderedText | None = None
+        """The text as a Markdown or HTML view shows it, from the first character that may be markup."""
+        self._plain_to = 0
+        """How far the text was searched for such a character (until one is found)."""
         self._found: list[tuple[int, int, SecretRule, re.Match[str]]] = []
         """Credentials settled but not acted on yet: (start, rule number, rule, match); an earlier
         keyword hit was still pending (``_next_credential``)."""
@@ -221,9 +227,10 @@ class SecretsCheck(DeltaCheck):
         scanner = self._scanner
         if self._custom is None and scanner is not None and self._owed is None and not self._found:
             # The catalog alone: with no keyword hit pending, ``_scan`` would find nothing.
-            at = scanner.quiet_horizon(accumulated)
+            view = self._view(accumulated, final=False)
+            at = scanner.quiet_horizon(view)
             if at >= 0:
-                return at
+                return self._raw_horizon(at)
         decision = self._scan(accumulated, final=False)
         return self.horizon(accumulated) if decision is PASS else decision
 
@@ -231,9 +238,40 @@ class SecretsCheck(DeltaCheck):
         return self._scan(accumulated, final=True)
 
     def horizon(self, accumulated: str) -> int:
+        view = self._view(accumulated, final=False)
+        at = self._horizon(view)
         if self._found:  # (rare: a credential waits for an earlier hit to settle)
-            return min(self._horizon(accumulated), *(found[0] for found in self._found))
-        return self._horizon(accumulated)
+            at = min(at, *(found[0] for found in self._found))
+        return self._raw_horizon(at)
+
+    # -- the view the check reads: the text as a Markdown or HTML view shows it (``_rendered``) --
+    def _view(self, text: str, *, final: bool) -> str:
+        """The text as the client's renderer shows it. O(new characters); until a character that
+        may be markup arrives (nearly every prose stream), the text itself."""
+        rendered = self._rendered
+        if rendered is None:
+            if SPECIAL.search(text, self._plain_to) is None:
+                self._plain_to = len(text)
+                return text
+            rendered = self._rendered = RenderedText()
+        rendered.feed(text, final=final)
+        return rendered.text
+
+    def _raw_horizon(self, at: int) -> int:
+        rendered = self._rendered
+        if rendered is None:
+            return at
+        rendered.forget_before(at)
+        return min(rendered.raw_horizon(at), rendered.consumed)
+
+    def _raw_start(self, at: int) -> int:
+        return at if self._rendered is None else self._rendered.raw_start(at)
+
+    def _redact(self, start: int, end: int, mask: str, rule_id: str) -> Redact:
+        """A redaction of the view's ``[start, end)`` as one of the raw text."""
+        if self._rendered is not None:
+            start, end = self._rendered.raw_span(start, end)
+        return Redact(SECRET_LEAK, start, end, mask, rule=rule_id)
 
     def _horizon(self, accumulated: str) -> int:
         scanner = self._scanner
@@ -249,8 +287,9 @@ class SecretsCheck(DeltaCheck):
             end = min(end, self._custom.horizon(accumulated))
         return end
 
-    def _scan(self, text: str, *, final: bool) -> Decision:
+    def _scan(self, raw: str, *, final: bool) -> Decision:
         provider = self._provider
+        text = self._view(raw, final=final)
         if self._owed is not None:
             owed = self._settle_owed(text, final)
             if owed is not None:
@@ -259,7 +298,7 @@ class SecretsCheck(DeltaCheck):
                 return PASS  # the token is still arriving
         if self._scanner is not None and (found := self._next_credential(self._scanner, text, final)) is not None:
             rule, match = found
-            self.last_start, self.last_rule = match.start(), rule.id
+            self.last_start, self.last_rule = self._raw_start(match.start()), rule.id
             if not provider.redact:
                 return self._block(rule)
             start, end = _span(match)
@@ -270,7 +309,7 @@ class SecretsCheck(DeltaCheck):
                 if start < self._masked_to:
                     continue
                 if not any(allowed.startswith(secret) for allowed in provider.allow) and not provider.waived(None, secret):
-                    self.last_start, self.last_rule = start, CUSTOM
+                    self.last_start, self.last_rule = self._raw_start(start), CUSTOM
                     if not provider.redact:
                         return self._block(None)
                     self._owed = (start, start + len(secret), CUSTOM, CUSTOM, False)
@@ -318,14 +357,14 @@ class SecretsCheck(DeltaCheck):
             # A token longer than the hold-back should keep: mask what came, the rest as it comes.
             self._owed = (tail, tail, rule_id, family, True)
             self._masked_to = tail
-            return Redact(SECRET_LEAK, start, tail, mask, rule=rule_id)
+            return self._redact(start, tail, mask, rule_id)
         while tail > end and text[tail - 1] == ".":
             tail -= 1  # a sentence's full stop is not the token's
         self._owed = None
         self._masked_to = max(self._masked_to, tail)
         if tail == start:
             return None
-        return Redact(SECRET_LEAK, start, tail, mask, rule=rule_id)
+        return self._redact(start, tail, mask, rule_id)
 
     def _mask(self, rule_id: str, family: str) -> str:
         return _fill(self._provider.mask, self._provider.id, rule_id, family)
@@ -425,4 +464,4 @@ class SecretsProvider:
             return False
         if self.index is None:
             return True
-        return self.index.finds_none(pieces[0] if len(pieces) == 1 else "".join(pieces))
+        return self.index.finds_none(render(pieces[0] if len(pieces) == 1 else "".join(pieces)))

@@ -16,7 +16,7 @@ each content part or block and what a ``tool_result`` contains, tool calls and t
 tool definitions), a key that is not one of ``NAMES`` byte for byte but folds onto one. The fold is
 wider than Go's on purpose (``_fold``): Unicode full case folding (so Go's ``ſ`` and ``K``, and the
 ligatures a full folding splits), and ``ı``/``İ`` to ``i`` (their simple upper- and lower-case
-mappings are ASCII, which a parser comparing by ``ToUpperInvariant``/``toLowerCase`` matches). Keys
+mappings are ASCII: a parser comparing characters by those mappings matches them). Keys
 of maps the client names itself (a tool call's ``input``/``arguments``, a schema's ``properties``,
 ``metadata``, a prompt's ``variables``) are never looked at: the walk descends only through the
 fields each level lists.

@@ -63,7 +63,9 @@ def test_a_spelled_out_prompt_is_blocked_streamed(
     upstream.queue(Reply(text=answer, deltas=list(answer)))
     seen = sdk_call(guard_proxy.url, api, stream=True, system=SYSTEM)
     assert "[withheld: system prompt]" in seen.text
-    assert seen.text.startswith(PREFIX.strip())
+    # The text before the copy goes out, unless it reached the proxy in one read with the copy's start
+    # (a read's deltas are checked as one run; holding a little more is the safe side).
+    assert seen.text.startswith((PREFIX.strip(), "[withheld: system prompt]"))
     assert _shows_no_run_of_the_prompt(seen.text)
     assert seen.finish == FILTERED[api]
 

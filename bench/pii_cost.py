@@ -25,21 +25,11 @@ import sys
 import time
 from pathlib import Path
 
+from bench.guard_cost import CODE, PROSE  # the same prose and code as the all-armed cost
+
 HERE = Path(__file__).resolve()
 DELTAS = 10_000
 
-PROSE = (
-    "The deployment finished in about four minutes, and the health checks went green right after. "
-    "If the cache misses again, look at the eviction policy before scaling the workers out. "
-    "We measured the latency at the edge and inside the service; most of it was serialization. "
-)
-CODE = (
-    "def handle(request: Request) -> Response:\n"
-    "    user = await store.get_user(request.user_id)\n"
-    "    if user is None:\n        return Response(status=404)\n"
-    "    items = [item.to_dict() for item in user.items if item.visible]\n"
-    "    return Response(json.dumps({'items': items, 'count': len(items)}))\n"
-)
 LOGS = (
     "2024-05-13 10:20:31,442 INFO worker-3 took 1234 ms for job 88123 (retry 2/5) v1.22.3 at 10.0.12.7:8080\n"
     '{"id": 123456, "price": 19.99, "qty": 3, "ts": 1700000000, "ratio": 0.4512}\n'

@@ -101,7 +101,8 @@ REPEAT = re.compile(r"(.)\1{5}")
 _WORD_SPLIT = re.compile(r"[_.:~-]")
 _CAMEL_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 _KEBAB = re.compile(r"[A-Za-z0-9]+(?:[-_./:][A-Za-z0-9]+)+")
-_DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)+(?:\(.*)?")
+# (a TypeScript non-null ``!`` after it: ``process.env.AUTH0_PASSWORD!``)
+_DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:(?:\.|::)[A-Za-z_]\w*)+(?:\(.*)?!?")
 
 
 def base62_crc32_ok(body: str) -> bool:

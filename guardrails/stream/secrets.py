@@ -56,7 +56,10 @@ _EXAMPLE = re.compile("EXAMPLE", re.IGNORECASE)
 _RUNS = re.compile("[A-Za-z0-9]{8,}")
 # What a generic name ends when the word before it says the value is no secret: a WebSocket
 # handshake's nonce (``Sec-WebSocket-Key``) is random and public.
-_NOT_SECRET_PREFIXES = ("websocket-", "websocket_", "websocket")
+# (and a key encrypted under another, public by design: JWE's ``encrypted_key``, a ``wrapped_key``;
+# ``encryption_key`` is a key)
+_NOT_SECRET_PREFIXES = ("websocket-", "websocket_", "websocket", "encrypted_", "encrypted-", "encrypted",
+                        "wrapped_", "wrapped-", "wrapped")
 
 
 def build_index(categories: frozenset[str]) -> tuple[KeywordIndex, dict[str, SecretRule]]:

@@ -38,6 +38,9 @@ def _every_split(text: str) -> set[str | None]:
     "DATABASE_URL=postgres://postgres:adminadmin@db.example.net:5432/db\n",
     "PG_DATABASE_URL: postgres://postgres:postgrespassword@postgres:5432/postgres\n",
     "AUTH_EDGEDB_DSN=edgedb://johndoe:supersecure@myhost.com:420\n",
+    # a value encrypted under a key (JWE's JSON serialisation), an environment variable read in TypeScript
+    '  "encrypted_key": "56GVudgRLIMEElQ7DpXsijJVRSWUSDNdbWkdV3g0GUNq6hcT_GkxwnxlPIWrTXCqRpVKQC8",\n',
+    '  await page.type("#password", process.env.AUTH0_PASSWORD!)\n',
 ])
 def test_heldout_shapes_pass(text: str) -> None:
     assert _every_split(text) == {None}, text
@@ -51,6 +54,8 @@ def test_heldout_shapes_pass(text: str) -> None:
     (f'\tdefaultSpotifyAPIKey  = "{KEY}"\n', "spotify"),
     (f"DATABASE_URL=postgres://postgres:{KEY}@db.example.net:5432/db\n", "url_credentials"),
     ("DATABASE_URL=postgres://postgres:Tr0ub4dor3xQ@db.example.net:5432/db\n", "url_credentials"),
+    (f'  "encryption_key": "56GVudgRLIMEElQ7DpXsijJVRSWUSDNdbWkdV3g0GUNq6hcT_{KEY}",\n', "generic"),
+    (f'  await page.type("#password", "{KEY}!")\n', "generic"),
 ])
 def test_heldout_neighbours_still_trip(text: str, family: str) -> None:
     assert _every_split(text) == {family}, text

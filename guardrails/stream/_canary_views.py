@@ -22,6 +22,7 @@ import codecs
 import html
 import re
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 
 from guardrails.stream._canary_text import normalise, squeeze
 
@@ -177,19 +178,27 @@ class Rendered:
         return len(self._open)
 
 
+@lru_cache(maxsize=8)
+def _run_patterns(chars: str, digits: str) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """A run, a whole run long enough to be decoded (``Run._runs`` visits only those, and the
+    ends), a digit: compiled once (a ``Run`` is made per answer checked)."""
+    return (re.compile(f"[{re.escape(chars)}]+"), re.compile(f"[{re.escape(chars)}]{{{MIN_RUN},}}"),
+            re.compile(f"[{re.escape(digits)}]"))
+
+
 class Run:
     """A run of base64 or hex digits (base64 across line breaks, hex with a space or a colon between
     bytes), decoded once it is ``MIN_RUN`` characters long and from then on as it grows, in whole
     units (4 base64 digits, 2 hex digits). The raw characters of a run too short to be decoded yet,
     or of a unit not complete yet, are kept (``held``): their letters are not known yet."""
 
-    __slots__ = ("_decode", "_decoding", "_digit", "_held", "_pending", "_run", "_text", "_unit", "chars", "skipped")
+    __slots__ = ("_decode", "_decoding", "_digit", "_held", "_long", "_pending", "_run", "_text", "_unit", "chars",
+                 "skipped")
 
     def __init__(self, chars: str, digits: str, unit: int, decode: Callable[[str], bytes]) -> None:
         self.chars = chars
         """Every character a run may hold (digits and separators)."""
-        self._run = re.compile(f"[{re.escape(chars)}]+")
-        self._digit = re.compile(f"[{re.escape(digits)}]")
+        self._run, self._long, self._digit = _run_patterns(chars, digits)
         self._unit = unit
         self._decode = decode
         self._pending = 0  # characters of the run at the end of the answer, while not decoding
@@ -234,15 +243,29 @@ class Run:
         """Every run of ``text`` decoded: the ones it ends whole (when long enough), the last one as
         far as its whole units go; the rest of the last run is held."""
         out: list[str] = []
-        self.skipped = len(text)
-        for m in self._run.finditer(text):
-            run = m.group()
-            if not out and self.skipped == len(text):
-                self.skipped = m.start()  # (the raw characters before the first run read nothing)
-            decoding = self._decoding and continued and m.start() == 0
+        n = len(text)
+        first = self._run.search(text)
+        self.skipped = n if first is None else first.start()  # (the raw characters before the first run read nothing)
+        # The runs that matter: one that continues a decode (at 0), every run long enough to be
+        # decoded, and the one the text ends in (it may go on). Each is a whole run of ``_run``'s; the
+        # short ones between them read nothing, and a prose answer is all short runs (its words), so
+        # they are not visited one by one.
+        spans = [m.span() for m in self._long.finditer(text)]
+        if first is not None and first.start() == 0 and self._decoding and continued:
+            spans.insert(0, first.span())
+        tail = len(text.rstrip(self.chars))
+        if tail < n:
+            spans.append((tail, n))
+        seen = -1
+        for start, end in spans:
+            if start <= seen:
+                continue  # (a run listed twice: at 0, long, or the tail)
+            seen = start
+            run = text[start:end]
+            decoding = self._decoding and continued and start == 0
             if not decoding:
                 self._text.reset()
-            if m.end() == len(text):  # may go on in the next delta
+            if end == n:  # may go on in the next delta
                 if decoding or len(run) >= MIN_RUN:
                     self._decoding = True
                     cut = self._whole_units(run)

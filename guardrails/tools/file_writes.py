@@ -58,7 +58,7 @@ def covered(paths: Sequence[str], globs: Sequence[str], root: str | None) -> boo
             except ValueError:  # another drive
                 rel = path
             path = rel if not rel.startswith("..") else path
-        if path.startswith("..") or "/../" in path:
+        if path.startswith(".."):  # (normpath leaves ".." only at the start)
             return False
         if windows:
             path = path.replace("\\", "/")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 
@@ -22,10 +21,10 @@ from guardrails.stream._canary_text import squeeze
 from guardrails.stream.canary import normalise
 from tests.adversarial import utf8_chat_frames
 from tests.apis import APIS, FILTERED, NORMAL, sdk_call
+from tests.checks.agent_canary import AGENT_PROMPT, EXCERPT, MIN_CHARS
 from tests.fakes.proxy import ProxyServer
 from tests.fakes.upstream import FakeUpstream, Reply
 
-MIN_CHARS = 40
 POLICY = f"""
 [defaults]
 holdback_chars = 0
@@ -36,9 +35,6 @@ kind = "canary"
 min_chars = {MIN_CHARS}
 replacement = "[withheld: system prompt]"
 """
-SYSTEM = (Path(__file__).parent.parent / "data" / "gemini_cli_system_prompt.txt").read_text(encoding="utf-8")
-EXCERPT = ("Rigorously adhere to existing project conventions when reading or modifying code. Analyze "
-           "surrounding code, tests, and configuration first.")
 PREFIX = "Sure, my instructions say:\n"
 LOOKALIKE = str.maketrans({"a": "а", "e": "е", "o": "ο", "p": "р", "c": "с", "i": "і", "s": "ѕ",
                            "x": "х", "y": "у", "j": "ј", "v": "ν", "t": "ᴛ", "n": "ɴ", "R": "ʀ", "A": "Α"})
@@ -128,7 +124,7 @@ def guard_proxy(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
 
 
 def test_the_lookalike_leak_differs_from_the_prompt_in_most_words() -> None:
-    assert LEAK not in SYSTEM and EXCERPT in SYSTEM
+    assert LEAK not in AGENT_PROMPT and EXCERPT in AGENT_PROMPT
     assert sum(a != b for a, b in zip(LEAK, EXCERPT, strict=True)) > 50
     assert normalise(LEAK) == normalise(EXCERPT)
 
@@ -138,7 +134,7 @@ def test_the_lookalike_leak_differs_from_the_prompt_in_most_words() -> None:
 def test_a_copy_is_blocked_streamed(guard_proxy: ProxyServer, upstream: FakeUpstream, api: str, how: str) -> None:
     copy = COPIES[how]
     upstream.queue(Reply(text=copy.answer, deltas=list(copy.answer)))
-    seen = sdk_call(guard_proxy.url, api, stream=True, system=SYSTEM)
+    seen = sdk_call(guard_proxy.url, api, stream=True, system=AGENT_PROMPT)
     assert "[withheld: system prompt]" in seen.text
     if copy.starts:
         assert seen.text.startswith(copy.starts)
@@ -150,7 +146,7 @@ def test_a_copy_is_blocked_streamed(guard_proxy: ProxyServer, upstream: FakeUpst
 @pytest.mark.parametrize("api", APIS)
 def test_a_copy_is_blocked_unary(guard_proxy: ProxyServer, upstream: FakeUpstream, api: str, how: str) -> None:
     upstream.queue(Reply(text=UNARY[how]))
-    seen = sdk_call(guard_proxy.url, api, stream=False, system=SYSTEM)
+    seen = sdk_call(guard_proxy.url, api, stream=False, system=AGENT_PROMPT)
     assert seen.text == "[withheld: system prompt]"
 
 
@@ -158,7 +154,7 @@ def test_lookalikes_split_across_writes_mid_letter_are_blocked(guard_proxy: Prox
     answer = COPIES["lookalikes"].answer
     reply = Reply(text=answer, deltas=[answer[i:i + 3] for i in range(0, len(answer), 3)])
     upstream.queue(Reply(raw_frames=utf8_chat_frames(reply), split_bytes=1))
-    seen = sdk_call(guard_proxy.url, "chat", stream=True, system=SYSTEM)
+    seen = sdk_call(guard_proxy.url, "chat", stream=True, system=AGENT_PROMPT)
     assert "[withheld: system prompt]" in seen.text
     assert _no_normalised_run(seen.text)
     assert seen.finish == FILTERED["chat"]
@@ -171,7 +167,7 @@ def test_an_innocent_answer_passes_untouched(guard_proxy: ProxyServer, upstream:
                                              text: str, stream: bool) -> None:
     answer, size = INNOCENT[text]
     upstream.queue(Reply(text=answer, deltas=[answer[i:i + size] for i in range(0, len(answer), size)]))
-    seen = sdk_call(guard_proxy.url, api, stream=stream, system=SYSTEM)
+    seen = sdk_call(guard_proxy.url, api, stream=stream, system=AGENT_PROMPT)
     assert seen.text == answer
     if stream:
         assert seen.finish == NORMAL[api]

@@ -111,13 +111,14 @@ class InputGuard:
         """Raises ``BadRequest`` for a body that is not a JSON object (the caller answers 400)."""
         found = input_texts(wire, request.data, self.parts)
         texts = found.texts
+        units = _units(texts)
         current: dict[Path, str] = {}
         trips: dict[str, _Trip] = {}
         if self._span_checks:
-            await self._spans(texts, current, trips)
+            await self._spans(texts, units, current, trips)
         for check in self._text_checks:
             if check.action == "log" or not any(t.check.action == "reject" for t in trips.values()):
-                trip = await self._judge(s, check, texts, current, model, completers)
+                trip = await self._judge(s, check, texts, units, current, model, completers)
                 if trip is not None:
                     trips[check.id] = trip
         ordered = [trips[c.id] for c in self.checks if c.id in trips]
@@ -138,7 +139,8 @@ class InputGuard:
                                         f"guardproxy: the request could not be redacted ({exc}); it was not sent")
         return out
 
-    async def _spans(self, texts: list[InputText], current: dict[Path, str], trips: dict[str, _Trip]) -> None:
+    async def _spans(self, texts: list[InputText], units: list[list[int]], current: dict[Path, str],
+                     trips: dict[str, _Trip]) -> None:
         """Every span check over every text it reads, in policy order per text: a later check reads
         the text as an earlier one's redaction left it. Adjacent parts the model reads as one text
         (a group, ``InputText.group``) are read together (``guardrails.input.joined``). A text or a
@@ -146,7 +148,6 @@ class InputGuard:
         checked together, in a worker thread when they are long (``OFF_LOOP_CHARS``: a conversation
         the proxy has not seen, after a restart)."""
         seen = self._seen
-        units = _units(texts)
         keys = [_PART_KEYS[t.part] + digest(t.text) for t in texts]
         unit_keys = [keys[u[0]] if len(u) == 1 else _group_key([keys[i] for i in u]) for u in units]
         known: dict[bytes, Verdict | None] = {}
@@ -225,33 +226,36 @@ class InputGuard:
             out.append(every if any(h for per_part in every for h in per_part) else None)
         return out
 
-    async def _judge(self, s: Services, check: TextCheck, texts: list[InputText], current: dict[Path, str], model: str,
-                     completers: Callable[[], Completers]) -> _Trip | None:
+    async def _judge(self, s: Services, check: TextCheck, texts: list[InputText], units: list[list[int]],
+                     current: dict[Path, str], model: str, completers: Callable[[], Completers]) -> _Trip | None:
+        """One message check over each text or group it reads (a group glued: the parts as the model
+        reads them), as the span checks left them."""
         seen = self._judged[check.id]
-        todo: list[tuple[InputText, str, bytes]] = []
+        todo: list[tuple[list[InputText], str, bytes]] = []
         flagged: list[InputText] = []
-        for t in texts:
-            if t.part not in check.parts:
+        for unit in units:
+            if texts[unit[0]].part not in check.parts:
                 continue
-            text = current.get(t.path, t.text)
+            group = [texts[i] for i in unit]
+            text = "".join(current.get(t.path, t.text) for t in group)
             key = digest(text)
             verdict = seen.get(key)
             if verdict is None:
-                todo.append((t, text, key))
+                todo.append((group, text, key))
             elif verdict:
-                flagged.append(t)
+                flagged += group
         if todo:
             completer, completer_for = completers()
             verdicts = await asyncio.gather(*(self._one(s, check, text, model, completer, completer_for)
                                               for _, text, _ in todo))
-            for (t, _, key), verdict in zip(todo, verdicts, strict=True):
+            for (group, _, key), verdict in zip(todo, verdicts, strict=True):
                 if verdict is None:
                     continue  # undecided: fails open, and is asked again next time
                 seen[key] = verdict
                 if len(seen) > CACHE_ENTRIES:
                     seen.popitem(last=False)
                 if verdict:
-                    flagged.append(t)
+                    flagged += group
         if not flagged:
             return None
         trip = _Trip(check, _reason(check))

@@ -1,7 +1,8 @@
 """Input guardrails on a guarded request, before it goes upstream (``[[input_guardrails]]``).
 
 ``InputGuard.screen`` reads the texts the request carries into the model (``proxy.wire.input_parts``),
-runs each armed check over the parts it names, in policy order, and returns what to send:
+runs each armed check over the parts it names, in policy order (adjacent text parts of a message, a
+group, read together as the model reads them: ``guardrails.input.joined``), and returns what to send:
 
 - ``redact``: the body with each flagged string rewritten in place (values masked, hidden characters
   dropped), every other byte as the client sent it (``proxy.wire.json_spans``); a later check reads

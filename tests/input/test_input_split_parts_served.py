@@ -11,6 +11,7 @@ sent it, and benign adjacent parts pass untouched."""
 from __future__ import annotations
 
 import json
+import random
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ from tests.adversarial import SECRET
 from tests.fakes.classifier import FakeClassifier
 from tests.fakes.proxy import ProxyServer
 from tests.fakes.upstream import FakeUpstream
+from tests.secret_samples import TEMPLATES, fill
 
 TEXT = f"Deploy with the key {SECRET} please."
 AT = TEXT.index(SECRET)
@@ -279,3 +281,21 @@ parts = ["tool_result"]
         assert upstream.seen == []
         send(proxy.url, "chat-tool", ["The page: FORB", "IDS nothing."])  # asked once, as one text
         assert [b["output"] for b in classifier.webhook_bodies][1:] == ["The page: FORBIDS nothing."]
+
+
+@pytest.mark.parametrize("shape", ["chat-user", "responses-tool", "anthropic-turns", "gemini-system"])
+def test_a_private_key_cut_at_a_line_end_is_masked_as_the_whole_key_is(
+        proxies: dict[str, ProxyServer], upstream: FakeUpstream, shape: str) -> None:
+    """The header in one part, the body in the next, the newline between them in neither: whole only
+    when the parts are read one per line (the glued reading runs the header into the body)."""
+    key = fill(TEMPLATES["private-key"], random.Random(5))
+    text = f"my key:\n{key}thanks"
+    whole = received(shape, json.loads(_sent(proxies["redact"], upstream, shape, [text])))[0]
+    assert whole != text
+    head, _, tail = text.partition("-----\n")
+    parts = [head + "-----", tail]
+    plain = _sent(proxies["plain"], upstream, shape, parts)
+    got = _sent(proxies["redact"], upstream, shape, parts)
+    pieces = received(shape, json.loads(got))
+    assert "\n".join(pieces) == whole
+    assert got == _replaced(plain, parts, pieces)

@@ -287,11 +287,14 @@ parts = ["tool_result"]
 def test_a_private_key_cut_at_a_line_end_is_masked_as_the_whole_key_is(
         proxies: dict[str, ProxyServer], upstream: FakeUpstream, shape: str) -> None:
     """The header in one part, the body in the next, the newline between them in neither: whole only
-    when the parts are read one per line (the glued reading runs the header into the body)."""
-    key = fill(TEMPLATES["private-key"], random.Random(5))
+    when the parts are read one per line (the glued reading runs the header into the body). The
+    mask covers the key's body to its END line, not only the start the rule names."""
+    rng = random.Random(5)
+    lines = [fill("{b64:64}", rng) for _ in range(3)]
+    key = fill(TEMPLATES["private-key"], rng) + "\n".join([*lines, "-----END RSA PRIVATE KEY-----\n"])
     text = f"my key:\n{key}thanks"
     whole = received(shape, json.loads(_sent(proxies["redact"], upstream, shape, [text])))[0]
-    assert whole != text
+    assert whole == "my key:\n-----BEGIN RSA PRIVATE KEY-----\n[REDACTED:private_key]\nthanks"
     head, _, tail = text.partition("-----\n")
     parts = [head + "-----", tail]
     plain = _sent(proxies["plain"], upstream, shape, parts)

@@ -22,19 +22,24 @@ from __future__ import annotations
 import base64
 import codecs
 import random
-import statistics
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from bench.canary_lookalikes import PROMPT, blocked_streamed, random_deltas
-from bench.canary_spelled import corpus, fresh
+from bench.canary_common import (
+    PROMPT,
+    Row,
+    blocked_streamed,
+    corpus,
+    cpu_us_per_delta,
+    fresh,
+    off_against_on,
+    print_table,
+    random_deltas,
+)
 from bench.guard_cost import clean_deltas
 from bench.holdback import _TOKEN
 from guardrails.stream import canary
 from tests.checks.test_canary_encodings import VARIANTS
-
-ROUNDS = 3
 
 
 @contextmanager
@@ -67,7 +72,7 @@ def blobs(rng: random.Random) -> list[str]:
     return out
 
 
-def verdicts() -> dict[str, float | int]:
+def verdicts() -> Row:
     provider, ctx = fresh()
     rng = random.Random(7)
     negatives = blobs(rng)
@@ -83,40 +88,14 @@ def verdicts() -> dict[str, float | int]:
             "encoded whole blocked": sum(not provider.passes_whole(ctx, [t]) for t in leaks)}
 
 
-def per_delta(deltas: list[str]) -> float:
-    provider, ctx = fresh()
-    total = 0.0
-    for at in range(0, len(deltas), 2000):
-        check = provider.arm(ctx)
-        assert check is not None
-        acc = ""
-        start = time.process_time()
-        for delta in deltas[at:at + 2000]:
-            acc += delta
-            check.check_horizon(acc, delta)
-        total += time.process_time() - start
-    return total / len(deltas) * 1e6
-
-
 def main() -> None:
-    with views_off():
-        before = verdicts()
-    after = verdicts()
     streams = {"cpu us/delta, guard_cost prose and code": clean_deltas(10_000),
                "cpu us/delta, project sources": _TOKEN.findall(corpus())[:10_000]}
-    rounds: dict[str, dict[bool, list[float]]] = {name: {False: [], True: []} for name in streams}
-    for _ in range(ROUNDS):
-        for name, deltas in streams.items():
-            with views_off():
-                rounds[name][False].append(per_delta(deltas))
-            rounds[name][True].append(per_delta(deltas))
-    for name in streams:
-        before[name] = round(statistics.median(rounds[name][False]), 2)
-        after[name] = round(statistics.median(rounds[name][True]), 2)
-    print("| measure | views off (before) | on (after) |")
-    print("|---|---:|---:|")
-    for key in after:
-        print(f"| {key} | {before[key]} | {after[key]} |")
+
+    def costs() -> Row:
+        return {name: cpu_us_per_delta(*fresh(), deltas, runs=1) for name, deltas in streams.items()}
+
+    print_table(*off_against_on(views_off, verdicts, costs), "views off (before)", "on (after)")
 
 
 if __name__ == "__main__":

@@ -23,27 +23,29 @@ import statistics
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import guardrails.stream._canary_text as canary_text
+from bench.canary_common import (
+    GREEK,
+    PROMPT,
+    RUNS,
+    RUSSIAN,
+    Row,
+    blocked_streamed,
+    cpu_us_per_delta,
+    fresh,
+    messages,
+    off_against_on,
+    print_table,
+    random_deltas,
+)
 from bench.holdback import real_text, token_deltas
-from config.policy import CanaryGuardrail
-from guardrails.decision import PASS
 from guardrails.seams import StreamContext
 from guardrails.stream.canary import CanaryProvider
 
-ROOT = Path(__file__).resolve().parents[1]
-PROMPT = (ROOT / "tests" / "data" / "gemini_cli_system_prompt.txt").read_text(encoding="utf-8")
 LOOKALIKES = {"a": "аα", "c": "сᴄ", "e": "е", "i": "іι", "j": "ј", "o": "оο", "p": "рρ", "s": "ѕ", "x": "хχ",
               "y": "у", "h": "һ", "v": "ν", "A": "АΑ", "B": "ВΒ", "E": "ЕΕ", "H": "НΗ", "K": "КΚ", "M": "МΜ",
               "O": "ОΟ", "P": "РΡ", "T": "ТΤ", "X": "ХΧ", "C": "С", "S": "Ѕ"}
-RUSSIAN = ("Сегодня утром мы проверили сборку на всех серверах, и тесты прошли без ошибок. Если кэш снова "
-           "промахнётся, посмотрите на политику вытеснения, прежде чем добавлять новые рабочие процессы. ")
-GREEK = ("Σήμερα το πρωί ελέγξαμε την κατασκευή σε όλους τους διακομιστές και οι δοκιμές πέρασαν χωρίς "
-         "σφάλματα. Αν η κρυφή μνήμη αστοχήσει ξανά, κοιτάξτε την πολιτική εκκαθάρισης. ")
-MESSAGE_DELTAS = 2000
-RUNS = 5
-ROUNDS = 3
 
 
 @contextmanager
@@ -59,30 +61,6 @@ def skeleton_off() -> Iterator[None]:
 
 def lookalike_copy(text: str, rng: random.Random) -> str:
     return "".join(rng.choice(LOOKALIKES[c]) if c in LOOKALIKES and rng.random() < 0.5 else c for c in text)
-
-
-def random_deltas(text: str, rng: random.Random) -> list[str]:
-    out, i = [], 0
-    while i < len(text):
-        n = rng.randint(1, 6)
-        out.append(text[i:i + n])
-        i += n
-    return out
-
-
-def blocked_streamed(provider: CanaryProvider, ctx: StreamContext, deltas: list[str]) -> bool:
-    check = provider.arm(ctx)
-    assert check is not None
-    acc = ""
-    for delta in deltas:
-        acc += delta
-        if check.check(acc, delta) is not PASS:
-            return True
-    return check.finish(acc) is not PASS
-
-
-def messages(deltas: list[str]) -> list[list[str]]:
-    return [deltas[i:i + MESSAGE_DELTAS] for i in range(0, len(deltas), MESSAGE_DELTAS)]
 
 
 def false_positives(provider: CanaryProvider, ctx: StreamContext) -> dict[str, int]:
@@ -106,22 +84,6 @@ def detection(provider: CanaryProvider, ctx: StreamContext) -> dict[str, int]:
             "whole blocked": sum(not provider.passes_whole(ctx, [t]) for t in leaks)}
 
 
-def cpu_us_per_delta(provider: CanaryProvider, ctx: StreamContext, deltas: list[str]) -> float:
-    def once() -> float:
-        total = 0.0
-        for message in messages(deltas):
-            check = provider.arm(ctx)
-            assert check is not None
-            acc = ""
-            start = time.process_time()
-            for delta in message:
-                acc += delta
-                check.check_horizon(acc, delta)
-            total += time.process_time() - start
-        return total
-    return statistics.median(once() for _ in range(RUNS)) / len(deltas) * 1e6
-
-
 def index_ms(provider: CanaryProvider, prompt: str) -> float:
     def once() -> float:
         start = time.process_time()
@@ -130,17 +92,15 @@ def index_ms(provider: CanaryProvider, prompt: str) -> float:
     return statistics.median(once() for _ in range(RUNS)) * 1e3
 
 
-def verdicts() -> dict[str, float | int]:
-    provider = CanaryProvider(CanaryGuardrail(id="canary", kind="canary"), "[withheld]")
-    ctx = StreamContext(system_prompt=PROMPT)
+def verdicts() -> Row:
+    provider, ctx = fresh()
     return {**false_positives(provider, ctx), **detection(provider, ctx)}
 
 
-def costs() -> dict[str, float | int]:
-    provider = CanaryProvider(CanaryGuardrail(id="canary", kind="canary"), "[withheld]")
-    ctx = StreamContext(system_prompt=PROMPT)
+def costs() -> Row:
+    provider, ctx = fresh()
     base = real_text()
-    row: dict[str, float | int] = {
+    row: Row = {
         "ascii us/delta": round(cpu_us_per_delta(provider, ctx, token_deltas(base)[:10_000]), 2),
         "russian us/delta": round(cpu_us_per_delta(provider, ctx, token_deltas(RUSSIAN * 200)[:10_000]), 2)}
     for kb in (15, 57):
@@ -151,22 +111,8 @@ def costs() -> dict[str, float | int]:
 
 
 def main() -> None:
-    """Verdicts once each; costs in ``ROUNDS`` alternating rounds (off, on, off, on...), medians."""
-    with skeleton_off():
-        before = verdicts()
-    after = verdicts()
-    rounds: dict[bool, list[dict[str, float | int]]] = {False: [], True: []}
-    for _ in range(ROUNDS):
-        with skeleton_off():
-            rounds[False].append(costs())
-        rounds[True].append(costs())
-    for on, target in ((False, before), (True, after)):
-        for key in rounds[on][0]:
-            target[key] = round(statistics.median(r[key] for r in rounds[on]), 2)
-    print("| measure | skeleton off (before) | skeleton on (after) |")
-    print("|---|---:|---:|")
-    for key in after:
-        print(f"| {key} | {before[key]} | {after[key]} |")
+    """Verdicts once each; costs in alternating rounds (off, on, off, on...), medians."""
+    print_table(*off_against_on(skeleton_off, verdicts, costs), "skeleton off (before)", "skeleton on (after)")
 
 
 if __name__ == "__main__":

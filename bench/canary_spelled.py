@@ -25,16 +25,26 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from bench.canary_lookalikes import GREEK, PROMPT, ROOT, RUSSIAN, blocked_streamed, messages, random_deltas
-from bench.holdback import _TOKEN, real_text, token_deltas
-from config.policy import CanaryGuardrail
+from bench.canary_common import (
+    GREEK,
+    PROMPT,
+    RUNS,
+    RUSSIAN,
+    Row,
+    blocked_streamed,
+    corpus,
+    cpu_us_per_delta,
+    fresh,
+    messages,
+    off_against_on,
+    print_table,
+    random_deltas,
+)
+from bench.holdback import _TOKEN, token_deltas
 from guardrails.seams import StreamContext
 from guardrails.stream import canary
 from guardrails.stream.canary import CanaryProvider
 from tests.checks.test_canary_spelled import SPELLINGS
-
-RUNS = 5
-ROUNDS = 3
 
 
 @contextmanager
@@ -48,16 +58,7 @@ def squeezed_off() -> Iterator[None]:
         canary.squeeze = real
 
 
-def corpus() -> str:
-    docs = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "docs").glob("*.md"))]
-    return "\n".join([real_text(), *docs])
-
-
-def fresh() -> tuple[CanaryProvider, StreamContext]:
-    return CanaryProvider(CanaryGuardrail(id="canary", kind="canary"), "[withheld]"), StreamContext(system_prompt=PROMPT)
-
-
-def verdicts(deltas: list[str]) -> dict[str, float | int]:
+def verdicts(deltas: list[str]) -> Row:
     provider, ctx = fresh()
     own = messages(deltas)
     prose = messages(token_deltas((RUSSIAN + GREEK) * 40))
@@ -94,49 +95,23 @@ def holds(provider: CanaryProvider, ctx: StreamContext, msgs: list[list[str]]) -
     return out
 
 
-def costs(deltas: list[str]) -> dict[str, float | int]:
+def costs(deltas: list[str]) -> Row:
     provider, ctx = fresh()
-
-    def per_delta() -> float:
-        total = 0.0
-        for message in messages(deltas):
-            check = provider.arm(ctx)
-            assert check is not None
-            acc = ""
-            start = time.process_time()
-            for delta in message:
-                acc += delta
-                check.check_horizon(acc, delta)
-            total += time.process_time() - start
-        return total / len(deltas) * 1e6
 
     def build() -> float:
         start = time.process_time()
         provider.index_of(PROMPT)
         return (time.process_time() - start) * 1e3
 
-    return {"cpu us/delta": round(statistics.median(per_delta() for _ in range(RUNS)), 2),
+    return {"cpu us/delta": round(cpu_us_per_delta(provider, ctx, deltas), 2),
             "index build ms": round(statistics.median(build() for _ in range(RUNS)), 1),
             "index KB": provider.index_of(PROMPT).size_bytes // 1024}
 
 
 def main() -> None:
     deltas = _TOKEN.findall(corpus())  # all of it (``token_deltas`` keeps the first 20,000)
-    with squeezed_off():
-        before = verdicts(deltas)
-    after = verdicts(deltas)
-    rounds: dict[bool, list[dict[str, float | int]]] = {False: [], True: []}
-    for _ in range(ROUNDS):
-        with squeezed_off():
-            rounds[False].append(costs(deltas[:10_000]))
-        rounds[True].append(costs(deltas[:10_000]))
-    for on, target in ((False, before), (True, after)):
-        for key in rounds[on][0]:
-            target[key] = round(statistics.median(r[key] for r in rounds[on]), 2)
-    print("| measure | squeezed view off (before) | on (after) |")
-    print("|---|---:|---:|")
-    for key in after:
-        print(f"| {key} | {before[key]} | {after[key]} |")
+    print_table(*off_against_on(squeezed_off, lambda: verdicts(deltas), lambda: costs(deltas[:10_000])),
+                "squeezed view off (before)", "on (after)")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import random
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -74,6 +75,39 @@ def cut_by(data: bytes, cuts: list[int]) -> list[bytes]:
         out.append(data[i:i + n])
         i, k = i + n, k + 1
     return out
+
+
+def cut_text(text: str, sizes: list[int]) -> list[str]:
+    """``text`` in deltas of the sizes in ``sizes``, taken in turn (and again from the first)."""
+    out, i, k = [], 0, 0
+    while i < len(text):
+        out.append(text[i:i + sizes[k % len(sizes)]])
+        i, k = i + sizes[k % len(sizes)], k + 1
+    return out
+
+
+def utf8_deltas(text: str, sizes: list[int]) -> list[str]:
+    """``text`` as the proxy decodes it from reads of ``sizes`` bytes each, taken in turn: a read may
+    split a character, which then goes with the later delta (the delta before it may be empty)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    return [decoder.decode(read) for read in cut_by(text.encode(), sizes)]
+
+
+def horizons_until_block(guardrail: StreamGuardrail, ctx: StreamContext, pieces: Iterable[str]) -> tuple[bool, list[int]]:
+    """Whether ``guardrail``'s armed check blocks the text fed in ``pieces`` (then ``finish``), and the
+    horizons it reported before it did."""
+    check = guardrail.arm(ctx)
+    assert check is not None
+    horizons: list[int] = []
+    text = ""
+    for piece in pieces:
+        text += piece
+        found = check.check_horizon(text, piece)
+        if isinstance(found, Block):
+            return True, horizons
+        if isinstance(found, int):
+            horizons.append(found)
+    return check.finish(text) is not PASS, horizons
 
 
 def run(check: DeltaCheck, chunks: Iterable[str]) -> Outcome:

@@ -58,6 +58,10 @@ Hits = tuple[Hit, ...]
 
 class Finder(Protocol):
     reason_code: str
+    line_local: bool
+    """A newline bounds what it finds as the text's own start and end do (no match spans one unless
+    it may, none is anchored to the text's edges): a text's hits are then found in it with other
+    texts joined to it by newlines (``guardrails.input.joined``)."""
 
     def find(self, text: str) -> Hits: ...
 
@@ -98,6 +102,7 @@ def _masked(template: str, category: str) -> str:
 
 class SecretsFinder:
     reason_code = SECRET_LEAK
+    line_local = True
 
     def __init__(self, spec: InputSecretsGuardrail, base_dir: Path) -> None:
         stream = SecretsGuardrail(id=spec.id, kind="secrets", allow=spec.allow, categories=spec.categories,
@@ -125,11 +130,12 @@ class SecretsFinder:
             for start, secret in GitleaksScanner(p.custom).scan(text, final=True):
                 if not any(allowed.startswith(secret) for allowed in p.allow):
                     out.append(Hit(start, start + len(secret), _masked(self._mask, CUSTOM), CUSTOM))
-        return _disjoint(out)
+        return disjoint(out)
 
 
 class PiiFinder:
     reason_code = PII
+    line_local = True
 
     def __init__(self, spec: InputPiiGuardrail) -> None:
         stream = PiiGuardrail(id=spec.id, kind="pii", action="redact", allow=spec.allow,
@@ -145,11 +151,12 @@ class PiiFinder:
         while isinstance(d := check.finish(text), Redact):
             category = d.mask.strip("[]")
             out.append(Hit(d.start, d.end, _masked(self._mask, category), category))
-        return _disjoint(out)
+        return disjoint(out)
 
 
 class HiddenTextFinder:
     reason_code = HIDDEN_TEXT
+    line_local = True
 
     def __init__(self, spec: InputHiddenTextGuardrail | HiddenTextGuardrail) -> None:
         self._bidi = spec.bidi
@@ -166,6 +173,8 @@ class HiddenTextFinder:
 
 class RegexFinder:
     reason_code = PATTERN_MATCH
+    line_local = False
+    """An operator's pattern may anchor to the text's edges (``^`` without ``m``, ``\\A``)."""
 
     def __init__(self, spec: InputRegexGuardrail) -> None:
         flags = re.NOFLAG
@@ -184,10 +193,10 @@ class RegexFinder:
     def find(self, text: str) -> Hits:
         out = [Hit(m.start(), m.end(), self._mask, f"pattern#{n}") for n, p in self._patterns
                for m in p.finditer(text) if m.end() > m.start()]
-        return _disjoint(out)
+        return disjoint(out)
 
 
-def _disjoint(hits: list[Hit]) -> Hits:
+def disjoint(hits: list[Hit]) -> Hits:
     """In text order, overlaps merged into the first (a redaction must cover each once)."""
     out: list[Hit] = []
     for h in sorted(hits, key=lambda h: (h.start, -h.end)):

@@ -40,7 +40,6 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 
 import phonenumbers
-from publicsuffixlist import PublicSuffixList
 from stdnum import iban as stdnum_iban
 from stdnum import isbn, luhn
 from stdnum.us import ssn as us_ssn
@@ -51,6 +50,7 @@ from guardrails.seams import DeltaCheck, StreamContext
 from guardrails.stream._horizon import Closure, HorizonParts
 from guardrails.stream._scan import Anchors, TailScanner, split_lookbehinds, widest
 from guardrails.stream.pii_regions import DEFAULT_REGIONS, NATIONAL_IDS, validator
+from guardrails.text.suffixes import public_suffixes
 
 # Characters after a match that the scanner waits for before calling it final: an IBAN's next
 # group is a space and four characters, so five characters decide it (slack 4 + 1).
@@ -211,16 +211,11 @@ _SERVICE_LOCALS = frozenset({"git", "noreply", "no-reply", "donotreply", "do-not
                              "postmaster", "hostmaster"})
 
 
-@lru_cache(maxsize=1)
-def _psl() -> PublicSuffixList:
-    """The public suffix list bundled with ``publicsuffixlist`` (loaded on first use, never fetched)."""
-    return PublicSuffixList()
-
 
 def known_tld(label: str) -> bool:
     """Whether ``label`` is a top-level domain (the public suffix list's, in Unicode or punycode):
     ``io``, ``рф``, ``xn--p1ai``; not ``png`` (``icon@2x.png``), ``tld``, ``local``."""
-    psl = _psl()
+    psl = public_suffixes()
     if psl.publicsuffix("x." + label, accept_unknown=False) is not None:
         return True
     if label.isascii():
@@ -549,7 +544,7 @@ class PiiProvider:
         self.metadata_emails = spec.metadata_emails
         self.example_emails = spec.example_emails
         if "email" in patterns:
-            _psl()  # loaded here, with the policy (about 0.5 s), not by the first stream that holds an "@"
+            public_suffixes()  # loaded here, with the policy (about 0.5 s), not by the first stream that holds an "@"
         self.replacement = replacement
 
     def earliest_viable(self, text: str, low: int, high: int) -> int:

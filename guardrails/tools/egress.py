@@ -9,10 +9,10 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Iterable
-from functools import lru_cache
 
 import httpx
-from publicsuffixlist import PublicSuffixList
+
+from guardrails.text.suffixes import public_suffixes
 
 ALLOWED_SCHEMES = frozenset({"http", "https"})
 COMMAND_SCHEMES = frozenset({"http", "https", "ssh", "git", "tcp", "ftp", "ftps", "rsync", "socks4", "socks4a",
@@ -65,15 +65,10 @@ def url_facts(raw: str, param: str) -> dict[str, object]:
             "ip_literal": bool(host) and is_ip_literal(host), "error": None}
 
 
-@lru_cache(maxsize=1)
-def _psl() -> PublicSuffixList:
-    """The public suffix list snapshot bundled with ``publicsuffixlist`` (never fetched at run time)."""
-    return PublicSuffixList()
-
 
 def known_suffix(host: str) -> bool:
     """Whether ``host`` ends in a public suffix the bundled list knows (``evil.com``; not ``app.main``)."""
-    return _psl().publicsuffix(host.lower(), accept_unknown=False) is not None
+    return public_suffixes().publicsuffix(host.lower(), accept_unknown=False) is not None
 
 
 def too_broad(entry: str) -> bool:
@@ -82,7 +77,7 @@ def too_broad(entry: str) -> bool:
     bare = entry.strip().lower().strip(".")
     if not entry.strip().startswith(".") or is_ip_literal(bare):
         return False
-    return not bare or _psl().privatesuffix(bare) is None
+    return not bare or public_suffixes().privatesuffix(bare) is None
 
 
 def host_allowed(host: str, allow: Iterable[str]) -> bool:

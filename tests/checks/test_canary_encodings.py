@@ -18,17 +18,8 @@ from collections.abc import Callable
 import pytest
 
 from guardrails.stream._canary_views import GATE_WINDOW
-from tests.checks.test_canary_spelled import (
-    AGENT_PROMPT,
-    CANARY,
-    CTX,
-    EXCERPT,
-    MIN_CHARS,
-    WHOLE,
-    _cut,
-    _streamed,
-)
-from tests.stream_support import armed_passes
+from tests.checks.agent_canary import AGENT_PROMPT, CANARY, CTX, EXCERPT, MIN_CHARS, WHOLE
+from tests.stream_support import armed_passes, cut_text, horizons_until_block
 
 
 def _words(text: str) -> list[str]:
@@ -94,8 +85,8 @@ def test_a_variant_is_blocked_streamed_in_random_splits_before_min_chars_of_it_g
     leak = VARIANTS[how](EXCERPT)
     text = prefix + leak + "\nThat is all."
     rng = random.Random(seed)
-    pieces = _cut(text, [rng.randint(1, 9) for _ in range(12)])
-    blocked, horizons = _streamed(pieces)
+    pieces = cut_text(text, [rng.randint(1, 9) for _ in range(12)])
+    blocked, horizons = horizons_until_block(CANARY, CTX, pieces)
     assert blocked
     assert not armed_passes(CANARY, CTX, pieces)
     # What went out before the block holds less of the copy than the spelling of MIN_CHARS of the prompt.

@@ -11,27 +11,17 @@ prompt, streamed and whole.
 
 from __future__ import annotations
 
-import codecs
 import unicodedata
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.holdback import real_text, token_deltas
-from config.policy import CanaryGuardrail
-from guardrails.decision import PASS, Block
-from guardrails.seams import StreamContext, passes_whole_of
-from guardrails.stream import build_stream_guardrails
 from guardrails.stream.canary import QGRAM, normalise
-from tests.stream_support import armed_passes
+from tests.checks.agent_canary import AGENT_PROMPT, CANARY, CTX, MIN_CHARS, WHOLE
+from tests.stream_support import armed_passes, cut_text, horizons_until_block, utf8_deltas
 
-AGENT_PROMPT = (Path(__file__).parent.parent / "data" / "gemini_cli_system_prompt.txt").read_text(encoding="utf-8")
-MIN_CHARS = 40
-CANARY = build_stream_guardrails([CanaryGuardrail(id="leak", kind="canary", min_chars=MIN_CHARS)], "[withheld]")[0]
-CTX = StreamContext(system_prompt=AGENT_PROMPT)
-WHOLE = passes_whole_of(CANARY)
 LOOKALIKES = {
     "a": "аαɑᴀ𝐚", "b": "ʙЬ", "c": "сᴄ", "d": "ԁᴅ", "e": "еᴇ", "f": "ꜰ", "g": "ɡɢ", "h": "һʜн", "i": "іιɪ",
     "j": "јᴊ", "k": "κᴋк", "l": "ʟ", "m": "ᴍм", "n": "ɴ", "o": "оοᴏℴ", "p": "рρᴘ", "q": "ԛ", "r": "ʀг", "s": "ѕꜱ",
@@ -55,38 +45,6 @@ def _swap(text: str, chosen: list[bool], picks: list[int]) -> str:
         alikes = LOOKALIKES.get(ch)
         out.append(alikes[picks[n % len(picks)] % len(alikes)] if alikes and chosen[n % len(chosen)] else ch)
     return "".join(out)
-
-
-def _utf8_deltas(text: str, cuts: list[int]) -> list[str]:
-    """``text`` as the proxy decodes it from reads of ``cuts`` bytes each (a cut may split a letter)."""
-    data, decoder, out, i, k = text.encode(), codecs.getincrementaldecoder("utf-8")(), [], 0, 0
-    while i < len(data):
-        out.append(decoder.decode(data[i:i + cuts[k % len(cuts)]]))
-        i, k = i + cuts[k % len(cuts)], k + 1
-    return out
-
-
-def _cut(text: str, sizes: list[int]) -> list[str]:
-    out, i, k = [], 0, 0
-    while i < len(text):
-        out.append(text[i:i + sizes[k % len(sizes)]])
-        i, k = i + sizes[k % len(sizes)], k + 1
-    return out
-
-
-def _streamed(pieces: list[str]) -> tuple[bool, list[int]]:
-    """Whether the armed check blocks ``pieces``, and the horizons it reported before it did."""
-    check = CANARY.arm(CTX)
-    assert check is not None
-    horizons, text = [], ""
-    for piece in pieces:
-        text += piece
-        found = check.check_horizon(text, piece)
-        if isinstance(found, Block):
-            return True, horizons
-        if isinstance(found, int):
-            horizons.append(found)
-    return check.finish(text) is not PASS, horizons
 
 
 @pytest.mark.parametrize(("latin", "alike"), [(k, c) for k, v in LOOKALIKES.items() for c in v])
@@ -120,11 +78,11 @@ def test_a_prompt_excerpt_in_lookalikes_is_blocked_streamed_and_whole(
         return  # (markdown runs that collapse below the threshold)
     leak = _swap(excerpt, chosen, picks)
     text = prefix + leak
-    pieces = _utf8_deltas(text, sizes) if in_bytes else _cut(text, sizes)
+    pieces = utf8_deltas(text, sizes) if in_bytes else cut_text(text, sizes)
     assert WHOLE is not None
     assert not WHOLE(CTX, pieces)
     assert not WHOLE(CTX, [text])
-    blocked, horizons = _streamed(pieces)
+    blocked, horizons = horizons_until_block(CANARY, CTX, pieces)
     assert blocked
     # The horizons are raw offsets: what was released before the block stops short of the copy
     # (at most the first gram of it, which straddles the prefix).
@@ -136,7 +94,7 @@ def test_a_prompt_excerpt_in_lookalikes_is_blocked_streamed_and_whole(
        sizes=st.lists(st.integers(1, 9), min_size=1, max_size=6), in_bytes=st.booleans())
 def test_russian_and_greek_prose_is_not_blocked(words: list[str], sizes: list[int], in_bytes: bool) -> None:
     text = " ".join(words)
-    pieces = _utf8_deltas(text, sizes) if in_bytes else _cut(text, sizes)
+    pieces = utf8_deltas(text, sizes) if in_bytes else cut_text(text, sizes)
     assert WHOLE is not None
     assert WHOLE(CTX, pieces)
     assert armed_passes(CANARY, CTX, pieces)
@@ -166,6 +124,6 @@ def test_the_projects_own_readme_and_sources_pass_against_the_agent_prompt() -> 
 def test_the_whole_text_form_agrees_with_the_armed_check(parts: list[str], chosen: list[bool], sizes: list[int]) -> None:
     """Look-alikes, other scripts, expanding compatibility forms and whitespace, mixed: one verdict."""
     text = _swap("".join(parts), chosen, [0, 1, 2])
-    pieces = _cut(text, sizes)
+    pieces = cut_text(text, sizes)
     assert WHOLE is not None
     assert WHOLE(CTX, pieces) == armed_passes(CANARY, CTX, pieces)

@@ -11,26 +11,14 @@ The precision side (the project's README and sources, Russian and Greek prose, c
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from config.policy import CanaryGuardrail
-from guardrails.decision import PASS, Block
-from guardrails.seams import StreamContext, passes_whole_of
-from guardrails.stream import build_stream_guardrails
 from guardrails.stream._canary_text import squeeze
-from tests.stream_support import armed_passes
-
-AGENT_PROMPT = (Path(__file__).parent.parent / "data" / "gemini_cli_system_prompt.txt").read_text(encoding="utf-8")
-MIN_CHARS = 40
-CANARY = build_stream_guardrails([CanaryGuardrail(id="leak", kind="canary", min_chars=MIN_CHARS)], "[withheld]")[0]
-CTX = StreamContext(system_prompt=AGENT_PROMPT)
-WHOLE = passes_whole_of(CANARY)
-EXCERPT = ("Rigorously adhere to existing project conventions when reading or modifying code. Analyze "
-           "surrounding code, tests, and configuration first.")
+from tests.checks.agent_canary import AGENT_PROMPT, CANARY, CTX, EXCERPT, MIN_CHARS, WHOLE
+from tests.stream_support import armed_passes, cut_text, horizons_until_block
 
 
 def _words(text: str) -> list[str]:
@@ -61,28 +49,6 @@ SPELLINGS: dict[str, Callable[[str], str]] = {
 }
 
 
-def _streamed(pieces: list[str]) -> tuple[bool, list[int]]:
-    check = CANARY.arm(CTX)
-    assert check is not None
-    horizons, text = [], ""
-    for piece in pieces:
-        text += piece
-        found = check.check_horizon(text, piece)
-        if isinstance(found, Block):
-            return True, horizons
-        if isinstance(found, int):
-            horizons.append(found)
-    return check.finish(text) is not PASS, horizons
-
-
-def _cut(text: str, sizes: list[int]) -> list[str]:
-    out, i, k = [], 0, 0
-    while i < len(text):
-        out.append(text[i:i + sizes[k % len(sizes)]])
-        i, k = i + sizes[k % len(sizes)], k + 1
-    return out
-
-
 def test_the_excerpt_is_the_prompts() -> None:
     assert EXCERPT in AGENT_PROMPT
 
@@ -100,7 +66,7 @@ def test_a_spelled_out_prompt_is_blocked_whole(how: str) -> None:
 def test_a_spelled_out_prompt_is_blocked_streamed_before_any_of_it_is_released(how: str, size: int) -> None:
     prefix = "Sure, here it is:\n"
     text = prefix + SPELLINGS[how](EXCERPT) + "\nThat is all."
-    blocked, horizons = _streamed(_cut(text, [size]))
+    blocked, horizons = horizons_until_block(CANARY, CTX, cut_text(text, [size]))
     assert blocked
     # What was released before the block ends before the copy's first letters run long enough to be
     # the prompt's (its start may go: a few letters are every text's).
@@ -116,7 +82,7 @@ def test_any_spelled_out_excerpt_is_blocked_streamed_and_whole(at: int, length: 
     if len(squeeze(excerpt)) < MIN_CHARS + 8:
         return  # (markdown runs with few letters)
     text = "Ok.\n" + SPELLINGS[how](excerpt)
-    pieces = _cut(text, sizes)
+    pieces = cut_text(text, sizes)
     assert WHOLE is not None
     assert not WHOLE(CTX, pieces)
     assert not armed_passes(CANARY, CTX, pieces)

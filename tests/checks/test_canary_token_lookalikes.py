@@ -8,8 +8,6 @@ whole-text form gives the same verdict.
 
 from __future__ import annotations
 
-import codecs
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -18,7 +16,7 @@ from config.policy import CanaryGuardrail
 from guardrails.decision import PASS, Block
 from guardrails.seams import StreamContext, passes_whole_of
 from guardrails.stream import build_stream_guardrails
-from tests.stream_support import armed_passes
+from tests.stream_support import armed_passes, cut_text, utf8_deltas
 
 TOKEN = "gp-canary-0a1b2c3d4e5f6a7b"
 CANARY = build_stream_guardrails([CanaryGuardrail(id="leak", kind="canary", min_chars=40)], "[withheld]")[0]
@@ -41,17 +39,7 @@ def _disguise(chosen: list[bool], picks: list[int], upper: bool, marks: bool) ->
 
 
 def _pieces(text: str, sizes: list[int], in_bytes: bool) -> list[str]:
-    if in_bytes:
-        data, decoder, out, i, k = text.encode(), codecs.getincrementaldecoder("utf-8")(), [], 0, 0
-        while i < len(data):
-            out.append(decoder.decode(data[i:i + sizes[k % len(sizes)]]))
-            i, k = i + sizes[k % len(sizes)], k + 1
-        return out
-    out, i, k = [], 0, 0
-    while i < len(text):
-        out.append(text[i:i + sizes[k % len(sizes)]])
-        i, k = i + sizes[k % len(sizes)], k + 1
-    return out
+    return utf8_deltas(text, sizes) if in_bytes else cut_text(text, sizes)
 
 
 @settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))

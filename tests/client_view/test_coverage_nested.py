@@ -49,6 +49,7 @@ from tests.client_view.test_coverage_fields import (
     anthropic_sdk_stream,
     block,
     claude,
+    clean_raw_then_sdk,
     ev,
     message_item,
     responses_body,
@@ -407,13 +408,8 @@ def test_responses_done_logprobs_that_differ_from_the_deltas_are_checked(
         logprobs: list[dict[str, Any]]) -> None:
     turn = responses_turn(["Hello. ", PADDING], logprobs=True)
     frames = patched(turn, event_type, _set_logprobs(where, logprobs))
-    upstream.queue(Reply(raw_frames=frames))
-    status, raw = raw_post(proxy, "/v1/responses", {**RESPONSES_BODY, "stream": True})
-    assert status == 200
-    assert_clean(raw)
-    upstream.queue(Reply(raw_frames=frames))
-    seen, final = responses_sdk_stream(proxy)
-    assert_clean(seen)
+    final = clean_raw_then_sdk(proxy, upstream, frames, "/v1/responses", {**RESPONSES_BODY, "stream": True},
+                               responses_sdk_stream)
     assert final is not None and final.status == "incomplete"
 
 

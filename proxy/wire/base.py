@@ -279,13 +279,16 @@ class DecodedFrames(Generic[V]):
     was decoded from (a frame rebuilt around them, as the hold-back does, finds it; a frame rewritten
     by a redaction has new bytes and is parsed), so it says exactly what a parse would.
 
-    Bounded: past ``LIMIT`` values (more frames than a live hold-back holds at once: a message held
-    whole for a verdict, frames never sent) it starts afresh, and the frames it forgot are parsed
-    as before. O(1) a frame, about 0.2 us."""
+    Bounded: past ``LIMIT`` values it starts afresh, and the frames it forgot are parsed as before.
+    O(1) a frame, about 0.2 us."""
 
     __slots__ = ("_kept",)
 
-    LIMIT = 256
+    LIMIT = 64
+    """More frames than a live stream has decoded but not yet sent (those of one read, and the few
+    its hold-back keeps); a message held whole for a verdict holds more, and its frames are parsed
+    when sent, as before: kept, they would cost about 0.5 KB each (a Responses delta's event)
+    beside their 0.25 KB of bytes."""
 
     def __init__(self) -> None:
         self._kept: dict[int, tuple[bytes, V]] = {}

@@ -58,6 +58,10 @@ Hits = tuple[Hit, ...]
 
 class Finder(Protocol):
     reason_code: str
+    line_local: bool
+    """A newline bounds what it finds as the text's own start and end do (no match spans one unless
+    it may, none is anchored to the text's edges): a text's hits are then found in it with other
+    texts joined to it by newlines (``guardrails.input.joined``)."""
 
     def find(self, text: str) -> Hits: ...
 
@@ -98,6 +102,7 @@ def _masked(template: str, category: str) -> str:
 
 class SecretsFinder:
     reason_code = SECRET_LEAK
+    line_local = True
 
     def __init__(self, spec: InputSecretsGuardrail, base_dir: Path) -> None:
         stream = SecretsGuardrail(id=spec.id, kind="secrets", allow=spec.allow, categories=spec.categories,
@@ -130,6 +135,7 @@ class SecretsFinder:
 
 class PiiFinder:
     reason_code = PII
+    line_local = True
 
     def __init__(self, spec: InputPiiGuardrail) -> None:
         stream = PiiGuardrail(id=spec.id, kind="pii", action="redact", allow=spec.allow,
@@ -150,6 +156,7 @@ class PiiFinder:
 
 class HiddenTextFinder:
     reason_code = HIDDEN_TEXT
+    line_local = True
 
     def __init__(self, spec: InputHiddenTextGuardrail | HiddenTextGuardrail) -> None:
         self._bidi = spec.bidi
@@ -166,6 +173,8 @@ class HiddenTextFinder:
 
 class RegexFinder:
     reason_code = PATTERN_MATCH
+    line_local = False
+    """An operator's pattern may anchor to the text's edges (``^`` without ``m``, ``\\A``)."""
 
     def __init__(self, spec: InputRegexGuardrail) -> None:
         flags = re.NOFLAG

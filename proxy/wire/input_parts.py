@@ -311,10 +311,13 @@ def _gemini(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
                     out.add("system", (key, "parts", j, "text"), p.get("text"), join=join)
                     join = True
     contents = data.get("contents")
+    join = False
+    """Consecutive user turns: the API asks for turns that alternate, and where it takes two in a row
+    the proxy cannot tell how the model reads them, so their texts run on (fails closed)."""
     for i, c in enumerate(contents if isinstance(contents, list) else []):
         if not isinstance(c, dict) or c.get("role") == "model" or not isinstance(c.get("parts"), list):
+            join = False
             continue
-        join = False
         for j, p in enumerate(c["parts"]):
             if not isinstance(p, dict):
                 continue

@@ -125,7 +125,7 @@ class SecretsFinder:
             for start, secret in GitleaksScanner(p.custom).scan(text, final=True):
                 if not any(allowed.startswith(secret) for allowed in p.allow):
                     out.append(Hit(start, start + len(secret), _masked(self._mask, CUSTOM), CUSTOM))
-        return _disjoint(out)
+        return disjoint(out)
 
 
 class PiiFinder:
@@ -145,7 +145,7 @@ class PiiFinder:
         while isinstance(d := check.finish(text), Redact):
             category = d.mask.strip("[]")
             out.append(Hit(d.start, d.end, _masked(self._mask, category), category))
-        return _disjoint(out)
+        return disjoint(out)
 
 
 class HiddenTextFinder:
@@ -184,10 +184,10 @@ class RegexFinder:
     def find(self, text: str) -> Hits:
         out = [Hit(m.start(), m.end(), self._mask, f"pattern#{n}") for n, p in self._patterns
                for m in p.finditer(text) if m.end() > m.start()]
-        return _disjoint(out)
+        return disjoint(out)
 
 
-def _disjoint(hits: list[Hit]) -> Hits:
+def disjoint(hits: list[Hit]) -> Hits:
     """In text order, overlaps merged into the first (a redaction must cover each once)."""
     out: list[Hit] = []
     for h in sorted(hits, key=lambda h: (h.start, -h.end)):

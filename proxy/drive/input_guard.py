@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from guardrails.datamodel import AssistantMessage, RequestView
 from guardrails.decision import Block
 from guardrails.input.build import InputCheck, SpanCheck, TextCheck
 from guardrails.input.finders import CACHE_ENTRIES, Hits, digest, redacted
+from guardrails.input.joined import JOINS, find_joined, redact_all
 from guardrails.message.base import ContentRefused, Undecided
 from guardrails.seams import MessageContext, TextCompleter
 from proxy.downstream.responder import Responder
@@ -45,7 +47,10 @@ log = structlog.get_logger("guardproxy")
 
 STAGE = "input"
 _PART_KEYS = {"user": b"u", "tool_result": b"t", "system": b"s"}
-_UNSEEN: tuple[Hits, ...] = ()
+_GROUP = b"g"
+Verdict = tuple[tuple[Hits, ...], ...]
+"""Per span check (policy order), the hits per text of a text or a group (a group's texts in order)."""
+_UNSEEN: Verdict = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +99,10 @@ class InputGuard:
         self.parts = frozenset(p for c in checks for p in c.parts)
         self._span_checks = [c for c in checks if isinstance(c, SpanCheck)]
         self._text_checks = [c for c in checks if isinstance(c, TextCheck)]
-        self._seen: OrderedDict[bytes, tuple[Hits, ...] | None] = OrderedDict()
-        """Span checks' hits on a text by its part and digest, one entry per text for every span
-        check (None: none of them found anything, the common case)."""
+        self._seen: OrderedDict[bytes, Verdict | None] = OrderedDict()
+        """Span checks' hits on a text by its part and digest, or on a group by its texts' keys, one
+        entry per text or group for every span check (None: none of them found anything, the common
+        case)."""
         self._judged: dict[str, OrderedDict[bytes, bool]] = {c.id: OrderedDict() for c in self._text_checks}
         """Message checks' verdicts by text digest: True when flagged (only definite verdicts)."""
 
@@ -105,13 +111,14 @@ class InputGuard:
         """Raises ``BadRequest`` for a body that is not a JSON object (the caller answers 400)."""
         found = input_texts(wire, request.data, self.parts)
         texts = found.texts
+        units = _units(texts)
         current: dict[Path, str] = {}
         trips: dict[str, _Trip] = {}
         if self._span_checks:
-            await self._spans(texts, current, trips)
+            await self._spans(texts, units, current, trips)
         for check in self._text_checks:
             if check.action == "log" or not any(t.check.action == "reject" for t in trips.values()):
-                trip = await self._judge(s, check, texts, current, model, completers)
+                trip = await self._judge(s, check, texts, units, current, model, completers)
                 if trip is not None:
                     trips[check.id] = trip
         ordered = [trips[c.id] for c in self.checks if c.id in trips]
@@ -132,86 +139,123 @@ class InputGuard:
                                         f"guardproxy: the request could not be redacted ({exc}); it was not sent")
         return out
 
-    async def _spans(self, texts: list[InputText], current: dict[Path, str], trips: dict[str, _Trip]) -> None:
+    async def _spans(self, texts: list[InputText], units: list[list[int]], current: dict[Path, str],
+                     trips: dict[str, _Trip]) -> None:
         """Every span check over every text it reads, in policy order per text: a later check reads
-        the text as an earlier one's redaction left it. A text seen before costs one digest and one
-        lookup (``_seen``); the texts not seen before are checked together, in a worker thread when
-        they are long (``OFF_LOOP_CHARS``: a conversation the proxy has not seen, after a restart)."""
-        checks, seen = self._span_checks, self._seen
+        the text as an earlier one's redaction left it. Adjacent parts the model reads as one text
+        (a group, ``InputText.group``) are read together (``guardrails.input.joined``). A text or a
+        group seen before costs one digest and one lookup (``_seen``); those not seen before are
+        checked together, in a worker thread when they are long (``OFF_LOOP_CHARS``: a conversation
+        the proxy has not seen, after a restart)."""
+        seen = self._seen
         keys = [_PART_KEYS[t.part] + digest(t.text) for t in texts]
-        known: dict[bytes, tuple[Hits, ...] | None] = {}
-        misses: list[tuple[InputText, bytes]] = []
-        for t, key in zip(texts, keys, strict=True):
+        unit_keys = [keys[u[0]] if len(u) == 1 else _group_key([keys[i] for i in u]) for u in units]
+        known: dict[bytes, Verdict | None] = {}
+        misses: list[tuple[list[InputText], bytes]] = []
+        for unit, key in zip(units, unit_keys, strict=True):
             if key not in known:
                 got = seen.get(key, _UNSEEN)
                 if got is _UNSEEN:
-                    misses.append((t, key))
+                    misses.append(([texts[i] for i in unit], key))
                 known[key] = got
         if misses:
-            size = sum(len(t.text) for t, _ in misses)
-            new = self._find_all([t for t, _ in misses]) if size <= OFF_LOOP_CHARS else \
-                await asyncio.to_thread(self._find_all, [t for t, _ in misses])
+            size = sum(len(t.text) * (1 if len(u) == 1 else len(JOINS) + 1) for u, _ in misses for t in u)
+            new = self._find_all([u for u, _ in misses]) if size <= OFF_LOOP_CHARS else \
+                await asyncio.to_thread(self._find_all, [u for u, _ in misses])
             for (_, key), every in zip(misses, new, strict=True):
                 known[key] = seen[key] = every
                 if len(seen) > CACHE_ENTRIES:
                     seen.popitem(last=False)
-        for t, key in zip(texts, keys, strict=True):
+        for unit, key in zip(units, unit_keys, strict=True):
             found = known[key]
             if found is None:
                 continue
-            text = t.text
-            for check, hits in zip(checks, found, strict=True):
-                if hits and text is not t.text:
-                    hits = check.finder.find(text)  # after an earlier check's redaction
-                if not hits:
-                    continue
-                trip = trips.get(check.id)
-                if trip is None:
-                    trip = trips[check.id] = _Trip(check, check.finder.reason_code)
-                trip.parts.add(t.part)
-                trip.count += 1
-                if t.tool:
-                    trip.tools.add(t.tool)
-                if check.action == "redact":
-                    text = redacted(text, hits)
+            if len(unit) == 1:
+                self._apply_one(texts[unit[0]], found, current, trips)
+            else:
+                self._apply_group([texts[i] for i in unit], found, current, trips)
+
+    def _apply_one(self, t: InputText, found: Verdict, current: dict[Path, str], trips: dict[str, _Trip]) -> None:
+        """One text's verdict (each check's hits on the text as the client sent it)."""
+        text = t.text
+        for check, (hits,) in zip(self._span_checks, found, strict=True):
+            if hits and text is not t.text:
+                hits = check.finder.find(text)  # after an earlier check's redaction
+            if not hits:
+                continue
+            _trip(trips, check, t)
+            if check.action == "redact":
+                text = redacted(text, hits)
+        if text is not t.text:
+            current[t.path] = text
+
+    def _apply_group(self, group: list[InputText], found: Verdict, current: dict[Path, str],
+                     trips: dict[str, _Trip]) -> None:
+        """A group's verdict (each check's hits per part, on the parts as the checks before it left them)."""
+        now = [t.text for t in group]
+        for check, per_part in zip(self._span_checks, found, strict=True):
+            for t, hits in zip(group, per_part, strict=True):
+                if hits:
+                    _trip(trips, check, t)
+            if check.action == "redact" and any(per_part):
+                now = redact_all(now, per_part)
+        for t, text in zip(group, now, strict=True):
             if text is not t.text:
                 current[t.path] = text
 
-    def _find_all(self, texts: list[InputText]) -> list[tuple[Hits, ...] | None]:
-        """Each span check's hits on each text (None: no check found anything). Pure: safe in a thread."""
-        out: list[tuple[Hits, ...] | None] = []
-        for t in texts:
-            every = tuple(c.finder.inner.find(t.text) if t.part in c.parts else () for c in self._span_checks)
-            out.append(every if any(every) else None)
+    def _find_all(self, units: list[list[InputText]]) -> list[Verdict | None]:
+        """Each span check's hits on each text or group (None: no check found anything). Pure: safe in
+        a thread. A text's hits are each on the text as sent (a redaction before a later check is
+        rare, and that check reads again then); a group's follow the redactions through the checks,
+        as a group is read as a whole."""
+        out: list[Verdict | None] = []
+        for unit in units:
+            part = unit[0].part
+            every: Verdict
+            if len(unit) == 1:
+                every = tuple((c.finder.inner.find(unit[0].text) if part in c.parts else (),)
+                              for c in self._span_checks)
+            else:
+                now, got = [t.text for t in unit], []
+                for c in self._span_checks:
+                    per_part = find_joined(c.finder.inner, now) if part in c.parts else ((),) * len(now)
+                    got.append(per_part)
+                    if c.action == "redact" and any(per_part):
+                        now = redact_all(now, per_part)
+                every = tuple(got)
+            out.append(every if any(h for per_part in every for h in per_part) else None)
         return out
 
-    async def _judge(self, s: Services, check: TextCheck, texts: list[InputText], current: dict[Path, str], model: str,
-                     completers: Callable[[], Completers]) -> _Trip | None:
+    async def _judge(self, s: Services, check: TextCheck, texts: list[InputText], units: list[list[int]],
+                     current: dict[Path, str], model: str, completers: Callable[[], Completers]) -> _Trip | None:
+        """One message check over each text or group it reads (a group glued: the parts as the model
+        reads them), as the span checks left them."""
         seen = self._judged[check.id]
-        todo: list[tuple[InputText, str, bytes]] = []
+        todo: list[tuple[list[InputText], str, bytes]] = []
         flagged: list[InputText] = []
-        for t in texts:
-            if t.part not in check.parts:
+        for unit in units:
+            if texts[unit[0]].part not in check.parts:
                 continue
-            text = current.get(t.path, t.text)
+            group = [texts[i] for i in unit]
+            text = "".join(current.get(t.path, t.text) for t in group)
             key = digest(text)
             verdict = seen.get(key)
             if verdict is None:
-                todo.append((t, text, key))
+                todo.append((group, text, key))
             elif verdict:
-                flagged.append(t)
+                flagged += group
         if todo:
             completer, completer_for = completers()
             verdicts = await asyncio.gather(*(self._one(s, check, text, model, completer, completer_for)
                                               for _, text, _ in todo))
-            for (t, _, key), verdict in zip(todo, verdicts, strict=True):
+            for (group, _, key), verdict in zip(todo, verdicts, strict=True):
                 if verdict is None:
                     continue  # undecided: fails open, and is asked again next time
                 seen[key] = verdict
                 if len(seen) > CACHE_ENTRIES:
                     seen.popitem(last=False)
                 if verdict:
-                    flagged.append(t)
+                    flagged += group
         if not flagged:
             return None
         trip = _Trip(check, _reason(check))
@@ -260,6 +304,33 @@ class InputGuard:
                        source=source, wire=wire, detail=f"texts={trip.count}")
         log.info("input_guardrail", guardrail_id=trip.check.id, reason_code=trip.reason_code,
                  action=trip.check.action, part=parts, texts=trip.count)
+
+
+def _group_key(keys: list[bytes]) -> bytes:
+    """A group's key: its texts' keys (part and digest) in order, digested (each key has one length,
+    so the boundaries between the texts are part of what is digested)."""
+    return _GROUP + hashlib.blake2b(b"".join(keys), digest_size=16).digest()
+
+
+def _units(texts: list[InputText]) -> list[list[int]]:
+    """The texts' indexes, a group's together (its texts are adjacent in body order)."""
+    units: list[list[int]] = []
+    for i, t in enumerate(texts):
+        if units and texts[units[-1][0]].group == t.group:
+            units[-1].append(i)
+        else:
+            units.append([i])
+    return units
+
+
+def _trip(trips: dict[str, _Trip], check: SpanCheck, t: InputText) -> None:
+    trip = trips.get(check.id)
+    if trip is None:
+        trip = trips[check.id] = _Trip(check, check.finder.reason_code)
+    trip.parts.add(t.part)
+    trip.count += 1
+    if t.tool:
+        trip.tools.add(t.tool)
 
 
 _REASONS = {"llm_judge": "judge_violation", "webhook": "webhook_block", "moderation": "moderation_flagged"}

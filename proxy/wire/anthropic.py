@@ -57,13 +57,15 @@ from proxy.wire.base import (
     FinishKind,
     JsonBody,
     Replaced,
+    SplitStream,
     StreamCodec,
-    WireFormat,
+    TurnsWireFormat,
+    body_bytes,
     dumps,
     known_only,
     label_events,
     loads,
-    loads_output,
+    output_object,
     quick_decoder,
     with_temperature,
 )
@@ -326,16 +328,11 @@ _TURNS = Turns(_read_whole, _fold, _QuickMessage, b'{"role":"guardproxy-probe","
 """Bodies of recent requests: an agent's next turn is read from the messages it adds (``turns``)."""
 
 
-class AnthropicMessages(WireFormat):
+class AnthropicMessages(TurnsWireFormat[Reading]):
     name = "anthropic"
+    turns = _TURNS
 
-    def added_to_clean(self, raw: bytes) -> bytes | None:
-        return _TURNS.added_to_clean(raw)
-
-    def quick_view(self, body: JsonBody, *, stream: bool) -> RequestView | None:
-        read = _TURNS.read(body.raw, clean=body.repeat_free)
-        if read is None:
-            return None
+    def view_of(self, read: Reading, body: JsonBody, *, stream: bool) -> RequestView:
         return RequestView(model=read.model, stream=stream or bool(read.stream),
                            system_prompt="\n".join(p for p in read.system if p),
                            last_user_text=read.last_user_text, history=LazyHistory(partial(_whole_history, body)))
@@ -396,9 +393,7 @@ class AnthropicMessages(WireFormat):
         data["content"] = _content_blocks(message)
         data["stop_reason"] = _finish_reason(message, finish)
         data["stop_sequence"] = None
-        if replaced:
-            data["guardproxy"] = replaced.payload()
-        return dumps(data).encode()
+        return body_bytes(data, replaced)
 
     def retext_body(self, body: bytes, texts: dict[Lane, str]) -> bytes:
         data = loads(body)
@@ -450,9 +445,9 @@ class AnthropicMessages(WireFormat):
         return "/v1/messages", with_temperature(body, temperature)
 
 
-class MessagesStream(StreamCodec):
+class MessagesStream(SplitStream[SSESplitter]):
     def __init__(self) -> None:
-        self._split = SSESplitter()
+        super().__init__(SSESplitter())
         self._message: dict[str, Any] = {}
         """The upstream's ``message_start`` message, to render our own start in its likeness."""
         self._output_tokens = 0
@@ -483,10 +478,6 @@ class MessagesStream(StreamCodec):
             return [frame]
         return [self._decode(raw) for raw in self._split.feed(data)]
 
-    def flush(self) -> list[Frame]:
-        rest = self._split.flush()
-        return [self._decode(rest)] if rest else []
-
     def _decode(self, raw: bytes) -> Frame:
         # A text_delta's decode reads no codec state and changes none: templates need no condition.
         template = self._templates.current
@@ -503,11 +494,8 @@ class MessagesStream(StreamCodec):
         if not sse.has_data:
             # comments, and events that carry nothing: an event name of this API shows nothing new
             return Frame(raw, tuple(label_events(sse, sse.event if sse.event in _EVENT.shapes else None)))
-        try:
-            data = loads_output(sse.data)
-        except ValueError:
-            return Frame(raw, unreadable=True)
-        if not isinstance(data, dict):
+        data = output_object(sse.data)
+        if data is None:
             return Frame(raw, unreadable=True)
         if sse.event is None or sse.event == "ping":
             # The SDKs skip these by name, whatever their data says; clients that read events by

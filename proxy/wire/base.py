@@ -12,12 +12,13 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 import msgspec
 
 from config.errors import ClientError
 from guardrails.datamodel import AssistantMessage, Event, Frame, Lane, RequestView, ToolCall, WholeText
+from proxy.wire.conversation_delta import Turns
 from proxy.wire.one_reading import UNPROVEN, count_proven, unique_pairs
 from proxy.wire.sse import SSEFrame
 
@@ -89,9 +90,28 @@ def loads_output(data: bytes | str) -> Any:
         raise ValueError("JSON nested too deeply") from exc
 
 
+def output_object(data: bytes | str) -> dict[str, Any] | None:
+    """A frame's data read as the JSON object every event of a stream is (``loads_output``), or None
+    where it is not one (not JSON, a repeated key, another JSON value): the codec then fails the frame
+    closed (``Frame(raw, unreadable=True)``)."""
+    try:
+        value = loads_output(data)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def dumps(obj: Any) -> str:
     """Compact JSON, as the providers send it."""
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def body_bytes(data: dict[str, Any], replaced: Replaced | None) -> bytes:
+    """A non-streaming body the proxy rendered (``WireFormat.render_response``) as bytes, with the
+    replaced signal under ``guardproxy`` when there is one."""
+    if replaced:
+        data["guardproxy"] = replaced.payload()
+    return dumps(data).encode()
 
 
 def _number(value: float) -> float | int:
@@ -250,6 +270,36 @@ class StreamCodec(ABC):
         return []
 
 
+class Splitter(Protocol):
+    """Cuts a stream's bytes into frames (``proxy.wire.sse.SSESplitter``, Gemini's JSON array)."""
+
+    def feed(self, data: bytes) -> list[bytes]: ...
+
+    def flush(self) -> bytes: ...
+
+
+SP = TypeVar("SP", bound=Splitter)
+
+
+class SplitStream(StreamCodec, Generic[SP]):
+    """A codec that cuts the upstream's bytes with a splitter and decodes each frame on its own
+    (``_decode``): what the splitter still holds when the upstream ends is one last frame."""
+
+    def __init__(self, splitter: SP) -> None:
+        self._split = splitter
+
+    def feed(self, data: bytes) -> list[Frame]:
+        return [self._decode(raw) for raw in self._split.feed(data)]
+
+    def flush(self) -> list[Frame]:
+        rest = self._split.flush()
+        return [self._decode(rest)] if rest else []
+
+    @abstractmethod
+    def _decode(self, raw: bytes) -> Frame:
+        """One whole frame's bytes in, the frame out (never raises: what it cannot read is unreadable)."""
+
+
 class WireFormat(ABC):
     """One client API: decode requests and responses, render errors, rebuild requests."""
 
@@ -330,3 +380,26 @@ class WireFormat(ABC):
     def judge_request(self, model: str, prompt: str, *, temperature: float | None = 0.0
                       ) -> tuple[str, dict[str, Any]]:
         """A stateless, non-streaming request: (path, body). ``temperature=None`` leaves it out."""
+
+
+S = TypeVar("S")
+
+
+class TurnsWireFormat(WireFormat, Generic[S]):
+    """A format whose quick view reads a body through ``turns`` (``proxy.wire.conversation_delta``):
+    an agent's next turn from the items it adds to a recent body, ``S`` being what the format reads
+    of a body (model, system texts, last user text...)."""
+
+    turns: Turns[S]
+
+    def added_to_clean(self, raw: bytes) -> bytes | None:
+        return self.turns.added_to_clean(raw)
+
+    def quick_view(self, body: JsonBody, *, stream: bool) -> RequestView | None:
+        read = self.turns.read(body.raw, clean=body.repeat_free)
+        return None if read is None else self.view_of(read, body, stream=stream)
+
+    @abstractmethod
+    def view_of(self, read: S, body: JsonBody, *, stream: bool) -> RequestView:
+        """``quick_view``'s view of ``body``, which ``turns`` read as ``read`` (its history folded
+        from ``body.data`` when read)."""

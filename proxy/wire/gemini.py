@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import copy
 import re
-from abc import abstractmethod
 from collections import defaultdict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -61,14 +60,17 @@ from proxy.wire.base import (
     FinishKind,
     JsonBody,
     Replaced,
+    SplitStream,
     StreamCodec,
-    WireFormat,
+    TurnsWireFormat,
     _number,
+    body_bytes,
     dumps,
     known_only,
     label_events,
     loads,
     loads_output,
+    output_object,
     quick_decoder,
 )
 from proxy.wire.conversation_delta import Turns
@@ -507,17 +509,13 @@ _TURNS = Turns(_read_whole, _fold, _QuickContent, b'{"role":"model"}')
 """Bodies of recent requests: an agent's next turn is read from the contents it adds (``turns``)."""
 
 
-class Gemini(WireFormat):
+class Gemini(TurnsWireFormat[_Read]):
     name = "gemini"
+    turns = _TURNS
 
-    def added_to_clean(self, raw: bytes) -> bytes | None:
-        return _TURNS.added_to_clean(raw)
-
-    def quick_view(self, body: JsonBody, *, stream: bool, model: str = "") -> RequestView | None:
-        read = _TURNS.read(body.raw, clean=body.repeat_free)
-        if read is None:
-            return None
-        return RequestView(model=model, stream=stream, system_prompt=read.system_prompt,
+    def view_of(self, read: _Read, body: JsonBody, *, stream: bool) -> RequestView:
+        # The body names no model: the caller takes it from the URL (as for ``parse_request``).
+        return RequestView(model="", stream=stream, system_prompt=read.system_prompt,
                            last_user_text=read.last_user_text, history=LazyHistory(partial(_whole_history, body)),
                            held=read.held)
 
@@ -574,9 +572,7 @@ class Gemini(WireFormat):
         data["candidates"] = [{**{k: old[k] for k in _SAFE_CANDIDATE if k in old},
                                **_tail_candidate(message, finish, signatures),
                                "index": _candidate_index(old, n)} for n, old in enumerate(cands)]
-        if replaced:
-            data["guardproxy"] = replaced.payload()
-        return dumps(data).encode()
+        return body_bytes(data, replaced)
 
     def retext_body(self, body: bytes, texts: dict[Lane, str]) -> bytes:
         data = loads(body)
@@ -704,27 +700,17 @@ class ArraySplitter:
         return rest
 
 
-class _GeminiStream(StreamCodec):
+class _GeminiStream(SplitStream[SSESplitter | ArraySplitter]):
     """Decoding and client-state shared by both framings; subclasses cut and wrap the chunks."""
 
     bare_errors = True
     """An error element may be relayed as the upstream sent it (``StreamError.bare``)."""
 
     def __init__(self, splitter: SSESplitter | ArraySplitter) -> None:
-        self._split = splitter
+        super().__init__(splitter)
         self._meta: dict[str, Any] = {}
         """The latest usageMetadata / modelVersion / responseId seen, copied onto rendered chunks."""
         self._decoder = _Decoder()
-
-    def feed(self, data: bytes) -> list[Frame]:
-        return [self._decode(raw) for raw in self._split.feed(data)]
-
-    def flush(self) -> list[Frame]:
-        rest = self._split.flush()
-        return [self._decode(rest)] if rest else []
-
-    @abstractmethod
-    def _decode(self, raw: bytes) -> Frame: ...
 
     def provider_parts(self) -> list[dict[str, Any]]:
         """The ``functionCall`` parts that carried a ``thoughtSignature``, as received, in order (see
@@ -797,11 +783,8 @@ class GeminiSSEStream(_GeminiStream):
             return Frame(raw, tuple(label_events(sse)))  # comments, ids: checked whole
         if not text.strip():
             return Frame(raw, tuple(label_events(sse)))
-        try:
-            chunk = loads_output(text)
-        except ValueError:
-            return Frame(raw, unreadable=True)
-        if not isinstance(chunk, dict):
+        chunk = output_object(text)
+        if chunk is None:
             return Frame(raw, unreadable=True)
         if sse.labels or sse.event is not None:
             return Frame(raw, (*label_events(sse), *self._events(chunk)))

@@ -39,6 +39,9 @@ class InputText:
     text: str
     tool: str = ""
     """For a tool result: the tool's name when the request names it ("" when it does not)."""
+    group: int = 0
+    """Texts of one group (adjacent texts of the same part, in body order) are read by the model as
+    one text: the adjacent text parts of one message, which the provider concatenates."""
 
 
 @dataclass(slots=True)
@@ -80,37 +83,49 @@ def _walk(value: Any, path: Path, depth: int = 0) -> Iterator[tuple[Path, str]]:
 
 
 class _Collector:
-    __slots__ = ("parts", "skipped", "texts")
+    """Texts in body order. ``join``: the text continues the group of the text added before it (the
+    next text part of the same run); otherwise it starts a group of its own. A run is broken only by
+    what the model is shown between two texts (media, a tool result, another role's turn): a block
+    the proxy does not know, or an empty text, breaks nothing, so a run is never cut short."""
+
+    __slots__ = ("group", "parts", "skipped", "texts")
 
     def __init__(self, parts: frozenset[str]) -> None:
         self.texts: list[InputText] = []
         self.skipped: list[str] = []
         self.parts = parts
+        self.group = 0
 
-    def add(self, part: Part, path: Path, value: Any, tool: str = "") -> None:
+    def add(self, part: Part, path: Path, value: Any, tool: str = "", join: bool = False) -> None:
+        if not join:
+            self.group += 1
         if value and part in self.parts and isinstance(value, str):
-            self.texts.append(InputText(part, path, value, tool))
+            self.texts.append(InputText(part, path, value, tool, self.group))
 
     def content(self, part: Part, path: Path, content: Any, tool: str = "",
-                text_types: tuple[str, ...] = ("text", "input_text", "output_text")) -> None:
-        """A string, or a list of typed parts whose text parts are read and media parts noted."""
+                text_types: tuple[str, ...] = ("text", "input_text", "output_text"), join: bool = False) -> bool:
+        """A string, or a list of typed parts whose text parts are read (adjacent ones as one group)
+        and media parts noted. Returns whether the content ended in text (a run the next may join)."""
         if isinstance(content, str):
-            if content and part in self.parts:
-                self.texts.append(InputText(part, path, content, tool))
-            return
+            self.add(part, path, content, tool, join)
+            return True
         if not isinstance(content, list):
-            return
+            return join
         for i, block in enumerate(content):
             if isinstance(block, str):
-                self.add(part, (*path, i), block, tool)
+                self.add(part, (*path, i), block, tool, join)
+                join = True
                 continue
             if not isinstance(block, dict):
                 continue
             kind = _kind(block)
             if kind in text_types:
-                self.add(part, (*path, i, "text"), block.get("text"), tool)
+                self.add(part, (*path, i, "text"), block.get("text"), tool, join)
+                join = True
             elif kind in _MEDIA or not kind and any(k in block for k in _MEDIA):
                 self.skipped.append(f"{kind or 'media'}@{part}")
+                join = False
+        return join
 
     def result(self) -> InputTexts:
         return InputTexts(self.texts, self.skipped)
@@ -190,8 +205,8 @@ def _openai_responses(data: dict[str, Any], parts: frozenset[str], key: str = "i
         elif kind == "mcp_call":
             out.add("tool_result", (i, "output"), item.get("output"), f"mcp__{item.get('server_label', '')}__"
                                                                        f"{item.get('name', '')}")
-    out.texts = [InputText(t.part, (key, *t.path) if t.path[0] != "instructions" else t.path, t.text, t.tool)
-                 for t in out.texts]
+    out.texts = [InputText(t.part, (key, *t.path) if t.path[0] != "instructions" else t.path, t.text, t.tool,
+                           t.group) for t in out.texts]
     return out.result()
 
 
@@ -202,10 +217,14 @@ def _anthropic(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
     if not isinstance(messages, list):
         return out.result()
     names: dict[str, str] = {}
+    join = False
+    """The user's text run goes on: the API combines consecutive user turns into one turn."""
     for i, m in enumerate(messages):
         if not isinstance(m, dict):
             continue
         content = m.get("content")
+        if m.get("role") != "user":
+            join = False
         if m.get("role") == "assistant":
             for block in content if isinstance(content, list) else []:
                 if isinstance(block, dict) and block.get("type") in ("tool_use", "server_tool_use", "mcp_tool_use"):
@@ -217,7 +236,8 @@ def _anthropic(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
         if m.get("role") != "user":
             continue
         if isinstance(content, str):
-            out.add("user", ("messages", i, "content"), content)
+            out.add("user", ("messages", i, "content"), content, join=join)
+            join = True
             continue
         for j, block in enumerate(content if isinstance(content, list) else []):
             if not isinstance(block, dict):
@@ -229,24 +249,28 @@ def _anthropic(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
                 inner = block.get("content")
                 if isinstance(inner, str):
                     out.add("tool_result", (*path, "content"), inner, tool)
+                inner_join = False
                 for k, sub in enumerate(inner if isinstance(inner, list) else []):
-                    _anthropic_block(out, "tool_result", (*path, "content", k), sub, tool)
+                    inner_join = _anthropic_block(out, "tool_result", (*path, "content", k), sub, tool, inner_join)
+                join = False
             else:
-                _anthropic_block(out, "user", path, block)
+                join = _anthropic_block(out, "user", path, block, join=join)
     return out.result()
 
 
-def _anthropic_block(out: _Collector, part: Part, path: Path, block: Any, tool: str = "") -> None:
+def _anthropic_block(out: _Collector, part: Part, path: Path, block: Any, tool: str = "", join: bool = False) -> bool:
     """One content block of a user turn or a tool result. Besides ``text``, the model reads a
     ``search_result`` (its ``title``, ``source`` and ``content`` text blocks) and a ``document`` whose
     source is plain text (``source.data``) or content (``source.content``: a string or text blocks),
-    with its ``title`` and ``context``; a document from base64, a URL or a file is media."""
+    with its ``title`` and ``context``; a document from base64, a URL or a file is media. A ``text``
+    block joins the run of text blocks before it (``join``); returns whether the run goes on."""
     if not isinstance(block, dict):
-        return
+        return join
     kind = _kind(block)
     if kind == "text":
-        out.add(part, (*path, "text"), block.get("text"), tool)
-    elif kind == "search_result":
+        out.add(part, (*path, "text"), block.get("text"), tool, join)
+        return True
+    if kind == "search_result":
         for key in ("title", "source"):
             out.add(part, (*path, key), block.get(key), tool)
         out.content(part, (*path, "content"), block.get("content"), tool, text_types=("text",))
@@ -263,6 +287,12 @@ def _anthropic_block(out: _Collector, part: Part, path: Path, block: Any, tool: 
             out.skipped.append(f"document@{part}")
     elif kind in _MEDIA:
         out.skipped.append(f"{kind}@{part}")
+    else:
+        return join  # a block the proxy does not read (cache markers, thinking echoes): the run goes on
+    return False
+
+
+_GEMINI_MEDIA = ("inlineData", "inline_data", "fileData", "file_data")
 
 
 def _gemini(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
@@ -272,20 +302,27 @@ def _gemini(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
         if isinstance(system, str):
             out.add("system", (key,), system)
         elif isinstance(system, dict) and isinstance(system.get("parts"), list):
+            join = False
             for j, p in enumerate(system["parts"]):
-                if isinstance(p, dict):
-                    out.add("system", (key, "parts", j, "text"), p.get("text"))
+                if isinstance(p, dict) and "text" in p:
+                    out.add("system", (key, "parts", j, "text"), p.get("text"), join=join)
+                    join = True
     contents = data.get("contents")
     for i, c in enumerate(contents if isinstance(contents, list) else []):
         if not isinstance(c, dict) or c.get("role") == "model" or not isinstance(c.get("parts"), list):
             continue
+        join = False
         for j, p in enumerate(c["parts"]):
             if not isinstance(p, dict):
                 continue
             path: Path = ("contents", i, "parts", j)
             if p.get("thought") is True:
                 continue
-            out.add("user", (*path, "text"), p.get("text"))
+            if "text" in p:
+                out.add("user", (*path, "text"), p.get("text"), join=join)
+                join = True
+            if any(k in p for k in ("functionResponse", "function_response", *_GEMINI_MEDIA)):
+                join = False
             for key in ("functionResponse", "function_response"):
                 fr = p.get(key)
                 if isinstance(fr, dict):
@@ -294,7 +331,7 @@ def _gemini(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
                         out.add("tool_result", sub, text, name)
                     if fr.get("parts"):
                         out.skipped.append("media@tool_result")
-            for key in ("inlineData", "inline_data", "fileData", "file_data"):
+            for key in _GEMINI_MEDIA:
                 if key in p:
                     out.skipped.append(f"{key}@user")
     return out.result()

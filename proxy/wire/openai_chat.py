@@ -51,12 +51,14 @@ from proxy.wire.base import (
     JsonBody,
     Replaced,
     StreamCodec,
-    WireFormat,
+    TurnsWireFormat,
+    body_bytes,
     dumps,
     known_only,
     label_events,
     loads,
     loads_output,
+    output_object,
     quick_decoder,
     raw_value,
     with_temperature,
@@ -460,16 +462,11 @@ _TURNS = Turns(_read_whole, _fold, _QuickMessage, b'{"role":"guardproxy-probe"}'
 """Bodies of recent chat requests: an agent's next turn is read from the messages it adds (``turns``)."""
 
 
-class OpenAIChat(WireFormat):
+class OpenAIChat(TurnsWireFormat[Reading]):
     name = "openai_chat"
+    turns = _TURNS
 
-    def added_to_clean(self, raw: bytes) -> bytes | None:
-        return _TURNS.added_to_clean(raw)
-
-    def quick_view(self, body: JsonBody, *, stream: bool) -> RequestView | None:
-        read = _TURNS.read(body.raw, clean=body.repeat_free)
-        if read is None:
-            return None
+    def view_of(self, read: Reading, body: JsonBody, *, stream: bool) -> RequestView:
         return RequestView(model=read.model, stream=bool(read.stream), system_prompt="\n".join(read.system),
                            last_user_text=read.last_user_text, history=LazyHistory(partial(_whole_history, body)),
                            held=read.held)
@@ -569,9 +566,7 @@ class OpenAIChat(WireFormat):
             choice["logprobs"] = None
             choice["finish_reason"] = _finish_reason(message, finish)
         data["choices"] = choices
-        if replaced:
-            data["guardproxy"] = replaced.payload()
-        return dumps(data).encode()
+        return body_bytes(data, replaced)
 
     def retext_body(self, body: bytes, texts: dict[Lane, str]) -> bytes:
         data = loads(body)
@@ -748,11 +743,8 @@ class ChatStream(StreamCodec):
             if sse.data.rstrip() != "[DONE]":  # the SDK stops at the prefix, a client that prints the line shows the rest
                 return Frame(raw, unreadable=True)
             return Frame(raw, self._close_tools(), last=True)
-        try:
-            chunk = loads_output(sse.data)
-        except ValueError:
-            return Frame(raw, unreadable=True)
-        if not isinstance(chunk, dict):
+        chunk = output_object(sse.data)
+        if chunk is None:
             return Frame(raw, unreadable=True)
         if chunk.get("error"):
             err = chunk["error"]

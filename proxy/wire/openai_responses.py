@@ -67,13 +67,15 @@ from proxy.wire.base import (
     FinishKind,
     JsonBody,
     Replaced,
+    SplitStream,
     StreamCodec,
-    WireFormat,
+    TurnsWireFormat,
+    body_bytes,
     dumps,
     known_only,
     label_events,
     loads,
-    loads_output,
+    output_object,
     quick_decoder,
     raw_value,
     with_temperature,
@@ -333,16 +335,11 @@ def system_items(body: dict[str, Any]) -> tuple[str, ...] | None:
                  if i.get("type", "message") == "message" and i.get("role") in ("system", "developer"))
 
 
-class OpenAIResponses(WireFormat):
+class OpenAIResponses(TurnsWireFormat[Reading]):
     name = "openai_responses"
+    turns = _TURNS
 
-    def added_to_clean(self, raw: bytes) -> bytes | None:
-        return _TURNS.added_to_clean(raw)
-
-    def quick_view(self, body: JsonBody, *, stream: bool) -> RequestView | None:
-        read = _TURNS.read(body.raw, clean=body.repeat_free)
-        if read is None:
-            return None
+    def view_of(self, read: Reading, body: JsonBody, *, stream: bool) -> RequestView:
         return RequestView(model=read.model, stream=bool(read.stream),
                            system_prompt="\n".join(s for s in read.system if s),
                            last_user_text=read.last_user_text, history=LazyHistory(partial(_whole_history, body)),
@@ -435,9 +432,7 @@ class OpenAIResponses(WireFormat):
                    for n, c in enumerate(message.tool_calls)]
         data["output"] = output
         data.update(_ending(finish))
-        if replaced:
-            data["guardproxy"] = replaced.payload()
-        return dumps(data).encode()
+        return body_bytes(data, replaced)
 
     def http_error(self, status: int, message: str, kind: ErrorKind,
                    extra: dict[str, str] | None = None) -> bytes:
@@ -537,11 +532,8 @@ def _load(raw: bytes | SSEFrame) -> dict[str, Any] | None:
         return None
     if not sse.has_data:
         return {}
-    try:
-        ev = loads_output(sse.data)
-    except ValueError:
-        return None
-    if not isinstance(ev, dict):
+    ev = output_object(sse.data)
+    if ev is None:
         return None
     if "type" not in ev and sse.event:
         ev["type"] = sse.event
@@ -579,9 +571,9 @@ class _Item:
     parts: list[_Part] = field(default_factory=list)
 
 
-class ResponsesStream(StreamCodec):
+class ResponsesStream(SplitStream[SSESplitter]):
     def __init__(self) -> None:
-        self._split = SSESplitter()
+        super().__init__(SSESplitter())
         # decoding state
         self._response: dict[str, Any] = {}
         """The upstream's response object (id, model, created_at...), to render ours with the same."""
@@ -609,13 +601,6 @@ class ResponsesStream(StreamCodec):
         return tuple(self._ids)
 
     # -- decoding ---------------------------------------------------------------------------
-    def feed(self, data: bytes) -> list[Frame]:
-        return [self._decode(raw) for raw in self._split.feed(data)]
-
-    def flush(self) -> list[Frame]:
-        rest = self._split.flush()
-        return [self._decode(rest)] if rest else []
-
     def _decode(self, raw: bytes) -> Frame:
         sse = parse_fields(raw)
         ev = _load(sse)

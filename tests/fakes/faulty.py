@@ -26,19 +26,14 @@ APIS = ("chat", "responses", "anthropic", "gemini", "gemini_array")
 """The four client APIs; Gemini twice, for its SSE and its JSON-array stream."""
 
 
-class FaultyServer:
-    """Accepts connections on loopback and, once the request head has arrived, misbehaves:
+class RawServer:
+    """A loopback server on a plain socket, in a thread of its own: each connection, one at a time, is
+    handed to ``handle`` and closed after it. ``connections`` counts them; ``closed`` is set once one
+    was closed. A subclass implements ``handle``."""
 
-    - ``reset``: RST (SO_LINGER 0) before any response byte;
-    - ``garbage``: writes bytes that are not an HTTP response, then closes;
-    - ``close``: a clean FIN with no response;
-    - ``truncated``: a 200 head promising more JSON body than it sends, then a FIN;
-    - ``count``: answers nothing and closes; it only counts who came (a host that must see nothing).
-    """
-
-    def __init__(self, mode: Mode = "reset") -> None:
-        self.mode = mode
+    def __init__(self) -> None:
         self.connections = 0
+        self.closed = threading.Event()
         self._sock = socket.socket()
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
@@ -65,6 +60,9 @@ class FaultyServer:
         self._thread.join(5)
         self._sock.close()
 
+    def handle(self, conn: socket.socket) -> None:
+        raise NotImplementedError
+
     def _serve(self) -> None:
         while not self._stop.is_set():
             try:
@@ -73,21 +71,41 @@ class FaultyServer:
                 continue
             self.connections += 1
             with conn:
-                conn.settimeout(2)
-                try:
-                    _read_head(conn)
-                    if self.mode == "reset":
-                        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                    elif self.mode == "garbage":
-                        conn.sendall(b"THIS IS NOT HTTP\x00\xff\r\n\r\n")
-                    elif self.mode == "truncated":
-                        conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
-                                     b"content-length: 400\r\n\r\n{\"id\": \"chatcmpl-1\", \"choi")
-                except OSError:
-                    pass
+                self.handle(conn)
+            self.closed.set()
 
 
-def _read_head(conn: socket.socket) -> bytes:
+class FaultyServer(RawServer):
+    """Accepts connections on loopback and, once the request head has arrived, misbehaves:
+
+    - ``reset``: RST (SO_LINGER 0) before any response byte;
+    - ``garbage``: writes bytes that are not an HTTP response, then closes;
+    - ``close``: a clean FIN with no response;
+    - ``truncated``: a 200 head promising more JSON body than it sends, then a FIN;
+    - ``count``: answers nothing and closes; it only counts who came (a host that must see nothing).
+    """
+
+    def __init__(self, mode: Mode = "reset") -> None:
+        super().__init__()
+        self.mode = mode
+
+    def handle(self, conn: socket.socket) -> None:
+        conn.settimeout(2)
+        try:
+            read_head(conn)
+            if self.mode == "reset":
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            elif self.mode == "garbage":
+                conn.sendall(b"THIS IS NOT HTTP\x00\xff\r\n\r\n")
+            elif self.mode == "truncated":
+                conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+                             b"content-length: 400\r\n\r\n{\"id\": \"chatcmpl-1\", \"choi")
+        except OSError:
+            pass
+
+
+def read_head(conn: socket.socket) -> bytes:
+    """The bytes up to the end of the request head (or all there were, if the peer stopped first)."""
     data = b""
     while b"\r\n\r\n" not in data:
         chunk = conn.recv(65536)

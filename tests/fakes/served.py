@@ -2,6 +2,8 @@
 
 The fakes (model APIs, classifier, the agents' scripted upstreams) differ only in their routes; the
 start, the port lookup and the orderly stop are here once. A subclass implements ``routes``.
+``serve_here`` serves one on the running loop instead, for an async test that drives an SDK's async
+client against it.
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import ssl
 import threading
-from typing import Self
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Self
 
 from aiohttp import web
 
@@ -75,3 +79,19 @@ class ServedApp:
             self._loop.run_forever()
         finally:
             self._loop.close()
+
+
+@asynccontextmanager
+async def serve_here(routes: Callable[[web.Application], None], **runner: Any) -> AsyncIterator[str]:
+    """An application with ``routes`` on a free loopback port of the running loop, for the block; yields
+    its base URL. ``runner``: ``web.AppRunner`` options."""
+    app = web.Application()
+    routes(app)
+    app_runner = web.AppRunner(app, **runner)
+    await app_runner.setup()
+    site = web.TCPSite(app_runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{app_runner.addresses[0][1]}"
+    finally:
+        await app_runner.cleanup()

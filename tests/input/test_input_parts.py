@@ -77,3 +77,40 @@ def test_only_the_parts_asked_for_are_collected() -> None:
     got = input_texts("openai_chat", body, frozenset({"user"}))
     assert [t.text for t in got.texts] == ["U"]
     assert json.dumps(body)  # the body itself is not touched
+
+
+def _groups(wire: str, body: dict[str, object]) -> list[list[str]]:
+    """The texts by group: the runs the model reads as one text."""
+    out: list[list[str]] = []
+    last = None
+    for t in input_texts(wire, body).texts:
+        if t.group != last:
+            out.append([])
+            last = t.group
+        out[-1].append(t.text)
+    return out
+
+
+def test_adjacent_text_parts_form_a_group_until_something_else_is_shown() -> None:
+    chat = {"messages": [{"role": "user", "content": [
+        {"type": "text", "text": "a"}, {"type": "text", "text": "b"}, {"type": "image_url", "image_url": {"url": "x"}},
+        {"type": "text", "text": "c"}, {"type": "unknown"}, {"type": "text", "text": ""}, {"type": "text", "text": "d"}]},
+        {"role": "user", "content": [{"type": "text", "text": "e"}]}]}
+    assert _groups("openai_chat", chat) == [["a", "b"], ["c", "d"], ["e"]]
+    anthropic = {"system": [{"type": "text", "text": "s1"}, {"type": "text", "text": "s2"}], "messages": [
+        {"role": "user", "content": "u1"},
+        {"role": "user", "content": [{"type": "text", "text": "u2", "cache_control": {"type": "ephemeral"}},
+                                     {"type": "tool_result", "tool_use_id": "t", "content": [
+                                         {"type": "text", "text": "r1"}, {"type": "text", "text": "r2"}]},
+                                     {"type": "text", "text": "u3"}]},
+        {"role": "assistant", "content": "ok"}, {"role": "user", "content": "u4"}]}
+    assert _groups("anthropic", anthropic) == [["s1", "s2"], ["u1", "u2"], ["r1", "r2"], ["u3"], ["u4"]]
+    gemini = {"systemInstruction": {"parts": [{"text": "s1"}, {"text": "s2"}]}, "contents": [
+        {"role": "user", "parts": [{"text": "a"}, {"text": "b"}, {"inlineData": {"data": "x"}}, {"text": "c"}]},
+        {"role": "user", "parts": [{"text": "d"}]}]}
+    assert _groups("gemini", gemini) == [["s1", "s2"], ["a", "b"], ["c"], ["d"]]
+    responses = {"input": [{"role": "user", "content": [{"type": "input_text", "text": "a"},
+                                                        {"type": "input_text", "text": "b"}]},
+                           {"type": "function_call_output", "call_id": "c", "output": [
+                               {"type": "input_text", "text": "r1"}, {"type": "input_text", "text": "r2"}]}]}
+    assert _groups("openai_responses", responses) == [["a", "b"], ["r1", "r2"]]

@@ -17,6 +17,7 @@ from guardrails.decision import MODERATION_FLAGGED, PASS, WEBHOOK_BLOCK, Block
 from guardrails.message import Moderation, Undecided, Webhook, run_message_guardrails
 from guardrails.message.webhook import webhook_payloads
 from guardrails.seams import MessageContext
+from tests.fakes.served import serve_here
 
 
 @dataclass
@@ -62,19 +63,12 @@ CANNED = {
 @pytest.fixture
 async def upstream() -> AsyncIterator[Upstream]:
     up = Upstream()
-    app = web.Application()
-    app.router.add_post("/{name}", up.handle)
-    runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1.0)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    host, port = runner.addresses[0][:2]
-    up.base = f"http://{host}:{port}"
-    try:
-        yield up
-    finally:
-        up.release.set()
-        await runner.cleanup()
+    async with serve_here(lambda app: app.router.add_post("/{name}", up.handle),
+                          handler_cancellation=True, shutdown_timeout=1.0) as up.base:
+        try:
+            yield up
+        finally:
+            up.release.set()
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
-import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Self
@@ -22,6 +21,7 @@ import uvloop
 from config.errors import UpstreamError
 from proxy.upstream import http1
 from proxy.upstream.http1 import HIGH_WATER, Pool
+from tests.fakes.faulty import RawServer, read_head
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -413,49 +413,19 @@ def test_an_answer_that_arrived_with_its_head_is_taken_whole(run: Any) -> None:
     run(main())
 
 
-class OneAnswerThenClose:
-    """A raw-socket server in its own thread: each connection gets one answer (offering keep-alive),
-    then the server closes it outright, as a server's idle timeout does. ``requests`` counts the
-    requests its code read: one that reached a closed socket is never among them."""
+class OneAnswerThenClose(RawServer):
+    """Each connection gets one answer (offering keep-alive), then the server closes it outright, as a
+    server's idle timeout does. ``requests`` counts the requests its code read: one that reached a
+    closed socket is never among them."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.requests = 0
-        self.connections = 0
-        self.closed = threading.Event()
-        self._sock = socket.socket()
-        self._sock.bind(("127.0.0.1", 0))
-        self._sock.listen(8)
-        self._sock.settimeout(0.1)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._sock.getsockname()[1]}"
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        self._sock.close()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self._sock.accept()
-            except (TimeoutError, OSError):
-                continue
-            self.connections += 1
-            with conn:
-                data = b""
-                while b"\r\n\r\n" not in data and (chunk := conn.recv(65536)):
-                    data += chunk
-                self.requests += 1
-                conn.sendall(ok(b"answer %d" % self.requests))
-            self.closed.set()
+    def handle(self, conn: socket.socket) -> None:
+        read_head(conn)
+        self.requests += 1
+        conn.sendall(ok(b"answer %d" % self.requests))
 
 
 def _stale_connection(p: Pool, srv: OneAnswerThenClose) -> None:

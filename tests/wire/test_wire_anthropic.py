@@ -31,6 +31,7 @@ from proxy.core.choice_guard import ChoiceGuard
 from proxy.wire.anthropic import AnthropicMessages, MessagesStream
 from proxy.wire.base import BadRequest, Replaced
 from proxy.wire.sse import parse_fields
+from tests.fakes.served import serve_here
 
 
 def sse(name: str, data: dict[str, Any], nl: str = "\n") -> bytes:
@@ -267,17 +268,10 @@ async def upstream() -> AsyncIterator[FakeUpstream]:
         fake.requests.append({"headers": dict(request.headers), "body": await request.json()})
         return web.Response(status=fake.status, body=fake.body, content_type=fake.content_type)
 
-    app = web.Application()
-    app.router.add_post("/v1/messages", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    fake.base_url = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    async with anthropic.AsyncAnthropic(api_key="sk-test", base_url=fake.base_url, max_retries=0) as sdk:
+    async with (serve_here(lambda app: app.router.add_post("/v1/messages", handle)) as fake.base_url,
+                anthropic.AsyncAnthropic(api_key="sk-test", base_url=fake.base_url, max_retries=0) as sdk):
         fake.client = sdk
         yield fake
-    await runner.cleanup()
 
 
 def client(fake: FakeUpstream) -> anthropic.AsyncAnthropic:

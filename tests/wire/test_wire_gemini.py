@@ -34,6 +34,7 @@ from guardrails.datamodel import (
 from proxy.core.stream_guard import StreamGuard
 from proxy.wire.base import BadRequest, Replaced, StreamCodec
 from proxy.wire.gemini import ArraySplitter, Gemini, GeminiArrayStream, GeminiSSEStream
+from tests.fakes.served import serve_here
 
 WIRE = Gemini()
 REPLACED = Replaced("secrets", "secret_leak", "[withheld]")
@@ -274,15 +275,8 @@ async def upstream() -> AsyncIterator[Upstream]:
         await resp.write_eof()
         return resp
 
-    app = web.Application()
-    app.router.add_post("/{tail:.*}", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    fake.base_url = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    yield fake
-    await runner.cleanup()
+    async with serve_here(lambda app: app.router.add_post("/{tail:.*}", handle)) as fake.base_url:
+        yield fake
 
 
 def client(fake: Upstream) -> genai.Client:

@@ -30,6 +30,7 @@ from guardrails.datamodel import (
 )
 from proxy.wire.base import BadRequest, Replaced
 from proxy.wire.openai_responses import OpenAIResponses, ResponsesStream
+from tests.fakes.served import serve_here
 
 WIRE = OpenAIResponses()
 REPLACED = Replaced("canary", "system_prompt_leak", "I can't share that.")
@@ -273,21 +274,14 @@ class Served:
 
 @pytest.fixture
 async def server() -> AsyncIterator[Served]:
-    app = web.Application()
     served = Served()
 
     async def handle(request: web.Request) -> web.Response:
         body, status, ctype = served.reply
         return web.Response(body=body, status=status, content_type=ctype)
 
-    app.router.add_post("/v1/responses", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    served.base = f"http://127.0.0.1:{runner.addresses[0][1]}"
-    yield served
-    await runner.cleanup()
+    async with serve_here(lambda app: app.router.add_post("/v1/responses", handle)) as served.base:
+        yield served
 
 
 @dataclass

@@ -328,6 +328,7 @@ def _responses_items(items: Any, t: _Texts) -> None:
 def _responses(data: dict[str, Any], t: _Texts) -> None:
     _responses_items(data.get("instructions"), t)
     _responses_items(data.get("input"), t)
+    _responses_items(data.get("items"), t)  # a conversation being created
 
 
 def _anthropic(data: dict[str, Any], t: _Texts) -> None:
@@ -341,6 +342,12 @@ def _anthropic(data: dict[str, Any], t: _Texts) -> None:
             t.content(m.get("content"), inner)
 
 
+def _listed(value: Any) -> Any:
+    """Protobuf's JSON parser behind Gemini takes one object where a list is due as a list of it
+    (Google's own REST examples send ``"parts": {"text": ...}``)."""
+    return [value] if isinstance(value, dict) else value
+
+
 def _gemini(data: dict[str, Any], t: _Texts) -> None:
     def inner(part: Any) -> None:
         if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
@@ -348,12 +355,12 @@ def _gemini(data: dict[str, Any], t: _Texts) -> None:
 
     system = data.get("systemInstruction")
     if isinstance(system, dict):
-        t.content(system.get("parts"), inner)
+        t.content(_listed(system.get("parts")), inner)
     else:
         t.add(system)
-    for c in data.get("contents") or []:
+    for c in _listed(data.get("contents")) or []:
         if isinstance(c, dict) and c.get("role") != "model":
-            t.content(c.get("parts"), inner)
+            t.content(_listed(c.get("parts")), inner)
 
 
 _READERS: dict[str, Callable[[dict[str, Any], _Texts], None]] = {

@@ -19,12 +19,13 @@ The oracle: either the proxy refused the request with the API's 4xx error and no
 or under every reading the marker is absent from what the model reads. The control: the unbent body
 as the client wrote it carries the marker to the model under every reading (so the oracle can fail).
 
-Bounded (``EXAMPLES`` per API; fixed examples when ``CI`` is set: tests/conftest.py); a
+Bounded (``EXAMPLES`` per API and bend; fixed examples when ``CI`` is set: tests/conftest.py); a
 counterexample found by a random run belongs here as an ``@example`` or as a served regression test.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterator
 from typing import Any
@@ -50,9 +51,11 @@ from tests.edge.bent_json import (
 from tests.fakes.faulty import assert_http_error, headers_for
 from tests.fakes.proxy import ProxyServer
 from tests.fakes.upstream import FakeUpstream
+from tests.wire.test_one_reading_turns import _assistant, _body, _user
 
-EXAMPLES = 45
-"""Requests per API: 180 in all, a few seconds over the sockets on a busy 2-core machine."""
+EXAMPLES = 5
+"""Requests per API and bend (about 270 in all with the cut markers', ~10 s over the sockets on a busy
+2-core machine)."""
 POLICY = """
 [[input_guardrails]]
 id = "no-keys-in"
@@ -63,6 +66,9 @@ parts = ["user", "tool_result", "system"]
 PATHS = {"chat": "/v1/chat/completions", "responses": "/v1/responses", "anthropic": "/v1/messages",
          "gemini": "/v1beta/models/m:generateContent"}
 APIS = list(PATHS)
+KEPT_PATHS = {"responses": "/v1/conversations", "gemini": "/v1beta/cachedContents"}
+"""Where the model's input is created to be read later by name: a conversation's items, a cache's
+contents and system instruction (screened as a request's own)."""
 
 
 # -- the request, the marker planted -----------------------------------------------------------------
@@ -155,10 +161,14 @@ SPLIT_WHERES = {"chat": ["user_part", "tool_part"], "responses": ["user_part", "
 # -- bends -------------------------------------------------------------------------------------------
 BENDS = ["repeat", "fold", "sibling", "extra", "order", "space", "escape", "number", "bom", "dup_part", "typeless",
          "role_value"]
-GEMINI_BENDS = [*BENDS, "snake", "snake", "thought"]
+BENDS_OF = {"chat": BENDS, "responses": BENDS, "anthropic": BENDS,
+            "gemini": [*(b for b in BENDS if b != "typeless"), "snake", "thought", "singleton"]}
 DECOYS = {"role": {"chat": "assistant", "responses": "assistant", "anthropic": "assistant", "gemini": "model"},
           "type": {"chat": "image_url", "responses": "reasoning", "anthropic": "thinking", "gemini": "thought"}}
 """For ``sibling``: a role or type the input screen does not read."""
+_EXTRA: list[tuple[str, Any]] = [("x_note", "benign"), ("debug", {"text": "benign"}), ("x_list", [1, 2.5]),
+                                  ("x_null", None)]
+"""Fields no API names, for ``extra``."""
 _CAMEL = {"systemInstruction": "system_instruction", "functionResponse": "function_response"}
 
 
@@ -179,10 +189,10 @@ class Bender:
 
     def on_path(self, body: Obj) -> list[tuple[Obj, int]]:
         """The objects on the marker's path, with the index of the pair leading to it (not a pair
-        whose key is the marker)."""
+        whose key is the marker, nor the wrapper of a turn's items: ``ITEMS``)."""
         found = trail(body, self.needles) or []
         return [(o, i) for o, i in found if isinstance(o, Obj)
-                and not any(n in o.pairs[i][0] for n in self.needles)]
+                and not any(n in o.pairs[i][0] for n in self.needles) and o.pairs[i][0] != ITEMS]
 
     def decoy(self, value: Any) -> Any:
         return self.rng.choice([scrubbed(value, self.needles), scrubbed(value, self.needles), None, ""])
@@ -259,12 +269,21 @@ class Bender:
         for obj in parts[-1:]:
             obj.pairs.insert(self.rng.randint(0, len(obj.pairs)), ["thought", True])
 
+    def singleton(self, body: Obj) -> None:
+        """Gemini: a list on the path (``contents``, ``parts``) given as its marker's item alone, one
+        object where a list is due: Gemini reads it as a list of one."""
+        found = trail(body, self.needles) or []
+        lists = [(found[n - 1][0], found[n - 1][1], found[n][1]) for n in range(1, len(found))
+                 if isinstance(found[n][0], list) and isinstance(found[n - 1][0], Obj)]
+        if lists:
+            obj, j, i = self.rng.choice(lists)
+            obj.pairs[j][1] = obj.pairs[j][1][i]
+
     def extra(self, body: Obj) -> None:
         every = list(objects(body))
         for obj in self.rng.sample(every, min(len(every), self.rng.randint(1, 3))):
-            field = self.rng.choice([["x_note", "benign"], ["debug", {"text": "benign"}], ["x_list", [1, 2.5]],
-                                     ["x_null", None]])
-            obj.pairs.insert(self.rng.randint(0, len(obj.pairs)), [field[0], tree(field[1])])
+            key, value = self.rng.choice(_EXTRA)
+            obj.pairs.insert(self.rng.randint(0, len(obj.pairs)), [key, tree(value)])
 
     def order(self, body: Obj) -> None:
         for obj in objects(body):
@@ -272,9 +291,7 @@ class Bender:
 
     def number(self, body: Obj) -> None:
         spelt = self.rng.choice(["1e0", "1.0", "10E-1", "0.1e1", "1E+0"])
-        target = body
-        if self.api == "gemini":
-            target = next(v for k, v in body.pairs if k == "generationConfig")
+        target = next((v for k, v in body.pairs if k == "generationConfig"), body) if self.api == "gemini" else body
         target.pairs = [p for p in target.pairs if p[0] != "temperature"] + [["temperature", Num(spelt)]]
         if self.api == "anthropic" and self.rng.random() < 0.5:
             body.pairs = [p for p in body.pairs if p[0] != "max_tokens"] + [["max_tokens", Num("1e2")]]
@@ -287,27 +304,41 @@ class Bender:
             seq.insert(i + 1, scrubbed(seq[i], []))
 
 
-def bent(api: str, body: dict[str, Any], bends: frozenset[str], rng: random.Random,
-         needles: list[str]) -> bytes:
-    root = tree(body)
+def _bend(api: str, root: Obj, bends: frozenset[str], rng: random.Random, needles: list[str]) -> Style:
     b = Bender(rng, api, needles)
-    for name in ("dup_part", "typeless", "role_value", "thought", "extra", "number", "sibling", "snake", "repeat",
-                 "fold", "order"):
+    for name in ("dup_part", "typeless", "role_value", "thought", "singleton", "extra", "number", "sibling",
+                 "snake", "repeat", "fold", "order"):
         if name in bends:
             getattr(b, name)(root)
-    style = Style(rng, space=0.4 if "space" in bends else 0.0, escape_keys=0.3 if "escape" in bends else 0.0,
-                  escape_text=0.2 if "escape" in bends else 0.0, bom="bom" in bends)
-    return write(root, style)
+    return Style(rng, space=0.4 if "space" in bends else 0.0, escape_keys=0.3 if "escape" in bends else 0.0,
+                 escape_text=0.2 if "escape" in bends else 0.0, bom="bom" in bends)
+
+
+def bent(api: str, body: dict[str, Any], bends: frozenset[str], rng: random.Random, needles: list[str]) -> bytes:
+    root = tree(body)
+    return write(root, _bend(api, root, bends, rng, needles))
+
+
+ITEMS = "\x00items"
+"""The key of the wrapper that holds a turn's new items while they are bent (never written)."""
+
+
+def bent_items(api: str, items: list[Any], bends: frozenset[str], rng: random.Random,
+               needles: list[str]) -> list[str]:
+    """A turn's new history items, bent, each written as its own JSON text."""
+    root = Obj([[ITEMS, tree(items)]])
+    style = _bend(api, root, bends, rng, needles)
+    return [write(item, style).decode() for item in next(v for k, v in root.pairs if k == ITEMS)]
 
 
 # -- the oracle --------------------------------------------------------------------------------------
 def assert_one_reading(api: str, client: httpx.Client, proxy: ProxyServer, upstream: FakeUpstream, raw: bytes,
-                       marker: str) -> str:
+                       marker: str, path: str | None = None) -> str:
     """The proxy refused ``raw`` with the API's 4xx and sent nothing, or no reading of what it sent
     shows the model the marker. Returns "refused" or "sent"."""
     upstream.reset()
-    r = client.post(proxy.url + PATHS[api], content=raw, headers={"content-type": "application/json",
-                                                                  **headers_for(api)})
+    r = client.post(proxy.url + (path or PATHS[api]), content=raw, headers={"content-type": "application/json",
+                                                                             **headers_for(api)})
     if r.status_code != 200:
         assert 400 <= r.status_code < 500, (r.status_code, r.text[:500])
         assert_http_error(api, r.status_code, r.content)
@@ -343,49 +374,92 @@ def client() -> Iterator[httpx.Client]:
         yield c
 
 
+def _kept(api: str, body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` as the creation of a conversation (its input items) or of a Gemini cache."""
+    if api == "responses":
+        return {"items": body["input"]}
+    return {"model": "models/m", **{k: v for k, v in body.items() if k != "generationConfig"}}
+
+
 def _run(api: str, proxies: dict[str, ProxyServer], upstream: FakeUpstream, client: httpx.Client, seed: int,
-         where: str, bends: frozenset[str], action: str, cuts: int) -> str:
+         where: str, bends: frozenset[str], action: str, cuts: int, kept: bool = False) -> str:
     rng = random.Random(seed)
     said = _said(rng, SECRET)
     if cuts > 1:  # the marker cut across adjacent text parts
         at = sorted(rng.sample(range(1, len(SECRET)), cuts - 1))
         start = said.index(SECRET)
         bounds = [0, *(start + a for a in at), len(said)]
-        pieces = [said[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+        pieces = [said[a:b] for a, b in itertools.pairwise(bounds)]
         needles = [SECRET[:at[0]]]
     else:
         pieces, needles = [said], [SECRET]
     body = BUILDERS[api](where, pieces, rng)
+    kept = kept and api in KEPT_PATHS and where not in ("instructions", "input")
+    if kept:
+        body = _kept(api, body)
     assert_control(api, body, SECRET)
     raw = bent(api, body, bends, rng, needles)
-    return assert_one_reading(api, client, proxies[action], upstream, raw, SECRET)
+    return assert_one_reading(api, client, proxies[action], upstream, raw, SECRET, KEPT_PATHS[api] if kept else None)
 
 
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize(("api", "bend"), [(api, bend) for api in APIS for bend in BENDS_OF[api]])
 def test_a_bent_request_is_refused_or_reaches_the_model_masked_under_every_reading(
-        proxies: dict[str, ProxyServer], upstream_server: FakeUpstream, client: httpx.Client, api: str) -> None:
-    outcomes: dict[str, int] = {}
-
+        proxies: dict[str, ProxyServer], upstream_server: FakeUpstream, client: httpx.Client, api: str,
+        bend: str) -> None:
+    """Each bend with up to two others, in each place and action drawn."""
     @settings(max_examples=EXAMPLES, deadline=None, database=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
     @given(seed=st.integers(min_value=0, max_value=2**32 - 1), where=st.sampled_from(WHERES[api]),
-           bends=st.frozensets(st.sampled_from(GEMINI_BENDS if api == "gemini" else BENDS), min_size=1, max_size=3),
-           action=st.sampled_from(["redact", "reject"]))
-    def run(seed: int, where: str, bends: frozenset[str], action: str) -> None:
-        got = _run(api, proxies, upstream_server, client, seed, where, bends, action, 1)
-        outcomes[got] = outcomes.get(got, 0) + 1
+           more=st.frozensets(st.sampled_from(BENDS_OF[api]), max_size=2), action=st.sampled_from(["redact", "reject"]),
+           kept=st.booleans())
+    def run(seed: int, where: str, more: frozenset[str], action: str, kept: bool) -> None:
+        _run(api, proxies, upstream_server, client, seed, where, more | {bend}, action, 1, kept)
 
     run()
-    assert outcomes.get("sent"), outcomes  # (some bodies were read one way and went up, masked)
+
+
+HISTORY = {"chat": "messages", "responses": "input", "anthropic": "messages", "gemini": "contents"}
+GROWTH_WHERES = {"chat": WHERES["chat"], "responses": ["system_item", "user_item", "user_part", "tool_output"],
+                 "anthropic": ["user", "user_block", "tool_result", "tool_result_block"],
+                 "gemini": ["user", "function_response", "function_response_deep"]}
+"""Places in the history list (what an agent's next turn adds)."""
+GROWTH_BENDS = ["repeat", "fold", "sibling", "role_value", "typeless", "escape", "space", "order", "extra", "dup_part"]
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_an_agents_next_turn_bent_in_what_it_adds_is_refused_or_masked_under_every_reading(
+        proxies: dict[str, ProxyServer], upstream_server: FakeUpstream, client: httpx.Client, api: str) -> None:
+    """A conversation over ``conversation_delta.MIN_BYTES`` takes two clean turns (kept, so the next
+    is checked in what it adds only), then a turn adding the bent items after the last turn or in
+    place of it (an earlier anchor)."""
+    @settings(max_examples=3 * EXAMPLES, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(seed=st.integers(min_value=0, max_value=2**32 - 1), where=st.sampled_from(GROWTH_WHERES[api]),
+           bends=st.frozensets(st.sampled_from(GROWTH_BENDS), min_size=1, max_size=3),
+           action=st.sampled_from(["redact", "reject"]))
+    def run(seed: int, where: str, bends: frozenset[str], action: str) -> None:
+        rng = random.Random(seed)
+        tag = f"grow-{seed}-{where}-{action}"
+        items = [_user(api, "hi")]
+        for n in range(2):
+            assert assert_one_reading(api, client, proxies[action], upstream_server, _body(api, items, tag),
+                                      SECRET) == "sent"
+            items += [_assistant(api, f"answer {n}"), _user(api, f"question {n}")]
+        added = BUILDERS[api](where, [_said(rng, SECRET)], rng)[HISTORY[api]]
+        kept = items if rng.random() < 0.7 else items[:1]
+        raw = _body(api, [*kept, *bent_items(api, added, bends, rng, [SECRET])], tag)
+        assert_one_reading(api, client, proxies[action], upstream_server, raw, SECRET)
+
+    run()
 
 
 @pytest.mark.parametrize("api", APIS)
 def test_a_marker_cut_across_adjacent_parts_is_refused_or_masked_under_every_reading(
         proxies: dict[str, ProxyServer], upstream_server: FakeUpstream, client: httpx.Client, api: str) -> None:
-    @settings(max_examples=EXAMPLES // 3, deadline=None, database=None,
+    @settings(max_examples=3 * EXAMPLES, deadline=None, database=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
     @given(seed=st.integers(min_value=0, max_value=2**32 - 1), where=st.sampled_from(SPLIT_WHERES[api]),
-           bends=st.frozensets(st.sampled_from(["order", "space", "escape", "extra", "dup_part"]), max_size=2),
+           bends=st.frozensets(st.sampled_from(["order", "space", "escape", "extra"]), max_size=2),
            action=st.sampled_from(["redact", "reject"]), cuts=st.integers(min_value=2, max_value=3))
     def run(seed: int, where: str, bends: frozenset[str], action: str, cuts: int) -> None:
         _run(api, proxies, upstream_server, client, seed, where, bends, action, cuts)

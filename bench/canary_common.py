@@ -16,9 +16,9 @@ from pathlib import Path
 
 from bench.holdback import real_text
 from config.policy import CanaryGuardrail
-from guardrails.decision import PASS
 from guardrails.seams import StreamContext
 from guardrails.stream.canary import CanaryProvider
+from tests.stream_support import armed_passes
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPT = (ROOT / "tests" / "data" / "gemini_cli_system_prompt.txt").read_text(encoding="utf-8")
@@ -59,14 +59,8 @@ def messages(deltas: list[str]) -> list[list[str]]:
 
 
 def blocked_streamed(provider: CanaryProvider, ctx: StreamContext, deltas: list[str]) -> bool:
-    check = provider.arm(ctx)
-    assert check is not None
-    acc = ""
-    for delta in deltas:
-        acc += delta
-        if check.check(acc, delta) is not PASS:
-            return True
-    return check.finish(acc) is not PASS
+    """Whether the armed canary blocks the message streamed in ``deltas`` (the tests' own oracle)."""
+    return not armed_passes(provider, ctx, deltas)
 
 
 def cpu_us_per_delta(provider: CanaryProvider, ctx: StreamContext, deltas: list[str], runs: int = RUNS) -> float:

@@ -31,6 +31,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from bench.pii_labelled import luhn_complete
 from config.policy import PiiGuardrail, SecretsGuardrail
 from guardrails.decision import Block, Redact
 from guardrails.seams import DeltaCheck, StreamContext
@@ -204,25 +205,16 @@ def pii_hits(text: str, regions: list[str], categories: list[str] | None = None)
     return masks
 
 
-def _luhn_complete(prefix: str, length: int, rng: random.Random) -> str:
-    body = prefix + "".join(rng.choice(string.digits) for _ in range(length - len(prefix) - 1))
-    total = 0
-    for i, ch in enumerate(reversed(body)):
-        d = int(ch) * (1 if i % 2 else 2)
-        total += d - 9 if d > 9 else d
-    return body + str((10 - total % 10) % 10)
-
-
 def generated_pii(rng: random.Random) -> list[tuple[str, str, str]]:
     """``(kind, text, mask)`` samples of the formats people write, generated from their rules."""
     out = []
     for prefix, length in (("4", 16), ("51", 16), ("2221", 16), ("34", 15), ("37", 15), ("6011", 16), ("35", 16)):
         for _ in range(10):
-            card = _luhn_complete(prefix, length, rng)
+            card = luhn_complete(prefix, length, rng)
             grouped = " ".join([card[:4], card[4:10], card[10:]]) if length == 15 else \
                 "-".join(card[i:i + 4] for i in range(0, 16, 4))
             out += [("card", f"card {card} ok", "[card]"), ("card", f"card {grouped} ok", "[card]")]
-    two = [_luhn_complete("4", 16, rng), _luhn_complete("5", 16, rng)]
+    two = [luhn_complete("4", 16, rng), luhn_complete("5", 16, rng)]
     out.append(("card_pair", f"cards {two[0]} {two[1]} on file", "[card]"))
     from stdnum import iban as stdnum_iban
     for country in ("DE", "FR", "GB", "NL", "BE", "ES", "IT", "CH", "AT", "PL", "SE", "IE"):

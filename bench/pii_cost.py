@@ -18,14 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from bench.guard_cost import CODE, PROSE  # the same prose and code as the all-armed cost
+from bench.guard_cost import CODE, PROSE, clean_deltas  # the same prose, code and cuts as the all-armed cost
 
 HERE = Path(__file__).resolve()
 DELTAS = 10_000
@@ -42,15 +41,7 @@ WITH_PII = PROSE + (
 
 
 def deltas(source: str, n: int = DELTAS, seed: int = 1) -> list[str]:
-    rng = random.Random(seed)
-    text = source * (n * 8 // len(source) + 2)
-    out: list[str] = []
-    i = 0
-    while len(out) < n:
-        size = rng.randint(3, 8)
-        out.append(text[i:i + size])
-        i += size
-    return out
+    return clean_deltas(n, seed, source)
 
 
 TEXTS = {"prose+code": PROSE + CODE, "log lines": LOGS, "with PII": WITH_PII}

@@ -143,3 +143,20 @@ FILTERED = {"chat": "content_filter", "responses": "incomplete", "anthropic": "r
             "gemini": "SAFETY", "gemini_array": "SAFETY"}
 NORMAL = {"chat": "stop", "responses": "completed", "anthropic": "end_turn", "gemini": "STOP",
           "gemini_array": "STOP"}
+
+
+def responses_text(client: openai.OpenAI, stream: bool, **kw: object) -> tuple[str, str]:
+    """(the text the client shows, the response id) of a Responses call with ``client``, streamed or
+    not: the id of ``response.completed``, or of ``response.created`` when the stream never completed."""
+    if not stream:
+        r = client.responses.create(model="gpt-x", **kw)  # type: ignore[call-overload]
+        return r.output_text, r.id
+    text, rid = "", ""
+    for ev in client.responses.create(model="gpt-x", stream=True, **kw):  # type: ignore[call-overload]
+        if ev.type == "response.created":
+            rid = ev.response.id
+        elif ev.type == "response.output_text.delta":
+            text += ev.delta
+        elif ev.type == "response.completed":
+            text, rid = ev.response.output_text or text, ev.response.id
+    return text, rid

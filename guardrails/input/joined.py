@@ -15,8 +15,9 @@ the mask has a character for each), so the parts glued read exactly as the whole
 Characters a separator stands for are the provider's, not the body's: a hit on those alone has
 nothing to rewrite and is dropped (it is an artefact of the reading guessed, not text anybody sent).
 
-Pure, no I/O. Cost: ``len(JOINS) + 1`` scans of the group's text per check, paid only on groups of
-two or more parts, and cached with the group's other verdicts (``proxy.drive.input_guard``).
+Pure, no I/O. Cost: ``len(JOINS)`` scans of the group's text per check (one more, of each part alone,
+for a finder that is not ``line_local``: a deny pattern may be anchored to a text's start), paid only
+on groups of two or more parts, and cached with the group's other verdicts (``proxy.drive.input_guard``).
 """
 
 from __future__ import annotations
@@ -69,8 +70,9 @@ def spread(hits: Hits, lengths: Sequence[int], sep: int, per: list[list[Hit]]) -
 
 def find_joined(finder: Finder, texts: Sequence[str]) -> tuple[Hits, ...]:
     """One finder's hits on a group of adjacent parts, per part: on each part alone and on every
-    reading of the parts joined (``JOINS``), merged where they overlap (``disjoint``)."""
-    per: list[list[Hit]] = [list(finder.find(t)) for t in texts]
+    reading of the parts joined (``JOINS``), merged where they overlap (``disjoint``). A finder that
+    is ``line_local`` finds each part's own hits in the newline reading: its parts are not read alone."""
+    per: list[list[Hit]] = [[] for _ in texts] if finder.line_local else [list(finder.find(t)) for t in texts]
     lengths = [len(t) for t in texts]
     for sep in JOINS:
         found = finder.find(sep.join(texts))

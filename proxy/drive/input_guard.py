@@ -1,7 +1,8 @@
 """Input guardrails on a guarded request, before it goes upstream (``[[input_guardrails]]``).
 
 ``InputGuard.screen`` reads the texts the request carries into the model (``proxy.wire.input_parts``),
-runs each armed check over the parts it names, in policy order, and returns what to send:
+runs each armed check over the parts it names, in policy order (adjacent text parts of a message, a
+group, read together as the model reads them: ``guardrails.input.joined``), and returns what to send:
 
 - ``redact``: the body with each flagged string rewritten in place (values masked, hidden characters
   dropped), every other byte as the client sent it (``proxy.wire.json_spans``); a later check reads
@@ -91,8 +92,29 @@ class _Trip:
 Completers = tuple[TextCompleter | None, Callable[[str, str | None, str | None], TextCompleter | None] | None]
 
 
+def _group_key(keys: list[bytes]) -> bytes:
+    """A group's key: its texts' keys (part and digest) in order, digested (each key has one length,
+    so the boundaries between the texts are part of what is digested)."""
+    return _GROUP + hashlib.blake2b(b"".join(keys), digest_size=16).digest()
+
+
+def _units(texts: list[InputText]) -> list[list[int]]:
+    """The texts' indexes, a group's together (its texts are adjacent in body order)."""
+    units: list[list[int]] = []
+    for i, t in enumerate(texts):
+        if units and texts[units[-1][0]].group == t.group:
+            units[-1].append(i)
+        else:
+            units.append([i])
+    return units
+
+
 class InputGuard:
     """One policy's input checks, built when the policy loads (``input_guard_of``)."""
+
+    units = staticmethod(_units)
+    """How the texts are read: each group together (``bench.input_cost`` reads them one by one to
+    measure what the joined reading costs)."""
 
     def __init__(self, checks: list[InputCheck]) -> None:
         self.checks = checks
@@ -111,7 +133,7 @@ class InputGuard:
         """Raises ``BadRequest`` for a body that is not a JSON object (the caller answers 400)."""
         found = input_texts(wire, request.data, self.parts)
         texts = found.texts
-        units = _units(texts)
+        units = self.units(texts)
         current: dict[Path, str] = {}
         trips: dict[str, _Trip] = {}
         if self._span_checks:
@@ -304,23 +326,6 @@ class InputGuard:
                        source=source, wire=wire, detail=f"texts={trip.count}")
         log.info("input_guardrail", guardrail_id=trip.check.id, reason_code=trip.reason_code,
                  action=trip.check.action, part=parts, texts=trip.count)
-
-
-def _group_key(keys: list[bytes]) -> bytes:
-    """A group's key: its texts' keys (part and digest) in order, digested (each key has one length,
-    so the boundaries between the texts are part of what is digested)."""
-    return _GROUP + hashlib.blake2b(b"".join(keys), digest_size=16).digest()
-
-
-def _units(texts: list[InputText]) -> list[list[int]]:
-    """The texts' indexes, a group's together (its texts are adjacent in body order)."""
-    units: list[list[int]] = []
-    for i, t in enumerate(texts):
-        if units and texts[units[-1][0]].group == t.group:
-            units[-1].append(i)
-        else:
-            units.append([i])
-    return units
 
 
 def _trip(trips: dict[str, _Trip], check: SpanCheck, t: InputText) -> None:

@@ -5,6 +5,9 @@ by its JSON path in the body, so a redaction can rewrite that one string in the 
 (``proxy.wire.json_spans``). What the model is shown but the checks cannot read (images, audio,
 files, screenshots) is listed in ``skipped`` by kind and place, never by content, so the proxy can
 say so. The assistant's own earlier turns are output, checked when they were produced: not read here.
+Adjacent text parts the model reads as one text (the text parts of one content list, an Anthropic
+run of text blocks across consecutive user turns, a Gemini turn's text parts) share a ``group``, so
+the checks can read them joined (``guardrails.input.joined``).
 
 Shapes read (and only these; anything else in a part is left as it is):
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.fakes.faulty import assert_http_error, headers_for
+from tests.fakes.faulty import assert_http_error, headers_for, read_all
 from tests.fakes.proxy import ProxyServer
 from tests.fakes.upstream import FakeUpstream, Reply
 
@@ -86,16 +86,6 @@ def limited(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
         yield p
 
 
-def _read_all(s: socket.socket) -> bytes:
-    data = b""
-    try:
-        while chunk := s.recv(65536):
-            data += chunk
-    except (ConnectionResetError, TimeoutError):
-        pass
-    return data
-
-
 def test_an_oversized_trailer_is_refused_before_it_is_all_sent(limited: ProxyServer, upstream: FakeUpstream) -> None:
     body = b'{"model":"m","messages":[{"role":"user","content":"hi"}]}'
     with socket.create_connection(("127.0.0.1", limited.port), timeout=20) as s:
@@ -110,7 +100,7 @@ def test_an_oversized_trailer_is_refused_before_it_is_all_sent(limited: ProxySer
             s.sendall(b"\r\n\r\n")
         except (BrokenPipeError, ConnectionResetError):
             pass
-        answer = _read_all(s)
+        answer = read_all(s)
     assert answer.startswith(b"HTTP/1.1 431"), answer[:100]
     assert sent < 8 * 1024 * 1024
     assert upstream.seen == []
@@ -123,7 +113,7 @@ def test_a_trailer_is_not_merged_into_the_request_headers(limited: ProxyServer, 
         s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
                   b"x-guardproxy-token: review-token-1234\r\nauthorization: Bearer sk-test\r\nconnection: close\r\n"
                   b"transfer-encoding: chunked\r\n\r\n" + b"%x\r\n%s\r\n0\r\nx-injected: 1\r\n\r\n" % (len(body), body))
-        answer = _read_all(s)
+        answer = read_all(s)
     assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
     assert upstream.seen[0].body == json.loads(body)
     assert "x-injected" not in {k.lower() for k in upstream.seen[0].headers}

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from tests.fakes.faulty import read_all
 from tests.fakes.proxy import ProxyServer
 from tests.fakes.upstream import FakeUpstream
 
@@ -27,16 +28,6 @@ def proxy(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
         yield p
 
 
-def _read_all(s: socket.socket) -> bytes:
-    data = b""
-    try:
-        while chunk := s.recv(65536):
-            data += chunk
-    except (ConnectionResetError, TimeoutError):
-        pass
-    return data
-
-
 def _connect(proxy: ProxyServer) -> socket.socket:
     s = socket.create_connection(("127.0.0.1", proxy.port), timeout=10)
     return s
@@ -44,7 +35,7 @@ def _connect(proxy: ProxyServer) -> socket.socket:
 
 def test_a_silent_connection_is_closed_with_408(proxy: ProxyServer) -> None:
     with _connect(proxy) as s:
-        assert _read_all(s).startswith(b"HTTP/1.1 408")
+        assert read_all(s).startswith(b"HTTP/1.1 408")
 
 
 def test_a_head_sent_a_byte_at_a_time_is_cut_at_the_deadline(proxy: ProxyServer) -> None:
@@ -56,7 +47,7 @@ def test_a_head_sent_a_byte_at_a_time_is_cut_at_the_deadline(proxy: ProxyServer)
                 time.sleep(0.05)  # the whole head would take 12 s
         except (BrokenPipeError, ConnectionResetError):
             pass
-        answer = _read_all(s)
+        answer = read_all(s)
     assert answer.startswith(b"HTTP/1.1 408"), answer[:100]
 
 
@@ -78,7 +69,7 @@ def test_an_oversized_header_is_refused_before_it_is_all_sent(proxy: ProxyServer
         t = threading.Thread(target=meanwhile)
         t.start()
         t.join(15)
-        answer = _read_all(s)
+        answer = read_all(s)
     assert answer.startswith(b"HTTP/1.1 431"), answer[:100]
     assert sent < 64 * 1024 * 1024  # cut long before the whole header
     assert others == [200]
@@ -87,20 +78,20 @@ def test_an_oversized_header_is_refused_before_it_is_all_sent(proxy: ProxyServer
 def test_a_long_request_line_gets_414(proxy: ProxyServer) -> None:
     with _connect(proxy) as s:
         s.sendall(b"GET /" + b"a" * 40_000 + b" HTTP/1.1\r\nhost: x\r\n\r\n")
-        assert _read_all(s).startswith(b"HTTP/1.1 414")
+        assert read_all(s).startswith(b"HTTP/1.1 414")
 
 
 def test_too_many_header_lines_get_431(proxy: ProxyServer) -> None:
     with _connect(proxy) as s:
         s.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n" + b"".join(b"x-h%d: v\r\n" % i for i in range(60)) + b"\r\n")
-        assert _read_all(s).startswith(b"HTTP/1.1 431")
+        assert read_all(s).startswith(b"HTTP/1.1 431")
 
 
 def test_a_body_that_pauses_too_long_gets_408_in_the_api_format(proxy: ProxyServer) -> None:
     with _connect(proxy) as s:
         s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
                   + f"x-guardproxy-token: {TOKEN}\r\ncontent-length: 1000\r\n\r\n".encode() + b'{"model":')
-        answer = _read_all(s)
+        answer = read_all(s)
     assert answer.startswith(b"HTTP/1.1 408"), answer[:200]
     body = json.loads(answer.split(b"\r\n\r\n", 1)[1])
     assert "too slowly" in body["error"]["message"]
@@ -129,11 +120,11 @@ def test_a_second_request_on_a_kept_connection_gets_its_own_deadline(proxy: Prox
         first = s.recv(65536)
         assert first.startswith(b"HTTP/1.1 200")
         s.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n")  # the second head, never finished
-        assert _read_all(s).startswith(b"HTTP/1.1 408")
+        assert read_all(s).startswith(b"HTTP/1.1 408")
 
 
 def test_a_pipelined_head_left_unfinished_gets_its_deadline(proxy: ProxyServer) -> None:
     with _connect(proxy) as s:
         s.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\nGET /healthz HTTP/1.1\r\nhost: x\r\n")
-        answer = _read_all(s)
+        answer = read_all(s)
     assert answer.startswith(b"HTTP/1.1 200") and b"HTTP/1.1 408" in answer, answer[:300]

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.apis import APIS, raw_call
+from tests.apis import APIS, Result, raw_call
 from tests.fakes.proxy import ProxyServer
 from tests.fakes.upstream import FakeUpstream, Reply
 
@@ -36,6 +36,14 @@ def open_mode(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
         yield p
 
 
+def _judged_a_violation(proxy: ProxyServer, upstream: FakeUpstream, api: str,
+                        headers: dict[str, str] | None = None) -> Result:
+    """A unary call whose answer the judge finds a violation (the retry, if there is one, passes)."""
+    upstream.queue(Reply(text="a denial"))
+    upstream.judge_replies.append("VIOLATION")
+    return raw_call(proxy.url, api, stream=False, headers=headers)
+
+
 def error_text(api: str, raw: bytes) -> str:
     body = json.loads(raw)
     return str(body["error"]["message"])
@@ -56,24 +64,16 @@ def test_a_pinned_non_interactive_mode_cannot_be_talked_into_interactive(pinned:
                                                                         upstream: FakeUpstream, api: str) -> None:
     res = raw_call(pinned.url, api, stream=False, headers={"x-guardproxy-mode": "interactive"})
     assert res.status == 400 and "pinned" in error_text(api, res.raw)
-    upstream.queue(Reply(text="a denial"))
-    upstream.judge_replies.append("VIOLATION")
-    res = raw_call(pinned.url, api, stream=False, headers={"x-guardproxy-mode": "Non-Interactive"})
+    res = _judged_a_violation(pinned, upstream, api, {"x-guardproxy-mode": "Non-Interactive"})
     assert res.status == 400 and "judge_violation" in res.raw.decode()
-    upstream.queue(Reply(text="a denial"))
-    upstream.judge_replies.append("VIOLATION")
-    res = raw_call(pinned.url, api, stream=False)
+    res = _judged_a_violation(pinned, upstream, api)
     assert res.status == 400 and "judge_violation" in res.raw.decode()
 
 
 def test_an_open_mode_follows_the_header_in_any_case(open_mode: ProxyServer, upstream: FakeUpstream) -> None:
-    upstream.queue(Reply(text="a denial"))
-    upstream.judge_replies.append("VIOLATION")
-    res = raw_call(open_mode.url, "chat", stream=False, headers={"x-guardproxy-mode": "NON-INTERACTIVE"})
+    res = _judged_a_violation(open_mode, upstream, "chat", {"x-guardproxy-mode": "NON-INTERACTIVE"})
     assert res.status == 400 and "judge_violation" in res.raw.decode()
-    upstream.queue(Reply(text="a denial"))
-    upstream.judge_replies.append("VIOLATION")
-    res = raw_call(open_mode.url, "chat", stream=False, headers={"x-guardproxy-mode": "interactive"})
+    res = _judged_a_violation(open_mode, upstream, "chat", {"x-guardproxy-mode": "interactive"})
     assert res.status == 200 and b"Hello from upstream." in res.raw  # retried, and the retry passed
 
 
@@ -101,22 +101,16 @@ def test_a_non_interactive_policy_is_pinned_by_default(non_interactive: ProxySer
     res = raw_call(non_interactive.url, api, stream=False, headers={"x-guardproxy-mode": "interactive"})
     assert res.status == 400 and "pinned" in error_text(api, res.raw)
     assert upstream.seen == []
-    upstream.queue(Reply(text="a denial"))
-    upstream.judge_replies.append("VIOLATION")
-    res = raw_call(non_interactive.url, api, stream=False, headers={"x-guardproxy-mode": "non-interactive"})
+    res = _judged_a_violation(non_interactive, upstream, api, {"x-guardproxy-mode": "non-interactive"})
     assert res.status == 400 and "judge_violation" in res.raw.decode()
 
 
 def test_an_interactive_policy_still_lets_a_client_ask_for_non_interactive(open_mode: ProxyServer,
                                                                           upstream: FakeUpstream) -> None:
-    upstream.queue(Reply(text="a denial"))
-    upstream.judge_replies.append("VIOLATION")
-    res = raw_call(open_mode.url, "anthropic", stream=False, headers={"x-guardproxy-mode": "non-interactive"})
+    res = _judged_a_violation(open_mode, upstream, "anthropic", {"x-guardproxy-mode": "non-interactive"})
     assert res.status == 400 and "judge_violation" in res.raw.decode()
 
 
 def test_an_operator_may_let_clients_ask_for_interactive(unpinned: ProxyServer, upstream: FakeUpstream) -> None:
-    upstream.queue(Reply(text="a denial"))
-    upstream.judge_replies.append("VIOLATION")
-    res = raw_call(unpinned.url, "chat", stream=False, headers={"x-guardproxy-mode": "interactive"})
+    res = _judged_a_violation(unpinned, upstream, "chat", {"x-guardproxy-mode": "interactive"})
     assert res.status == 200 and b"Hello from upstream." in res.raw  # retried, and the retry passed

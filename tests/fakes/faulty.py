@@ -104,6 +104,17 @@ class FaultyServer(RawServer):
             pass
 
 
+def read_all(s: socket.socket) -> bytes:
+    """What the peer sent until it closed, reset or went quiet past the socket's timeout."""
+    data = b""
+    try:
+        while chunk := s.recv(65536):
+            data += chunk
+    except (ConnectionResetError, TimeoutError):
+        pass
+    return data
+
+
 def read_head(conn: socket.socket) -> bytes:
     """The bytes up to the end of the request head (or all there were, if the peer stopped first)."""
     data = b""

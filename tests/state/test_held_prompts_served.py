@@ -18,6 +18,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types
 
+from tests.apis import responses_text
 from tests.fakes.proxy import ProxyServer
 from tests.fakes.stateful import STORED_PROMPTS, StatefulUpstream
 
@@ -64,22 +65,6 @@ def oai(p: ProxyServer | StatefulUpstream) -> openai.OpenAI:
 
 def gem(p: ProxyServer | StatefulUpstream) -> genai.Client:
     return genai.Client(api_key="gk", http_options=types.HttpOptions(base_url=p.url, api_version="v1beta"))
-
-
-def responses_text(client: openai.OpenAI, stream: bool, **kw: object) -> tuple[str, str]:
-    """(the text the client shows, the response id)."""
-    if not stream:
-        r = client.responses.create(model="gpt-x", **kw)  # type: ignore[call-overload]
-        return r.output_text, r.id
-    text, rid = "", ""
-    for ev in client.responses.create(model="gpt-x", stream=True, **kw):  # type: ignore[call-overload]
-        if ev.type == "response.created":
-            rid = ev.response.id
-        elif ev.type == "response.output_text.delta":
-            text += ev.delta
-        elif ev.type == "response.completed":
-            text = ev.response.output_text or text
-    return text, rid
 
 
 def first_turn(client: openai.OpenAI, stream: bool, **kw: object) -> str:

@@ -24,6 +24,7 @@ import pytest
 from google import genai
 from google.genai import types
 
+from tests.apis import responses_text
 from tests.fakes.balancer import RoundRobin
 from tests.fakes.process import ProxyProcess
 from tests.fakes.stateful import StatefulUpstream
@@ -72,19 +73,6 @@ def oai(url: str, key: str = "sk-test") -> openai.OpenAI:
 def gem(url: str, key: str = "gk") -> genai.Client:
     return genai.Client(api_key=key, http_options=types.HttpOptions(base_url=url, api_version="v1beta",
                                                                     headers={"connection": "close"}))
-
-
-def responses_text(client: openai.OpenAI, stream: bool, **kw: object) -> tuple[str, str]:
-    if not stream:
-        r = client.responses.create(model="gpt-x", **kw)  # type: ignore[call-overload]
-        return r.output_text, r.id
-    text, rid = "", ""
-    for ev in client.responses.create(model="gpt-x", stream=True, **kw):  # type: ignore[call-overload]
-        if ev.type == "response.output_text.delta":
-            text += ev.delta
-        elif ev.type == "response.completed":
-            text, rid = ev.response.output_text or text, ev.response.id
-    return text, rid
 
 
 DEVELOPER = [{"role": "developer", "content": SECRET}, {"role": "user", "content": "hello"}]

@@ -346,10 +346,13 @@ def _gemini(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
                 if isinstance(p, dict) and "text" in p:
                     out.add("system", (*at, "text"), p.get("text"), join=join)
                     join = True
+    join = False
+    """Consecutive user turns: the API asks for turns that alternate, and where it takes two in a row
+    the proxy cannot tell how the model reads them, so their texts run on (fails closed)."""
     for at, c in _listed(data.get("contents"), ("contents",)):
         if not isinstance(c, dict) or c.get("role") == "model":
+            join = False
             continue
-        join = False
         for path, p in _listed(c.get("parts"), (*at, "parts")):
             if not isinstance(p, dict):
                 continue

@@ -12,7 +12,8 @@ the held-out half is counted once before and once after a round), ``--pii REGION
   3-8 character deltas as a stream arrives, through ``ArmedSet`` as the proxy runs it. A block is
   counted and the set re-armed on the text after it; a redaction is counted and the text goes on.
   Per MB of UTF-8, for the ``tune`` and ``heldout`` halves apart (rules are tuned on ``tune``'s
-  hits only); every hit is written to ``bench/results/detect_trips.txt`` with its rule and context.
+  hits only), and how many files tripped at all; every hit is written to
+  ``bench/results/detect_trips.txt`` with its rule and context.
 - **Recall**: the policy's ``secrets`` guardrail on the labelled true positives of gitleaks',
   trufflehog's and detect-secrets' own test tables (``bench.detect_eval.secrets_recall``): all
   samples, and those of the families the catalog has rules for (``catalog_recall``); per source, how
@@ -102,13 +103,16 @@ def false_trips(guardrails: Sequence[StreamGuardrail], mirrors: Path, manifest: 
     size: Counter[str] = Counter()
     by_rule: dict[str, Counter[str]] = {"tune": Counter(), "heldout": Counter()}
     files: Counter[str] = Counter()
+    tripped: Counter[str] = Counter()  # files with at least one trip: the answers a block would withhold
     log: list[str] = []
     for n, f in enumerate(corpus_files(mirrors, manifest)):
         if f.split not in halves:
             continue
         size[f.split] += len(f.text.encode())
         files[f.split] += 1
-        for hit in trips_on(guardrails, f.text, n):
+        hits = trips_on(guardrails, f.text, n)
+        tripped[f.split] += bool(hits)
+        for hit in hits:
             by_rule[f.split][f"{hit.guardrail_id}/{hit.rule}"] += 1
             context = f.text[max(0, hit.start - 40):hit.start + 80]
             if f.split == "tune" or show_heldout:
@@ -120,7 +124,8 @@ def false_trips(guardrails: Sequence[StreamGuardrail], mirrors: Path, manifest: 
         mb = size[split] / 1e6
         total = sum(by_rule[split].values())
         part: dict[str, object] = {"mb": round(mb, 2), "files": files[split], "trips": total,
-                                   "per_mb": round(total / mb, 3) if mb else None}
+                                   "per_mb": round(total / mb, 3) if mb else None,
+                                   "files_tripped": tripped[split]}
         if split == "tune" or show_heldout:  # the held-out half's rules stay unread, like its hits
             part["by_rule"] = dict(by_rule[split].most_common())
         out[split] = part
@@ -230,8 +235,8 @@ def print_report(report: dict[str, object]) -> None:
             continue
         part = trips[split]
         top = list(part["by_rule"].items())[:12] if split == "tune" else "(not shown)"
-        print(f"false trips {split}: {part['trips']} in {part['mb']} MB ({part['files']} files) = "
-              f"{part['per_mb']} per MB; top rules: {top}")
+        print(f"false trips {split}: {part['trips']} in {part['mb']} MB ({part['files']} files, "
+              f"{part.get('files_tripped')} of them tripped) = {part['per_mb']} per MB; top rules: {top}")
     print(f"false trips all: {trips['all']['per_mb']} per MB over {trips['all']['mb']} MB")
     found = report["recall"]
     assert isinstance(found, dict)

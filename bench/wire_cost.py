@@ -4,13 +4,22 @@ Run: ``.venv/bin/python -m bench.wire_cost [out.json]``. Each API's stream of ``
 (the fake upstream's exact frames) is fed in 4 KiB reads through the codec and the stream guard the
 driver uses (``ChoiceGuard``, with every built-in stream guardrail armed, or none), and every released
 frame through ``note_sent``: the whole per-frame path of a guarded stream except the sockets. Reports
-the median over ``RUNS`` runs of ``time.process_time`` per frame.
+the median over ``RUNS`` runs of ``time.process_time`` per frame, and ``sent``: ``note_sent`` alone
+per frame, each read's frames noted right after they were decoded (as a live stream sends them).
+
+``--baseline DIR`` measures another checkout of the repository beside this one (``git archive REV |
+tar -x -C DIR``): ``--rounds`` alternating rounds, each a child process per checkout running this
+file against that checkout's modules, same interpreter; it prints each figure before and after, the
+median over the rounds, and their ratio.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -61,17 +70,80 @@ def run_once(api: str, data: bytes, armed: bool) -> float:
     return time.process_time() - t
 
 
-def main() -> None:
+def sent_once(api: str, data: bytes) -> float:
+    """``note_sent`` alone, per frame: each read's frames noted right after they were decoded."""
+    codec = WIRES[api].new_stream()
+    spent, frames = 0.0, 0
+    for i in range(0, len(data), READ):
+        decoded = codec.feed(data[i:i + READ])
+        t = time.process_time()
+        for frame in decoded:
+            codec.note_sent(frame)
+        spent += time.process_time() - t
+        frames += len(decoded)
+    return spent / frames
+
+
+def measure(runs: int, quiet: bool = False) -> dict[str, float]:
     deltas = clean_deltas(N)
     results: dict[str, float] = {}
     for api in WIRES:
         data = stream_bytes(api, deltas)
         for armed in (False, True):
-            us = statistics.median(run_once(api, data, armed) for _ in range(RUNS)) / N * 1e6
+            us = statistics.median(run_once(api, data, armed) for _ in range(runs)) / N * 1e6
             results[f"{api}/{'armed' if armed else 'none'}"] = round(us, 2)
-            print(f"{api:10s} {'armed' if armed else 'none':5s} {us:7.2f} us/frame", flush=True)
-    if len(sys.argv) > 1:
-        Path(sys.argv[1]).write_text(json.dumps(results, indent=1))
+            if not quiet:
+                print(f"{api:10s} {'armed' if armed else 'none':5s} {us:7.2f} us/frame", flush=True)
+        us = statistics.median(sent_once(api, data) for _ in range(runs)) * 1e6
+        results[f"{api}/sent"] = round(us, 2)
+        if not quiet:
+            print(f"{api:10s} sent  {us:7.2f} us/frame (note_sent alone)", flush=True)
+    return results
+
+
+def child(tree: Path, runs: int) -> dict[str, float]:
+    """This file's ``measure`` run against the modules of ``tree`` (a checkout), in a fresh process."""
+    code = (f"import json, runpy, sys; sys.argv = ['wire_cost', '--child', '--runs', '{runs}']; "
+            f"runpy.run_path({str(Path(__file__).resolve())!r}, run_name='__main__')")
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=tree, env=env, capture_output=True, text=True,
+                         timeout=600, check=True).stdout
+    return dict(json.loads(out.splitlines()[-1]))
+
+
+def side_by_side(baseline: Path, rounds: int, runs: int) -> dict[str, dict[str, float]]:
+    here = Path(__file__).resolve().parent.parent
+    seen: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
+    for r in range(rounds):
+        order = [("before", baseline), ("after", here)]
+        for label, tree in order if r % 2 == 0 else order[::-1]:
+            seen[label].append(child(tree, runs))
+            print(f"round {r + 1}/{rounds} {label} done", file=sys.stderr, flush=True)
+    medians = {label: {k: round(statistics.median(run[k] for run in runs_), 2) for k in runs_[0]}
+               for label, runs_ in seen.items()}
+    print(f"{'figure':18s} {'before':>8s} {'after':>8s} {'after/before':>12s}  (us per frame, median of {rounds} rounds)")
+    for k in medians["after"]:
+        before, after = medians["before"].get(k), medians["after"][k]
+        ratio = f"{after / before:.2f}x" if before else "-"
+        print(f"{k:18s} {before if before is not None else '-':>8} {after:8.2f} {ratio:>12s}")
+    return medians
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("out", nargs="?", help="write the figures here as JSON")
+    parser.add_argument("--baseline", type=Path, help="another checkout to measure beside this one")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=RUNS)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(measure(args.runs, quiet=True)))
+        return
+    results: object = side_by_side(args.baseline, args.rounds, args.runs) if args.baseline \
+        else measure(args.runs)
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":

@@ -163,7 +163,8 @@ TEMPLATES: dict[str, str] = {
     "dropbox-token": "sl.{b64u:135}",
     "cloudinary-url": "cloudinary://{dig:15}:{b64u:27}@acme",
     "authress-key": "sc_{low:10}.{low:5}.acc_{low:20}.{b64u:60}",
-    "private-key": "-----BEGIN RSA PRIVATE KEY-----\n{b64:64}\n",
+    # (a key's body begins as DER does, a SEQUENCE and version 0, as every library writes it)
+    "private-key": "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA{b64:48}\n",
     "putty-private-key": "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\n",
     "jwt": "eyJhbGciOiJSUzI1NiIsImtpZCI6IjEifQ.eyJ{b64u:60}.{b64u:43}",
     "url-credentials": "postgres://app:{b62:16}@db.internal:5432/app",

@@ -28,6 +28,8 @@ UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
 _DIGEST_NAMES = ("sha", "md5", "blake", "sum", "hash", "git", "commit", "rev", "digest", "crc")
 # Names that hold an identifier or a place, not the secret itself (``credentialId``, ``SECRET_NAME``).
 _NOT_SECRET_NAMES = ("id", "name", "url", "uri", "file", "path",
+                     # a configuration section's name (``ScopeKeySection = "DownstreamB2CApi:Scopes"``)
+                     "section",
                      # what is derived from a secret and shown in its place (``accessTokenHash``)
                      "hash", "digest", "checksum", "fingerprint", "signature", "thumbprint")
 _SECRET_NAMES = ("secret", "token", "passw", "credential", "apikey", "api_key", "api-key", "api.key",
@@ -135,6 +137,36 @@ def auth_header_ok(scheme_text: str, value: str) -> bool:
     if not_a_value(value) or _kebab_words(value) or hand_typed(value):
         return False
     return looks_random(value, min_classes=2)
+
+
+# PEM labels whose body is DER (PKCS #1, SEC 1, PKCS #8, encrypted PKCS #8, DSA); an OpenSSH, PGP
+# or PuTTY key has a format of its own.
+_DER_LABEL = re.compile(r"-----BEGIN ((?:RSA |EC |DSA |ENCRYPTED )?)PRIVATE KEY-----")
+
+
+def der_key_start(match_text: str, body: str) -> bool:
+    """Whether the first characters of a PEM private key's body (``body``: 32 base64 characters,
+    24 bytes) begin a DER private key, for the labels whose body is DER: a SEQUENCE (``0x30`` and
+    a length), then a version INTEGER of 0 or 1 (``02 01 00``, ``02 01 01``), or, in an encrypted
+    PKCS #8 key, the SEQUENCE of its encryption algorithm. Every key ``openssl`` or a library
+    writes begins so; a body typed to fill a slot (``MYPRIVATEKEYGOESHEREXXXXXXXXXXX``) does not.
+    The rest of the block is not read: the check settles where the rule does, 32 characters in,
+    and a whole block can be kilobytes. Other labels are not DER: always True."""
+    label = _DER_LABEL.match(match_text)
+    if label is None:
+        return True
+    try:
+        raw = base64.b64decode(body, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    if len(raw) < 8 or raw[0] != 0x30:
+        return False
+    at = 2 if raw[1] < 0x80 else 2 + (raw[1] & 0x7F)
+    if raw[1] == 0x80 or raw[1] > 0x83 or at + 3 > len(raw):
+        return False
+    if raw[at] == 0x30:
+        return label.group(1) == "ENCRYPTED " or label.group(1) == ""
+    return raw[at:at + 2] == b"\x02\x01" and raw[at + 2] in (0, 1)
 
 
 def hand_typed(value: str) -> bool:
@@ -443,8 +475,8 @@ def word_identifier(value: str) -> bool:
             good += len(word)
         elif not vowel:
             short_bare += 1
-        elif len(word) == 3 and word[0].isupper():
-            good += 3  # a capitalised short word: ``Key``, ``Get``
+        elif len(word) == 3 and word[0].isupper() or len(word) == 2 and word[0].isupper() and vowel:
+            good += len(word)  # a capitalised short word: ``Key``, ``Get``, ``My`` (``MySqlTableWithColumns``)
     total = sum(len(w) for w in letters)
     return (short_bare <= 1 and good >= 0.8 * total
             and any(len(w) >= 4 and not w.isupper() for w in letters))
@@ -511,6 +543,8 @@ def keyed_value_ok(value: str, short_shape: str | None = None) -> bool:
             return False
     if not_a_value(value, identifiers=False) or _kebab_words(value) or _b64_json_data(value):
         return False
+    if "_" in value and constant_name(value):
+        return False  # another setting's name (``(AUTH0_DOMAIN, AUTH0_CLIENT_ID) are not set``)
     if short_shape is not None and re.fullmatch(short_shape, value):
         return random_letters(value) if value.isalpha() else looks_random(value, min_classes=2)
     if UUID.fullmatch(value):
@@ -520,6 +554,7 @@ def keyed_value_ok(value: str, short_shape: str | None = None) -> bool:
         return looks_random(typed.group(1), min_classes=2)
     origin = _URL_ORIGIN.match(value)
     if origin:  # a host and port name no key; a long label or a path segment still may (``https://host/v1/<key>``)
+        # (a UUID among a URL's segments names a resource or a tenant: ``login.microsoftonline.com/<tenant>/v2.0``)
         parts = re.split(r"[/?#&=.:]", value[value.index("://") + 3:])
-        return any(len(part) >= 15 and keyed_value_ok(part) for part in parts)
+        return any(len(part) >= 15 and not UUID.fullmatch(part) and keyed_value_ok(part) for part in parts)
     return not code_like(value) and looks_random(value, need_digit=True)

@@ -91,6 +91,8 @@ def is_credential(rule: SecretRule, match: re.Match[str]) -> bool:
         return not secret_checks.REPEAT.search(tail)
     secret = groups.get("s") if "s" in groups else None
     if rule.family == "private_key":
+        if secret is not None and not secret_checks.der_key_start(text, secret):
+            return False
         return secret is None or not secret_checks.REPEAT.search(secret)
     if rule.family == "jwt":
         after = match.string[match.end():match.end() + 2]
@@ -105,7 +107,7 @@ def is_credential(rule: SecretRule, match: re.Match[str]) -> bool:
         return False
     if rule.family == "generic":
         before = match.string[max(0, match.start() - 16):match.start()].lower()
-        if match.string.startswith("(", match.end()) or not _generic_operator_ok(match):
+        if match.string.startswith("(", match.end()) or not _generic_operator_ok(match) or _named_not_working(match):
             return False
         return (secret is not None and not before.endswith(_NOT_SECRET_PREFIXES)
                 and secret_checks.generic_value_ok(secret, match.group("n")))
@@ -117,6 +119,8 @@ def is_credential(rule: SecretRule, match: re.Match[str]) -> bool:
         return True
     if rule.id.endswith("-keyed"):
         short = KEYED_SHORT.get(rule.family)
+        if _listed_phrase(text[:match.start("s") - match.start()]):
+            return False
         if secret_checks.names_no_secret(text[:match.start("s") - match.start()]) and not (
                 short and re.fullmatch(short, secret)):
             return False  # ``AzureAdClientId = <uuid>``: the name says an identifier or a place
@@ -127,6 +131,35 @@ def is_credential(rule: SecretRule, match: re.Match[str]) -> bool:
     if secret.isalpha() and rule.min_classes >= 2:  # letters only: not a run of camelCase words (``SlackAppConfigurationAccess``)
         return secret_checks.random_letters(secret)
     return looks_random(secret, min_classes=rule.min_classes)
+
+
+def _named_not_working(match: re.Match[str]) -> bool:
+    """The whole name that holds a generic match's name says its value does not work
+    (``invalidWrongExponentKey``, ``dummy_api_token``, ``MOCK_SECRET``): the writer's own word
+    for a value made to fail or to stand in. ``test`` is not such a word (a test-mode key works)."""
+    start = match.start("n")
+    while start > 0 and (match.string[start - 1].isalnum() or match.string[start - 1] in "_-"):
+        start -= 1
+    words = _NAME_WORD.findall(match.string[start:match.end("n")])
+    return any(word.lower() in _NOT_WORKING for word in words)
+
+
+_NAME_WORD = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Z]?[a-z]+")
+_NOT_WORKING = frozenset(("invalid", "dummy", "fake", "mock", "bogus", "wrong", "placeholder"))
+
+
+def _listed_phrase(name: str) -> bool:
+    """A keyed rule's name that is a quoted phrase followed by a ``,`` (``"Twitch user", "https://..."``):
+    a list of values, one of them a display name, not a setting's name and its value. A setting's
+    name has no space (``setProperty("twitch_secret", "v")``), and a phrase that says what the next
+    value is (``"Twitch client secret", "v"``) still names it."""
+    head, comma, _ = name.rpartition(",")
+    head = head.rstrip()
+    return (bool(comma) and head.endswith(("\"", "'")) and " " in head.strip("\"'")
+            and not any(word in head.lower() for word in _SECRET_WORDS))
+
+
+_SECRET_WORDS = ("key", "secret", "token", "pass", "pwd", "credential", "auth")
 
 
 def _search_only(match: re.Match[str]) -> bool:
@@ -244,7 +277,7 @@ class SecretsCheck(DeltaCheck):
         view = self._view(accumulated, final=False)
         at = self._horizon(view)
         if self._found:  # (rare: a credential waits for an earlier hit to settle)
-            at = min(at, *(found[0] for found in self._found))
+            at = min(at, *(found[3].start() for found in self._found))
         return self._raw_horizon(at)
 
     # -- the view the check reads: the text as a Markdown or HTML view shows it (``_rendered``) --
@@ -321,19 +354,22 @@ class SecretsCheck(DeltaCheck):
 
     def _next_credential(self, scanner: KeywordScanner, text: str,
                          final: bool) -> tuple[SecretRule, re.Match[str]] | None:
-        """The credential to act on now: of those found, the one the whole text would settle first
-        (the earliest start, then the catalog's order), once no pending hit could still settle one
-        before it. Without that wait a split decides: a provider's fixed-width token settles the
-        moment its last character arrives, while the assignment that holds it (``DISCORD_BOT=...``,
-        matched from its name) still waits for its value to end; the whole text settles the
-        assignment first, so its mask and its rule win there, and must win in every split."""
+        """The credential to act on now: of those found, the first in the order (where its secret
+        part starts, then the catalog's order: providers before ``generic-assignment``), once no
+        pending hit could still come before it. A pending hit's match starts no earlier than its
+        keyword allows and its secret part no earlier than its match, so (that start, its rule's
+        number) bounds its place from below. Ordered by the secret's start, a provider's token held
+        by an assignment (``api_key = "sk_live_..."``) is named and masked by the provider's rule,
+        not the assignment's, in every split. Without the wait a split would decide: a fixed-width
+        token settles the moment its last character arrives, while an earlier hit may still be
+        waiting for its value to end."""
         provider, found = self._provider, self._found
         while (settled := scanner.next(text, final=final)) is not None:
             rule, match = provider.rows[settled[0].name], settled[1]
             if match.start() < self._masked_to:
                 continue  # inside a span already masked
             if not self._allowed(match) and not provider.waived(rule, match.group()) and is_credential(rule, match):
-                found.append((match.start(), settled[0].number, rule, match))
+                found.append((_span(match)[0], settled[0].number, rule, match))
         while found:
             found.sort(key=_found_order)
             start, number, rule, match = found[0]

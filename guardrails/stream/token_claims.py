@@ -5,9 +5,11 @@ give themselves away: placeholder people and domains (``{"sub": "1234567890", "n
 Doe"}``), a claim filled with its own name (``{"sub": "subject"}``), no claim at all or only
 times, claims that name nobody and never expire (``{"iss": "auth0"}``). A claim that names
 someone real (a UUID, a random id, a tenant's host, a numeric account id) keeps the token a
-credential, whatever else it says. A token whose ``exp`` passed more than a day ago authenticates
-nobody: every verifier refuses it (a fixture, or a token quoted from an old log). Pure functions of
-the decoded text and the clock.
+credential, whatever else it says. A token that expired before a fixed date (``EXPIRED_BEFORE``)
+authenticates nobody: every verifier refuses it (a fixture, or a token quoted from an old log); nor
+does one that says it was issued before JWTs existed (``iat`` before ``ISSUED_BEFORE_JWT``: the
+epoch, ``1234567890``). Pure functions of the decoded text: never of the clock, so a text gets the
+same verdict streamed, whole, replayed or benchmarked a year later.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import binascii
 import datetime
 import json
 import re
-import time
 
 from guardrails.stream._scan import looks_random
 
@@ -76,7 +77,7 @@ def claims_sample(claims: dict[str, object]) -> bool:
     a claim filled with its own name) while no claim names anyone real."""
     if not claims or set(claims) <= TIME_CLAIMS:
         return True  # nobody is named
-    if expired(claims.get("exp")):
+    if expired(claims.get("exp")) or issued_before_jwt(claims.get("iat")):
         return True  # every verifier refuses it: a fixture, or a token quoted long after its use
     if "exp" not in claims and not _principal(claims):
         return True  # ``{"iss": "auth0"}``, ``{"name": [1, 2, 3]}``: grants nothing to anyone, ever
@@ -118,22 +119,45 @@ def _principal(claims: dict[str, object]) -> bool:
     return walk(claims)
 
 
-EXPIRY_GRACE_S = 86_400
-"""How long past its ``exp`` a token still counts as live: verifiers allow minutes of clock skew;
-a day covers any clock this proxy and an issuer may disagree by."""
+EXPIRED_BEFORE = 1_767_225_600
+"""2026-01-01T00:00:00Z. A token whose ``exp`` lies before this date is refused by every verifier,
+now and at any later time. A fixed date rather than the clock: with the clock, a verdict would
+depend on when a text is read (a token that trips today passes next month; a replay of a logged
+stream could disagree with the stream). A token that expired after it is judged on its claims
+(it may trip: an error towards blocking, never towards passing a live key). Moved forward with a
+release, when its tests' dates are."""
+
+ISSUED_BEFORE_JWT = 1_262_304_000
+"""2010-01-01T00:00:00Z: JSON Web Tokens were first drafted in December 2010, so a token that says
+it was issued before (``"iat": 0``, ``1234567890``: 2009-02-13) was written by hand for a test."""
 
 
-def expired(exp: object, now: float | None = None) -> bool:
-    """``exp`` (seconds since the epoch, or an ISO 8601 time as PASETO writes it) lies more than
-    ``EXPIRY_GRACE_S`` in the past. A token without one, or with one that does not parse, is live."""
-    if isinstance(exp, bool) or not isinstance(exp, (int, float, str)):
-        return False
-    if isinstance(exp, str):
+def expired(exp: object, before: float = EXPIRED_BEFORE) -> bool:
+    """``exp`` (seconds since the epoch, or an ISO 8601 time as PASETO writes it) lies before
+    ``before``. A token without one, or with one that does not parse, is live."""
+    seconds = _seconds(exp)
+    return seconds is not None and seconds < before
+
+
+def issued_before_jwt(iat: object) -> bool:
+    """``iat`` lies before ``ISSUED_BEFORE_JWT`` (a test's hand-made time)."""
+    seconds = _seconds(iat)
+    return seconds is not None and seconds < ISSUED_BEFORE_JWT
+
+
+def _seconds(value: object) -> float | None:
+    """A NumericDate (seconds since the epoch) or an ISO 8601 time, in seconds; None otherwise.
+    (A number is compared as it is: ``float()`` of a 400-digit integer claim would raise.)"""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    if isinstance(value, str):
         try:
-            exp = datetime.datetime.fromisoformat(exp).timestamp()
+            when = datetime.datetime.fromisoformat(value)
         except ValueError:
-            return False
-    return exp + EXPIRY_GRACE_S < (time.time() if now is None else now)
+            return None
+        # (a time without a zone is read as UTC, not as this machine's zone: the same verdict anywhere)
+        return (when if when.tzinfo else when.replace(tzinfo=datetime.UTC)).timestamp()
+    return value
 
 
 def _words(value: str) -> list[str]:

@@ -25,6 +25,7 @@ Traps (anthropic-python 2.14, ``_streaming.py`` and ``lib/streaming/_messages.py
 from __future__ import annotations
 
 import copy
+import re
 import uuid
 from collections.abc import Sequence
 from functools import partial
@@ -129,6 +130,9 @@ def _plain_event(name: str, data: dict[str, Any]) -> bool:
             and plain(delta, _DELTA_SHAPES.get(delta.get("type"))))  # type: ignore[arg-type]
 
 
+_ASCII_ESCAPE = re.compile(rb"\\u00[4-7]")
+"""A JSON escape of a letter or ``_`` (and a few other ASCII characters): what could spell an event
+type the frame's bytes do not (``note_sent``)."""
 _QUIET_EVENTS = frozenset({"ping", "message_stop"})
 """Event types without text (after ``_event_type``: an SDK reads a misnamed event by its data.type)."""
 _SERVER_BLOCKS = ("server_tool_use", "web_search_tool_result", "web_fetch_tool_result", "code_execution_tool_result",
@@ -621,12 +625,17 @@ class MessagesStream(SplitStream[SSESplitter]):
 
     # -- what the client has ------------------------------------------------------------------
     def note_sent(self, frame: Frame) -> None:
-        # Only start/stop frames change what we track; deltas (the bulk) skip the JSON parse unless
-        # their name and type could disagree (the client goes by the type, see ``_event_type``).
-        sse = parse_fields(frame.raw)
+        # Only start/stop frames change what we track. A frame that spells none of their names and
+        # escapes no ASCII letter (an escape could spell one in its data's type, which is what the
+        # client goes by, see ``_event_type``) is none of them, whatever its fields: the bulk (deltas)
+        # returns after a few C scans of its bytes, without parsing its fields (``parse_fields``:
+        # 2.57 us a delta before, 0.74 after, ``bench.wire_cost --baseline``).
         raw = frame.raw
-        if sse.event in (None, "ping", "error") or (sse.event == "content_block_delta"
-                                                    and b"content_block_st" not in raw and b"message_start" not in raw):
+        if b"content_block_st" not in raw and b"message_start" not in raw \
+                and (b"\\u00" not in raw or _ASCII_ESCAPE.search(raw) is None):
+            return
+        sse = parse_fields(raw)
+        if sse.event in (None, "ping", "error"):
             return
         try:
             data = loads(sse.data)

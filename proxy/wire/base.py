@@ -270,6 +270,44 @@ class StreamCodec(ABC):
         return []
 
 
+V = TypeVar("V")
+
+
+class DecodedFrames(Generic[V]):
+    """What a codec decoded of its recent frames, by the identity of their bytes: ``note_sent`` takes
+    it instead of parsing a frame it decoded again. A value stands only for the very bytes object it
+    was decoded from (a frame rebuilt around them, as the hold-back does, finds it; a frame rewritten
+    by a redaction has new bytes and is parsed), so it says exactly what a parse would.
+
+    Bounded: past ``LIMIT`` values it starts afresh, and the frames it forgot are parsed as before.
+    O(1) a frame, about 0.2 us."""
+
+    __slots__ = ("_kept",)
+
+    LIMIT = 64
+    """More frames than a live stream has decoded but not yet sent (those of one read, and the few
+    its hold-back keeps); a message held whole for a verdict holds more, and its frames are parsed
+    when sent, as before: kept, they would cost about 0.5 KB each (a Responses delta's event)
+    beside their 0.25 KB of bytes."""
+
+    def __init__(self) -> None:
+        self._kept: dict[int, tuple[bytes, V]] = {}
+
+    def keep(self, raw: bytes, value: V) -> None:
+        kept = self._kept
+        if len(kept) >= self.LIMIT:
+            kept.clear()
+        kept[id(raw)] = (raw, value)  # holding ``raw`` keeps its id from being reused meanwhile
+
+    def holds(self, raw: bytes) -> bool:
+        hit = self._kept.get(id(raw))
+        return hit is not None and hit[0] is raw
+
+    def take(self, raw: bytes) -> V | None:
+        hit = self._kept.pop(id(raw), None)
+        return hit[1] if hit is not None and hit[0] is raw else None
+
+
 class Splitter(Protocol):
     """Cuts a stream's bytes into frames (``proxy.wire.sse.SSESplitter``, Gemini's JSON array)."""
 

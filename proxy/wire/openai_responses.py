@@ -63,6 +63,7 @@ from proxy.wire.base import (
     QUICK_REFUSALS,
     REPLACED_EVENT,
     BadRequest,
+    DecodedFrames,
     ErrorKind,
     FinishKind,
     JsonBody,
@@ -111,6 +112,9 @@ _TEXT_DELTAS = {"response.output_text.delta": "text", "response.refusal.delta": 
 _REPEATS = {"response.output_text.done", "response.refusal.done", "response.content_part.done",
             "response.output_item.done", *_TERMINAL}
 """Events that repeat the answer's text (rewritten after a redaction: ``outgoing``)."""
+_KEPT_FOR_SENT = frozenset({*rt.DELTAS, *_ARGS_DELTA})
+"""The bulk of a stream, kept decoded for ``note_sent`` (``DecodedFrames``; none of them repeats
+the answer, so ``outgoing`` never rewrites one). Their decode reads the event and never changes it."""
 
 _FAILED_CODES: dict[str, str] = {"rate_limit": "rate_limit_exceeded", "upstream": "server_error",
                                  "timeout": "server_error", "overloaded": "server_is_overloaded"}
@@ -595,6 +599,8 @@ class ResponsesStream(SplitStream[SSESplitter]):
         self._preamble = False
         self._ended = False
         self._items: dict[int, _Item] = {}
+        self._decoded: DecodedFrames[dict[str, Any]] = DecodedFrames()
+        """The events of delta frames as decoded, for ``note_sent`` to read rather than parse again."""
 
     @property
     def state_ids(self) -> tuple[str, ...]:
@@ -612,6 +618,8 @@ class ResponsesStream(SplitStream[SSESplitter]):
         try:
             events = self._events(ev)
             t = ev.get("type")
+            if t in _KEPT_FOR_SENT:
+                self._decoded.keep(raw, ev)
             if not plain(ev, rt.EVENT.shapes.get(t)) and (found := unread(ev, rt.EVENT, str(t))):  # type: ignore[arg-type]
                 events += lane_events(found) if t in rt.STREAMED else whole_events(found)
             if sse.labels or sse.event != t:
@@ -791,7 +799,9 @@ class ResponsesStream(SplitStream[SSESplitter]):
 
     # -- what the client has ------------------------------------------------------------------
     def note_sent(self, frame: Frame) -> None:
-        ev = _load(frame.raw)
+        ev = self._decoded.take(frame.raw)
+        if ev is None:
+            ev = _load(frame.raw)
         if ev is None:
             return
         seq = ev.get("sequence_number")
@@ -843,6 +853,8 @@ class ResponsesStream(SplitStream[SSESplitter]):
         return frame
 
     def _rewritten(self, frame: Frame) -> Frame:
+        if self._decoded.holds(frame.raw):  # a delta: it repeats nothing
+            return frame
         ev = _load(frame.raw)
         t = ev.get("type") if ev else None
         if ev is None or t not in _REPEATS:

@@ -94,8 +94,9 @@ def _basic(login: str) -> str:
     (f"api_key = '{KEY}'\n", "generic"),
     (f"r = requests.get('https://api.acme-corp.net/v1/items?api_key={KEY}&page=2')\n", "generic"),
     (f'props.setProperty("db.password", "{KEY}");\n', "generic"),
+    # (a header that holds a JWT: the token's own rule names it, as a provider's names its key)
     (f"-H 'Authorization: Bearer {_jwt({'sub': 'auth0|5f7c8ec7c33c6c004bbafe82', 'exp': 4102444800})}'\n",
-     "auth_header"),
+     "jwt"),
     (f"token = {_jwt({'iss': 'https://login.acme-corp.net/', 'sub': '8f2c1e', 'exp': 4102444800})}\n", "jwt"),
     (f'SECRET_KEY = "{KEY}{KEY}"\n', "generic"),
     (f"api_key = '{KEY}' # the key for io.jsonwebtoken:jjwt:0.11.0\n", "generic"),

@@ -48,7 +48,8 @@ def test_heldout_shapes_pass(text: str) -> None:
 
 @pytest.mark.parametrize(("text", "family"), [
     (f'\t\t"KEY_1": "VAL_1_etc/auth.d/{KEY}",\n', "generic"),
-    (f'[AuthorizeForScopes(ScopeKeySection = "DownstreamApis:{KEY}:0")]\n', "generic"),
+    # (a name for a key, not for a configuration section: ``ScopeKeySection`` names where settings are)
+    (f'[AuthorizeForScopes(ScopeKey = "DownstreamApis:{KEY}:0")]\n', "generic"),
     (f'requested_token = "{KEY}&scope=x"\n', "generic"),
     (f'\tawsIMDSv2SessionTokenHeader = "X-aws-{KEY}"\n', "generic"),
     (f'\tdefaultSpotifyAPIKey  = "{KEY}"\n', "spotify"),

@@ -53,7 +53,7 @@ SAMPLES = {
     "slack_webhook": "https://hooks.slack.com/services/T" + rand(10, string.ascii_uppercase + string.digits)
                      + "/B" + rand(10, string.ascii_uppercase + string.digits) + "/" + rand(24),
     "stripe": "sk" + "_live_" + rand(24),
-    "private_key": "-----BEGIN RSA PRIVATE KEY-----\n" + rand(64, B62 + "+/") + "\n",
+    "private_key": "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA" + rand(48, B62 + "+/") + "\n",  # (DER's start)
     "jwt": "eyJhbGciOiJSUzI1NiIsImtpZCI6IjEifQ." + "eyJ" + rand(60, B62 + "_-") + "." + rand(43),
     "generic": 'DB_PASSWORD = "' + rand(24) + '"',
     "generic_camel": "const apiKey = '" + rand(32) + "';",

@@ -8,8 +8,8 @@ field of anything the SDK yields.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import anthropic
 import openai
@@ -27,6 +27,8 @@ from tests.client_view.test_coverage_choices import (
 )
 from tests.fakes.proxy import ProxyServer
 from tests.fakes.upstream import FakeUpstream, Reply
+
+T = TypeVar("T")
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +77,20 @@ def anthropic_sdk_stream(proxy: ProxyServer) -> tuple[str, str | None]:
     return "\n".join(dumps), stop
 
 
+def clean_raw_then_sdk(proxy: ProxyServer, upstream: FakeUpstream, frames: list[bytes], path: str,
+                       body: dict[str, Any], sdk_stream: Callable[[ProxyServer], tuple[str, T]]) -> T:
+    """The same upstream bytes twice: a 200 whose raw bytes hold none of the secret, then what the SDK
+    shows holds none of it either; returns the SDK's ending (its stop reason or final response)."""
+    upstream.queue(Reply(raw_frames=frames))
+    status, raw = raw_post(proxy, path, body)
+    assert status == 200
+    assert_clean(raw)
+    upstream.queue(Reply(raw_frames=frames))
+    seen, ending = sdk_stream(proxy)
+    assert_clean(seen)
+    return ending
+
+
 @pytest.mark.parametrize("blocks", [
     block(0, {"type": "thinking", "thinking": ""}, {"type": "thinking_delta", "thinking": f"The key is {HEAD}"},
           {"type": "thinking_delta", "thinking": f"{TAIL} I think."}, {"type": "signature_delta", "signature": "c2ln"}),
@@ -91,13 +107,8 @@ def anthropic_sdk_stream(proxy: ProxyServer) -> tuple[str, str | None]:
 def test_anthropic_stream_text_beside_the_answer_is_checked(proxy: ProxyServer, upstream: FakeUpstream,
                                                             blocks: list[bytes]) -> None:
     frames = [START, *blocks, *text_block(5, "Answer padding " * 4), *END]
-    upstream.queue(Reply(raw_frames=frames))
-    status, raw = raw_post(proxy, "/v1/messages", {**ANTHROPIC_BODY, "stream": True})
-    assert status == 200
-    assert_clean(raw)
-    upstream.queue(Reply(raw_frames=frames))
-    seen, stop = anthropic_sdk_stream(proxy)
-    assert_clean(seen)
+    stop = clean_raw_then_sdk(proxy, upstream, frames, "/v1/messages", {**ANTHROPIC_BODY, "stream": True},
+                              anthropic_sdk_stream)
     assert stop == "refusal"
 
 
@@ -210,13 +221,8 @@ def responses_sdk_stream(proxy: ProxyServer) -> tuple[str, Any]:
 ], ids=["reasoning-summary-delta", "text-only-in-done", "done-differs-from-deltas"])
 def test_responses_stream_text_beside_and_after_the_deltas_is_checked(proxy: ProxyServer, upstream: FakeUpstream,
                                                                       turn: list[bytes]) -> None:
-    upstream.queue(Reply(raw_frames=turn))
-    status, raw = raw_post(proxy, "/v1/responses", {**RESPONSES_BODY, "stream": True})
-    assert status == 200
-    assert_clean(raw)
-    upstream.queue(Reply(raw_frames=turn))
-    seen, final = responses_sdk_stream(proxy)
-    assert_clean(seen)
+    final = clean_raw_then_sdk(proxy, upstream, turn, "/v1/responses", {**RESPONSES_BODY, "stream": True},
+                               responses_sdk_stream)
     assert final is not None and final.status == "incomplete"
 
 

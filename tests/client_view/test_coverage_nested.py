@@ -49,6 +49,7 @@ from tests.client_view.test_coverage_fields import (
     anthropic_sdk_stream,
     block,
     claude,
+    clean_raw_then_sdk,
     ev,
     message_item,
     responses_body,
@@ -407,13 +408,8 @@ def test_responses_done_logprobs_that_differ_from_the_deltas_are_checked(
         logprobs: list[dict[str, Any]]) -> None:
     turn = responses_turn(["Hello. ", PADDING], logprobs=True)
     frames = patched(turn, event_type, _set_logprobs(where, logprobs))
-    upstream.queue(Reply(raw_frames=frames))
-    status, raw = raw_post(proxy, "/v1/responses", {**RESPONSES_BODY, "stream": True})
-    assert status == 200
-    assert_clean(raw)
-    upstream.queue(Reply(raw_frames=frames))
-    seen, final = responses_sdk_stream(proxy)
-    assert_clean(seen)
+    final = clean_raw_then_sdk(proxy, upstream, frames, "/v1/responses", {**RESPONSES_BODY, "stream": True},
+                               responses_sdk_stream)
     assert final is not None and final.status == "incomplete"
 
 
@@ -511,18 +507,30 @@ def test_a_key_written_twice_fails_closed(proxy: ProxyServer, upstream: FakeUpst
     assert unreadable_answers(proxy) == before + 1
 
 
-@pytest.mark.parametrize(("path", "body", "reply"), [
-    ("/v1/chat/completions", CHAT_BODY, chat_body({"content": "fine"})),
-    ("/v1/messages", ANTHROPIC_BODY, anthropic_body({"type": "text", "text": "fine"})),
-    ("/v1beta/models/m:generateContent", GEMINI_BODY, json.dumps(gem([cand(0, {"text": "fine"}, finish="STOP")]))
-     .encode()),
-    ("/v1/responses", RESPONSES_BODY, responses_body(message_item("fine"))),
-], ids=["chat", "anthropic", "gemini", "responses"])
-def test_a_unary_body_with_a_key_written_twice_is_a_502(proxy: ProxyServer, upstream: FakeUpstream, path: str,
-                                                        body: dict[str, Any], reply: bytes) -> None:
+UNARY_REPLIES = {
+    "chat": ("/v1/chat/completions", CHAT_BODY, chat_body({"content": "fine"})),
+    "anthropic": ("/v1/messages", ANTHROPIC_BODY, anthropic_body({"type": "text", "text": "fine"})),
+    "gemini": ("/v1beta/models/m:generateContent", GEMINI_BODY,
+               json.dumps(gem([cand(0, {"text": "fine"}, finish="STOP")])).encode()),
+    "responses": ("/v1/responses", RESPONSES_BODY, responses_body(message_item("fine"))),
+}
+PADDINGS: dict[str, Callable[[bytes], bytes]] = {
+    "plain": lambda reply: reply,
+    # The lost pair's four quotes made up by ``\u0022`` escapes in the value the parser keeps (they come
+    # back as ``\"`` when re-encoded): a count of quotes balanced, and the first value reached curl users.
+    "escaped quotes balance the count": lambda reply: reply.replace(b'"fine"', b'"fine' + b"\\u0022" * 4 + b'"', 1),
+}
+
+
+@pytest.mark.parametrize(("api", "padding"), [*((api, "plain") for api in UNARY_REPLIES),
+                                              *((api, "escaped quotes balance the count")
+                                                for api in ("chat", "anthropic", "gemini"))])
+def test_a_unary_body_with_a_key_written_twice_is_a_502(proxy: ProxyServer, upstream: FakeUpstream, api: str,
+                                                        padding: str) -> None:
+    path, body, reply = UNARY_REPLIES[api]
     field = b"content" if b'"content": "fine"' in reply else b"text"
     before = unreadable_answers(proxy)
-    upstream.queue(Reply(raw_body=_twice(reply, field)))
+    upstream.queue(Reply(raw_body=_twice(PADDINGS[padding](reply), field)))
     status, raw = raw_post(proxy, path, body)
     assert status == 502
     assert_clean(raw)
@@ -559,23 +567,3 @@ def test_a_tool_calls_name_is_checked(proxy: ProxyServer, upstream: FakeUpstream
     assert status == 200
     assert_clean(raw)
     assert REPLACEMENT.encode() in raw
-
-
-@pytest.mark.parametrize(("path", "body", "reply"), [
-    ("/v1/chat/completions", CHAT_BODY, chat_body({"content": "fine"})),
-    ("/v1/messages", ANTHROPIC_BODY, anthropic_body({"type": "text", "text": "fine"})),
-    ("/v1beta/models/m:generateContent", GEMINI_BODY, json.dumps(gem([cand(0, {"text": "fine"}, finish="STOP")]))
-     .encode()),
-], ids=["chat", "anthropic", "gemini"])
-def test_a_key_written_twice_with_escaped_quotes_to_balance_the_count_is_a_502(
-        proxy: ProxyServer, upstream: FakeUpstream, path: str, body: dict[str, Any], reply: bytes) -> None:
-    """The lost pair's four quotes made up by ``\\u0022`` escapes in the value the parser keeps (they come
-    back as ``\\"`` when re-encoded): a count of quotes balanced, and the first value reached curl users."""
-    field = b"content" if b'"content": "fine"' in reply else b"text"
-    padded = reply.replace(b'"fine"', b'"fine' + b"\\u0022" * 4 + b'"', 1)
-    before = unreadable_answers(proxy)
-    upstream.queue(Reply(raw_body=_twice(padded, field)))
-    status, raw = raw_post(proxy, path, body)
-    assert status == 502
-    assert_clean(raw)
-    assert unreadable_answers(proxy) == before + 1

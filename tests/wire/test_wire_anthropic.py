@@ -359,6 +359,20 @@ async def test_tail_mid_thinking_closes_it_and_invalid_arguments_become_an_empty
     assert final.content[2].input == {}
 
 
+@pytest.mark.parametrize("name", [b"message_delta", b"content_block_delta"])
+async def test_tail_continues_after_a_block_start_whose_type_is_spelled_with_an_escape(
+        upstream: FakeUpstream, name: bytes) -> None:
+    # The SDK types an event by its data's type, here a block start under another event name and
+    # with an escaped letter: the client has two blocks, so the tail closes the second and adds a third.
+    escaped = (b'event: ' + name + b'\ndata: {"type": "content_block_\\u0073tart", "index": 1, '
+               b'"content_block": {"type": "text", "text": ""}}\n\n')
+    chunks = [MESSAGE_START, block_start(0, {"type": "text", "text": ""}), text(0, "Hello"), block_stop(0),
+              escaped, text(1, " there")]
+    body = sent_then_tail(chunks, len(chunks), AssistantMessage(text="[withheld]"), "filtered", REPLACED)
+    _, final, _ = await sdk_stream(upstream, body)
+    assert [b.text for b in final.content] == ["Hello", " there", "[withheld]"]
+
+
 async def test_replaced_signal_alone_before_anything_was_sent_keeps_the_sdk_happy(
         upstream: FakeUpstream) -> None:
     codec = MessagesStream()

@@ -399,6 +399,20 @@ async def test_render_error_is_an_error_event_then_response_failed_and_the_sdk_d
     assert sequence_numbers(body) == list(range(len(sequence_numbers(body))))
 
 
+@pytest.mark.parametrize("name", sorted(FIXTURES))
+def test_a_sent_frame_it_decoded_is_noted_as_the_same_bytes_parsed_anew(name: str) -> None:
+    # ``note_sent`` reads the delta frames it decoded from what it kept; a frame with other bytes
+    # objects (a rewritten frame, one it forgot) is parsed. Both must leave the same client state.
+    for upto in range(len(decode(FIXTURES[name])[1]) + 1):
+        kept, frames = decode(FIXTURES[name])
+        parsed, _ = decode(FIXTURES[name])
+        for f in frames[:upto]:
+            kept.note_sent(f)
+            parsed.note_sent(Frame(bytes(bytearray(f.raw)), f.events))
+        message = AssistantMessage(text="[withheld]", tool_calls=[ToolCall("call_9", "get_time", "{}")])
+        assert kept.render_tail(message, "filtered", REPLACED) == parsed.render_tail(message, "filtered", REPLACED)
+
+
 def test_render_error_maps_retryable_kinds_to_retryable_codes() -> None:
     body = ResponsesStream().render_error("slow down", "rate_limit")
     assert b'"code":"rate_limit_exceeded"' in body and body.startswith(b"event: response.created\n")

@@ -58,7 +58,8 @@ parts = ["user", "tool_result", "system"]
 """
 
 SHAPES = ["chat-user", "chat-system", "chat-tool", "responses-user", "responses-tool", "anthropic-user",
-          "anthropic-turns", "anthropic-tool", "anthropic-system", "gemini-user", "gemini-system"]
+          "anthropic-turns", "anthropic-tool", "anthropic-system", "gemini-user", "gemini-turns",
+          "gemini-system"]
 """Where the parts sit: an API and the run of text parts the model reads as one text."""
 CUTS = [(1,), (4,), (10,), (19,), (4, 12), (1, 19), (9, 10)]
 """Offsets into the key where the text is cut: two parts, then three."""
@@ -134,6 +135,8 @@ def send(base: str, shape: str, parts: list[str]) -> None:
         cfg = types.GenerateContentConfig(system_instruction="You are an agent.")
         if where == "user":
             contents.append(types.Content(role="user", parts=[types.Part(text=p) for p in parts]))
+        elif where == "turns":  # consecutive user turns: read on as one run (fails closed)
+            contents += [types.Content(role="user", parts=[types.Part(text=p)]) for p in parts]
         else:
             contents.append(types.Content(role="user", parts=[types.Part(text="go")]))
             cfg = types.GenerateContentConfig(system_instruction=types.Content(parts=[types.Part(text=p)
@@ -165,6 +168,8 @@ def received(shape: str, body: dict[str, Any]) -> list[str]:
         return _texts(msgs[-1]["content"])
     if where == "system":
         return _texts(body["systemInstruction"]["parts"])
+    if where == "turns":
+        return [c["parts"][0]["text"] for c in body["contents"][2:]]
     return _texts(body["contents"][-1]["parts"])
 
 

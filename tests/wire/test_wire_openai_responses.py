@@ -432,7 +432,7 @@ def test_tail_output_holds_every_delta_the_client_was_sent_in_order() -> None:
         ev("response.function_call_arguments.delta", 10, item_id="fc_0", output_index=1, delta='ation": '),
         ev("response.function_call_arguments.delta", 11, item_id="fc_0", output_index=1, delta='"Paris"}'),
     ]
-    codec, sent = sent_prefix(b"".join(frames), len(frames))
+    codec, _ = sent_prefix(b"".join(frames), len(frames))
     tail = codec.render_tail(AssistantMessage(), "normal", None)
     done = [json.loads(line[6:]) for line in tail.split(b"\n") if line.startswith(b"data: ")]
     output = done[-1]["response"]["output"]

@@ -91,7 +91,7 @@ def _chat(where: str, pieces: list[str], rng: random.Random) -> dict[str, Any]:
     if where == "developer":
         msgs.append({"role": "developer", "content": said})
     user: Any = said if where == "user" else _parts(pieces, "text", rng) if where == "user_part" else "Deploy it."
-    msgs.append({"role": "user", "content": user})
+    msgs.append({"role": "user", "content": user, **({"name": SECRET} if where == "user_name" else {})})
     if where in ("tool", "tool_part"):
         msgs.append({"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {
             "name": "read_file", "arguments": '{"path": "config.env"}'}}]})
@@ -105,6 +105,9 @@ def _responses(where: str, pieces: list[str], rng: random.Random) -> dict[str, A
     body: dict[str, Any] = {"model": "m", "instructions": said if where == "instructions" else "You deploy services."}
     if where == "input":
         return {**body, "input": said}
+    if where in ("prompt_variable", "prompt_variable_part"):  # a stored prompt's variables, filled in upstream
+        value = said if where == "prompt_variable" else {"type": "input_text", "text": said}
+        return {**body, "prompt": {"id": "pmpt_1", "variables": {"city": value}}, "input": "Deploy it."}
     items: list[dict[str, Any]] = []
     if where == "system_item":
         items.append({"type": "message", "role": "developer", "content": said})
@@ -148,8 +151,9 @@ def _gemini(where: str, pieces: list[str], rng: random.Random) -> dict[str, Any]
 
 BUILDERS = {"chat": _chat, "responses": _responses, "anthropic": _anthropic, "gemini": _gemini}
 WHERES = {
-    "chat": ["system", "developer", "user", "user_part", "tool", "tool_part"],
-    "responses": ["instructions", "input", "system_item", "user_item", "user_part", "tool_output", "tool_output_part"],
+    "chat": ["system", "developer", "user", "user_part", "user_name", "tool", "tool_part"],
+    "responses": ["instructions", "input", "system_item", "user_item", "user_part", "tool_output", "tool_output_part",
+                  "prompt_variable", "prompt_variable_part"],
     "anthropic": ["system", "system_block", "user", "user_block", "tool_result", "tool_result_block"],
     "gemini": ["system", "user", "function_response", "function_response_deep", "function_response_key"],
 }
@@ -395,7 +399,8 @@ def _run(api: str, proxies: dict[str, ProxyServer], upstream: FakeUpstream, clie
     else:
         pieces, needles = [said], [SECRET]
     body = BUILDERS[api](where, pieces, rng)
-    kept = kept and api in KEPT_PATHS and where not in ("instructions", "input")
+    kept = kept and api in KEPT_PATHS and where not in ("instructions", "input", "prompt_variable",
+                                                        "prompt_variable_part")
     if kept:
         body = _kept(api, body)
     assert_control(api, body, SECRET)

@@ -44,6 +44,26 @@ _TOKEN_PREFIX = re.compile(r"[A-Za-z0-9_.-]*")  # a prefix (ghp_), or a structur
 token; an assignment (``password = ...``) has other characters there and keeps its name."""
 
 
+_PEM_END = re.compile(r"-----END[A-Z0-9 ]{0,24} PRIVATE KEY(?: BLOCK)?-----")
+_PEM_INSIDE = re.compile(r"[A-Za-z0-9+/=\s:,\\-]*")
+_PEM_LINES = re.compile(r"[A-Za-z0-9+/=]*(?:(?:\r?\n|\\r?\\n)[ \t]*(?:[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9+/]{1,15}={1,2})"
+                        r"(?=[ \t]*(?:\r?\n|\\[rn]|\Z)))*")
+PEM_REACH = 16_384
+"""The longest private key body looked through for its END line (an RSA 8192 key is ~6.5 KB)."""
+
+
+def _pem_end(text: str, at: int) -> int:
+    """Where a private key's body that the rule found the start of (``at``: after its first 32
+    characters) ends: past its END line when only base64, line breaks and header lines come before
+    it; else past the base64 lines that follow (a key cut short). The rule names the body's start,
+    which is enough to trip; a redaction must cover the whole key."""
+    end = _PEM_END.search(text, at, at + PEM_REACH)
+    if end is not None and _PEM_INSIDE.fullmatch(text, at, end.start()):
+        return end.end()
+    lines = _PEM_LINES.match(text, at)
+    return lines.end() if lines else at
+
+
 @dataclass(frozen=True, slots=True)
 class Hit:
     start: int
@@ -125,7 +145,8 @@ class SecretsFinder:
                 start = match.start(group)
                 if _TOKEN_PREFIX.fullmatch(text, match.start(), start):
                     start = match.start()  # a token's own prefix (``AKIA``, ``ghp_``): masked with it
-                out.append(Hit(start, match.end(group), _masked(self._mask, rule.family), rule.family))
+                end = _pem_end(text, match.end(group)) if rule.id == "private-key" else match.end(group)
+                out.append(Hit(start, end, _masked(self._mask, rule.family), rule.family))
         if p.custom is not None:
             for start, secret in GitleaksScanner(p.custom).scan(text, final=True):
                 if not any(allowed.startswith(secret) for allowed in p.allow):

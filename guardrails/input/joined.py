@@ -6,8 +6,9 @@ text. None of the three documents the separator it puts between them, and the se
 their APIs differ: vLLM joins chat text parts with a newline, mlx-lm with nothing, others with a
 space or a blank line. A secret, a deny pattern or an injection cut in two at a part boundary is
 whole again in the model's reading, though no part holds it. So a group of adjacent parts is read
-both ways, glued (``""``) and on separate lines (``"\\n"``), besides each part alone; whatever any
-reading finds is masked in the parts.
+both ways, glued (``""``) and on separate lines (``"\\n"``), and each part alone where a finder
+could find in a part what the line reading does not (``Finder.line_local``); whatever any reading
+finds is masked in the parts (at least what reading each part alone finds).
 
 A mask over a span that crosses a boundary is *split at the boundary*: each part keeps a piece of
 the mask in place of its share of the span (pieces in proportion to the shares, none empty while

@@ -165,7 +165,8 @@ class Rendered:
 
     def feed(self, delta: str) -> str:
         text = self._open + delta
-        cut = max(text.rfind(c, len(text) - _OPEN_MAX) for c in _OPENERS)
+        lo = len(text) - _OPEN_MAX
+        cut = max(text.rfind("<", lo), text.rfind("&", lo), text.rfind("%", lo), text.rfind("\\", lo))  # (_OPENERS)
         if cut >= 0 and _OPEN.fullmatch(text, cut):
             self._open = text[cut:]
             text = text[:cut]
@@ -391,7 +392,10 @@ class Views:
         return Matcher(shingles, qgrams, self._shingle, self._stride, seed, origin)
 
     def in_run(self) -> bool:
-        return any(m is not None and m.in_run() for m in (self._r_m, self._b64_m, self._hex_m, self._leet_m))
+        for m in (self._r_m, self._b64_m, self._hex_m, self._leet_m):
+            if m is not None and m.in_run():
+                return True
+        return False
 
     def check(self, accumulated: str, delta: str, floor: int, busy: bool) -> int:
         """The views' horizon after ``delta`` (``accumulated`` ends with it); ``floor`` is the

@@ -105,6 +105,12 @@ class RenderedText:
         """Read ``raw`` (the whole raw text so far) from ``consumed`` as far as it is decided (to
         its end when ``final``); returns the view's new characters."""
         pos, end = self.consumed, len(raw)
+        if SPECIAL.search(raw, pos) is None:  # (most deltas, even in markup: nothing to read in what is new)
+            shown = raw[pos:]
+            text, self.text = self.text, ""  # (as ``_emit``)
+            text += shown
+            self.text, self.consumed = text, end
+            return shown
         out = self._out
         while pos < end:
             found = SPECIAL.search(raw, pos)
@@ -289,8 +295,16 @@ class RenderedText:
 
     def raw_horizon(self, view: int) -> int:
         """A horizon in the raw text: just after the view's character before ``view`` (markup
-        between it and ``view`` is held with ``view``)."""
-        return self.raw_end(view - 1) if view > 0 else 0
+        between it and ``view`` is held with ``view``): ``raw_end(view - 1)``, with one search of
+        the pieces (the check asks on every delta)."""
+        if view <= 0:
+            return 0
+        last = view - 1
+        i = bisect_right(self._starts, last)
+        if not i:
+            return self._base[1] + last - self._base[0] + 1
+        at, length, raw_at, raw_length = self._pieces[i - 1]
+        return raw_at + raw_length + (last - at - length + 1 if last >= at + length else 0)
 
     def forget_before(self, view: int) -> None:
         """No later question asks about a view offset below ``view - 1``: pieces before it go."""

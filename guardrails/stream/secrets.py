@@ -107,7 +107,7 @@ def is_credential(rule: SecretRule, match: re.Match[str]) -> bool:
         return False
     if rule.family == "generic":
         before = match.string[max(0, match.start() - 16):match.start()].lower()
-        if match.string.startswith("(", match.end()) or not _generic_operator_ok(match):
+        if match.string.startswith("(", match.end()) or not _generic_operator_ok(match) or _named_not_working(match):
             return False
         return (secret is not None and not before.endswith(_NOT_SECRET_PREFIXES)
                 and secret_checks.generic_value_ok(secret, match.group("n")))
@@ -131,6 +131,21 @@ def is_credential(rule: SecretRule, match: re.Match[str]) -> bool:
     if secret.isalpha() and rule.min_classes >= 2:  # letters only: not a run of camelCase words (``SlackAppConfigurationAccess``)
         return secret_checks.random_letters(secret)
     return looks_random(secret, min_classes=rule.min_classes)
+
+
+def _named_not_working(match: re.Match[str]) -> bool:
+    """The whole name that holds a generic match's name says its value does not work
+    (``invalidWrongExponentKey``, ``dummy_api_token``, ``MOCK_SECRET``): the writer's own word
+    for a value made to fail or to stand in. ``test`` is not such a word (a test-mode key works)."""
+    start = match.start("n")
+    while start > 0 and (match.string[start - 1].isalnum() or match.string[start - 1] in "_-"):
+        start -= 1
+    words = _NAME_WORD.findall(match.string[start:match.end("n")])
+    return any(word.lower() in _NOT_WORKING for word in words)
+
+
+_NAME_WORD = re.compile(r"[A-Z]{2,}(?![a-z])|[A-Z]?[a-z]+")
+_NOT_WORKING = frozenset(("invalid", "dummy", "fake", "mock", "bogus", "wrong", "placeholder"))
 
 
 def _listed_phrase(name: str) -> bool:

@@ -466,11 +466,19 @@ class _Read:
     held: tuple[str, ...] = ()
 
 
+def _unread_system(system: Any) -> bool:
+    """Whether a system instruction is not one the readers here take: not a Content, or a Content whose
+    ``parts`` is one object, which Gemini's parser reads as a list of that part (Google's REST examples
+    send ``"parts": {"text": ...}``) and ``_text`` would read as no text: the canary unarmed."""
+    return system is not None and (not isinstance(system, dict | str)
+                                   or isinstance(system, dict) and isinstance(system.get("parts"), dict))
+
+
 def cached_system(body: dict[str, Any]) -> str | None:
     """The system instruction a ``POST .../cachedContents`` body asks the upstream to keep ("" for
-    none); None when it is not a Content (the upstream refuses that body)."""
+    none); None when it is not a Content the proxy reads (``_unread_system``: then unseen)."""
     system = body.get("systemInstruction", body.get("system_instruction"))
-    if system is not None and not isinstance(system, dict | str):
+    if _unread_system(system):
         return None
     return system if isinstance(system, str) else _text(system)
 
@@ -496,7 +504,7 @@ def _read_whole(raw: bytes) -> tuple[_Read, list[_QuickContent]] | None:
     system = quick.systemInstruction
     if system is msgspec.UNSET:
         system = None if quick.system_instruction is msgspec.UNSET else quick.system_instruction
-    if system is not None and not isinstance(system, dict | str):
+    if _unread_system(system):
         return None
     held = held_caches(quick.cachedContent, quick.cached_content)
     if held is None:
@@ -530,8 +538,8 @@ class Gemini(TurnsWireFormat[_Read]):
             if c.get("role", "user") not in ("user", "model", "function"):
                 raise BadRequest(f"invalid role {c.get('role')!r}: use 'user' or 'model'")
         system = body.get("systemInstruction", body.get("system_instruction"))
-        if system is not None and not isinstance(system, dict | str):
-            raise BadRequest("'systemInstruction' must be a Content object")
+        if _unread_system(system):
+            raise BadRequest("'systemInstruction' must be a Content object, its 'parts' an array")
         users = [t for c in contents if c.get("role", "user") == "user" and (t := _text(c))]
         held = held_caches(body.get("cachedContent"), body.get("cached_content"))
         if held is None:

@@ -13,15 +13,23 @@ Shapes read (and only these; anything else in a part is left as it is):
 
 - OpenAI chat: ``messages[].content`` of ``system``/``developer`` (system), ``user`` (user),
   ``tool``/``function`` (tool_result, named by the assistant's ``tool_calls`` of the same id), as a
-  string or a list of ``text`` parts;
-- Responses: ``instructions`` (system), ``input`` as a string (user), input items: messages by role,
+  string or a list of ``text`` parts, and a system, developer or user message's ``name`` (a
+  participant's name: the prompt carries it);
+- Responses: ``instructions`` (system), ``input`` as a string (user), a stored prompt's ``variables``
+  (user: strings or ``input_text``, filled into the prompt upstream), input items: messages by role,
   ``function_call_output``, ``custom_tool_call_output``, ``local_shell_call_output``,
   ``shell_call_output`` and ``mcp_call`` output (tool_result);
 - Anthropic: ``system`` and ``system`` role messages (system); user messages' strings and ``text``, ``search_result`` and text ``document``
   blocks (user) and ``tool_result`` blocks (tool_result: a string or those blocks; images and
   base64/URL/file documents skipped);
 - Gemini: ``systemInstruction`` (or ``system_instruction``) parts (system); ``contents[]`` parts
-  other than the model's: ``text`` (user), ``functionResponse.response`` (every string in it, keys too).
+  other than the model's: ``text`` (user, thought parts too), ``functionResponse.response`` (every
+  string in it, keys too); one object where a list is due is a list of it, as Gemini reads it.
+
+Read as an upstream may read them, failing closed (``tests/edge/test_request_differential_fuzz.py``
+found each): a part or block without ``type`` that carries a ``text`` string is a text part; a message
+whose role is not the API's spelling is read as the role it folds onto (``System``), and one with an
+unknown role or none as the user's; only the assistant's own turns, spelt exactly, are skipped.
 """
 
 from __future__ import annotations
@@ -59,9 +67,30 @@ _MEDIA = {"image", "image_url", "input_image", "input_audio", "input_file", "fil
 
 
 def _kind(block: dict[str, Any], default: str = "") -> str:
-    """A block's ``type`` when it is a string (any other value names no type the proxy knows)."""
-    kind = block.get("type", default)
+    """A block's ``type`` when it is a string (any other value names no type the proxy knows). A block
+    without one (or with null) is ``default``, or else a text part when it carries a ``text`` string:
+    servers read ``{"text": ...}`` as one (vLLM infers a part's type from its keys)."""
+    kind = block.get("type")
+    if kind is None:
+        return default or ("text" if isinstance(block.get("text"), str) else "")
     return kind if isinstance(kind, str) else ""
+
+
+def _role(value: Any, known: tuple[str, ...]) -> str | None:
+    """The role a message is screened as: None only for the assistant's own turns, spelt exactly. A
+    role in another case or fold (``System``, ``ſystem``) is the one it folds onto, and one the API
+    does not name (or none) is the user's: a chat template renders whatever role it is given into the
+    prompt, and an upstream that reads roles case-insensitively reads the fold."""
+    if value == "assistant":
+        return None
+    if value in known:
+        return str(value)
+    folded = value.translate(_DOTTED_I).casefold() if isinstance(value, str) else ""
+    return folded if folded in known else "user"
+
+
+_DOTTED_I = str.maketrans({"\u0130": "i", "\u0131": "i"})
+"""``ı``/``İ`` read as ``i`` before folding (as ``proxy.wire.key_folds`` does for keys)."""
 
 
 KEY_TEXT = -1
@@ -143,9 +172,9 @@ def _openai_chat(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
     for i, m in enumerate(messages):
         if not isinstance(m, dict):
             continue
-        role = m.get("role")
+        role = _role(m.get("role"), ("system", "developer", "user", "tool", "function"))
         path: Path = ("messages", i, "content")
-        if role == "assistant":
+        if role is None:
             for call in m.get("tool_calls") or []:
                 if isinstance(call, dict) and isinstance(call.get("function"), dict):
                     names[str(call.get("id"))] = str(call["function"].get("name", ""))
@@ -157,6 +186,8 @@ def _openai_chat(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
             out.content("tool_result", path, m.get("content"), names.get(str(m.get("tool_call_id")), ""))
         elif role == "function":
             out.content("tool_result", path, m.get("content"), str(m.get("name") or ""))
+        if role in ("system", "developer", "user"):  # a participant's name goes into the prompt too
+            out.add("user" if role == "user" else "system", ("messages", i, "name"), m.get("name"))
     return out.result()
 
 
@@ -175,6 +206,7 @@ def _openai_responses(data: dict[str, Any], parts: frozenset[str], key: str = "i
     out = _Collector(parts)
     if key == "input":
         out.add("system", ("instructions",), data.get("instructions"))
+        _prompt_variables(out, data.get("prompt"))
     items = data.get(key)
     if isinstance(items, str):
         out.add("user", (key,), items)
@@ -191,7 +223,7 @@ def _openai_responses(data: dict[str, Any], parts: frozenset[str], key: str = "i
         elif kind in ("local_shell_call", "shell_call", "computer_call"):
             names[str(item.get("call_id"))] = kind
         elif kind == "message":
-            role = item.get("role")
+            role = _role(item.get("role"), ("user", "system", "developer"))
             part: Part | None = "user" if role == "user" else "system" if role in ("system", "developer") else None
             if part is not None:
                 out.content(part, (i, "content"), item.get("content"))
@@ -208,9 +240,23 @@ def _openai_responses(data: dict[str, Any], parts: frozenset[str], key: str = "i
         elif kind == "mcp_call":
             out.add("tool_result", (i, "output"), item.get("output"), f"mcp__{item.get('server_label', '')}__"
                                                                        f"{item.get('name', '')}")
-    out.texts = [InputText(t.part, (key, *t.path) if t.path[0] != "instructions" else t.path, t.text, t.tool,
-                           t.group) for t in out.texts]
+    out.texts = [InputText(t.part, (key, *t.path) if t.path[0] not in ("instructions", "prompt") else t.path,
+                           t.text, t.tool, t.group) for t in out.texts]
     return out.result()
+
+
+def _prompt_variables(out: _Collector, prompt: Any) -> None:
+    """A stored prompt's ``variables`` (user): filled into the prompt upstream, as strings or
+    ``input_text`` (media noted)."""
+    variables = prompt.get("variables") if isinstance(prompt, dict) else None
+    for name, value in variables.items() if isinstance(variables, dict) else ():
+        at: Path = ("prompt", "variables", name)
+        if not isinstance(value, dict):
+            out.add("user", at, value)
+        elif (kind := _kind(value)) in ("input_text", "text"):
+            out.add("user", (*at, "text"), value.get("text"))
+        elif kind in _MEDIA:
+            out.skipped.append(f"{kind}@user")
 
 
 def _anthropic(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
@@ -226,17 +272,16 @@ def _anthropic(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
         if not isinstance(m, dict):
             continue
         content = m.get("content")
-        if m.get("role") != "user":
+        role = _role(m.get("role"), ("user", "system"))
+        if role != "user":
             join = False
-        if m.get("role") == "assistant":
+        if role is None:
             for block in content if isinstance(content, list) else []:
                 if isinstance(block, dict) and block.get("type") in ("tool_use", "server_tool_use", "mcp_tool_use"):
                     names[str(block.get("id"))] = str(block.get("name", ""))
             continue
-        if m.get("role") == "system":  # mid-conversation system text (Claude Code): read as system prompt
+        if role == "system":  # mid-conversation system text (Claude Code): read as system prompt
             out.content("system", ("messages", i, "content"), content, text_types=("text",))
-            continue
-        if m.get("role") != "user":
             continue
         if isinstance(content, str):
             out.add("user", ("messages", i, "content"), content, join=join)
@@ -298,28 +343,37 @@ def _anthropic_block(out: _Collector, part: Part, path: Path, block: Any, tool: 
 _GEMINI_MEDIA = ("inlineData", "inline_data", "fileData", "file_data")
 
 
+def _listed(value: Any, path: Path) -> list[tuple[Path, Any]]:
+    """A Gemini list's items with their paths. One object where the list is due is read as a list of
+    it, as Gemini's parser reads it (Google's REST examples send ``"parts": {"text": ...}``)."""
+    if isinstance(value, list):
+        return [((*path, i), item) for i, item in enumerate(value)]
+    return [(path, value)] if isinstance(value, dict) else []
+
+
 def _gemini(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
+    """A part flagged ``thought`` in a turn that is not the model's is read too: nothing says the
+    upstream leaves it out of the prompt."""
     out = _Collector(parts)
     for key in ("systemInstruction", "system_instruction"):
         system = data.get(key)
         if isinstance(system, str):
             out.add("system", (key,), system)
-        elif isinstance(system, dict) and isinstance(system.get("parts"), list):
+        elif isinstance(system, dict):
             join = False
-            for j, p in enumerate(system["parts"]):
+            for at, p in _listed(system.get("parts"), (key, "parts")):
                 if isinstance(p, dict) and "text" in p:
-                    out.add("system", (key, "parts", j, "text"), p.get("text"), join=join)
+                    out.add("system", (*at, "text"), p.get("text"), join=join)
                     join = True
-    contents = data.get("contents")
-    for i, c in enumerate(contents if isinstance(contents, list) else []):
-        if not isinstance(c, dict) or c.get("role") == "model" or not isinstance(c.get("parts"), list):
+    join = False
+    """Consecutive user turns: the API asks for turns that alternate, and where it takes two in a row
+    the proxy cannot tell how the model reads them, so their texts run on (fails closed)."""
+    for at, c in _listed(data.get("contents"), ("contents",)):
+        if not isinstance(c, dict) or c.get("role") == "model":
+            join = False
             continue
-        join = False
-        for j, p in enumerate(c["parts"]):
+        for path, p in _listed(c.get("parts"), (*at, "parts")):
             if not isinstance(p, dict):
-                continue
-            path: Path = ("contents", i, "parts", j)
-            if p.get("thought") is True:
                 continue
             if "text" in p:
                 out.add("user", (*path, "text"), p.get("text"), join=join)

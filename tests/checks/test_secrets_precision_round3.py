@@ -5,7 +5,8 @@ that names a provider's key held by an assignment; verdicts on tokens that never
 Each benign line is a shape, not a repository's value: a configuration section's name, a generic
 type written in words, another setting's name as a keyed value, a display name in a list of
 values, a tenant's UUID in an issuer URL, a token that says it was issued before JWTs existed, a
-PEM block whose body does not begin as DER.
+name that says its value does not work (``invalid``, ``dummy``), a PEM block whose body does not
+begin as DER.
 """
 
 from __future__ import annotations
@@ -67,6 +68,9 @@ def _every_split(text: str) -> set[str | None]:
     # tokens that say they were issued before JWTs existed: at the epoch, at 1234567890
     f'let token = "{_jwt({"sub": "Custom DateTime ser/de", "iat": 0, "exp": 9223372036854775807})}";\n',
     f'token = "{_jwt({"sub": "user-8812", "iat": 1234567890, "exp": 4102444800})}"\n',
+    # a name that says its value does not work: made to fail, or to stand in
+    f'\tinvalidWrongExponentKey = "{KEY}{SIG}"\n',
+    f"DUMMY_API_TOKEN={KEY}\n",
     # a PEM block whose body does not begin a DER key: typed to fill the slot
     "-----BEGIN RSA PRIVATE KEY-----\nYourRsaPrivateKeyBodyGoesHere012\n-----END RSA PRIVATE KEY-----\n",
     "key = '''-----BEGIN PRIVATE KEY-----\nabcdefghijklmnopqrstuvwxyzABCDEF\n-----END PRIVATE KEY-----'''\n",
@@ -78,6 +82,9 @@ def test_round3_shapes_pass(text: str) -> None:
 @pytest.mark.parametrize(("text", "family"), [
     (f'[AuthorizeForScopes(ScopeKeySecret = "{KEY}")]\n', "generic"),
     (f"export type DefaultMySqlVerificationTokenTable = {KEY}\n", "generic"),
+    (f'\tvalidPrivateKey = "{KEY}{SIG}"\n', "generic"),
+    (f'\tsamlTestPrimaryKey = "{KEY}{SIG}"\n', "generic"),
+    (f"STAGING_API_TOKEN={KEY}\n", "generic"),
     (f"AUTH0_CLIENT_SECRET={KEY}\n", "auth0"),
     (f'u := newUser("twitch_client_secret", "{KEY}")\n', "twitch"),
     (f'creds := []string{{"Twitch client secret", "{KEY}"}}\n', "twitch"),

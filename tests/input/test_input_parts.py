@@ -108,6 +108,8 @@ def test_adjacent_text_parts_form_a_group_until_something_else_is_shown() -> Non
     gemini = {"systemInstruction": {"parts": [{"text": "s1"}, {"text": "s2"}]}, "contents": [
         {"role": "user", "parts": [{"text": "a"}, {"text": "b"}, {"inlineData": {"data": "x"}}, {"text": "c"}]},
         {"role": "user", "parts": [{"text": "d"}]}]}
+    assert _groups("gemini", gemini) == [["s1", "s2"], ["a", "b"], ["c", "d"]]
+    gemini["contents"].insert(1, {"role": "model", "parts": [{"text": "m"}]})
     assert _groups("gemini", gemini) == [["s1", "s2"], ["a", "b"], ["c"], ["d"]]
     responses = {"input": [{"role": "user", "content": [{"type": "input_text", "text": "a"},
                                                         {"type": "input_text", "text": "b"}]},

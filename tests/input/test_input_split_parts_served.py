@@ -11,6 +11,7 @@ sent it, and benign adjacent parts pass untouched."""
 from __future__ import annotations
 
 import json
+import random
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ from tests.adversarial import SECRET
 from tests.fakes.classifier import FakeClassifier
 from tests.fakes.proxy import ProxyServer
 from tests.fakes.upstream import FakeUpstream
+from tests.secret_samples import TEMPLATES, fill
 
 TEXT = f"Deploy with the key {SECRET} please."
 AT = TEXT.index(SECRET)
@@ -56,7 +58,8 @@ parts = ["user", "tool_result", "system"]
 """
 
 SHAPES = ["chat-user", "chat-system", "chat-tool", "responses-user", "responses-tool", "anthropic-user",
-          "anthropic-turns", "anthropic-tool", "anthropic-system", "gemini-user", "gemini-system"]
+          "anthropic-turns", "anthropic-tool", "anthropic-system", "gemini-user", "gemini-turns",
+          "gemini-system"]
 """Where the parts sit: an API and the run of text parts the model reads as one text."""
 CUTS = [(1,), (4,), (10,), (19,), (4, 12), (1, 19), (9, 10)]
 """Offsets into the key where the text is cut: two parts, then three."""
@@ -132,6 +135,8 @@ def send(base: str, shape: str, parts: list[str]) -> None:
         cfg = types.GenerateContentConfig(system_instruction="You are an agent.")
         if where == "user":
             contents.append(types.Content(role="user", parts=[types.Part(text=p) for p in parts]))
+        elif where == "turns":  # consecutive user turns: read on as one run (fails closed)
+            contents += [types.Content(role="user", parts=[types.Part(text=p)]) for p in parts]
         else:
             contents.append(types.Content(role="user", parts=[types.Part(text="go")]))
             cfg = types.GenerateContentConfig(system_instruction=types.Content(parts=[types.Part(text=p)
@@ -163,6 +168,8 @@ def received(shape: str, body: dict[str, Any]) -> list[str]:
         return _texts(msgs[-1]["content"])
     if where == "system":
         return _texts(body["systemInstruction"]["parts"])
+    if where == "turns":
+        return [c["parts"][0]["text"] for c in body["contents"][2:]]
     return _texts(body["contents"][-1]["parts"])
 
 
@@ -279,3 +286,24 @@ parts = ["tool_result"]
         assert upstream.seen == []
         send(proxy.url, "chat-tool", ["The page: FORB", "IDS nothing."])  # asked once, as one text
         assert [b["output"] for b in classifier.webhook_bodies][1:] == ["The page: FORBIDS nothing."]
+
+
+@pytest.mark.parametrize("shape", ["chat-user", "responses-tool", "anthropic-turns", "gemini-system"])
+def test_a_private_key_cut_at_a_line_end_is_masked_as_the_whole_key_is(
+        proxies: dict[str, ProxyServer], upstream: FakeUpstream, shape: str) -> None:
+    """The header in one part, the body in the next, the newline between them in neither: whole only
+    when the parts are read one per line (the glued reading runs the header into the body). The
+    mask covers the key's body to its END line, not only the start the rule names."""
+    rng = random.Random(5)
+    lines = [fill("{b64:64}", rng) for _ in range(3)]
+    key = fill(TEMPLATES["private-key"], rng) + "\n".join([*lines, "-----END RSA PRIVATE KEY-----\n"])
+    text = f"my key:\n{key}thanks"
+    whole = received(shape, json.loads(_sent(proxies["redact"], upstream, shape, [text])))[0]
+    assert whole == "my key:\n-----BEGIN RSA PRIVATE KEY-----\n[REDACTED:private_key]\nthanks"
+    head, _, tail = text.partition("-----\n")
+    parts = [head + "-----", tail]
+    plain = _sent(proxies["plain"], upstream, shape, parts)
+    got = _sent(proxies["redact"], upstream, shape, parts)
+    pieces = received(shape, json.loads(got))
+    assert "\n".join(pieces) == whole
+    assert got == _replaced(plain, parts, pieces)

@@ -1,11 +1,12 @@
 """CPU cost per frame of decoding and guarding a clean stream, per wire format.
 
-Run: ``.venv/bin/python -m bench.wire_cost [out.json]``. Each API's stream of ``N`` small text deltas
-(the fake upstream's exact frames) is fed in 4 KiB reads through the codec and the stream guard the
-driver uses (``ChoiceGuard``, with every built-in stream guardrail armed, or none), and every released
-frame through ``note_sent``: the whole per-frame path of a guarded stream except the sockets. Reports
-the median over ``RUNS`` runs of ``time.process_time`` per frame, and ``sent``: ``note_sent`` alone
-per frame, each read's frames noted right after they were decoded (as a live stream sends them).
+Run: ``.venv/bin/python -m bench.wire_cost [out.json]``. Each API's stream of ``N`` (``--deltas``)
+small text deltas (the fake upstream's exact frames) is fed in 4 KiB reads through the codec and
+the stream guard the driver uses (``ChoiceGuard``, with every built-in stream guardrail armed, or
+none), and every released frame through ``note_sent``: the whole per-frame path of a guarded
+stream except the sockets. Reports the median over ``RUNS`` runs of ``time.process_time`` per frame,
+and ``sent``: ``note_sent`` alone per frame, each read's frames noted right after they were decoded
+(as a live stream sends them).
 
 ``--baseline DIR`` measures another checkout of the repository beside this one (``git archive REV |
 tar -x -C DIR``): ``--rounds`` alternating rounds, each a child process per checkout running this
@@ -84,13 +85,13 @@ def sent_once(api: str, data: bytes) -> float:
     return spent / frames
 
 
-def measure(runs: int, quiet: bool = False) -> dict[str, float]:
-    deltas = clean_deltas(N)
+def measure(runs: int, n: int = N, quiet: bool = False) -> dict[str, float]:
+    deltas = clean_deltas(n)
     results: dict[str, float] = {}
     for api in WIRES:
         data = stream_bytes(api, deltas)
         for armed in (False, True):
-            us = statistics.median(run_once(api, data, armed) for _ in range(runs)) / N * 1e6
+            us = statistics.median(run_once(api, data, armed) for _ in range(runs)) / n * 1e6
             results[f"{api}/{'armed' if armed else 'none'}"] = round(us, 2)
             if not quiet:
                 print(f"{api:10s} {'armed' if armed else 'none':5s} {us:7.2f} us/frame", flush=True)
@@ -101,9 +102,9 @@ def measure(runs: int, quiet: bool = False) -> dict[str, float]:
     return results
 
 
-def child(tree: Path, runs: int) -> dict[str, float]:
+def child(tree: Path, runs: int, n: int) -> dict[str, float]:
     """This file's ``measure`` run against the modules of ``tree`` (a checkout), in a fresh process."""
-    code = (f"import json, runpy, sys; sys.argv = ['wire_cost', '--child', '--runs', '{runs}']; "
+    code = (f"import json, runpy, sys; sys.argv = ['wire_cost', '--child', '--runs', '{runs}', '--deltas', '{n}']; "
             f"runpy.run_path({str(Path(__file__).resolve())!r}, run_name='__main__')")
     env = {**os.environ, "PYTHONPATH": str(tree)}
     out = subprocess.run([sys.executable, "-c", code], cwd=tree, env=env, capture_output=True, text=True,
@@ -111,13 +112,13 @@ def child(tree: Path, runs: int) -> dict[str, float]:
     return dict(json.loads(out.splitlines()[-1]))
 
 
-def side_by_side(baseline: Path, rounds: int, runs: int) -> dict[str, dict[str, float]]:
+def side_by_side(baseline: Path, rounds: int, runs: int, n: int) -> dict[str, dict[str, float]]:
     here = Path(__file__).resolve().parent.parent
     seen: dict[str, list[dict[str, float]]] = {"before": [], "after": []}
     for r in range(rounds):
         order = [("before", baseline), ("after", here)]
         for label, tree in order if r % 2 == 0 else order[::-1]:
-            seen[label].append(child(tree, runs))
+            seen[label].append(child(tree, runs, n))
             print(f"round {r + 1}/{rounds} {label} done", file=sys.stderr, flush=True)
     medians = {label: {k: round(statistics.median(run[k] for run in runs_), 2) for k in runs_[0]}
                for label, runs_ in seen.items()}
@@ -135,13 +136,14 @@ def main() -> None:
     parser.add_argument("--baseline", type=Path, help="another checkout to measure beside this one")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=RUNS)
+    parser.add_argument("--deltas", type=int, default=N, help="text deltas per stream")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(measure(args.runs, quiet=True)))
+        print(json.dumps(measure(args.runs, args.deltas, quiet=True)))
         return
-    results: object = side_by_side(args.baseline, args.rounds, args.runs) if args.baseline \
-        else measure(args.runs)
+    results: object = side_by_side(args.baseline, args.rounds, args.runs, args.deltas) if args.baseline \
+        else measure(args.runs, args.deltas)
     if args.out:
         Path(args.out).write_text(json.dumps(results, indent=1))
 

@@ -13,8 +13,10 @@ Shapes read (and only these; anything else in a part is left as it is):
 
 - OpenAI chat: ``messages[].content`` of ``system``/``developer`` (system), ``user`` (user),
   ``tool``/``function`` (tool_result, named by the assistant's ``tool_calls`` of the same id), as a
-  string or a list of ``text`` parts;
-- Responses: ``instructions`` (system), ``input`` as a string (user), input items: messages by role,
+  string or a list of ``text`` parts, and a system, developer or user message's ``name`` (a
+  participant's name: the prompt carries it);
+- Responses: ``instructions`` (system), ``input`` as a string (user), a stored prompt's ``variables``
+  (user: strings or ``input_text``, filled into the prompt upstream), input items: messages by role,
   ``function_call_output``, ``custom_tool_call_output``, ``local_shell_call_output``,
   ``shell_call_output`` and ``mcp_call`` output (tool_result);
 - Anthropic: ``system`` and ``system`` role messages (system); user messages' strings and ``text``, ``search_result`` and text ``document``
@@ -184,6 +186,8 @@ def _openai_chat(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
             out.content("tool_result", path, m.get("content"), names.get(str(m.get("tool_call_id")), ""))
         elif role == "function":
             out.content("tool_result", path, m.get("content"), str(m.get("name") or ""))
+        if role in ("system", "developer", "user"):  # a participant's name goes into the prompt too
+            out.add("user" if role == "user" else "system", ("messages", i, "name"), m.get("name"))
     return out.result()
 
 
@@ -202,6 +206,7 @@ def _openai_responses(data: dict[str, Any], parts: frozenset[str], key: str = "i
     out = _Collector(parts)
     if key == "input":
         out.add("system", ("instructions",), data.get("instructions"))
+        _prompt_variables(out, data.get("prompt"))
     items = data.get(key)
     if isinstance(items, str):
         out.add("user", (key,), items)
@@ -235,9 +240,23 @@ def _openai_responses(data: dict[str, Any], parts: frozenset[str], key: str = "i
         elif kind == "mcp_call":
             out.add("tool_result", (i, "output"), item.get("output"), f"mcp__{item.get('server_label', '')}__"
                                                                        f"{item.get('name', '')}")
-    out.texts = [InputText(t.part, (key, *t.path) if t.path[0] != "instructions" else t.path, t.text, t.tool,
-                           t.group) for t in out.texts]
+    out.texts = [InputText(t.part, (key, *t.path) if t.path[0] not in ("instructions", "prompt") else t.path,
+                           t.text, t.tool, t.group) for t in out.texts]
     return out.result()
+
+
+def _prompt_variables(out: _Collector, prompt: Any) -> None:
+    """A stored prompt's ``variables`` (user): filled into the prompt upstream, as strings or
+    ``input_text`` (media noted)."""
+    variables = prompt.get("variables") if isinstance(prompt, dict) else None
+    for name, value in variables.items() if isinstance(variables, dict) else ():
+        at: Path = ("prompt", "variables", name)
+        if not isinstance(value, dict):
+            out.add("user", at, value)
+        elif (kind := _kind(value)) in ("input_text", "text"):
+            out.add("user", (*at, "text"), value.get("text"))
+        elif kind in _MEDIA:
+            out.skipped.append(f"{kind}@user")
 
 
 def _anthropic(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:

@@ -549,6 +549,13 @@ class _Part:
     part: dict[str, Any]
     text_done: bool = False
     open: bool = True
+    pending: list[str] = field(default_factory=list)
+    """Text deltas the client was sent since ``part`` last had its text (``ResponsesStream._settle``)."""
+
+    def settle(self) -> None:
+        name = "refusal" if self.part.get("type") == "refusal" else "text"
+        self.part[name] = str(self.part.get(name, "")) + "".join(self.pending)
+        self.pending.clear()
 
 
 @dataclass(slots=True)
@@ -573,6 +580,13 @@ class _Item:
     open: bool = True
     args_done: bool = False
     parts: list[_Part] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+    """Argument deltas the client was sent since ``item`` last had its arguments (``_settle``)."""
+
+    def settle(self) -> None:
+        name = _TOOL_ITEMS.get(str(self.item.get("type")), "arguments")
+        self.item[name] = str(self.item.get(name, "")) + "".join(self.pending)
+        self.pending.clear()
 
 
 class ResponsesStream(SplitStream[SSESplitter]):
@@ -599,6 +613,11 @@ class ResponsesStream(SplitStream[SSESplitter]):
         self._preamble = False
         self._ended = False
         self._items: dict[int, _Item] = {}
+        self._unsettled: list[_Item | _Part] = []
+        """Items and parts whose deltas the client was sent are not in their text yet: appending
+        each delta to the text it joins copied the whole text each time, quadratic in the answer's
+        length (6.7 us a delta over 100,000 deltas, 1.2 over 2,000). ``_settle`` joins them before
+        anything reads an item or a part."""
         self._decoded: DecodedFrames[dict[str, Any]] = DecodedFrames()
         """The events of delta frames as decoded, for ``note_sent`` to read rather than parse again."""
 
@@ -810,6 +829,8 @@ class ResponsesStream(SplitStream[SSESplitter]):
         t = ev.get("type")
         index = ev.get("output_index")
         it = self._items.get(index) if isinstance(index, int) else None
+        if self._unsettled and t not in _TEXT_DELTAS and t not in _ARGS_DELTA:
+            self._settle()
         if t in _LIFECYCLE:
             self._preamble = True
         elif t in _TERMINAL:
@@ -822,14 +843,24 @@ class ResponsesStream(SplitStream[SSESplitter]):
             return
         elif t == "response.content_part.added":
             it.parts.append(_Part(dict(ev.get("part") or {"type": "output_text", "text": ""})))
-        elif t in _ARGS_DELTA or t in _ARGS_DONE:
+        elif t in _ARGS_DELTA:
+            self._pending(it, str(ev.get("delta", "")))
+        elif t in _ARGS_DONE:
             name = _TOOL_ITEMS.get(str(it.item.get("type")), "arguments")
-            done = t in _ARGS_DONE
-            so_far = str(it.item.get(name, ""))
-            it.item[name] = ev.get(name, so_far) if done else so_far + str(ev.get("delta", ""))
-            it.args_done = it.args_done or done
+            it.item[name] = ev.get(name, str(it.item.get(name, "")))
+            it.args_done = True
         else:
             self._note_part(it, str(t), ev)
+
+    def _pending(self, held: _Item | _Part, delta: str) -> None:
+        if not held.pending:
+            self._unsettled.append(held)
+        held.pending.append(delta)
+
+    def _settle(self) -> None:
+        for held in self._unsettled:
+            held.settle()
+        self._unsettled.clear()
 
     def _note_part(self, it: _Item, t: str, ev: dict[str, Any]) -> None:
         ci = ev.get("content_index")
@@ -838,7 +869,7 @@ class ResponsesStream(SplitStream[SSESplitter]):
         part = it.parts[ci]
         name = "refusal" if part.part.get("type") == "refusal" else "text"
         if t in _TEXT_DELTAS:
-            part.part[name] = str(part.part.get(name, "")) + str(ev.get("delta", ""))
+            self._pending(part, str(ev.get("delta", "")))
         elif t in ("response.output_text.done", "response.refusal.done"):
             part.part[name] = ev.get(name, part.part.get(name, ""))
             part.text_done = True
@@ -877,6 +908,7 @@ class ResponsesStream(SplitStream[SSESplitter]):
         return Frame(f"event: {t}\ndata: {dumps(ev)}\n\n".encode(), frame.events)
 
     def _client_text(self, oi: Any, ci: Any) -> str | None:
+        self._settle()
         it = self._items.get(oi) if isinstance(oi, int) else None
         if it is None or not isinstance(ci, int) or ci < 0:
             return None
@@ -922,6 +954,7 @@ class ResponsesStream(SplitStream[SSESplitter]):
             return b""
         out: list[str] = [self.render_replaced(replaced).decode()] if replaced else []
         self._begin(out)
+        self._settle()
         for index in sorted(self._items):
             if self._items[index].open:
                 self._close_item(out, index)
@@ -1009,6 +1042,7 @@ class ResponsesStream(SplitStream[SSESplitter]):
             return b""
         out: list[str] = []
         self._begin(out)
+        self._settle()
         code = _FAILED_CODES.get(kind, "invalid_prompt")
         self._emit(out, "error", code=code, message=message, param=None)
         response = self._head("failed")

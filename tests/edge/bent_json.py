@@ -305,6 +305,7 @@ def _chat(data: dict[str, Any], t: _Texts) -> None:
     for m in data.get("messages") or []:
         if isinstance(m, dict) and m.get("role") != "assistant":
             t.content(m.get("content"))
+            t.add(m.get("name"))  # (OpenAI puts a participant's name into the prompt)
 
 
 def _responses_items(items: Any, t: _Texts) -> None:
@@ -329,6 +330,10 @@ def _responses(data: dict[str, Any], t: _Texts) -> None:
     _responses_items(data.get("instructions"), t)
     _responses_items(data.get("input"), t)
     _responses_items(data.get("items"), t)  # a conversation being created
+    prompt = data.get("prompt")
+    variables = prompt.get("variables") if isinstance(prompt, dict) else None
+    for value in variables.values() if isinstance(variables, dict) else ():
+        t.content([value])  # a string, or an input_text (filled into the stored prompt)
 
 
 def _anthropic(data: dict[str, Any], t: _Texts) -> None:

@@ -53,9 +53,9 @@ from tests.fakes.proxy import ProxyServer
 from tests.fakes.upstream import FakeUpstream
 from tests.wire.test_one_reading_turns import _assistant, _body, _user
 
-EXAMPLES = 5
-"""Requests per API and bend (about 270 in all with the cut markers', ~10 s over the sockets on a busy
-2-core machine)."""
+EXAMPLES = 10
+"""Examples per API and bend (three times as many for the cut markers and the growing conversations):
+about 1,000 requests in all, ~13 s over the sockets on the busy 2-core machine."""
 POLICY = """
 [[input_guardrails]]
 id = "no-keys-in"
@@ -91,7 +91,7 @@ def _chat(where: str, pieces: list[str], rng: random.Random) -> dict[str, Any]:
     if where == "developer":
         msgs.append({"role": "developer", "content": said})
     user: Any = said if where == "user" else _parts(pieces, "text", rng) if where == "user_part" else "Deploy it."
-    msgs.append({"role": "user", "content": user})
+    msgs.append({"role": "user", "content": user, **({"name": SECRET} if where == "user_name" else {})})
     if where in ("tool", "tool_part"):
         msgs.append({"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function", "function": {
             "name": "read_file", "arguments": '{"path": "config.env"}'}}]})
@@ -105,6 +105,9 @@ def _responses(where: str, pieces: list[str], rng: random.Random) -> dict[str, A
     body: dict[str, Any] = {"model": "m", "instructions": said if where == "instructions" else "You deploy services."}
     if where == "input":
         return {**body, "input": said}
+    if where in ("prompt_variable", "prompt_variable_part"):  # a stored prompt's variables, filled in upstream
+        value = said if where == "prompt_variable" else {"type": "input_text", "text": said}
+        return {**body, "prompt": {"id": "pmpt_1", "variables": {"city": value}}, "input": "Deploy it."}
     items: list[dict[str, Any]] = []
     if where == "system_item":
         items.append({"type": "message", "role": "developer", "content": said})
@@ -148,8 +151,9 @@ def _gemini(where: str, pieces: list[str], rng: random.Random) -> dict[str, Any]
 
 BUILDERS = {"chat": _chat, "responses": _responses, "anthropic": _anthropic, "gemini": _gemini}
 WHERES = {
-    "chat": ["system", "developer", "user", "user_part", "tool", "tool_part"],
-    "responses": ["instructions", "input", "system_item", "user_item", "user_part", "tool_output", "tool_output_part"],
+    "chat": ["system", "developer", "user", "user_part", "user_name", "tool", "tool_part"],
+    "responses": ["instructions", "input", "system_item", "user_item", "user_part", "tool_output", "tool_output_part",
+                  "prompt_variable", "prompt_variable_part"],
     "anthropic": ["system", "system_block", "user", "user_block", "tool_result", "tool_result_block"],
     "gemini": ["system", "user", "function_response", "function_response_deep", "function_response_key"],
 }
@@ -349,7 +353,8 @@ def assert_one_reading(api: str, client: httpx.Client, proxy: ProxyServer, upstr
     sent = upstream.seen[0].raw
     for name, reading in readings_for(api).items():
         shown = [t for t in model_reads(api, reading(sent)) if marker in t]
-        assert not shown, f"{api}: read as {name}, the model is shown the marker: {shown[0][:200]!r}\nsent: {sent[:3000]!r}"
+        at = max(0, sent.find(marker.encode()) - 1500) if marker.encode() in sent else max(0, len(sent) - 3000)
+        assert not shown, f"{api}: read as {name}, the model is shown the marker: {shown[0][:200]!r}\nsent: {sent[at:at + 3000]!r}"
     return "sent"
 
 
@@ -394,7 +399,8 @@ def _run(api: str, proxies: dict[str, ProxyServer], upstream: FakeUpstream, clie
     else:
         pieces, needles = [said], [SECRET]
     body = BUILDERS[api](where, pieces, rng)
-    kept = kept and api in KEPT_PATHS and where not in ("instructions", "input")
+    kept = kept and api in KEPT_PATHS and where not in ("instructions", "input", "prompt_variable",
+                                                        "prompt_variable_part")
     if kept:
         body = _kept(api, body)
     assert_control(api, body, SECRET)

@@ -5,7 +5,8 @@ reaches the upstream masked, or the request is refused with the API's 400 and no
 
 Found: a text part without ``type`` (vLLM reads ``{"text": ...}`` as a text part); a message whose
 role is in another case, unknown or missing (a chat template renders any role into the prompt, a
-case-insensitive server reads ``System`` as ``system``); a Gemini part flagged ``thought`` in the
+case-insensitive server reads ``System`` as ``system``); a chat participant's ``name`` and a Responses
+stored prompt's ``variables`` (both go into the prompt); a Gemini part flagged ``thought`` in the
 user's turn; Gemini's one object where a list is due (``"parts": {"text": ...}``, which Gemini reads
 as a list of one: Google's REST examples send it), in a cache's contents and in a system instruction
 (also unread by the canary: refused on the guarded route). The bodies are written raw: no SDK writes
@@ -51,10 +52,15 @@ MASKED: list[tuple[str, str, dict[str, Any]]] = [
     ("chat", "USER", {"model": "m", "messages": [{"role": "USER", "content": SAID}]}),
     ("chat", "unknown role", {"model": "m", "messages": [{"role": "human", "content": SAID}]}),
     ("chat", "no role", {"model": "m", "messages": [{"content": SAID}, {"role": "user", "content": "hi"}]}),
+    ("chat", "name", {"model": "m", "messages": [{"role": "user", "content": "hi", "name": SECRET}]}),
     ("responses", "untyped part", {"model": "m", "input": [
         {"type": "message", "role": "user", "content": [{"text": SAID}]}]}),
     ("responses", "null type", {"model": "m", "input": [{"type": None, "role": "user", "content": SAID}]}),
     ("responses", "User", {"model": "m", "input": [{"type": "message", "role": "User", "content": SAID}]}),
+    ("responses", "prompt variable", {"model": "m", "input": "hi", "prompt": {"id": "pmpt_1", "variables": {
+        "city": SAID}}}),
+    ("responses", "prompt variable part", {"model": "m", "input": "hi", "prompt": {"id": "pmpt_1", "variables": {
+        "city": {"type": "input_text", "text": SAID}}}}),
     ("anthropic", "untyped system block", {"model": "m", "max_tokens": 5, "system": [{"text": SAID}],
                                            "messages": [{"role": "user", "content": "hi"}]}),
     ("anthropic", "untyped tool_result block", {"model": "m", "max_tokens": 5, "messages": [

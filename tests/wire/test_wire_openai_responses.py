@@ -413,6 +413,34 @@ def test_a_sent_frame_it_decoded_is_noted_as_the_same_bytes_parsed_anew(name: st
         assert kept.render_tail(message, "filtered", REPLACED) == parsed.render_tail(message, "filtered", REPLACED)
 
 
+def test_tail_output_holds_every_delta_the_client_was_sent_in_order() -> None:
+    # The deltas are joined to their part's or call's text only when something reads it: the
+    # tail's closing events and its final output must still hold all of them, after what the part
+    # or the call began with, and a ``.done`` without its text keeps what the deltas made.
+    at = {"item_id": "msg_1", "output_index": 0}
+    frames = [
+        ev("response.created", 0, response=RESP),
+        ev("response.output_item.added", 1, output_index=0, item=MSG),
+        ev("response.content_part.added", 2, **at, content_index=0, part={**PART, "text": "Pre"}),
+        ev("response.output_text.delta", 3, **at, content_index=0, delta="a", logprobs=[]),
+        ev("response.output_text.delta", 4, **at, content_index=0, delta="b", logprobs=[]),
+        ev("response.output_text.done", 5, **at, content_index=0, logprobs=[]),
+        ev("response.content_part.added", 6, **at, content_index=1, part=PART),
+        ev("response.output_text.delta", 7, **at, content_index=1, delta="c", logprobs=[]),
+        ev("response.output_text.delta", 8, **at, content_index=1, delta="d", logprobs=[]),
+        ev("response.output_item.added", 9, output_index=1, item=fc(0, '{"loc')),
+        ev("response.function_call_arguments.delta", 10, item_id="fc_0", output_index=1, delta='ation": '),
+        ev("response.function_call_arguments.delta", 11, item_id="fc_0", output_index=1, delta='"Paris"}'),
+    ]
+    codec, _ = sent_prefix(b"".join(frames), len(frames))
+    tail = codec.render_tail(AssistantMessage(), "normal", None)
+    done = [json.loads(line[6:]) for line in tail.split(b"\n") if line.startswith(b"data: ")]
+    output = done[-1]["response"]["output"]
+    assert [p["text"] for p in output[0]["content"]] == ["Preab", "cd"]
+    assert output[1]["arguments"] == PARIS
+    assert [d.get("text") for d in done if d["type"] == "response.output_text.done"] == ["cd"]
+
+
 def test_render_error_maps_retryable_kinds_to_retryable_codes() -> None:
     body = ResponsesStream().render_error("slow down", "rate_limit")
     assert b'"code":"rate_limit_exceeded"' in body and body.startswith(b"event: response.created\n")

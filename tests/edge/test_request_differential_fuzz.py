@@ -2,18 +2,22 @@
 proxy refuses it (the mirror of ``tests/client_view/test_differential_fuzz.py``).
 
 Hypothesis writes a request for each API (chat, Responses, Anthropic, Gemini) with a marker, an AWS
-key from the secrets catalog, planted in a field the model reads (``WHERES``: a system prompt or
-the instructions, a user message, a content part, a tool result, nested blocks, a Gemini part, a
-structured function response), under a policy whose input guardrail redacts or rejects it. It bends
-the JSON the ways real parsers disagree on (``BENDS``): a key repeated at any level of the marker's
-path with a decoy before or after it (first or last wins), a key in another case or a Unicode fold
-(``Messages``, ``ſystem``, the Kelvin sign), alone or beside the exact one, the ``role``/``type``
-beside the marker repeated or folded with a value the screen skips, Gemini's snake_case name for a
-camelCase field, ``\\u`` escapes in keys and strings, unknown fields, field order, whitespace,
-numbers spelt ``1e0``/``1.0``, a BOM, a duplicated content part. The body goes through the proxy
+key from the secrets catalog, planted in a field the model reads (``WHERES``: a system prompt or the
+instructions, a user message, a content part, a participant's name, a stored prompt's variables, a
+tool result, nested blocks, a Gemini part, a structured function response; also a conversation's
+items and a Gemini cache being created, ``KEPT_PATHS``), under a policy whose input guardrail
+redacts or rejects it. It bends the JSON the ways real parsers disagree on (``BENDS``): a key
+repeated at any level of the marker's path with a decoy before or after it (first or last wins), a
+key in another case or a Unicode fold (``Messages``, ``ſystem``, the Kelvin sign), alone or beside
+the exact one, the ``role``/``type`` beside the marker repeated or folded with a value the screen
+skips, a role value in another case, unknown or missing, a text part without ``type``, Gemini's
+snake_case name for a camelCase field, a Gemini part flagged ``thought``, one object where Gemini
+wants a list, ``\\u`` escapes in keys and strings, unknown fields, field order, whitespace, numbers
+spelt ``1e0``/``1.0``, a BOM, UTF-16/32, a duplicated content part. The body goes through the proxy
 under uvicorn to the fake upstream over a real socket, which records the forwarded bytes; they are
 read with each parser's semantics (``tests.edge.bent_json.READINGS``) and the texts the model reads
-are taken from each reading.
+are taken from each reading. An agent's growing conversation (its next turn checked in what it adds)
+and a marker cut across adjacent text parts get the same oracle.
 
 The oracle: either the proxy refused the request with the API's 4xx error and nothing went upstream,
 or under every reading the marker is absent from what the model reads. The control: the unbent body
@@ -164,7 +168,7 @@ SPLIT_WHERES = {"chat": ["user_part", "tool_part"], "responses": ["user_part", "
 
 # -- bends -------------------------------------------------------------------------------------------
 BENDS = ["repeat", "fold", "sibling", "extra", "order", "space", "escape", "number", "bom", "dup_part", "typeless",
-         "role_value"]
+         "role_value", "utf16"]
 BENDS_OF = {"chat": BENDS, "responses": BENDS, "anthropic": BENDS,
             "gemini": [*(b for b in BENDS if b != "typeless"), "snake", "thought", "singleton"]}
 DECOYS = {"role": {"chat": "assistant", "responses": "assistant", "anthropic": "assistant", "gemini": "model"},
@@ -315,7 +319,8 @@ def _bend(api: str, root: Obj, bends: frozenset[str], rng: random.Random, needle
         if name in bends:
             getattr(b, name)(root)
     return Style(rng, space=0.4 if "space" in bends else 0.0, escape_keys=0.3 if "escape" in bends else 0.0,
-                 escape_text=0.2 if "escape" in bends else 0.0, bom="bom" in bends)
+                 escape_text=0.2 if "escape" in bends else 0.0, bom="bom" in bends,
+                 encoding=rng.choice(["utf-16", "utf-16-be", "utf-32-le"]) if "utf16" in bends else "utf-8")
 
 
 def bent(api: str, body: dict[str, Any], bends: frozenset[str], rng: random.Random, needles: list[str]) -> bytes:

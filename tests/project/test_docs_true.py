@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
 import re
 import types
@@ -494,7 +495,9 @@ def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
             yield from _own_nodes(child)
 
 
+@functools.cache
 def code_reason_codes() -> dict[str, set[str]]:
+    # (cached: the AST walk over every module is the slow part of this file; callers only read it)
     """code -> where it comes from: the constants of ``guardrails.decision`` (every Block, Redact and
     tool rule's code is one of them), the coverage guard's code, and every string the code passes as
     ``reason_code=`` or ``reason=`` (an audit record, a ``Fail``, an ``UpstreamError``, the

@@ -577,6 +577,27 @@ def test_every_fail_closed_reason_the_docs_quote_is_a_code() -> None:
     none_of({f"{name}: {code}" for name, code in quoted if code not in codes}, "reasons the docs quote that no code emits")
 
 
+# ------------------------------------------------------------------------------- files and modules
+def test_every_file_and_module_the_docs_name_exists() -> None:
+    """`proxy/drive/held_prompts.py`, `bench/tool_cost.py`, `proxy.drive.policies.route_table`: a doc
+    that points at code names what is there (a file a run writes is marked "not committed")."""
+    wrong = []
+    for path in _doc_files():
+        for para in paragraphs(_read(path)):
+            for span in {s.strip() for s in code_spans(para)}:
+                if m := re.fullmatch(r"((?:proxy|guardrails|config|tests|bench|deploy|docs)/[\w./-]+?)/?(?:::\w+)?", span):
+                    if "*" not in span and not (REPO / m.group(1)).exists() and "not committed" not in para:
+                        wrong.append(f"{path.name}: {span}")
+                elif re.fullmatch(r"(?:proxy|guardrails|config)(?:\.\w+)+", span):
+                    parts = span.split(".")
+                    found = next((i for i in range(len(parts), 0, -1)
+                                  if (REPO / ("/".join(parts[:i]) + ".py")).exists()
+                                  or (REPO / "/".join(parts[:i]) / "__init__.py").exists()), 0)
+                    if found < len(parts) - 1:  # a module, or one name in a module
+                        wrong.append(f"{path.name}: {span}")
+    none_of(set(wrong), "files and modules the docs name that are not in the repository")
+
+
 # ------------------------------------------------------------------------------- (4) the CLI
 class _Parsed(Exception):
     def __init__(self, parser: argparse.ArgumentParser) -> None:

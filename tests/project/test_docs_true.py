@@ -598,6 +598,43 @@ def test_every_file_and_module_the_docs_name_exists() -> None:
     none_of(set(wrong), "files and modules the docs name that are not in the repository")
 
 
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(text: str) -> set[str]:
+    out: set[str] = set()
+    seen: dict[str, int] = {}
+    for m in re.finditer(r"^#+\s+(.+)$", without_fences(text), re.MULTILINE):
+        slug = _slug(m.group(1))
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        out.add(slug if n == 0 else f"{slug}-{n}")
+    return out
+
+
+def test_links_between_docs_reach_a_file_and_a_heading() -> None:
+    wrong, linked = [], {README}
+    for path in _doc_files():
+        for m in re.finditer(r"\]\(([^)\s]+)\)", without_fences(_read(path))):
+            if re.match(r"[a-z]+:", m.group(1)):
+                continue
+            name, _, anchor = m.group(1).partition("#")
+            target = (path.parent / name).resolve() if name else path
+            linked.add(target)
+            if not target.exists():
+                wrong.append(f"{path.name}: {m.group(1)} (no such file)")
+            elif anchor and target.suffix == ".md" and anchor not in _anchors(_read(target)):
+                wrong.append(f"{path.name}: {m.group(1)} (no such heading)")
+    none_of(wrong, "broken links")
+    none_of({p.name for p in _doc_files()} - {p.name for p in linked}, "docs no page links to")
+
+
+def test_the_readme_stays_a_short_front_page() -> None:
+    assert len(_read(README).splitlines()) < 250
+
+
 # ------------------------------------------------------------------------------- (4) the CLI
 class _Parsed(Exception):
     def __init__(self, parser: argparse.ArgumentParser) -> None:

@@ -146,6 +146,31 @@ HELDOUT = frozenset({
 into ``tune``: their hits are counted, never shown (``bench.detect_trips --show-heldout`` shows them)."""
 
 
+AUTH_LIBRARIES = frozenset({
+    "oauthlib/oauthlib", "jpadilla/pyjwt", "doorkeeper-gem/doorkeeper", "laravel/passport", "auth0/java-jwt",
+    "coreos/go-oidc", "Keats/jsonwebtoken", "openiddict/openiddict-core", "panva/node-oidc-provider",
+    "markbates/goth", "encode/django-rest-framework", "lepture/authlib", "pennersr/django-allauth",
+    "jaredhanson/passport", "nextauthjs/next-auth", "auth0-samples/auth0-react-samples", "heartcombo/devise",
+    "omniauth/omniauth", "thephpleague/oauth2-server", "laravel/sanctum",
+    "spring-projects/spring-authorization-server", "golang/oauth2", "ory/fosite", "supabase/auth",
+    "ramosbugs/oauth2-rs", "AzureAD/microsoft-identity-web"})
+"""The tune half's auth libraries (OAuth/OIDC servers and clients, JWT and session libraries: the ten
+added at 08:05 UTC and the sixteen of the spent second held-out half): their test suites hold real
+private keys and live-shaped tokens by design, so ``bench.detect_trips`` reports them apart from the
+rest of the tune half (general web frameworks' code, docs, tutorials and test suites)."""
+
+LANGUAGES = {".py": "Python", ".js": "JavaScript", ".mjs": "JavaScript", ".ts": "TypeScript",
+             ".tsx": "TypeScript", ".java": "Java", ".kt": "Kotlin", ".kts": "Kotlin", ".rb": "Ruby",
+             ".erb": "Ruby", ".rs": "Rust", ".go": "Go", ".php": "PHP", ".cs": "C#", ".razor": "C#",
+             ".cshtml": "C#", ".sh": "shell", ".sql": "SQL"}
+"""Programming languages by file suffix (docs and config files count toward no language)."""
+
+
+def kind_of(repo: str) -> str:
+    """``auth`` for the tune half's auth libraries, ``general`` for every other repository."""
+    return "auth" if repo in AUTH_LIBRARIES else "general"
+
+
 def split_of(repo: str, path: str) -> str:
     return "heldout" if repo in HELDOUT else "tune"
 

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.benign_corpus import MANIFEST, MIRRORS, corpus_files
+from bench.benign_corpus import LANGUAGES, MANIFEST, MIRRORS, corpus_files, kind_of
 from bench.detect_eval import RESULTS, chunks, load, secrets_recall
 from config.policy import PiiGuardrail, Policy, load_policy
 from guardrails.decision import Block, Redact
@@ -104,6 +104,8 @@ def false_trips(guardrails: Sequence[StreamGuardrail], mirrors: Path, manifest: 
     by_rule: dict[str, Counter[str]] = {"tune": Counter(), "heldout": Counter()}
     files: Counter[str] = Counter()
     tripped: Counter[str] = Counter()  # files with at least one trip: the answers a block would withhold
+    kinds: dict[str, Counter[str]] = {k: Counter() for k in ("general", "auth")}  # the tune half by kind
+    languages: dict[str, set[str]] = {k: set() for k in kinds}
     log: list[str] = []
     for n, f in enumerate(corpus_files(mirrors, manifest)):
         if f.split not in halves:
@@ -112,6 +114,15 @@ def false_trips(guardrails: Sequence[StreamGuardrail], mirrors: Path, manifest: 
         files[f.split] += 1
         hits = trips_on(guardrails, f.text, n)
         tripped[f.split] += bool(hits)
+        if f.split == "tune":
+            kind = kinds[kind_of(f.repo)]
+            kind["bytes"] += len(f.text.encode())
+            kind["files"] += 1
+            kind["trips"] += len(hits)
+            kind["files_tripped"] += bool(hits)
+            language = LANGUAGES.get(Path(f.path).suffix)
+            if language is not None:
+                languages[kind_of(f.repo)].add(language)
         for hit in hits:
             by_rule[f.split][f"{hit.guardrail_id}/{hit.rule}"] += 1
             context = f.text[max(0, hit.start - 40):hit.start + 80]
@@ -128,6 +139,11 @@ def false_trips(guardrails: Sequence[StreamGuardrail], mirrors: Path, manifest: 
                                    "files_tripped": tripped[split]}
         if split == "tune" or show_heldout:  # the held-out half's rules stay unread, like its hits
             part["by_rule"] = dict(by_rule[split].most_common())
+        if split == "tune":
+            part["by_kind"] = {k: {"mb": round(c["bytes"] / 1e6, 2), "files": c["files"], "trips": c["trips"],
+                                   "per_mb": round(c["trips"] / (c["bytes"] / 1e6), 3) if c["bytes"] else None,
+                                   "files_tripped": c["files_tripped"], "languages": sorted(languages[k])}
+                               for k, c in kinds.items()}
         out[split] = part
     mb = sum(size.values()) / 1e6
     trips = sum(sum(c.values()) for c in by_rule.values())
@@ -237,6 +253,10 @@ def print_report(report: dict[str, object]) -> None:
         top = list(part["by_rule"].items())[:12] if split == "tune" else "(not shown)"
         print(f"false trips {split}: {part['trips']} in {part['mb']} MB ({part['files']} files, "
               f"{part.get('files_tripped')} of them tripped) = {part['per_mb']} per MB; top rules: {top}")
+        for kind, counts in part.get("by_kind", {}).items():
+            print(f"  tune, {kind}: {counts['trips']} in {counts['mb']} MB ({counts['files']} files, "
+                  f"{counts['files_tripped']} tripped) = {counts['per_mb']} per MB; "
+                  f"{len(counts['languages'])} languages: {', '.join(counts['languages'])}")
     print(f"false trips all: {trips['all']['per_mb']} per MB over {trips['all']['mb']} MB")
     found = report["recall"]
     assert isinstance(found, dict)

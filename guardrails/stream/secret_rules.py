@@ -322,7 +322,7 @@ RULES: tuple[SecretRule, ...] = (
        r"\.(?P<s>[A-Za-z0-9+/_=-]{30})", back=48),
     # --- structure ---------------------------------------------------------------------------------
     _p("private-key", "private_key", "-----begin",
-       r"-----BEGIN[A-Z0-9 ]{0,24} PRIVATE KEY(?: BLOCK)?-----(?:\s|\\[rn]){1,4}(?:Proc-Type:|(?P<s>[A-Za-z0-9+/=]{32}))",
+       r"-----BEGIN[A-Z0-9 ]{0,24} PRIVATE KEY(?: BLOCK)?-----(?:\s|\\[rn]){1,64}(?:Proc-Type:|(?P<s>[A-Za-z0-9+/=]{32}))",
        spans_space=True),
     _p("putty-private-key", "private_key", "putty-user-key-file-",
        r"PuTTY-User-Key-File-\d: [\w-]{3,32}(?:\s|\\[rn]){1,4}Encryption: ", spans_space=True),

@@ -219,6 +219,21 @@ _TOKEN_TAIL = re.compile(r"[A-Za-z0-9_+/=~.-]*")
 REDACT_TAIL_MAX = 4096
 """A token tail longer than this is masked in pieces (each an empty mask after the first)."""
 
+# A private key's rule names its first line only (the BEGIN marker and 32 characters, or PuTTY's
+# header); a redaction masks the key through its end marker when one comes within REDACT_TAIL_MAX
+# characters (a 4096-bit RSA key in PEM is about 3.2 KB), else through the lines of base64 (and
+# the header lines) that follow: the rest of the body is the key, and is never shown.
+_KEY_END = re.compile(r"-----END[A-Z0-9 ]{0,24} PRIVATE KEY(?: BLOCK)?-----|Private-MAC: ?[0-9a-fA-F]+")
+_KEY_BREAK = r"(?:[ \t]*(?:\r?\n|\\r\\n|\\n|\\r))+[ \t]*"
+_KEY_LINES = re.compile(
+    rf"[^\r\n\\\"'`]*(?:{_KEY_BREAK}(?:[A-Za-z0-9+/=]{{16,}}|[A-Za-z0-9+/=]+(?=[ \t]*(?:\r|\n|\\[rn]|[\"'`,;)]|\Z))"
+    r"|(?:Proc-Type|DEK-Info|Encryption|Comment|Public-Lines|Private-Lines|Private-MAC):[^\r\n\\]*))*")
+"""A key's body lines after what its rule matched (the rest of its line first): base64 runs of 16
+characters or more, or shorter ones that end their line or string (a body's last line; a word of prose after a truncated key goes
+on with a space), and PEM's and PuTTY's header lines."""
+_KEY_MAY_GO_ON = re.compile(rf"(?:{_KEY_BREAK})?(?:[A-Za-z0-9+/=]{{0,15}}|[A-Z][A-Za-z-]{{0,12}})")
+"""What may still become more of the body: a line break and the start of a line."""
+
 
 class SecretsCheck(DeltaCheck):
     """Per-stream state: the catalog's keyword scanner and, with a rules file, the operator's.
@@ -387,9 +402,11 @@ class SecretsCheck(DeltaCheck):
         """The owed redaction once its token has ended (None while it may still go on)."""
         assert self._owed is not None
         start, end, rule_id, family, labelled = self._owed
+        mask = "" if labelled else self._mask(rule_id, family)
+        if family == "private_key":
+            return self._settle_key(text, final, start, end, rule_id, mask, labelled)
         run = _TOKEN_TAIL.match(text, end)
         tail = run.end() if run is not None else end
-        mask = "" if labelled else self._mask(rule_id, family)
         if tail == len(text) and not final:
             if tail - start < REDACT_TAIL_MAX:
                 return None  # wait: more of the token may come
@@ -404,6 +421,31 @@ class SecretsCheck(DeltaCheck):
         if tail == start:
             return None
         return self._redact(start, tail, mask, rule_id)
+
+    def _settle_key(self, text: str, final: bool, start: int, end: int, rule_id: str, mask: str,
+                    labelled: bool) -> Redact | None:
+        """A private key's redaction: through its end marker when one comes within
+        ``REDACT_TAIL_MAX`` characters of its start, else through the base64 and header lines after
+        what the rule matched (held until the marker, the window or the answer ends, so that every
+        split masks the same span; past the window, the rest of those lines as they come)."""
+        if not labelled:
+            marker = _KEY_END.search(text[:start + REDACT_TAIL_MAX], end)
+            if marker is not None and (marker.end() < len(text) or final):
+                self._owed = None
+                self._masked_to = max(self._masked_to, marker.end())
+                return self._redact(start, marker.end(), mask, rule_id)
+            if not final and len(text) < start + REDACT_TAIL_MAX:
+                return None  # wait: the end marker may still come
+        lines = _KEY_LINES.match(text, end)
+        tail = lines.end() if lines is not None else end
+        if not final and (tail == len(text) or _KEY_MAY_GO_ON.fullmatch(text, tail)):
+            if tail == start:
+                return None
+            self._owed = (tail, tail, rule_id, "private_key", True)  # the rest as it comes
+        else:
+            self._owed = None
+        self._masked_to = max(self._masked_to, tail)
+        return self._redact(start, tail, mask, rule_id) if tail > start else None
 
     def _mask(self, rule_id: str, family: str) -> str:
         return _fill(self._provider.mask, self._provider.id, rule_id, family)

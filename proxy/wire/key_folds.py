@@ -77,11 +77,27 @@ class KeyFolds:
     top: Level
     items: Level
     """The level of the history list's items: what an agent's next turn adds."""
+    maps: tuple[tuple[tuple[str, ...], Level], ...] = ()
+    """Maps the client names (their keys are its own: never looked at) whose values are at a level the
+    proxy reads, by their path in the body: a Responses stored prompt's ``variables``, whose values
+    are texts or ``input_text`` parts filled into the prompt."""
+
+    def folded(self, body: Any) -> FoldedKey | None:
+        """``folded_key`` of a whole body: its levels from ``top``, then the values of its ``maps``
+        (looked at only when the body has such a map)."""
+        found = folded_key(body, self.top)
+        for path, level in self.maps:
+            value = body
+            for key in path:
+                value = value.get(key) if type(value) is dict else None
+            if found is None and type(value) is dict:
+                found = folded_key(list(value.values()), level)
+        return found
 
 
 FOLDS: dict[str, KeyFolds] = {
     "openai_chat": KeyFolds(_CHAT, _CHAT_MESSAGE),
-    "openai_responses": KeyFolds(_RESPONSES, _RESPONSES_ITEM),
+    "openai_responses": KeyFolds(_RESPONSES, _RESPONSES_ITEM, ((("prompt", "variables"), _RESPONSES_PART),)),
     "anthropic": KeyFolds(_ANTHROPIC, _ANTHROPIC_MESSAGE),
 }
 """By wire name. Gemini is not here: its upstream reads proto JSON, which matches names exactly

@@ -155,13 +155,13 @@ def read_once(raw: bytes, *, spellings: bool = False, added: bytes | None = None
             return key, None
     if spellings and (_SNAKE_FIELD.search(raw) or _ESCAPED_LETTER.search(raw) and _spelled_by_escapes(raw)):
         key, loaded = _slow(raw, _spelled_pairs)
-        return key or (folded_key(loaded, folds.top) if folds is not None else None), None
+        return key or (folds.folded(loaded) if folds is not None else None), None
     decoded = count_proven(raw)
     if decoded is not UNPROVEN:
-        key = None if folds is None else folded_key(decoded, folds.top)
+        key = None if folds is None else folds.folded(decoded)
         return key, decoded if key is None and type(decoded) is dict else None
     key, loaded = _slow(raw, _pairs)
-    return key or (folded_key(loaded, folds.top) if folds is not None else None), None
+    return key or (folds.folded(loaded) if folds is not None else None), None
 
 
 def repeated_in_items(added: bytes, *, spellings: bool = False) -> tuple[bool, str | None]:

@@ -549,13 +549,6 @@ class _Part:
     part: dict[str, Any]
     text_done: bool = False
     open: bool = True
-    pending: list[str] = field(default_factory=list)
-    """Text deltas the client was sent since ``part`` last had its text (``ResponsesStream._settle``)."""
-
-    def settle(self) -> None:
-        name = "refusal" if self.part.get("type") == "refusal" else "text"
-        self.part[name] = str(self.part.get(name, "")) + "".join(self.pending)
-        self.pending.clear()
 
 
 @dataclass(slots=True)
@@ -580,13 +573,6 @@ class _Item:
     open: bool = True
     args_done: bool = False
     parts: list[_Part] = field(default_factory=list)
-    pending: list[str] = field(default_factory=list)
-    """Argument deltas the client was sent since ``item`` last had its arguments (``_settle``)."""
-
-    def settle(self) -> None:
-        name = _TOOL_ITEMS.get(str(self.item.get("type")), "arguments")
-        self.item[name] = str(self.item.get(name, "")) + "".join(self.pending)
-        self.pending.clear()
 
 
 class ResponsesStream(SplitStream[SSESplitter]):
@@ -613,11 +599,11 @@ class ResponsesStream(SplitStream[SSESplitter]):
         self._preamble = False
         self._ended = False
         self._items: dict[int, _Item] = {}
-        self._unsettled: list[_Item | _Part] = []
-        """Items and parts whose deltas the client was sent are not in their text yet: appending
-        each delta to the text it joins copied the whole text each time, quadratic in the answer's
-        length (6.7 us a delta over 100,000 deltas, 1.2 over 2,000). ``_settle`` joins them before
-        anything reads an item or a part."""
+        self._unsettled: dict[int, tuple[dict[str, Any], str, list[str]]] = {}
+        """Deltas the client was sent that are not in the text they join yet, by the identity of the
+        item or part holding that text: (it, the text's key, the deltas). Appending each delta to
+        the text copied the whole text each time, quadratic in the answer's length (6.7 us a delta
+        over 100,000 deltas, 1.2 over 2,000); ``_settle`` joins them before anything reads one."""
         self._decoded: DecodedFrames[dict[str, Any]] = DecodedFrames()
         """The events of delta frames as decoded, for ``note_sent`` to read rather than parse again."""
 
@@ -844,7 +830,8 @@ class ResponsesStream(SplitStream[SSESplitter]):
         elif t == "response.content_part.added":
             it.parts.append(_Part(dict(ev.get("part") or {"type": "output_text", "text": ""})))
         elif t in _ARGS_DELTA:
-            self._pending(it, str(ev.get("delta", "")))
+            name = _TOOL_ITEMS.get(str(it.item.get("type")), "arguments")
+            self._pending(it.item, name, str(ev.get("delta", "")))
         elif t in _ARGS_DONE:
             name = _TOOL_ITEMS.get(str(it.item.get("type")), "arguments")
             it.item[name] = ev.get(name, str(it.item.get(name, "")))
@@ -852,14 +839,18 @@ class ResponsesStream(SplitStream[SSESplitter]):
         else:
             self._note_part(it, str(t), ev)
 
-    def _pending(self, held: _Item | _Part, delta: str) -> None:
-        if not held.pending:
-            self._unsettled.append(held)
-        held.pending.append(delta)
+    def _pending(self, holder: dict[str, Any], name: str, delta: str) -> None:
+        """``delta`` to be appended to ``holder[name]`` (the name stays: only a non-delta event,
+        which settles first, can change the holder's type)."""
+        waiting = self._unsettled.get(id(holder))
+        if waiting is None:
+            self._unsettled[id(holder)] = (holder, name, [delta])  # (holding it keeps its id unique)
+        else:
+            waiting[2].append(delta)
 
     def _settle(self) -> None:
-        for held in self._unsettled:
-            held.settle()
+        for holder, name, deltas in self._unsettled.values():
+            holder[name] = str(holder.get(name, "")) + "".join(deltas)
         self._unsettled.clear()
 
     def _note_part(self, it: _Item, t: str, ev: dict[str, Any]) -> None:
@@ -869,7 +860,7 @@ class ResponsesStream(SplitStream[SSESplitter]):
         part = it.parts[ci]
         name = "refusal" if part.part.get("type") == "refusal" else "text"
         if t in _TEXT_DELTAS:
-            self._pending(part, str(ev.get("delta", "")))
+            self._pending(part.part, name, str(ev.get("delta", "")))
         elif t in ("response.output_text.done", "response.refusal.done"):
             part.part[name] = ev.get(name, part.part.get(name, ""))
             part.text_done = True

@@ -106,6 +106,69 @@ def test_a_token_longer_than_the_rule_held_until_it_ends() -> None:
     assert isinstance(decision, Redact) and acc[decision.start:decision.end] == OPENAI
 
 
+def _keys() -> dict[str, str]:
+    """Real private keys, as a model would print them: PEM of each kind, encrypted, long."""
+    from cryptography.hazmat.primitives import serialization as ser
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+
+    rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    plain, pkcs8 = ser.PrivateFormat.TraditionalOpenSSL, ser.PrivateFormat.PKCS8
+    pem = ser.Encoding.PEM
+    return {
+        "rsa": rsa_key.private_bytes(pem, plain, ser.NoEncryption()).decode(),
+        "pkcs8-ec": ec.generate_private_key(ec.SECP256R1()).private_bytes(pem, pkcs8, ser.NoEncryption()).decode(),
+        "ed25519": ed25519.Ed25519PrivateKey.generate().private_bytes(pem, pkcs8, ser.NoEncryption()).decode(),
+        "encrypted": rsa_key.private_bytes(pem, plain, ser.BestAvailableEncryption(b"pw")).decode(),
+        "rsa-8192": rsa.generate_private_key(public_exponent=65537, key_size=8192).private_bytes(
+            pem, plain, ser.NoEncryption()).decode(),
+    }
+
+
+KEYS = _keys()
+QUOTES = "'" * 3
+
+
+def _body_lines(key: str) -> list[str]:
+    return [line for line in key.splitlines() if line and not line.startswith("-----") and ":" not in line]
+
+
+def _framed(key: str, frame: str) -> tuple[str, str]:
+    """(an answer holding ``key`` as ``frame`` shows it, what must end the masked answer)."""
+    if frame == "prose":
+        return f"Here is the key:\n{key}\nKeep it safe.", "Keep it safe."
+    if frame == "json":
+        return json.dumps({"private_key": key}) + " was the config.", " was the config."
+    if frame == "indented":
+        return f"def load():\n    return {QUOTES}\n    " + key.replace("\n", "\n    ") + QUOTES + "\n", QUOTES + "\n"
+    return f"Start of it:\n{key[:400]}\n\nThat is all of it, friend.", "That is all of it, friend."
+
+
+@pytest.mark.parametrize("kind", sorted(KEYS))
+@pytest.mark.parametrize("frame", ["prose", "json", "indented", "truncated"])
+def test_a_private_key_is_masked_through_its_end_whatever_the_split(kind: str, frame: str) -> None:
+    """The rule names a key's first line only; a redaction masked those 32 characters and the rest
+    of the body went to the client. Now the mask runs through the end marker (or, for a key cut
+    short, through its base64 lines), and every split masks the same span."""
+    key = KEYS[kind]
+    text, tail = _framed(key, frame)
+    results = {(out, frozenset(rules)) for out, rules in (masked(text, d) for d in _splits(text)[:6])}
+    assert len(results) == 1, "the split decided what was masked"  # (a body past REDACT_TAIL_MAX: in pieces)
+    ((out, rules),) = results
+    assert rules == {"private-key"}
+    body = _body_lines(key[:400] if frame == "truncated" else key)
+    assert not [line for line in body if line.strip() in out], "lines of the key's body reached the client"
+    assert out.endswith(tail)
+
+
+def test_an_indented_private_key_trips() -> None:
+    """In code a key sits indented under its string's opening line: more than the four whitespace
+    characters the rule allowed between the marker and the body (it passed whole before)."""
+    text = f"    key = {QUOTES}\n        " + KEYS["rsa"].replace("\n", "\n        ")
+    check = SecretsProvider(SecretsGuardrail(id="s", kind="secrets"), "[withheld]").arm(CTX)
+    assert check is not None
+    assert isinstance(check.finish(text), Block)
+
+
 def test_replace_names_the_guardrail_and_rule_never_the_value() -> None:
     spec = SecretsGuardrail(id="no-secrets", kind="secrets")
     provider = SecretsProvider(spec, "[withheld: {rule} ({category}) found by {guardrail}]")
@@ -155,6 +218,20 @@ def test_the_client_sees_the_answer_with_the_key_masked(proxy: ProxyServer, upst
     assert OPENAI[:12] not in seen.everything() and OPENAI[-20:] not in seen.everything()
     assert seen.sdk is not None, seen.sdk_error
     assert seen.sdk.text == "Set the token to [redacted by no-secrets: openai-key] and run the deploy. Done."
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "anthropic", "gemini"])
+def test_the_client_sees_a_private_key_masked_through_its_end(proxy: ProxyServer, upstream: FakeUpstream,
+                                                             api: str) -> None:
+    key = KEYS["rsa"]
+    text = f"Here is the deploy key:\n{key}\nStore it in the vault."
+    reply = Reply(text=text, deltas=list(random_chunks(text, 4, 2, 40)))
+    seen = client_sees(proxy.url, api, lambda: upstream.queue(reply))
+    assert seen.sdk is not None, seen.sdk_error
+    everything = seen.everything()
+    assert not [line for line in _body_lines(key) if line in everything]
+    assert seen.sdk.text == ("Here is the deploy key:\n-----BEGIN RSA PRIVATE KEY-----\n"
+                             "[redacted by no-secrets: private-key]\n\nStore it in the vault.")
 
 
 @pytest.mark.parametrize("api", ["chat", "anthropic"])

@@ -108,6 +108,9 @@ class Style:
     escape_text: float = 0.0
     """The same for a string value's characters (non-ASCII ones too: ``ensure_ascii`` style)."""
     bom: bool = False
+    encoding: str = "utf-8"
+    """The body's bytes: UTF-8, or UTF-16/32 (RFC 8259 says UTF-8; Python's ``json.loads`` of bytes,
+    behind many Python servers, detects the others)."""
 
 
 _SPACES = (" ", "\n", "\t", "\r\n", "  ")
@@ -169,7 +172,10 @@ def write(node: Any, style: Style) -> bytes:
     out: list[str] = [_ws(style)]
     _write(node, style, out)
     out.append(_ws(style))
-    return (BOM if style.bom else b"") + "".join(out).encode("utf-8", "surrogatepass")
+    text = "".join(out)
+    if style.encoding != "utf-8":
+        return text.encode(style.encoding, "surrogatepass")
+    return (BOM if style.bom else b"") + text.encode("utf-8", "surrogatepass")
 
 
 # -- readings -------------------------------------------------------------------------------------
@@ -181,17 +187,19 @@ def _parse(raw: bytes) -> Any:
     return json.loads(raw, object_pairs_hook=_Pairs)  # (bytes: a UTF-8 BOM is accepted, as json.loads does)
 
 
-def _resolve(node: Any, key: Callable[[str], str], first: bool) -> Any:
+def _resolve(node: Any, key: Callable[[str], str], first: bool, null_keeps: bool = False) -> Any:
+    """``null_keeps``: a later ``null`` leaves the value a key already has (Go: null into a string or
+    struct field "has no effect")."""
     if isinstance(node, _Pairs):
         out: dict[str, Any] = {}
         for k, v in node:
             k = key(k)
-            if first and k in out:
+            if (first or null_keeps and v is None) and k in out:
                 continue
-            out[k] = _resolve(v, key, first)
+            out[k] = _resolve(v, key, first, null_keeps)
         return out
     if isinstance(node, list):
-        return [_resolve(v, key, first) for v in node]
+        return [_resolve(v, key, first, null_keeps) for v in node]
     return node
 
 
@@ -221,12 +229,12 @@ def _proto_key(k: str) -> str:
 Reading = Callable[[bytes], Any]
 
 
-def _reading(key: Callable[[str], str], first: bool, bom: bool = True) -> Reading:
+def _reading(key: Callable[[str], str], first: bool, go: bool = False) -> Reading:
     def read(raw: bytes) -> Any:
-        if not bom and raw.startswith(BOM):
-            return None  # Go's decoder refuses a BOM: the upstream answers its own 400
+        if go and (raw.startswith(BOM) or b"\x00" in raw):
+            return None  # Go's decoder refuses a BOM, and UTF-16/32: the upstream answers its own 400
         try:
-            return _resolve(_parse(raw), key, first)
+            return _resolve(_parse(raw), key, first, null_keeps=go)
         except ValueError:
             return None  # (this parser refuses the body: nothing of it reaches the model)
     return read
@@ -239,7 +247,7 @@ def _same(k: str) -> str:
 READINGS: dict[str, Reading] = {
     "json (last wins)": _reading(_same, False),
     "first wins": _reading(_same, True),
-    "Go encoding/json": _reading(_go_key, False, bom=False),
+    "Go encoding/json": _reading(_go_key, False, go=True),
     "proto JSON (last wins)": _reading(_proto_key, False),
     "proto JSON (first wins)": _reading(_proto_key, True),
 }

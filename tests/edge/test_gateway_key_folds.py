@@ -146,3 +146,25 @@ def test_an_agents_later_turn_adding_a_folding_key_is_refused_before_it_goes_ups
     assert r.status_code == 400, r.text
     assert "'Content'" in assert_http_error(api, 400, r.content)["message"]
     assert upstream.seen == []
+
+
+@pytest.mark.parametrize("variable", [{"type": "input_text", "text": "fine", "Text": "evil"},
+                                      {"type": "input_text", "TEXT": "evil"}])
+def test_a_folding_key_in_a_stored_prompts_variable_is_refused(proxy: ProxyServer, upstream: FakeUpstream,
+                                                               variable: dict[str, Any]) -> None:
+    """A Responses prompt's ``variables`` are the client's own names, but each value is a part filled
+    into the prompt: a case-insensitive parser reads ``Text`` there as its text."""
+    client = _openai(proxy)
+    key = next(k for k in variable if k not in ("type", "text"))
+    _refused(lambda: client.responses.create(model="m", input="hi", extra_body={"prompt": {
+        "id": "pmpt_1", "variables": {"Text": "a variable's own name", "city": variable}}}),
+        key, "text", openai.BadRequestError)
+    assert upstream.seen == []
+
+
+def test_a_stored_prompts_variables_may_be_named_like_fields(proxy: ProxyServer, upstream: FakeUpstream) -> None:
+    upstream.queue(Reply(text="fine"))
+    client = _openai(proxy)
+    client.responses.create(model="m", input="hi", extra_body={"prompt": {"id": "pmpt_1", "variables": {
+        "Text": "a", "Name": {"type": "input_text", "text": "b"}}}})
+    assert len(upstream.seen) == 1

@@ -2,18 +2,22 @@
 proxy refuses it (the mirror of ``tests/client_view/test_differential_fuzz.py``).
 
 Hypothesis writes a request for each API (chat, Responses, Anthropic, Gemini) with a marker, an AWS
-key from the secrets catalog, planted in a field the model reads (``WHERES``: a system prompt or
-the instructions, a user message, a content part, a tool result, nested blocks, a Gemini part, a
-structured function response), under a policy whose input guardrail redacts or rejects it. It bends
-the JSON the ways real parsers disagree on (``BENDS``): a key repeated at any level of the marker's
-path with a decoy before or after it (first or last wins), a key in another case or a Unicode fold
-(``Messages``, ``ſystem``, the Kelvin sign), alone or beside the exact one, the ``role``/``type``
-beside the marker repeated or folded with a value the screen skips, Gemini's snake_case name for a
-camelCase field, ``\\u`` escapes in keys and strings, unknown fields, field order, whitespace,
-numbers spelt ``1e0``/``1.0``, a BOM, a duplicated content part. The body goes through the proxy
+key from the secrets catalog, planted in a field the model reads (``WHERES``: a system prompt or the
+instructions, a user message, a content part, a participant's name, a stored prompt's variables, a
+tool result, nested blocks, a Gemini part, a structured function response; also a conversation's
+items and a Gemini cache being created, ``KEPT_PATHS``), under a policy whose input guardrail
+redacts or rejects it. It bends the JSON the ways real parsers disagree on (``BENDS``): a key
+repeated at any level of the marker's path with a decoy before or after it (first or last wins), a
+key in another case or a Unicode fold (``Messages``, ``ſystem``, the Kelvin sign), alone or beside
+the exact one, the ``role``/``type`` beside the marker repeated or folded with a value the screen
+skips, a role value in another case, unknown or missing, a text part without ``type``, Gemini's
+snake_case name for a camelCase field, a Gemini part flagged ``thought``, one object where Gemini
+wants a list, ``\\u`` escapes in keys and strings, unknown fields, field order, whitespace, numbers
+spelt ``1e0``/``1.0``, a BOM, UTF-16/32, a duplicated content part. The body goes through the proxy
 under uvicorn to the fake upstream over a real socket, which records the forwarded bytes; they are
 read with each parser's semantics (``tests.edge.bent_json.READINGS``) and the texts the model reads
-are taken from each reading.
+are taken from each reading. An agent's growing conversation (its next turn checked in what it adds)
+and a marker cut across adjacent text parts get the same oracle.
 
 The oracle: either the proxy refused the request with the API's 4xx error and nothing went upstream,
 or under every reading the marker is absent from what the model reads. The control: the unbent body
@@ -48,9 +52,10 @@ from tests.edge.bent_json import (
     tree,
     write,
 )
+from tests.edge.test_gateway_one_reading import CANARY_POLICY, PROMPT
 from tests.fakes.faulty import assert_http_error, headers_for
 from tests.fakes.proxy import ProxyServer
-from tests.fakes.upstream import FakeUpstream
+from tests.fakes.upstream import FakeUpstream, Reply
 from tests.wire.test_one_reading_turns import _assistant, _body, _user
 
 EXAMPLES = 10
@@ -164,9 +169,9 @@ SPLIT_WHERES = {"chat": ["user_part", "tool_part"], "responses": ["user_part", "
 
 # -- bends -------------------------------------------------------------------------------------------
 BENDS = ["repeat", "fold", "sibling", "extra", "order", "space", "escape", "number", "bom", "dup_part", "typeless",
-         "role_value"]
+         "role_value", "utf16", "long", "stream"]
 BENDS_OF = {"chat": BENDS, "responses": BENDS, "anthropic": BENDS,
-            "gemini": [*(b for b in BENDS if b != "typeless"), "snake", "thought", "singleton"]}
+            "gemini": [*(b for b in BENDS if b not in ("typeless", "stream")), "snake", "thought", "singleton"]}
 DECOYS = {"role": {"chat": "assistant", "responses": "assistant", "anthropic": "assistant", "gemini": "model"},
           "type": {"chat": "image_url", "responses": "reasoning", "anthropic": "thinking", "gemini": "thought"}}
 """For ``sibling``: a role or type the input screen does not read."""
@@ -283,6 +288,10 @@ class Bender:
             obj, j, i = self.rng.choice(lists)
             obj.pairs[j][1] = obj.pairs[j][1][i]
 
+    def stream(self, body: Obj) -> None:
+        """A streamed request (read by the quick view's streaming path)."""
+        body.pairs.append(["stream", True])
+
     def extra(self, body: Obj) -> None:
         every = list(objects(body))
         for obj in self.rng.sample(every, min(len(every), self.rng.randint(1, 3))):
@@ -310,12 +319,13 @@ class Bender:
 
 def _bend(api: str, root: Obj, bends: frozenset[str], rng: random.Random, needles: list[str]) -> Style:
     b = Bender(rng, api, needles)
-    for name in ("dup_part", "typeless", "role_value", "thought", "singleton", "extra", "number", "sibling",
+    for name in ("dup_part", "typeless", "role_value", "thought", "singleton", "stream", "extra", "number", "sibling",
                  "snake", "repeat", "fold", "order"):
         if name in bends:
             getattr(b, name)(root)
     return Style(rng, space=0.4 if "space" in bends else 0.0, escape_keys=0.3 if "escape" in bends else 0.0,
-                 escape_text=0.2 if "escape" in bends else 0.0, bom="bom" in bends)
+                 escape_text=0.2 if "escape" in bends else 0.0, bom="bom" in bends,
+                 encoding=rng.choice(["utf-16", "utf-16-be", "utf-32-le"]) if "utf16" in bends else "utf-8")
 
 
 def bent(api: str, body: dict[str, Any], bends: frozenset[str], rng: random.Random, needles: list[str]) -> bytes:
@@ -390,6 +400,8 @@ def _run(api: str, proxies: dict[str, ProxyServer], upstream: FakeUpstream, clie
          where: str, bends: frozenset[str], action: str, cuts: int, kept: bool = False) -> str:
     rng = random.Random(seed)
     said = _said(rng, SECRET)
+    if "long" in bends:  # past OFF_LOOP_CHARS: the screen runs in a worker thread
+        said = "The tide tables say nothing new today. " * 900 + said
     if cuts > 1:  # the marker cut across adjacent text parts
         at = sorted(rng.sample(range(1, len(SECRET)), cuts - 1))
         start = said.index(SECRET)
@@ -471,3 +483,87 @@ def test_a_marker_cut_across_adjacent_parts_is_refused_or_masked_under_every_rea
         _run(api, proxies, upstream_server, client, seed, where, bends, action, cuts)
 
     run()
+
+
+# -- the canary: armed with the system prompt the upstream reads ----------------------------------------
+SYSTEM_WHERES = {"chat": ["system", "developer"], "responses": ["instructions", "system_item"],
+                 "anthropic": ["system", "system_block"], "gemini": ["system"]}
+KNOWN_CANARY_HOLES = {"chat": {"role_value"}, "responses": {"role_value"},
+                      "anthropic": {"role_value", "typeless"}, "gemini": {"role_value", "thought"}}
+"""Bends left out of the canary's scene: ``role_value`` turns the prompt into a user message for some
+readings (no system prompt to guard), and the others are the holes pinned as xfail in
+``test_a_system_prompt_the_upstream_reads_arms_the_canary`` (the codecs' system-prompt readers skip an
+untyped block, a role in another case, a Gemini thought part)."""
+
+
+@pytest.fixture(scope="module")
+def canary_proxy(upstream_server: FakeUpstream) -> Iterator[ProxyServer]:
+    with ProxyServer(upstream_server.url, CANARY_POLICY) as p:
+        yield p
+
+
+def _leaked(text: str) -> bool:
+    return "refund override" in text
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_bent_system_prompt_arms_the_canary_or_is_refused(canary_proxy: ProxyServer, upstream_server: FakeUpstream,
+                                                             client: httpx.Client, api: str) -> None:
+    """The system prompt planted and bent; the upstream answers by repeating it. Either the proxy
+    refused the request with the API's 4xx, or no reading of what it sent shows the model the prompt,
+    or the client does not see the answer's copy of it."""
+    bends = [b for b in BENDS_OF[api] if b not in KNOWN_CANARY_HOLES[api] and b != "stream"]  # (unary answers)
+
+    @settings(max_examples=3 * EXAMPLES, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+    @given(seed=st.integers(min_value=0, max_value=2**32 - 1), where=st.sampled_from(SYSTEM_WHERES[api]),
+           chosen=st.frozensets(st.sampled_from(bends), min_size=1, max_size=3))
+    def run(seed: int, where: str, chosen: frozenset[str]) -> None:
+        rng = random.Random(seed)
+        raw = bent(api, BUILDERS[api](where, [PROMPT], rng), chosen, rng, [PROMPT])
+        upstream_server.reset()
+        upstream_server.queue(Reply(text=f"My rules: {PROMPT}"))
+        r = client.post(canary_proxy.url + PATHS[api], content=raw,
+                        headers={"content-type": "application/json", **headers_for(api)})
+        if r.status_code != 200:
+            assert 400 <= r.status_code < 500, (r.status_code, r.text[:500])
+            assert_http_error(api, r.status_code, r.content)
+            assert not _leaked(r.text)
+            return
+        sent = upstream_server.seen[0].raw
+        read = [name for name, reading in readings_for(api).items()
+                if any(PROMPT in t for t in model_reads(api, reading(sent)))]
+        assert not (read and _leaked(r.text)), f"{api}: read by {read}, the answer's copy shown: {sent[:1500]!r}"
+
+    run()
+
+
+@pytest.mark.parametrize(("api", "body"), [
+    pytest.param("chat", {"model": "m", "messages": [{"role": "System", "content": PROMPT},
+                                                      {"role": "user", "content": "rules?"}]},
+                 marks=pytest.mark.xfail(strict=True, reason="openai_chat reads the system prompt from role "
+                                         "'system'/'developer' spelt exactly; a case-folding upstream reads "
+                                         "'System' as the system prompt (proxy/wire/openai_chat.py)")),
+    pytest.param("responses", {"model": "m", "input": [{"role": "System", "content": PROMPT},
+                                                       {"role": "user", "content": "rules?"}]},
+                 marks=pytest.mark.xfail(strict=True, reason="openai_responses reads system items by exact "
+                                         "role (proxy/wire/openai_responses.py)")),
+    pytest.param("anthropic", {"model": "m", "max_tokens": 50, "system": [{"text": PROMPT}],
+                               "messages": [{"role": "user", "content": "rules?"}]},
+                 marks=pytest.mark.xfail(strict=True, reason="anthropic reads system blocks of type 'text' only; "
+                                         "an untyped {'text': ...} block is read by lenient upstreams "
+                                         "(proxy/wire/anthropic.py)")),
+    pytest.param("gemini", {"systemInstruction": {"parts": [{"text": PROMPT, "thought": True}]},
+                            "contents": [{"role": "user", "parts": [{"text": "rules?"}]}]},
+                 marks=pytest.mark.xfail(strict=True, reason="gemini._text leaves thought parts out of the "
+                                         "system prompt; nothing says Gemini does (proxy/wire/gemini.py)")),
+    ("chat", {"model": "m", "messages": [{"role": "system", "content": [{"text": PROMPT}]},
+                                         {"role": "user", "content": "rules?"}]}),
+])
+def test_a_system_prompt_the_upstream_reads_arms_the_canary(canary_proxy: ProxyServer, upstream: FakeUpstream,
+                                                            client: httpx.Client, api: str,
+                                                            body: dict[str, Any]) -> None:
+    upstream.queue(Reply(text=f"My rules: {PROMPT}"))
+    r = client.post(canary_proxy.url + PATHS[api], json=body, headers=headers_for(api))
+    assert r.status_code in (200, 400), r.text
+    assert not _leaked(r.text), r.text[:300]

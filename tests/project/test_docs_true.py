@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
+import json
 import re
 import types
 import typing
@@ -133,8 +135,6 @@ _UNITS = {"KiB": 1024, "MiB": 1024 * 1024, "days": 86400}
 def _documented_default(text: str) -> tuple[bool, object]:
     """(whether the cell states a value, the value) for one default: `10`, `true`, `{}`, `info`,
     32 MiB, 30 days, unset. Prose (the official APIs) and another setting's name (`HOST`) state none."""
-    import json
-
     text = text.strip()
     if text == "unset":
         return True, None
@@ -171,6 +171,25 @@ def test_the_settings_table_states_each_default_the_code_has() -> None:
                 wrong.append(f"{env}: docs say {cell!r}, the code {actual!r}")
     assert checked > 30
     none_of(wrong, "defaults in docs/settings.md that are not the code's")
+
+
+def test_the_route_policies_row_names_every_route_key_the_code_takes() -> None:
+    """``GUARDPROXY_ROUTE_POLICIES`` refuses an unknown key at start: the row says which are known."""
+    from proxy.drive.policies import _LEGACY_ROUTE_KEYS, ROUTE_ENDPOINTS, ROUTE_PROVIDERS
+
+    [row] = [r for r in table_after(_read(DOCS / "settings.md"), "# Settings (environment, prefix `GUARDPROXY_`)")
+             if "ROUTE_POLICIES" in ticked(r[0])]
+    named = {t.lower() for t in ticked(row[2])}
+    shown = named | {"/" + n.split("/", 1)[1] for n in named if n.split("/", 1)[0] in ROUTE_PROVIDERS and "/" in n}
+    wanted = {*ROUTE_PROVIDERS, *_LEGACY_ROUTE_KEYS, *("/" + e for e in ROUTE_ENDPOINTS)}
+    none_of(wanted - shown, "providers, endpoints (as provider/endpoint) and old keys the ROUTE_POLICIES row never shows")
+
+
+def test_the_ops_routes_are_documented() -> None:
+    from proxy.edge.app import _OPS
+
+    text = _read(DOCS / "operations.md")
+    none_of({r for r in _OPS if f"`{r}`" not in text}, "ops routes docs/operations.md never names")
 
 
 TYPO_EXAMPLES = {"GUARDPROXY_AUDITLOG", "GUARDPROXY_GUARDRAIL_ENABLED"}
@@ -294,6 +313,48 @@ def test_every_value_a_policy_key_takes_is_documented() -> None:
                 if value not in words[_doc_of(model)]:
                     missing.append(f"{model.__name__}.{key} = {value!r} (in {_doc_of(model).name})")
     none_of(set(missing), "values of policy keys their doc never writes as code")
+
+
+def _policy_section(start: str, end: str) -> str:
+    text = _read(DOCS / "policy.md")
+    i = text.index(start)
+    return text[i:text.index(end, i)]
+
+
+def test_each_guardrail_kind_has_its_keys_in_its_own_section() -> None:
+    """A stream kind's keys in *Stream guardrails*, a message kind's in *Message guardrails*, the
+    input stage's own keys in *Input guardrails* (its kinds take the options of the same kind above)."""
+    from config.policy import InputGuardrailSpec, MessageGuardrailSpec, StreamGuardrailSpec, _InputBase
+
+    sections = {"stream": _policy_section("## Stream guardrails", "## Message guardrails"),
+                "message": _policy_section("## Message guardrails", "## Input guardrails"),
+                "input": _policy_section("## Input guardrails", "## What a trip does")}
+    wanted = {"stream": {(m.__name__, k) for m in _models_in(StreamGuardrailSpec) for k in m.model_fields},
+              "message": {(m.__name__, k) for m in _models_in(MessageGuardrailSpec) for k in m.model_fields},
+              "input": {(m.__name__, k) for m in _models_in(InputGuardrailSpec)
+                        for k in (*_InputBase.model_fields, "id", "kind", "action", "enabled")}}
+    missing = [f"{model}.{key} (in {stage})" for stage, pairs in wanted.items()
+               for model, key in pairs if key not in code_words(sections[stage])]
+    none_of(set(missing), "guardrail keys missing from their stage's section of docs/policy.md")
+
+
+def test_the_answer_keys_input_guardrails_refuse_are_named_as_refused() -> None:
+    from config.policy import PolicyError, SecretsGuardrail, parse_policy
+
+    refused = []
+    for key, field in SecretsGuardrail.model_fields.items():
+        if key in ("id", "kind", "action"):
+            continue
+        literal = json.dumps("x" if field.default is None else field.default)  # its own default: valid
+        try:
+            parse_policy(f'[[input_guardrails]]\nid = "a"\nkind = "secrets"\n{key} = {literal}\n')
+        except PolicyError as exc:
+            if "not used by input guardrails" in str(exc):
+                refused.append(key)
+    assert refused
+    para = next(p for p in paragraphs(_policy_section("## Input guardrails", "## What a trip does"))
+                if "refused" in p and p.startswith("Keys:"))
+    none_of(set(refused) - set(ticked(para)), "keys input guardrails refuse that the Keys paragraph does not name")
 
 
 def test_the_stream_kinds_said_to_redact_are_the_ones_that_can() -> None:
@@ -434,7 +495,9 @@ def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
             yield from _own_nodes(child)
 
 
+@functools.cache
 def code_reason_codes() -> dict[str, set[str]]:
+    # (cached: the AST walk over every module is the slow part of this file; callers only read it)
     """code -> where it comes from: the constants of ``guardrails.decision`` (every Block, Redact and
     tool rule's code is one of them), the coverage guard's code, and every string the code passes as
     ``reason_code=`` or ``reason=`` (an audit record, a ``Fail``, an ``UpstreamError``, the
@@ -480,6 +543,96 @@ def test_every_reason_code_the_code_emits_is_in_the_reference_table() -> None:
 def test_every_code_in_the_reference_table_exists_in_the_code() -> None:
     codes, table = code_reason_codes(), reason_table()
     none_of(set(table) - set(codes), "rows of the Reason codes table no code emits")
+
+
+def test_every_audit_event_is_in_the_audit_table_and_no_other() -> None:
+    """The events ``AuditLog.record`` accepts are the rows of docs/policy.md's event table
+    (``guardproxy tail --event`` filters on them)."""
+    from proxy.ops.audit import EVENTS
+
+    rows = table_after(_read(DOCS / "policy.md"), "The events (`proxy/ops/audit.py` refuses any other):")
+    documented = {ticked(row[0])[0] for row in rows}
+    none_of(set(EVENTS) - documented, "audit events missing from docs/policy.md")
+    none_of(documented - set(EVENTS), "rows of the audit event table the audit log refuses")
+
+
+def test_the_x_guardproxy_headers_of_the_code_and_the_docs_are_the_same() -> None:
+    """Request and response headers the proxy reads or sets (``x-guardproxy-mode``, ``-token``,
+    ``-replaced``...): each is documented, and the docs name no other."""
+    pattern = re.compile(r"x-guardproxy-[a-z-]*[a-z]")
+    in_code = {h for top in _CODE_DIRS for p in (REPO / top).rglob("*.py")
+               for h in pattern.findall(p.read_text(encoding="utf-8"))}
+    in_docs = {h for p in _doc_files() for h in pattern.findall(_read(p))}
+    assert len(in_code) > 5
+    none_of(in_code - in_docs, "x-guardproxy-* headers the docs never name")
+    none_of(in_docs - in_code, "x-guardproxy-* headers the docs name that the code never reads or sets")
+
+
+def test_every_fail_closed_reason_the_docs_quote_is_a_code() -> None:
+    """``guardproxy_fail_closed_total{reason="..."}`` written anywhere in the docs."""
+    codes = code_reason_codes()
+    quoted = [(p.name, m.group(1)) for p in _doc_files()
+              for m in re.finditer(r'fail_closed_total\{reason="(\w+)"', _read(p))]
+    assert quoted
+    none_of({f"{name}: {code}" for name, code in quoted if code not in codes}, "reasons the docs quote that no code emits")
+
+
+# ------------------------------------------------------------------------------- files and modules
+def test_every_file_and_module_the_docs_name_exists() -> None:
+    """`proxy/drive/held_prompts.py`, `bench/tool_cost.py`, `proxy.drive.policies.route_table`: a doc
+    that points at code names what is there (a file a run writes is marked "not committed")."""
+    wrong = []
+    for path in _doc_files():
+        for para in paragraphs(_read(path)):
+            for span in {s.strip() for s in code_spans(para)}:
+                if m := re.fullmatch(r"((?:proxy|guardrails|config|tests|bench|deploy|docs)/[\w./-]+?)/?(?:::\w+)?", span):
+                    if "*" not in span and not (REPO / m.group(1)).exists() and "not committed" not in para:
+                        wrong.append(f"{path.name}: {span}")
+                elif re.fullmatch(r"(?:proxy|guardrails|config)(?:\.\w+)+", span):
+                    parts = span.split(".")
+                    found = next((i for i in range(len(parts), 0, -1)
+                                  if (REPO / ("/".join(parts[:i]) + ".py")).exists()
+                                  or (REPO / "/".join(parts[:i]) / "__init__.py").exists()), 0)
+                    if found < len(parts) - 1:  # a module, or one name in a module
+                        wrong.append(f"{path.name}: {span}")
+    none_of(set(wrong), "files and modules the docs name that are not in the repository")
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(text: str) -> set[str]:
+    out: set[str] = set()
+    seen: dict[str, int] = {}
+    for m in re.finditer(r"^#+\s+(.+)$", without_fences(text), re.MULTILINE):
+        slug = _slug(m.group(1))
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        out.add(slug if n == 0 else f"{slug}-{n}")
+    return out
+
+
+def test_links_between_docs_reach_a_file_and_a_heading() -> None:
+    wrong, linked = [], {README}
+    for path in _doc_files():
+        for m in re.finditer(r"\]\(([^)\s]+)\)", without_fences(_read(path))):
+            if re.match(r"[a-z]+:", m.group(1)):
+                continue
+            name, _, anchor = m.group(1).partition("#")
+            target = (path.parent / name).resolve() if name else path
+            linked.add(target)
+            if not target.exists():
+                wrong.append(f"{path.name}: {m.group(1)} (no such file)")
+            elif anchor and target.suffix == ".md" and anchor not in _anchors(_read(target)):
+                wrong.append(f"{path.name}: {m.group(1)} (no such heading)")
+    none_of(wrong, "broken links")
+    none_of({p.name for p in _doc_files()} - {p.name for p in linked}, "docs no page links to")
+
+
+def test_the_readme_stays_a_short_front_page() -> None:
+    assert len(_read(README).splitlines()) < 250
 
 
 # ------------------------------------------------------------------------------- (4) the CLI

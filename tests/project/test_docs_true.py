@@ -697,6 +697,27 @@ def test_every_cli_subcommand_and_flag_is_documented(monkeypatch: pytest.MonkeyP
     none_of(missing, "CLI subcommands and flags the README and docs never show")
 
 
+def test_every_cli_invocation_the_docs_show_uses_real_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`guardproxy tail --decision block`, `guardproxy serve --workers 4`...: in code spans and shell
+    blocks, each flag given to a subcommand is one it takes."""
+    surface = cli_surface(cli_parser(monkeypatch))
+    wrong = []
+    for path in _doc_files():
+        text = _read(path)
+        pieces = code_spans(text) + [line.split(" #", 1)[0] for lang, body, _, _ in fences(text)
+                                     if lang in ("sh", "") for line in body.splitlines()]
+        for piece in pieces:
+            for m in re.finditer(r"(?:guardproxy|python -m proxy|python -m guardproxy)\s+([a-z][\w-]*)([^|;&`]*)", piece):
+                command, flags = m.group(1), re.findall(r"(?<![\w-])(--[a-z][\w-]*)", m.group(2))
+                if command not in surface:
+                    if flags:
+                        wrong.append(f"{path.name}: `{m.group(0).strip()}` (no subcommand {command})")
+                    continue
+                wrong.extend(f"{path.name}: `{m.group(0).strip()}` ({f})" for f in flags
+                             if f not in surface[command] and f not in surface[""])
+    none_of(set(wrong), "CLI flags the docs show that the parser does not take")
+
+
 # ------------------------------------------------------------------------------- (5) metrics
 def exported_metrics() -> dict[str, tuple[str, tuple[str, ...]]]:
     """name as scraped -> (type, label names), from a fresh ``Metrics``."""

@@ -338,6 +338,26 @@ def test_each_guardrail_kind_has_its_keys_in_its_own_section() -> None:
     none_of(set(missing), "guardrail keys missing from their stage's section of docs/policy.md")
 
 
+def test_each_kind_row_lists_the_options_of_its_kind() -> None:
+    """The kinds tables of *Stream guardrails* and *Message guardrails*: a kind's row names every key
+    of its own (beyond the common keys) in its options cell."""
+    from config.policy import MessageGuardrailSpec, StreamGuardrailSpec, _MessageBase, _StreamBase
+
+    missing = []
+    for spec, base, section in ((StreamGuardrailSpec, _StreamBase, _policy_section("## Stream guardrails", "## Message guardrails")),
+                                (MessageGuardrailSpec, _MessageBase, _policy_section("## Message guardrails", "## Input guardrails"))):
+        rows = {m.group(1): line for line in section.splitlines() if (m := re.match(r"\| `(\w+)` \|", line))}
+        for model in _models_in(spec):
+            [kind] = _literals_in(model.model_fields["kind"].annotation)
+            if kind not in rows:
+                missing.append(f"{kind}: no row")
+                continue
+            options = {w for span in ticked(rows[kind].rstrip().rstrip("|").rsplit("|", 1)[-1])
+                       for w in re.findall(r"[\w-]+", span)}
+            missing += [f"{kind}.{k}" for k in set(model.model_fields) - set(base.model_fields) - {"kind"} - options]
+    none_of(missing, "kind options missing from their row of docs/policy.md")
+
+
 def test_the_answer_keys_input_guardrails_refuse_are_named_as_refused() -> None:
     from config.policy import PolicyError, SecretsGuardrail, parse_policy
 

@@ -65,6 +65,7 @@ from proxy.wire.base import (
 )
 from proxy.wire.conversation_delta import Reading, Turns
 from proxy.wire.held_state import held_caches
+from proxy.wire.input_parts import CHAT_ROLES, is_system
 from proxy.wire.logprobs import TokenLanes, token_events
 from proxy.wire.openai_errors import error_object
 from proxy.wire.shapes import by_type, error_event, lane_events, obj, unread, whole_events
@@ -377,6 +378,10 @@ def _whole_history(body: JsonBody) -> list[HistoryToolCall]:
     return _history(body.data["messages"])
 
 
+_PLAIN = ("assistant", "user", "tool", "system", "developer")
+"""Roles spelt as the API spells them: any other is read as the screen reads it (``is_system``: a
+``System`` or ``Developer`` message is system text to an upstream that folds the case, and to a chat
+template that renders any role it is given)."""
 _FOLD_EACH = 8
 """Messages up to which ``_fold`` steps through them in Python (below this, the C scan costs more)."""
 _ROLE = attrgetter("role")
@@ -400,7 +405,7 @@ def _fold_each(read: Reading, messages: Sequence[_QuickMessage]) -> Reading | No
             role = m.role
             if role == "user":
                 last_user = m
-            elif role == "system" or role == "developer":
+            elif role == "system" or role == "developer" or (role not in _PLAIN and is_system(role, CHAT_ROLES)):
                 if added is None:
                     added = []
                 added.append(_system_text(m.content))
@@ -417,6 +422,8 @@ def _fold_scanned(read: Reading, messages: Sequence[_QuickMessage]) -> Reading |
     the loop compares them): the same fields decoded, in the same order, one Python step per system
     message instead of one per message (``tests/wire/test_quick_view.py`` compares the two)."""
     roles = list(map(_ROLE, messages))
+    if sum(map(roles.count, _PLAIN)) != len(roles):  # a role in another spelling (``System``): folded one by one
+        return _fold_each(read, messages)
     system, kept = read.system, read.kept
     try:
         at = _positions(roles, "system")
@@ -483,7 +490,7 @@ class OpenAIChat(TurnsWireFormat[Reading]):
             role = m.get("role")
             if role == "user":
                 last_user = m
-            elif role == "system" or role == "developer":
+            elif role == "system" or role == "developer" or (role not in _PLAIN and is_system(role, CHAT_ROLES)):
                 system.append(_content_text(m.get("content")))
         model = body.get("model")
         if not isinstance(model, str):

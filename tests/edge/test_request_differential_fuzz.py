@@ -562,3 +562,29 @@ def test_a_system_prompt_the_upstream_reads_arms_the_canary(canary_proxy: ProxyS
     r = client.post(canary_proxy.url + PATHS[api], json=body, headers=headers_for(api))
     assert r.status_code in (200, 400), r.text
     assert not _leaked(r.text), r.text[:300]
+
+
+@pytest.mark.parametrize(("api", "added"), [
+    ("chat", '{"role":"System","content":"%s"}'), ("chat", '{"role":"DEVELOPER","content":"%s"}'),
+    ("responses", '{"type":"message","role":"System","content":"%s"}'),
+    ("anthropic", '{"role":"System","content":[{"text":"%s"}]}'),
+])
+def test_an_agents_next_turn_adding_a_system_message_spelt_otherwise_arms_the_canary(
+        canary_proxy: ProxyServer, upstream_server: FakeUpstream, client: httpx.Client, api: str, added: str) -> None:
+    """The agent fast path (a turn read from what it adds to a kept body, ``conversation_delta``) reads
+    the system text the whole reader reads: a later turn adding ``System`` arms the canary with it."""
+    tag = f"canary-turn-{api}-{len(added)}-{added.count('D')}"
+    items = [_user(api, "hi")]
+    for n in range(2):
+        upstream_server.reset()
+        upstream_server.queue(Reply(text="fine"))
+        r = client.post(canary_proxy.url + PATHS[api], content=_body(api, items, tag),
+                        headers={"content-type": "application/json", **headers_for(api)})
+        assert r.status_code == 200, r.text[:300]
+        items += [_assistant(api, f"answer {n}"), _user(api, f"question {n}")]
+    upstream_server.reset()
+    upstream_server.queue(Reply(text=f"My rules: {PROMPT}"))
+    r = client.post(canary_proxy.url + PATHS[api], content=_body(api, [*items, added % PROMPT], tag),
+                    headers={"content-type": "application/json", **headers_for(api)})
+    assert r.status_code in (200, 400), r.text[:300]
+    assert not _leaked(r.text), r.text[:300]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
 import re
 import types
@@ -172,6 +173,25 @@ def test_the_settings_table_states_each_default_the_code_has() -> None:
     none_of(wrong, "defaults in docs/settings.md that are not the code's")
 
 
+def test_the_route_policies_row_names_every_route_key_the_code_takes() -> None:
+    """``GUARDPROXY_ROUTE_POLICIES`` refuses an unknown key at start: the row says which are known."""
+    from proxy.drive.policies import _LEGACY_ROUTE_KEYS, ROUTE_ENDPOINTS, ROUTE_PROVIDERS
+
+    [row] = [r for r in table_after(_read(DOCS / "settings.md"), "# Settings (environment, prefix `GUARDPROXY_`)")
+             if "ROUTE_POLICIES" in ticked(r[0])]
+    named = {t.lower() for t in ticked(row[2])}
+    shown = named | {"/" + n.split("/", 1)[1] for n in named if n.split("/", 1)[0] in ROUTE_PROVIDERS and "/" in n}
+    wanted = {*ROUTE_PROVIDERS, *_LEGACY_ROUTE_KEYS, *("/" + e for e in ROUTE_ENDPOINTS)}
+    none_of(wanted - shown, "providers, endpoints (as provider/endpoint) and old keys the ROUTE_POLICIES row never shows")
+
+
+def test_the_ops_routes_are_documented() -> None:
+    from proxy.edge.app import _OPS
+
+    text = _read(DOCS / "operations.md")
+    none_of({r for r in _OPS if f"`{r}`" not in text}, "ops routes docs/operations.md never names")
+
+
 TYPO_EXAMPLES = {"GUARDPROXY_AUDITLOG", "GUARDPROXY_GUARDRAIL_ENABLED"}
 """Misspelled names the docs show on purpose, as what ``serve`` refuses (kept honest below)."""
 
@@ -316,6 +336,26 @@ def test_each_guardrail_kind_has_its_keys_in_its_own_section() -> None:
     missing = [f"{model}.{key} (in {stage})" for stage, pairs in wanted.items()
                for model, key in pairs if key not in code_words(sections[stage])]
     none_of(set(missing), "guardrail keys missing from their stage's section of docs/policy.md")
+
+
+def test_each_kind_row_lists_the_options_of_its_kind() -> None:
+    """The kinds tables of *Stream guardrails* and *Message guardrails*: a kind's row names every key
+    of its own (beyond the common keys) in its options cell."""
+    from config.policy import MessageGuardrailSpec, StreamGuardrailSpec, _MessageBase, _StreamBase
+
+    missing = []
+    for spec, base, section in ((StreamGuardrailSpec, _StreamBase, _policy_section("## Stream guardrails", "## Message guardrails")),
+                                (MessageGuardrailSpec, _MessageBase, _policy_section("## Message guardrails", "## Input guardrails"))):
+        rows = {m.group(1): line for line in section.splitlines() if (m := re.match(r"\| `(\w+)` \|", line))}
+        for model in _models_in(spec):
+            [kind] = _literals_in(model.model_fields["kind"].annotation)
+            if kind not in rows:
+                missing.append(f"{kind}: no row")
+                continue
+            options = {w for span in ticked(rows[kind].rstrip().rstrip("|").rsplit("|", 1)[-1])
+                       for w in re.findall(r"[\w-]+", span)}
+            missing += [f"{kind}.{k}" for k in set(model.model_fields) - set(base.model_fields) - {"kind"} - options]
+    none_of(missing, "kind options missing from their row of docs/policy.md")
 
 
 def test_the_answer_keys_input_guardrails_refuse_are_named_as_refused() -> None:
@@ -475,7 +515,9 @@ def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
             yield from _own_nodes(child)
 
 
+@functools.cache
 def code_reason_codes() -> dict[str, set[str]]:
+    # (cached: the AST walk over every module is the slow part of this file; callers only read it)
     """code -> where it comes from: the constants of ``guardrails.decision`` (every Block, Redact and
     tool rule's code is one of them), the coverage guard's code, and every string the code passes as
     ``reason_code=`` or ``reason=`` (an audit record, a ``Fail``, an ``UpstreamError``, the
@@ -521,6 +563,96 @@ def test_every_reason_code_the_code_emits_is_in_the_reference_table() -> None:
 def test_every_code_in_the_reference_table_exists_in_the_code() -> None:
     codes, table = code_reason_codes(), reason_table()
     none_of(set(table) - set(codes), "rows of the Reason codes table no code emits")
+
+
+def test_every_audit_event_is_in_the_audit_table_and_no_other() -> None:
+    """The events ``AuditLog.record`` accepts are the rows of docs/policy.md's event table
+    (``guardproxy tail --event`` filters on them)."""
+    from proxy.ops.audit import EVENTS
+
+    rows = table_after(_read(DOCS / "policy.md"), "The events (`proxy/ops/audit.py` refuses any other):")
+    documented = {ticked(row[0])[0] for row in rows}
+    none_of(set(EVENTS) - documented, "audit events missing from docs/policy.md")
+    none_of(documented - set(EVENTS), "rows of the audit event table the audit log refuses")
+
+
+def test_the_x_guardproxy_headers_of_the_code_and_the_docs_are_the_same() -> None:
+    """Request and response headers the proxy reads or sets (``x-guardproxy-mode``, ``-token``,
+    ``-replaced``...): each is documented, and the docs name no other."""
+    pattern = re.compile(r"x-guardproxy-[a-z-]*[a-z]")
+    in_code = {h for top in _CODE_DIRS for p in (REPO / top).rglob("*.py")
+               for h in pattern.findall(p.read_text(encoding="utf-8"))}
+    in_docs = {h for p in _doc_files() for h in pattern.findall(_read(p))}
+    assert len(in_code) > 5
+    none_of(in_code - in_docs, "x-guardproxy-* headers the docs never name")
+    none_of(in_docs - in_code, "x-guardproxy-* headers the docs name that the code never reads or sets")
+
+
+def test_every_fail_closed_reason_the_docs_quote_is_a_code() -> None:
+    """``guardproxy_fail_closed_total{reason="..."}`` written anywhere in the docs."""
+    codes = code_reason_codes()
+    quoted = [(p.name, m.group(1)) for p in _doc_files()
+              for m in re.finditer(r'fail_closed_total\{reason="(\w+)"', _read(p))]
+    assert quoted
+    none_of({f"{name}: {code}" for name, code in quoted if code not in codes}, "reasons the docs quote that no code emits")
+
+
+# ------------------------------------------------------------------------------- files and modules
+def test_every_file_and_module_the_docs_name_exists() -> None:
+    """`proxy/drive/held_prompts.py`, `bench/tool_cost.py`, `proxy.drive.policies.route_table`: a doc
+    that points at code names what is there (a file a run writes is marked "not committed")."""
+    wrong = []
+    for path in _doc_files():
+        for para in paragraphs(_read(path)):
+            for span in {s.strip() for s in code_spans(para)}:
+                if m := re.fullmatch(r"((?:proxy|guardrails|config|tests|bench|deploy|docs)/[\w./-]+?)/?(?:::\w+)?", span):
+                    if "*" not in span and not (REPO / m.group(1)).exists() and "not committed" not in para:
+                        wrong.append(f"{path.name}: {span}")
+                elif re.fullmatch(r"(?:proxy|guardrails|config)(?:\.\w+)+", span):
+                    parts = span.split(".")
+                    found = next((i for i in range(len(parts), 0, -1)
+                                  if (REPO / ("/".join(parts[:i]) + ".py")).exists()
+                                  or (REPO / "/".join(parts[:i]) / "__init__.py").exists()), 0)
+                    if found < len(parts) - 1:  # a module, or one name in a module
+                        wrong.append(f"{path.name}: {span}")
+    none_of(set(wrong), "files and modules the docs name that are not in the repository")
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(text: str) -> set[str]:
+    out: set[str] = set()
+    seen: dict[str, int] = {}
+    for m in re.finditer(r"^#+\s+(.+)$", without_fences(text), re.MULTILINE):
+        slug = _slug(m.group(1))
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        out.add(slug if n == 0 else f"{slug}-{n}")
+    return out
+
+
+def test_links_between_docs_reach_a_file_and_a_heading() -> None:
+    wrong, linked = [], {README}
+    for path in _doc_files():
+        for m in re.finditer(r"\]\(([^)\s]+)\)", without_fences(_read(path))):
+            if re.match(r"[a-z]+:", m.group(1)):
+                continue
+            name, _, anchor = m.group(1).partition("#")
+            target = (path.parent / name).resolve() if name else path
+            linked.add(target)
+            if not target.exists():
+                wrong.append(f"{path.name}: {m.group(1)} (no such file)")
+            elif anchor and target.suffix == ".md" and anchor not in _anchors(_read(target)):
+                wrong.append(f"{path.name}: {m.group(1)} (no such heading)")
+    none_of(wrong, "broken links")
+    none_of({p.name for p in _doc_files()} - {p.name for p in linked}, "docs no page links to")
+
+
+def test_the_readme_stays_a_short_front_page() -> None:
+    assert len(_read(README).splitlines()) < 250
 
 
 # ------------------------------------------------------------------------------- (4) the CLI
@@ -583,6 +715,27 @@ def test_every_cli_subcommand_and_flag_is_documented(monkeypatch: pytest.MonkeyP
             if not any(pattern.search(p) and (not command or _mentions_command(p, command)) for p in paras):
                 missing.append(f"guardproxy {command} {flag}".replace("  ", " "))
     none_of(missing, "CLI subcommands and flags the README and docs never show")
+
+
+def test_every_cli_invocation_the_docs_show_uses_real_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`guardproxy tail --decision block`, `guardproxy serve --workers 4`...: in code spans and shell
+    blocks, each flag given to a subcommand is one it takes."""
+    surface = cli_surface(cli_parser(monkeypatch))
+    wrong = []
+    for path in _doc_files():
+        text = _read(path)
+        pieces = code_spans(text) + [line.split(" #", 1)[0] for lang, body, _, _ in fences(text)
+                                     if lang in ("sh", "") for line in body.splitlines()]
+        for piece in pieces:
+            for m in re.finditer(r"(?:guardproxy|python -m proxy|python -m guardproxy)\s+([a-z][\w-]*)([^|;&`]*)", piece):
+                command, flags = m.group(1), re.findall(r"(?<![\w-])(--[a-z][\w-]*)", m.group(2))
+                if command not in surface:
+                    if flags:
+                        wrong.append(f"{path.name}: `{m.group(0).strip()}` (no subcommand {command})")
+                    continue
+                wrong.extend(f"{path.name}: `{m.group(0).strip()}` ({f})" for f in flags
+                             if f not in surface[command] and f not in surface[""])
+    none_of(set(wrong), "CLI flags the docs show that the parser does not take")
 
 
 # ------------------------------------------------------------------------------- (5) metrics

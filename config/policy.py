@@ -186,15 +186,15 @@ class PiiGuardrail(_StreamBase):
     URL) whose every file matches one, taken relative to ``[tools] workspace_root``, is not read by
     this guardrail. Shell commands and text outside such a write are read as always."""
     metadata_emails: bool = False
+    """True: an email in code metadata trips too. False (default): it passes where the text writes it
+    as a package's author (``authors``/``maintainers``/``contributors`` keys and the lists they open,
+    ``author_email=``, a gemspec's ``spec.email``) or in a commit trailer (``Signed-off-by:``,
+    ``Co-authored-by:``...); see docs/policy.md for why."""
     example_emails: bool = True
     """True: an address at a reserved example domain (RFC 2606/6761: ``example.com`` and hosts below
     it, ``.test``, ``.example``, ``.invalid``, ``.localhost``) is an email like any other (a model
     writes real-looking ones there: ``john@mail.eu.west.example.com``); false lets them pass, for
     agents writing docs and tests full of ``user@example.com``."""
-    """True: an email in code metadata trips too. False (default): it passes where the text writes it
-    as a package's author (``authors``/``maintainers``/``contributors`` keys and the lists they open,
-    ``author_email=``, a gemspec's ``spec.email``) or in a commit trailer (``Signed-off-by:``,
-    ``Co-authored-by:``...); see docs/policy.md for why."""
 
 
 class MaxLengthGuardrail(_StreamBase):

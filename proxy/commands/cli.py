@@ -1,4 +1,4 @@
-"""``guardproxy serve | check-policy | replay | scan | tail`` (also ``python -m proxy``)."""
+"""``guardproxy serve | check-policy | schema | replay | scan | tail`` (also ``python -m proxy``)."""
 
 from __future__ import annotations
 

@@ -71,6 +71,7 @@ from proxy.wire.base import (
     with_temperature,
 )
 from proxy.wire.conversation_delta import Reading, Turns
+from proxy.wire.input_parts import ANTHROPIC_ROLES, is_system
 from proxy.wire.shapes import ByType, by_type, error_event, lane_events, obj, plain, unread, whole_events
 from proxy.wire.sse import SSESplitter, parse_fields
 from proxy.wire.template import Templates
@@ -224,13 +225,19 @@ def _finish_reason(message: AssistantMessage, finish: FinishKind) -> str:
     return "tool_use" if message.tool_calls else "end_turn"
 
 
+_TEXT_TYPES = ("text", None)
+"""A block's ``type`` read as a text block: ``text``, or none (absent or null) when it carries a
+``text`` string, as the input screen reads it (``input_parts._kind``: lenient servers infer a block's
+type from its keys, so an untyped system block is system prompt to them and must arm the canary)."""
+
+
 def _text_of(content: Any) -> str:
     """Text of a ``content`` / ``system`` that is a string or a list of blocks (text blocks only)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
         return "\n".join(b["text"] for b in content
-                         if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str))
+                         if isinstance(b, dict) and b.get("type") in _TEXT_TYPES and isinstance(b.get("text"), str))
     return ""
 
 
@@ -296,7 +303,7 @@ def _quick_text(content: str | list[_QuickBlock]) -> str:
     """``_text_of`` of a quick-decoded content."""
     if isinstance(content, str):
         return content
-    return "\n".join(b.text for b in content if b.type == "text" and isinstance(b.text, str))
+    return "\n".join(b.text for b in content if b.type in _TEXT_TYPES and isinstance(b.text, str))
 
 
 def _whole_history(body: JsonBody) -> list[HistoryToolCall]:
@@ -312,7 +319,7 @@ def _fold(read: Reading, messages: Sequence[_QuickMessage]) -> Reading | None:
         role, content = m.role, m.content
         if not isinstance(role, str) or content is msgspec.UNSET:
             return None
-        if role == "system":
+        if role == "system" or (role != "user" and role != "assistant" and is_system(role, ANTHROPIC_ROLES)):
             system = [*(system or read.system), _quick_text(content)]
         elif role == "user" and (t := _quick_text(content)):
             last_user_text = t  # the last user turn with text (an agent's last one may hold only tool results)
@@ -355,7 +362,8 @@ class AnthropicMessages(TurnsWireFormat[Reading]):
         if not isinstance(system, (str, list)):
             raise BadRequest("system: Input should be a string or a list of text blocks")
         # Claude Code also sends mid-conversation ``system`` role messages: they are system prompt too.
-        parts = [_text_of(system)] + [_text_of(m["content"]) for m in messages if m["role"] == "system"]
+        parts = [_text_of(system)] + [_text_of(m["content"]) for m in messages
+                                      if m["role"] == "system" or is_system(m["role"], ANTHROPIC_ROLES)]
         # The last user turn in an agent loop often holds only tool_result blocks: take the last text.
         user_texts = [t for m in messages if m["role"] == "user" and (t := _text_of(m["content"]))]
         return RequestView(model=model, stream=stream or bool(body.get("stream")),

@@ -128,6 +128,15 @@ def _text(content: Any) -> str:
                    if isinstance(p.get("text"), str) and not p.get("thought"))
 
 
+def _system_text(system: Any) -> str:
+    """The text of a system instruction (a string, or a Content's text parts, thoughts too): the input
+    screen reads a part flagged ``thought`` there as system text (``input_parts._gemini``: nothing
+    says the upstream leaves it out of the prompt), so the canary is armed with it as well."""
+    if isinstance(system, str):
+        return system
+    return "".join(p["text"] for p in _parts(system) if isinstance(p.get("text"), str))
+
+
 def _call(part: dict[str, Any]) -> ToolCall | None:
     fc = part.get("functionCall")
     if not isinstance(fc, dict):
@@ -480,7 +489,7 @@ def cached_system(body: dict[str, Any]) -> str | None:
     system = body.get("systemInstruction", body.get("system_instruction"))
     if _unread_system(system):
         return None
-    return system if isinstance(system, str) else _text(system)
+    return _system_text(system)
 
 
 def _fold(read: _Read, contents: Sequence[_QuickContent]) -> _Read | None:
@@ -509,7 +518,7 @@ def _read_whole(raw: bytes) -> tuple[_Read, list[_QuickContent]] | None:
     held = held_caches(quick.cachedContent, quick.cached_content)
     if held is None:
         return None
-    read = _fold(_Read(system if isinstance(system, str) else _text(system), "", held), quick.contents)
+    read = _fold(_Read(_system_text(system), "", held), quick.contents)
     return None if read is None else (read, quick.contents)
 
 
@@ -545,7 +554,7 @@ class Gemini(TurnsWireFormat[_Read]):
         if held is None:
             raise BadRequest("'cachedContent' must be a string")
         return RequestView(model=model, stream=stream,
-                           system_prompt=system if isinstance(system, str) else _text(system),
+                           system_prompt=_system_text(system),
                            last_user_text=users[-1] if users else "", history=LazyHistory(partial(_history, contents)),
                            held=held)
 

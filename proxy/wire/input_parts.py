@@ -76,17 +76,33 @@ def _kind(block: dict[str, Any], default: str = "") -> str:
     return kind if isinstance(kind, str) else ""
 
 
-def _role(value: Any, known: tuple[str, ...]) -> str | None:
+def read_role(value: Any, known: tuple[str, ...]) -> str | None:
     """The role a message is screened as: None only for the assistant's own turns, spelt exactly. A
     role in another case or fold (``System``, ``ſystem``) is the one it folds onto, and one the API
     does not name (or none) is the user's: a chat template renders whatever role it is given into the
-    prompt, and an upstream that reads roles case-insensitively reads the fold."""
+    prompt, and an upstream that reads roles case-insensitively reads the fold. The codecs' readers of
+    the system prompt (for the canary) take their system messages through this too (``is_system``),
+    so the canary is armed with what the screen reads as system text."""
     if value == "assistant":
         return None
     if value in known:
         return str(value)
     folded = value.translate(_DOTTED_I).casefold() if isinstance(value, str) else ""
     return folded if folded in known else "user"
+
+
+CHAT_ROLES = ("system", "developer", "user", "tool", "function")
+RESPONSES_ROLES = ("user", "system", "developer")
+ANTHROPIC_ROLES = ("user", "system")
+SYSTEM_ROLES = ("system", "developer")
+
+
+def is_system(value: Any, known: tuple[str, ...]) -> bool:
+    """Whether a message of role ``value`` (in an API whose roles are ``known``) is read as system
+    text, as the screen reads it (``read_role``): ``system``, or ``developer`` where the API names it,
+    spelt so or folding onto one. The codecs compare the exact spellings first on their hot loops and
+    call this only for a role that is none of them."""
+    return read_role(value, known) in SYSTEM_ROLES
 
 
 _DOTTED_I = str.maketrans({"\u0130": "i", "\u0131": "i"})
@@ -172,7 +188,7 @@ def _openai_chat(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
     for i, m in enumerate(messages):
         if not isinstance(m, dict):
             continue
-        role = _role(m.get("role"), ("system", "developer", "user", "tool", "function"))
+        role = read_role(m.get("role"), CHAT_ROLES)
         path: Path = ("messages", i, "content")
         if role is None:
             for call in m.get("tool_calls") or []:
@@ -223,7 +239,7 @@ def _openai_responses(data: dict[str, Any], parts: frozenset[str], key: str = "i
         elif kind in ("local_shell_call", "shell_call", "computer_call"):
             names[str(item.get("call_id"))] = kind
         elif kind == "message":
-            role = _role(item.get("role"), ("user", "system", "developer"))
+            role = read_role(item.get("role"), RESPONSES_ROLES)
             part: Part | None = "user" if role == "user" else "system" if role in ("system", "developer") else None
             if part is not None:
                 out.content(part, (i, "content"), item.get("content"))
@@ -272,7 +288,7 @@ def _anthropic(data: dict[str, Any], parts: frozenset[str]) -> InputTexts:
         if not isinstance(m, dict):
             continue
         content = m.get("content")
-        role = _role(m.get("role"), ("user", "system"))
+        role = read_role(m.get("role"), ANTHROPIC_ROLES)
         if role != "user":
             join = False
         if role is None:

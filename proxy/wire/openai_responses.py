@@ -82,6 +82,7 @@ from proxy.wire.base import (
     with_temperature,
 )
 from proxy.wire.conversation_delta import Reading, Turns
+from proxy.wire.input_parts import RESPONSES_ROLES, is_system
 from proxy.wire.openai_errors import error_object
 from proxy.wire.shapes import error_event, lane_events, obj, plain, unread, whole_events
 from proxy.wire.sse import SSEFrame, SSESplitter, parse_fields
@@ -277,6 +278,13 @@ def _keeps(store: Any, conversation: Any) -> bool:
     return store is not False or conversation is not None
 
 
+def _system_role(role: Any) -> bool:
+    """Whether a message item is system text: ``system``/``developer``, or a role the input screen
+    reads as one (``System``: an upstream that folds the case reads it so), the same in every reader."""
+    return role == "system" or role == "developer" or (role != "user" and role != "assistant"
+                                                        and is_system(role, RESPONSES_ROLES))
+
+
 def _fold(read: Reading, items: Sequence[_QuickItem]) -> Reading | None:
     """``read`` with more input items: what ``parse_request`` does, on the same values (None where a
     raw field does not decode: the whole path then decides)."""
@@ -288,7 +296,7 @@ def _fold(read: Reading, items: Sequence[_QuickItem]) -> Reading | None:
             if i.type == "item_reference":
                 references.append(i.id)
             elif (i.type is msgspec.UNSET or i.type == "message") and i.role is not msgspec.UNSET:
-                if i.role in ("system", "developer"):
+                if _system_role(i.role):
                     system = [*(system or read.system), _text(raw_value(i.content))]
                 elif i.role == "user":
                     last_user = i
@@ -336,7 +344,7 @@ def system_items(body: dict[str, Any]) -> tuple[str, ...] | None:
     if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
         return None
     return tuple(_text(i.get("content")) for i in items
-                 if i.get("type", "message") == "message" and i.get("role") in ("system", "developer"))
+                 if i.get("type", "message") == "message" and _system_role(i.get("role")))
 
 
 class OpenAIResponses(TurnsWireFormat[Reading]):
@@ -359,7 +367,7 @@ class OpenAIResponses(TurnsWireFormat[Reading]):
             raise BadRequest("'instructions' must be a string")
         messages = [i for i in items if i.get("type", "message") == "message" and "role" in i]
         system = [instructions or ""] + [_text(m.get("content")) for m in messages
-                                         if m.get("role") in ("system", "developer")]
+                                         if _system_role(m.get("role"))]
         users = [m for m in messages if m.get("role") == "user"]
         held = held_state(body.get("previous_response_id"), body.get("conversation"), body.get("prompt"))
         found = held_items([i.get("id") for i in items if i.get("type") == "item_reference"])

@@ -1,6 +1,8 @@
-"""The docs say what the code does: every name a user or operator types (settings, policy keys and
-values, reason codes, CLI subcommands and flags, metric names) is documented, and every such name the
-docs mention exists. No servers, no network: the code is read where it defines the names.
+"""The docs say what the code does: every name a user or operator types or reads (settings and their
+defaults, policy keys and values, reason codes, audit events, x-guardproxy-* headers, CLI subcommands
+and flags, metric names, types and labels) is documented, and every such name the docs mention
+exists; TOML examples load with the policy loader; files, modules and links the docs point at exist.
+No servers, no network: the code is read where it defines the names.
 
 Each check takes its names from the code itself (the settings and policy models, the reason-code
 constants and call sites, the CLI's own parser, the metrics registry), so a name added, renamed or

@@ -20,7 +20,7 @@ from proxy.wire.openai_chat import OpenAIChat, _fold_each, _fold_scanned, _Quick
 from tests.wire.test_quick_view import _CONTENT, _agrees
 
 _ROLES = st.sampled_from(["system", "developer", "user", "assistant", "tool", "user", "assistant", None, 7, "",
-                          "System"])
+                          "System", "DEVELOPER", "function", "\u017fystem"])
 _MESSAGE = st.fixed_dictionaries({"role": _ROLES, "content": st.one_of(_CONTENT, st.text(max_size=8))})
 _MESSAGES = st.lists(_MESSAGE, min_size=0, max_size=40)
 

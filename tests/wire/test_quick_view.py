@@ -112,8 +112,11 @@ _DICT_PART = st.fixed_dictionaries({"text": st.one_of(_TEXT, _TEXT, st.integers(
 _PART = st.one_of(_DICT_PART, _DICT_PART, _DICT_PART, _SCALAR)
 _CONTENT = st.one_of(_SCALAR, st.lists(_PART, max_size=3))
 _ROLE = st.one_of(st.sampled_from(["system", "developer", "user", "assistant", "tool"]), _SCALAR)
-_ROLES = {"chat": ["system", "developer", "user", "assistant", "tool"], "anthropic": ["user", "assistant", "system"],
-          "responses": ["system", "developer", "user", "assistant"], "gemini": ["user", "model", "function"]}
+_ROLES = {"chat": ["system", "developer", "user", "assistant", "tool", "System", "DEVELOPER"],
+          "anthropic": ["user", "assistant", "system", "System"],
+          "responses": ["system", "developer", "user", "assistant", "Developer", "\u017fystem"],
+          "gemini": ["user", "model", "function"]}
+"""Each API's roles, and some in another case or fold (read as the system role they fold onto)."""
 _LIST_KEY = {"chat": "messages", "anthropic": "messages", "responses": "input", "gemini": "contents"}
 
 

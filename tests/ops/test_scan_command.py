@@ -24,7 +24,7 @@ def test_scan_lists_each_trip_without_the_value(tmp_path: Path, capsys: pytest.C
     assert main(["scan", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert out.splitlines() == [f"{tmp_path / 'app.py'}:2:1: no-secrets generic-assignment (replace)",
-                                f"{tmp_path / 'app.py'}:3:1: no-secrets generic-assignment (replace)"], out
+                                f"{tmp_path / 'app.py'}:3:10: no-secrets github-token (replace)"], out
     assert KEY not in out and "Zx9Qw3" not in out
 
 

@@ -36,7 +36,7 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.adversarial import SECRET
@@ -420,6 +420,18 @@ def _run(api: str, proxies: dict[str, ProxyServer], upstream: FakeUpstream, clie
     return assert_one_reading(api, client, proxies[action], upstream, raw, SECRET, KEPT_PATHS[api] if kept else None)
 
 
+FOUND: dict[tuple[str, str], list[dict[str, Any]]] = {
+    ("responses", "number"): [  # a stored prompt's variable part with ``text`` folded (``TEXT``): Go read it
+        {"seed": 2589445347, "where": "prompt_variable_part", "more": frozenset({"extra", "fold"}),
+         "action": "redact", "kept": False},
+        {"seed": 92885055, "where": "prompt_variable_part", "more": frozenset({"fold", "sibling"}),
+         "action": "redact", "kept": True},
+    ],
+}
+"""Counterexamples random runs found, by (API, bend), replayed first on every run (``@example``). The
+ones here passed before ``key_folds`` walked a prompt's ``variables`` at the part level (16cc4c0)."""
+
+
 @pytest.mark.parametrize(("api", "bend"), [(api, bend) for api in APIS for bend in BENDS_OF[api]])
 def test_a_bent_request_is_refused_or_reaches_the_model_masked_under_every_reading(
         proxies: dict[str, ProxyServer], upstream_server: FakeUpstream, client: httpx.Client, api: str,
@@ -433,6 +445,8 @@ def test_a_bent_request_is_refused_or_reaches_the_model_masked_under_every_readi
     def run(seed: int, where: str, more: frozenset[str], action: str, kept: bool) -> None:
         _run(api, proxies, upstream_server, client, seed, where, more | {bend}, action, 1, kept)
 
+    for found in FOUND.get((api, bend), []):
+        run = example(**found)(run)
     run()
 
 

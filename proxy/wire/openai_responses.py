@@ -57,6 +57,7 @@ from guardrails.datamodel import (
     Unvetted,
     WholeText,
 )
+from proxy.wire import responses_template
 from proxy.wire import responses_text as rt
 from proxy.wire.base import (
     QUICK_NULL,
@@ -552,6 +553,20 @@ def _load(raw: bytes | SSEFrame) -> dict[str, Any] | None:
     return ev
 
 
+def _plain_delta(sse: SSEFrame, ev: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``ev`` when it is an output-text delta whose decode shows nothing but the delta itself: its
+    own event name, no other SSE field, no field outside its shape (what a template may learn)."""
+    if not ev or ev.get("type") != responses_template.TEXT_DELTA or label_events(sse, responses_template.TEXT_DELTA):
+        return None
+    return ev if plain(ev, rt.EVENT.shapes[responses_template.TEXT_DELTA]) else None
+
+
+def _read_plain_delta(raw: bytes) -> dict[str, Any] | None:
+    """``_plain_delta`` of ``raw`` as the full decode reads it (no codec state read or changed)."""
+    sse = parse_fields(raw)
+    return _plain_delta(sse, _load(sse))
+
+
 @dataclass(slots=True)
 class _Part:
     part: dict[str, Any]
@@ -614,6 +629,9 @@ class ResponsesStream(SplitStream[SSESplitter]):
         over 100,000 deltas, 1.2 over 2,000); ``_settle`` joins them before anything reads one."""
         self._decoded: DecodedFrames[dict[str, Any]] = DecodedFrames()
         """The events of delta frames as decoded, for ``note_sent`` to read rather than parse again."""
+        self._template: responses_template.DeltaTemplate | None = None
+        """The shape of the first plain output-text delta: later ones are read from their bytes."""
+        self._learns = 0
 
     @property
     def state_ids(self) -> tuple[str, ...]:
@@ -621,6 +639,16 @@ class ResponsesStream(SplitStream[SSESplitter]):
 
     # -- decoding ---------------------------------------------------------------------------
     def _decode(self, raw: bytes) -> Frame:
+        template = self._template
+        if template is not None and (ev := template.match(raw)) is not None:
+            # The event as the full read gives it, and then what the full decode does with a plain
+            # text delta (``responses_template``): the same events and the same state.
+            try:
+                events = self._texts.delta("text", ev)
+            except (TypeError, AttributeError, ValueError, KeyError):
+                return Frame(raw, unreadable=True)
+            self._decoded.keep(raw, ev)
+            return Frame(raw, tuple(events))
         sse = parse_fields(raw)
         ev = _load(sse)
         if ev is None:
@@ -633,6 +661,10 @@ class ResponsesStream(SplitStream[SSESplitter]):
             t = ev.get("type")
             if t in _KEPT_FOR_SENT:
                 self._decoded.keep(raw, ev)
+            if t == responses_template.TEXT_DELTA and self._template is None \
+                    and self._learns < responses_template.MAX_LEARNS and _plain_delta(sse, ev) is not None:
+                self._learns += 1
+                self._template = responses_template.learn(raw, ev, _read_plain_delta)
             if not plain(ev, rt.EVENT.shapes.get(t)) and (found := unread(ev, rt.EVENT, str(t))):  # type: ignore[arg-type]
                 events += lane_events(found) if t in rt.STREAMED else whole_events(found)
             if sse.labels or sse.event != t:

@@ -279,6 +279,11 @@ def _keeps(store: Any, conversation: Any) -> bool:
     return store is not False or conversation is not None
 
 
+_MESSAGE_TYPES = ("message", None)
+"""An input item's ``type`` read as a message: ``message``, or none (absent or null), as the input
+screen reads it (``input_parts._kind(item, "message")``)."""
+
+
 def _system_role(role: Any) -> bool:
     """Whether a message item is system text: ``system``/``developer``, or a role the input screen
     reads as one (``System``: an upstream that folds the case reads it so), the same in every reader."""
@@ -296,7 +301,7 @@ def _fold(read: Reading, items: Sequence[_QuickItem]) -> Reading | None:
         for i in items:
             if i.type == "item_reference":
                 references.append(i.id)
-            elif (i.type is msgspec.UNSET or i.type == "message") and i.role is not msgspec.UNSET:
+            elif (i.type is msgspec.UNSET or i.type in _MESSAGE_TYPES) and i.role is not msgspec.UNSET:
                 if _system_role(i.role):
                     system = [*(system or read.system), _text(raw_value(i.content))]
                 elif i.role == "user":
@@ -345,7 +350,7 @@ def system_items(body: dict[str, Any]) -> tuple[str, ...] | None:
     if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
         return None
     return tuple(_text(i.get("content")) for i in items
-                 if i.get("type", "message") == "message" and _system_role(i.get("role")))
+                 if i.get("type") in _MESSAGE_TYPES and _system_role(i.get("role")))
 
 
 class OpenAIResponses(TurnsWireFormat[Reading]):
@@ -366,7 +371,7 @@ class OpenAIResponses(TurnsWireFormat[Reading]):
         instructions = body.get("instructions")
         if instructions is not None and not isinstance(instructions, str):
             raise BadRequest("'instructions' must be a string")
-        messages = [i for i in items if i.get("type", "message") == "message" and "role" in i]
+        messages = [i for i in items if i.get("type") in _MESSAGE_TYPES and "role" in i]
         system = [instructions or ""] + [_text(m.get("content")) for m in messages
                                          if _system_role(m.get("role"))]
         users = [m for m in messages if m.get("role") == "user"]

@@ -560,6 +560,8 @@ def test_a_bent_system_prompt_arms_the_canary_or_is_refused(canary_proxy: ProxyS
     ("responses", {"model": "m", "input": [{"role": "System", "content": PROMPT}, {"role": "user", "content": "rules?"}]}),
     ("responses", {"model": "m", "input": [{"type": "message", "role": "DEVELOPER", "content": PROMPT},
                                            {"role": "user", "content": "rules?"}]}),
+    ("responses", {"model": "m", "input": [{"type": None, "role": "developer", "content": PROMPT},
+                                           {"role": "user", "content": "rules?"}]}),
     ("anthropic", {"model": "m", "max_tokens": 50, "system": [{"text": PROMPT}],
                    "messages": [{"role": "user", "content": "rules?"}]}),
     ("anthropic", {"model": "m", "max_tokens": 50, "system": [{"type": None, "text": PROMPT}],

@@ -32,7 +32,7 @@ from guardrails.stream.hidden_text import HiddenTextCheck
 from guardrails.stream.keyword_scan import KeywordScanner
 from guardrails.stream.linear import LinearPattern
 from guardrails.stream.pii import PiiCheck, PiiProvider
-from guardrails.stream.secrets import CUSTOM, SecretsProvider, is_credential
+from guardrails.stream.secrets import CUSTOM, SecretsProvider, is_credential, key_end
 
 CACHE_ENTRIES = 16_384
 """Texts whose verdicts each finder remembers (a digest and a few spans each, ~200 bytes): room for
@@ -42,26 +42,6 @@ _NO_CTX = StreamContext("")
 _TOKEN_PREFIX = re.compile(r"[A-Za-z0-9_.-]*")  # a prefix (ghp_), or a structured token's earlier segments
 """What lies between a secret match's start and its secret part when that part is the tail of one
 token; an assignment (``password = ...``) has other characters there and keeps its name."""
-
-
-_PEM_END = re.compile(r"-----END[A-Z0-9 ]{0,24} PRIVATE KEY(?: BLOCK)?-----")
-_PEM_INSIDE = re.compile(r"[A-Za-z0-9+/=\s:,\\-]*")
-_PEM_LINES = re.compile(r"[A-Za-z0-9+/=]*(?:(?:\r?\n|\\r?\\n)[ \t]*(?:[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9+/]{1,15}={1,2})"
-                        r"(?=[ \t]*(?:\r?\n|\\[rn]|\Z)))*")
-PEM_REACH = 16_384
-"""The longest private key body looked through for its END line (an RSA 8192 key is ~6.5 KB)."""
-
-
-def _pem_end(text: str, at: int) -> int:
-    """Where a private key's body that the rule found the start of (``at``: after its first 32
-    characters) ends: past its END line when only base64, line breaks and header lines come before
-    it; else past the base64 lines that follow (a key cut short). The rule names the body's start,
-    which is enough to trip; a redaction must cover the whole key."""
-    end = _PEM_END.search(text, at, at + PEM_REACH)
-    if end is not None and _PEM_INSIDE.fullmatch(text, at, end.start()):
-        return end.end()
-    lines = _PEM_LINES.match(text, at)
-    return lines.end() if lines else at
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +125,9 @@ class SecretsFinder:
                 start = match.start(group)
                 if _TOKEN_PREFIX.fullmatch(text, match.start(), start):
                     start = match.start()  # a token's own prefix (``AKIA``, ``ghp_``): masked with it
-                end = _pem_end(text, match.end(group)) if rule.id == "private-key" else match.end(group)
+                end = match.end(group)
+                if rule.family == "private_key":  # the whole key: its rule names its first line
+                    end = key_end(text, end) or end
                 out.append(Hit(start, end, _masked(self._mask, rule.family), rule.family))
         if p.custom is not None:
             for start, secret in GitleaksScanner(p.custom).scan(text, final=True):

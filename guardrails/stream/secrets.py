@@ -220,19 +220,42 @@ REDACT_TAIL_MAX = 4096
 """A token tail longer than this is masked in pieces (each an empty mask after the first)."""
 
 # A private key's rule names its first line only (the BEGIN marker and 32 characters, or PuTTY's
-# header); a redaction masks the key through its end marker when one comes within REDACT_TAIL_MAX
-# characters (a 4096-bit RSA key in PEM is about 3.2 KB), else through the lines of base64 (and
-# the header lines) that follow: the rest of the body is the key, and is never shown.
+# header); a redaction masks the whole key (``key_end``), in the answer and in a request alike.
 _KEY_END = re.compile(r"-----END[A-Z0-9 ]{0,24} PRIVATE KEY(?: BLOCK)?-----|Private-MAC: ?[0-9a-fA-F]+")
+_KEY_INSIDE = re.compile(r"[A-Za-z0-9+/=\s:,\\-]*")
+"""What a key's body and header lines are made of (base64, line breaks written or escaped, ``Proc-Type:
+4,ENCRYPTED``, ``DEK-Info: AES-128-CBC,...``, the dashes of an end marker)."""
 _KEY_BREAK = r"(?:[ \t]*(?:\r?\n|\\r\\n|\\n|\\r))+[ \t]*"
 _KEY_LINES = re.compile(
-    rf"[^\r\n\\\"'`]*(?:{_KEY_BREAK}(?:[A-Za-z0-9+/=]{{16,}}|[A-Za-z0-9+/=]+(?=[ \t]*(?:\r|\n|\\[rn]|[\"'`,;)]|\Z))"
+    rf"[^\r\n\\\"'`]*(?:{_KEY_BREAK}(?:[A-Za-z0-9+/=]{{16,}}|[A-Za-z0-9+/=]+(?=[ \t]*(?:\r|\n|\\[rn]|[\"'`]|\Z))"
     r"|(?:Proc-Type|DEK-Info|Encryption|Comment|Public-Lines|Private-Lines|Private-MAC):[^\r\n\\]*))*")
 """A key's body lines after what its rule matched (the rest of its line first): base64 runs of 16
-characters or more, or shorter ones that end their line or string (a body's last line; a word of prose after a truncated key goes
-on with a space), and PEM's and PuTTY's header lines."""
+characters or more, or shorter ones that end their line or string (a body's last line; a word of
+prose after a truncated key goes on with a space or a comma), and PEM's and PuTTY's header lines."""
 _KEY_MAY_GO_ON = re.compile(rf"(?:{_KEY_BREAK})?(?:[A-Za-z0-9+/=]{{0,15}}|[A-Z][A-Za-z-]{{0,12}})")
 """What may still become more of the body: a line break and the start of a line."""
+KEY_REACH = 16_384
+"""How far past its first line a private key's end marker is looked for (an RSA 8192 key in PEM is
+about 6.5 KB); held back that far at most while only key characters come."""
+
+
+def key_end(text: str, at: int, *, final: bool = True) -> int | None:
+    """Where a private key ends whose rule matched up to ``at``: past its end marker (PuTTY: its
+    ``Private-MAC`` line) when one comes within ``KEY_REACH`` with only key characters before it,
+    else past the base64 and header lines that follow (a key cut short). The rule names the body's
+    start, which is enough to trip; a redaction must cover the whole key. Not ``final`` (a stream):
+    None while more text could still move that end, so that every split masks the same span."""
+    limit = at + KEY_REACH
+    marker = _KEY_END.search(text, at, limit)
+    if marker is not None and _KEY_INSIDE.fullmatch(text, at, marker.start()):
+        return marker.end() if final or marker.end() < len(text) else None
+    if not final and len(text) < limit and _KEY_INSIDE.fullmatch(text, at):
+        return None  # only key characters yet: the end marker may still come
+    lines = _KEY_LINES.match(text, at)
+    tail = lines.end() if lines is not None else at
+    if not final and (tail == len(text) or _KEY_MAY_GO_ON.fullmatch(text, tail)):
+        return None
+    return tail
 
 
 class SecretsCheck(DeltaCheck):
@@ -424,18 +447,16 @@ class SecretsCheck(DeltaCheck):
 
     def _settle_key(self, text: str, final: bool, start: int, end: int, rule_id: str, mask: str,
                     labelled: bool) -> Redact | None:
-        """A private key's redaction: through its end marker when one comes within
-        ``REDACT_TAIL_MAX`` characters of its start, else through the base64 and header lines after
-        what the rule matched (held until the marker, the window or the answer ends, so that every
-        split masks the same span; past the window, the rest of those lines as they come)."""
+        """A private key's redaction, through ``key_end``: held until that end is known; a key whose
+        end is still open ``KEY_REACH`` characters on is masked as it comes, its lines piece by piece."""
         if not labelled:
-            marker = _KEY_END.search(text[:start + REDACT_TAIL_MAX], end)
-            if marker is not None and (marker.end() < len(text) or final):
+            tail = key_end(text, end, final=final)
+            if tail is not None:
                 self._owed = None
-                self._masked_to = max(self._masked_to, marker.end())
-                return self._redact(start, marker.end(), mask, rule_id)
-            if not final and len(text) < start + REDACT_TAIL_MAX:
-                return None  # wait: the end marker may still come
+                self._masked_to = max(self._masked_to, tail)
+                return self._redact(start, tail, mask, rule_id)
+            if len(text) < end + KEY_REACH:
+                return None  # wait: the key's end is not known yet
         lines = _KEY_LINES.match(text, end)
         tail = lines.end() if lines is not None else end
         if not final and (tail == len(text) or _KEY_MAY_GO_ON.fullmatch(text, tail)):

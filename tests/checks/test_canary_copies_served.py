@@ -136,8 +136,10 @@ def test_a_copy_is_blocked_streamed(guard_proxy: ProxyServer, upstream: FakeUpst
     upstream.queue(Reply(text=copy.answer, deltas=list(copy.answer)))
     seen = sdk_call(guard_proxy.url, api, stream=True, system=AGENT_PROMPT)
     assert "[withheld: system prompt]" in seen.text
-    if copy.starts:
-        assert seen.text.startswith(copy.starts)
+    if copy.starts:  # what went out before the block is the prose before the copy, or a start of it
+        # (how much of that prose a block withholds depends on how the frames fell into reads: noted)
+        shown = seen.text.split("[withheld: system prompt]", 1)[0]
+        assert any(shown.startswith(start) or start.startswith(shown) for start in copy.starts), shown
     assert copy.shows_nothing(seen.text)
     assert seen.finish == FILTERED[api]
 
